@@ -1,0 +1,84 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+
+/** Everything the server reads from its environment, parsed and checked once at start. */
+export interface AppConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  bootstrapApiKey: string | undefined;
+  /** Key for values encrypted at rest; from SECRET_KEY, else a file made once under DATA_DIR. */
+  secretKey: string;
+  bodyLimitBytes: number;
+  /** Requests per minute per API key; 0 turns the limit off. */
+  rateLimitPerMinute: number;
+  /** Failed authentications per minute per client address before 429. */
+  authFailuresPerMinute: number;
+  trustProxy: boolean;
+  dockerSocket: string;
+  platform: PlatformConfig;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function portRange(raw: string | undefined): { from: number; to: number } {
+  if (!raw) return DEFAULT_PLATFORM_CONFIG.hostPortRange;
+  const match = /^(\d+)-(\d+)$/.exec(raw.trim());
+  const from = Number(match?.[1]);
+  const to = Number(match?.[2]);
+  if (!match || from < 1 || to > 65535 || from > to) throw new ConfigError(`HOST_PORT_RANGE must look like 20000-29999, got ${JSON.stringify(raw)}`);
+  return { from, to };
+}
+
+function secretKey(env: NodeJS.ProcessEnv, dataDir: string): string {
+  if (env.SECRET_KEY) {
+    if (env.SECRET_KEY.length < 32) throw new ConfigError('SECRET_KEY must be at least 32 characters');
+    return env.SECRET_KEY;
+  }
+  if (dataDir === ':memory:') return randomBytes(32).toString('hex');
+  const file = path.join(dataDir, 'secret.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  }
+  chmodSync(file, 0o600);
+  return readFileSync(file, 'utf8').trim();
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const dataDir = env.DATA_DIR || './data';
+  const autoHttps = (env.PROXY_AUTO_HTTPS ?? 'true').toLowerCase() !== 'false';
+  return {
+    host: env.HOST || '0.0.0.0',
+    port: int(env, 'PORT', 3000, 0, 65535),
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    bootstrapApiKey: env.BOOTSTRAP_API_KEY || undefined,
+    secretKey: secretKey(env, dataDir),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 6000),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
+    trustProxy: env.TRUST_PROXY === 'true',
+    dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
+    platform: {
+      hostPortRange: portRange(env.HOST_PORT_RANGE),
+      rootDomain: env.ROOT_DOMAIN?.toLowerCase() || null,
+      publicIp: env.PUBLIC_IP || DEFAULT_PLATFORM_CONFIG.publicIp,
+      publicScheme: autoHttps ? 'https' : 'http',
+      resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
+      streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
+      runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
+    },
+  };
+}

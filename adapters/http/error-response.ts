@@ -1,0 +1,30 @@
+import type { ServerResponse } from 'node:http';
+import { TRPCError } from '@trpc/server';
+import { DomainError } from '../../src/index.js';
+import { toErrorBody, type ErrorBody } from '../../routers/trpc.js';
+
+export function errorBodyOf(error: unknown): { status: number; body: ErrorBody } {
+  const trpcError =
+    error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error instanceof Error ? error : undefined });
+  const body = toErrorBody(error instanceof DomainError ? new TRPCError({ code: 'BAD_REQUEST', cause: error }) : trpcError);
+  return { status: STATUS[body.error], body };
+}
+
+export const STATUS: Record<ErrorBody['error'], number> = {
+  validation_error: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  rate_limited: 429,
+  payload_too_large: 413,
+  internal_error: 500,
+};
+
+export function sendError(res: ServerResponse, status: number, body: ErrorBody): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json');
+  const retryAfter = body.details.retryAfterSeconds;
+  if (status === 429 && typeof retryAfter === 'number') res.setHeader('Retry-After', String(retryAfter));
+  res.end(JSON.stringify(body));
+}

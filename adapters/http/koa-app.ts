@@ -1,0 +1,77 @@
+import type { IncomingMessage } from 'node:http';
+import Koa from 'koa';
+import { createHTTPHandler } from '@trpc/server/adapters/standalone';
+import type { AppRouter } from '../../routers/app.router.js';
+import type { Context } from '../../routers/trpc.js';
+import { sendError } from './error-response.js';
+import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { createRestHandler } from './rest.js';
+import { matchSseRoute, type SseBridge } from './sse-bridge.js';
+
+export interface KoaAppOptions {
+  router: AppRouter;
+  createContext: (req: IncomingMessage) => Context;
+  sse: SseBridge;
+  bodyLimitBytes: number;
+  log: (message: string, extra?: Record<string, unknown>) => void;
+}
+
+/**
+ * Three doors onto one router: REST (trpc-to-openapi) and SSE under /api, tRPC for the typed
+ * client under /trpc, plus the generated document and its reference page.
+ */
+export function createKoaApp(opts: KoaAppOptions): Koa {
+  const app = new Koa();
+  const onInternalError = (error: unknown, path: string | undefined) =>
+    opts.log('internal error', { path, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes, onInternalError });
+  const trpc = createHTTPHandler({
+    router: opts.router,
+    basePath: '/trpc/',
+    createContext: ({ req }) => opts.createContext(req),
+    onError: ({ error, path }) => {
+      if (error.code === 'INTERNAL_SERVER_ERROR') onInternalError(error.cause ?? error, path);
+    },
+  });
+  let docCache: { json: string; html: string } | undefined;
+  const documents = () => {
+    if (!docCache) {
+      const doc = buildOpenApiDocument(opts.router, '/');
+      docCache = { json: JSON.stringify(doc), html: renderDocsPage(doc) };
+    }
+    return docCache;
+  };
+
+  app.use(async (ctx) => {
+    const { req, res } = ctx;
+    const pathname = ctx.path;
+    if (ctx.method === 'GET' && pathname === '/api/openapi.json') {
+      ctx.type = 'application/json';
+      ctx.body = documents().json;
+      return;
+    }
+    if (ctx.method === 'GET' && (pathname === '/api/docs' || pathname === '/api/docs/')) {
+      ctx.type = 'text/html';
+      ctx.body = documents().html;
+      return;
+    }
+    // tRPC and trpc-to-openapi write the raw response themselves; koa sets 404 before handlers run.
+    ctx.respond = false;
+    res.statusCode = 200;
+    if (pathname === '/trpc' || pathname.startsWith('/trpc/')) {
+      trpc(req, res);
+      return;
+    }
+    const sseRoute = matchSseRoute(ctx.method, pathname);
+    if (sseRoute) {
+      await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
+      return;
+    }
+    if (pathname.startsWith('/api/') || pathname === '/api') {
+      const matched = await rest(req, res);
+      if (matched || res.writableEnded) return;
+    }
+    sendError(res, 404, { error: 'not_found', message: `No route for ${ctx.method} ${pathname}`, details: {} });
+  });
+  return app;
+}

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+import { deploymentLogView, errorView, runtimeLogView } from '../../src/index.js';
+import type { AppRouter } from '../../routers/app.router.js';
+
+const ERROR_STATUSES: Record<string, string> = {
+  '400': 'Validation error: `details.field` names the first offending field',
+  '401': 'Missing or unknown API key',
+  '403': 'The key lacks the access level or project scope',
+  '404': 'Not found',
+  '409': 'Conflict with the current state',
+  '429': 'Rate limited; see Retry-After',
+  '500': 'Internal error',
+};
+
+const sse = (summary: string, description: string, param: string) => ({
+  get: {
+    tags: ['Streams'],
+    summary,
+    description,
+    security: [{ bearerAuth: [] }],
+    requestParams: {
+      path: z.object({ [param]: z.string() }),
+      header: z.object({ 'last-event-id': z.string().optional().meta({ description: 'Resume after this event id' }) }),
+    },
+    responses: {
+      '200': {
+        description: description,
+        content: { 'text/event-stream': { schema: z.string().meta({ description: 'Server-Sent Events: `event:` and `data:` (JSON) lines' }) } },
+      },
+    },
+  },
+});
+
+/** The OpenAPI 3.1 document, generated from the routers plus the SSE paths they cannot describe themselves. */
+export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAPIObject {
+  const doc = generateOpenApiDocument(router, {
+    title: 'Slipway Platform API',
+    description:
+      'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
+      'Every call but /api/health, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
+      'Errors are `{error, message, details}`. The typed TypeScript client (`slipway/client`) calls the same procedures over tRPC at /trpc.',
+    version: '1.0.0',
+    baseUrl,
+    securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },
+    defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView },
+    paths: {
+      '/api/deployments/{deploymentId}/stream': sse(
+        'Stream a deployment log',
+        'Events: `snapshot` (array of DeploymentLogLine, first), `log` (one DeploymentLogLine, with `id:`), `ping` `{t}` every 15 s. Ends once the deployment has finished. Resume with Last-Event-ID.',
+        'deploymentId',
+      ),
+      '/api/services/{serviceId}/runtime-logs/stream': sse(
+        'Stream the running container log of a service',
+        'Events: `snapshot` (array of RuntimeLogLine; the last 200 lines by default, `?tail=N`), `log` (one RuntimeLogLine), `status` `{ok, closed}`; closed true ends the stream.',
+        'serviceId',
+      ),
+    },
+  });
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>)) {
+      if (!operation || typeof operation !== 'object' || !operation.responses) continue;
+      const responses = operation.responses;
+      for (const status of Object.keys(responses)) if (Number(status) >= 400) delete responses[status];
+      const statuses = operation.security?.length ? Object.keys(ERROR_STATUSES) : ['400', '404', '500'];
+      for (const status of statuses) {
+        if (status === '409' && method === 'get') continue;
+        responses[status] = { description: ERROR_STATUSES[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      }
+      if (createdOperation(router, path, method) && responses['200']) {
+        responses['201'] = responses['200'];
+        delete responses['200'];
+      }
+    }
+  }
+  return doc;
+}
+
+function createdOperation(router: AppRouter, path: string, method: string): boolean {
+  return Object.values(router._def.procedures).some((procedure) => {
+    const meta = (procedure as { _def: { meta?: { created?: boolean; openapi?: { path: string; method: string } } } })._def.meta;
+    return meta?.created === true && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method;
+  });
+}
+
+const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+
+/** A self-contained reference page (no CDN: installs may be offline), rendered from the document. */
+export function renderDocsPage(doc: OpenAPIObject): string {
+  const rows: string[] = [];
+  const byTag = new Map<string, string[]>();
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(item as Record<string, { summary?: string; description?: string; tags?: string[]; requestBody?: unknown; responses?: Record<string, unknown> }>)) {
+      if (!op || typeof op !== 'object' || !('responses' in op)) continue;
+      const tag = op.tags?.[0] ?? 'Other';
+      const statuses = Object.keys(op.responses ?? {}).join(' ');
+      const body = op.requestBody ? `<details><summary>request body</summary><pre>${escape(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : '';
+      const html = `<tr><td><code class="m ${method}">${method.toUpperCase()}</code></td><td><code>${escape(path)}</code></td><td>${escape(op.summary ?? '')}${op.description ? `<br><small>${escape(op.description)}</small>` : ''}${body}</td><td><small>${statuses}</small></td></tr>`;
+      byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
+    }
+  }
+  for (const [tag, html] of byTag) rows.push(`<h2>${escape(tag)}</h2><table><tr><th>method</th><th>path</th><th>what</th><th>statuses</th></tr>${html.join('')}</table>`);
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(doc.info.title)}</title>
+<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1b1f24}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4em;text-align:left;vertical-align:top}code.m{font-weight:700}.get{color:#0a7}.post{color:#06c}.patch{color:#a60}.delete{color:#c22}pre{background:#f5f5f5;padding:.5em;overflow:auto}</style></head>
+<body><h1>${escape(doc.info.title)} <small>${escape(doc.info.version)}</small></h1><p>${escape(doc.info.description ?? '')}</p>
+<p>Machine-readable: <a href="/api/openapi.json">/api/openapi.json</a> (OpenAPI ${escape(doc.openapi)}). Error body: <code>{"error": "validation_error", "message": "...", "details": {"field": "name"}}</code>.</p>
+${rows.join('\n')}</body></html>`;
+}

@@ -1,0 +1,108 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Docker from 'dockerode';
+import { createServices, type Services } from '../../src/index.js';
+import { openDatabase, type Database } from '../../src/persistence/database.js';
+import { systemClock } from '../../src/ports/clock.port.js';
+import type { ReverseProxy } from '../../src/ports/reverse-proxy.port.js';
+import type { RuntimeLogSource } from '../../src/ports/runtime-logs.port.js';
+import type { PortProbe } from '../../src/ports/port-probe.port.js';
+import { LogBus } from '../../src/services/log-bus.js';
+import { SecretBox } from '../../src/services/secret-box.js';
+import { appRouter } from '../../routers/app.router.js';
+import type { Context } from '../../routers/trpc.js';
+import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
+import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
+import type { AppConfig } from './config.js';
+import { createKoaApp } from './koa-app.js';
+import { NetPortProbe } from './net-port-probe.js';
+import { createRateLimiter } from './rate-limiter.js';
+import { SseBridge } from './sse-bridge.js';
+
+export interface Overrides {
+  proxy?: ReverseProxy;
+  runtimeLogs?: RuntimeLogSource;
+  portProbe?: PortProbe;
+}
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  services: Services;
+  database: Database;
+  close(): Promise<void>;
+}
+
+export function log(message: string, extra: Record<string, unknown> = {}): void {
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...extra })}\n`);
+}
+
+/** The composition root: the one place that knows every adapter. */
+export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const docker = new Docker({ socketPath: config.dockerSocket });
+  const services = createServices({
+    store: database.store,
+    secrets: SecretBox.fromSecret(config.secretKey),
+    proxy: overrides.proxy ?? new UnconfiguredReverseProxy(),
+    runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
+    portProbe: overrides.portProbe ?? new NetPortProbe(),
+    clock: systemClock,
+    logBus: new LogBus(),
+    config: config.platform,
+  });
+  if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
+
+  const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });
+  const createContext = (req: IncomingMessage): Context => ({
+    services,
+    token: bearerToken(req.headers.authorization),
+    ip: clientIp(req, config.trustProxy),
+    limiter,
+  });
+  const sse = new SseBridge();
+  const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url: `http://${host}:${address.port}`,
+    services,
+    database,
+    close() {
+      // In-flight requests finish; streams are told to end; then the database closes.
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        sse.closeAll();
+        server.closeIdleConnections();
+        const forced = setTimeout(() => server.closeAllConnections(), 10_000);
+        await closed;
+        clearTimeout(forced);
+        await database.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match?.[1];
+}
+
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

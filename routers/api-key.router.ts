@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { apiKeyView } from '../src/index.js';
+import { idParam, okTrue } from './schemas.js';
+import { router, writeProcedure } from './trpc.js';
+
+const tags = ['API keys'];
+
+export const apiKeyRouter = router({
+  create: writeProcedure
+    .meta({ created: true, openapi: { method: 'POST', path: '/api/api-keys', tags, summary: 'Create an API key; the token is shown once, in this response' } })
+    .input(
+      z.object({
+        name: z.string().min(1).max(100),
+        access: z.enum(['read', 'write']),
+        projectIds: z.array(idParam).max(1000).nullish().meta({ description: 'Projects the key may see; omitted, null or empty: all projects' }),
+      }),
+    )
+    .output(z.object({ apiKey: apiKeyView, token: z.string() }))
+    .mutation(async ({ ctx, input }) => ctx.services.apiKeys.create(ctx.actor, input)),
+
+  list: writeProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' } })
+    .input(z.object({}).optional())
+    .output(z.object({ apiKeys: z.array(apiKeyView) }))
+    .query(async ({ ctx }) => ({ apiKeys: await ctx.services.apiKeys.list(ctx.actor) })),
+
+  delete: writeProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/api/api-keys/{id}', tags, summary: 'Revoke an API key' } })
+    .input(z.object({ id: idParam }))
+    .output(okTrue)
+    .mutation(async ({ ctx, input }) => {
+      await ctx.services.apiKeys.delete(ctx.actor, input.id);
+      return { ok: true as const };
+    }),
+});

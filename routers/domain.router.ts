@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { domainView, proxyResultView } from '../src/index.js';
+import { idParam } from './schemas.js';
+import { router, writeProcedure } from './trpc.js';
+
+const tags = ['Domains'];
+const hostname = z.string().min(1).max(253);
+const proxyAnswer = z.object({ ok: z.literal(true), proxy: proxyResultView });
+
+export const domainRouter = router({
+  create: writeProcedure
+    .meta({ created: true, openapi: { method: 'POST', path: '/api/services/{serviceId}/domains', tags, summary: 'Add a hostname to a web service and reload the proxy' } })
+    .input(z.object({ serviceId: idParam, hostname }))
+    .output(proxyAnswer.extend({ domain: domainView }))
+    .mutation(async ({ ctx, input }) => {
+      return { ok: true as const, ...(await ctx.services.domains.create(ctx.actor, input.serviceId, input.hostname)) };
+    }),
+
+  update: writeProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Change a hostname and reload the proxy' } })
+    .input(z.object({ serviceId: idParam, domainId: idParam, hostname }))
+    .output(proxyAnswer)
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      proxy: await ctx.services.domains.update(ctx.actor, input.serviceId, input.domainId, input.hostname),
+    })),
+
+  delete: writeProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Remove a hostname and reload the proxy' } })
+    .input(z.object({ serviceId: idParam, domainId: idParam }))
+    .output(proxyAnswer)
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.domains.delete(ctx.actor, input.serviceId, input.domainId) })),
+});

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView } from '../src/index.js';
+import { buildMethod, idParam, nullableText, port, runtimeMode } from './schemas.js';
+import { readProcedure, router, writeProcedure } from './trpc.js';
+
+const tags = ['Services'];
+
+const envEntry = z.object({ key: z.string().max(255), value: z.string(), secret: z.boolean().optional() });
+
+const createServiceInput = z.object({
+  projectId: idParam,
+  name: z.string().min(1).max(100),
+  repoFullName: nullableText(512),
+  repoUrl: nullableText(2048),
+  containerImage: nullableText(512),
+  branch: z.string().min(1).max(255).optional(),
+  rootDir: nullableText(1024),
+  gitToken: nullableText().meta({ description: 'Write-only: a token for private repositories; never returned (see hasGitToken)' }),
+  installCommand: nullableText(),
+  buildCommand: nullableText(),
+  startCommand: nullableText(),
+  staticOutput: nullableText(1024),
+  buildMethod: buildMethod.optional(),
+  dockerfilePath: nullableText(1024),
+  runtimeMode: runtimeMode.optional(),
+  internalPort: port.optional(),
+  env: z.array(envEntry).max(500).optional(),
+  databasePublicEnabled: z.boolean().optional(),
+  databasePublicHostname: nullableText(253),
+  postgresLogicalReplicationEnabled: z.boolean().optional(),
+});
+
+const updateServiceInput = z.object({
+  serviceId: idParam,
+  branch: z.string().min(1).max(255).optional(),
+  rootDir: nullableText(1024),
+  gitToken: nullableText(),
+  installCommand: nullableText(),
+  buildCommand: nullableText(),
+  startCommand: nullableText(),
+  staticOutput: nullableText(1024),
+  buildMethod: buildMethod.optional(),
+  dockerfilePath: nullableText(1024),
+  runtimeMode: runtimeMode.optional(),
+  internalPort: port.optional(),
+});
+
+export const serviceRouter = router({
+  create: writeProcedure
+    .meta({ created: true, openapi: { method: 'POST', path: '/api/projects/{projectId}/services', tags, summary: 'Create a repository, container-image, database, worker or static-site service' } })
+    .input(createServiceInput)
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { projectId, ...rest } = input;
+      return { service: await ctx.services.services.create(ctx.actor, projectId, rest) };
+    }),
+
+  overview: readProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/overview', tags, summary: 'A service with its deployments, variables and domains' } })
+    .input(z.object({ serviceId: idParam }))
+    .output(z.object({ service: serviceView, deployments: z.array(deploymentView), env: z.array(envVarView), domains: z.array(domainView), publicIp: z.string() }))
+    .query(async ({ ctx, input }) => ctx.services.services.overview(ctx.actor, input.serviceId)),
+
+  update: writeProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}', tags, summary: 'Change how a service is built and run' } })
+    .input(updateServiceInput)
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { serviceId, ...patch } = input;
+      return { service: await ctx.services.services.update(ctx.actor, serviceId, patch) };
+    }),
+
+  transfer: writeProcedure
+    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/transfer', tags, summary: 'Move a service to another project (the key must see both)' } })
+    .input(z.object({ serviceId: idParam, targetProjectId: idParam }))
+    .output(z.object({ service: serviceView, project: projectView, proxy: proxyResultView }))
+    .mutation(async ({ ctx, input }) => ctx.services.services.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
+
+  delete: writeProcedure
+    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}', tags, summary: 'Delete a service with its domains, variables, deployments and logs' } })
+    .input(z.object({ serviceId: idParam }))
+    .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.serviceId) })),
+
+  suggestionKeys: readProcedure
+    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/suggestion-keys', tags, summary: 'Keys worth referencing from this service, and database connection variables' } })
+    .input(z.object({ serviceId: idParam }))
+    .output(z.object({ suggestions: z.array(z.object({ key: z.string(), label: z.string() })), databaseVariables: z.array(suggestionView) }))
+    .query(async ({ ctx, input }) => ctx.services.services.suggestionKeys(ctx.actor, input.serviceId)),
+});

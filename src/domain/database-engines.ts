@@ -1,0 +1,98 @@
+/** The six database engines a service can be, with what the spec says they start with. */
+export const DATABASE_ENGINES = ['postgres', 'timescale', 'mysql', 'redis', 'mongodb', 'clickhouse'] as const;
+export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];
+
+interface EngineSpec {
+  image: string;
+  internalPort: number;
+  /** Initial env keys, in order, with how a missing value is generated. */
+  initialEnv: ReadonlyArray<{ key: string; generate: (serviceSlug: string, password: () => string) => string }>;
+  /**
+   * A connection URL for other services of the project, `host` being the service slug on the
+   * project network; `v(KEY)` supplies each part (a URL-encoded value, or a `${slug.KEY}` reference).
+   */
+  connectionUrl: (v: (key: string) => string, host: string, port: number) => string;
+  urlKey: string;
+}
+
+const user = (slug: string) => slug.replace(/-/g, '_').slice(0, 32) || 'app';
+
+export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
+  postgres: {
+    image: 'postgres:17',
+    internalPort: 5432,
+    initialEnv: [
+      { key: 'POSTGRES_DB', generate: user },
+      { key: 'POSTGRES_USER', generate: user },
+      { key: 'POSTGRES_PASSWORD', generate: (_s, pw) => pw() },
+    ],
+    connectionUrl: (v, h, p) => `postgres://${v('POSTGRES_USER')}:${v('POSTGRES_PASSWORD')}@${h}:${p}/${v('POSTGRES_DB')}`,
+    urlKey: 'DATABASE_URL',
+  },
+  timescale: {
+    image: 'timescale/timescaledb:latest-pg17',
+    internalPort: 5432,
+    initialEnv: [
+      { key: 'POSTGRES_DB', generate: user },
+      { key: 'POSTGRES_USER', generate: user },
+      { key: 'POSTGRES_PASSWORD', generate: (_s, pw) => pw() },
+      { key: 'TIMESCALEDB_TELEMETRY', generate: () => 'off' },
+    ],
+    connectionUrl: (v, h, p) => `postgres://${v('POSTGRES_USER')}:${v('POSTGRES_PASSWORD')}@${h}:${p}/${v('POSTGRES_DB')}`,
+    urlKey: 'DATABASE_URL',
+  },
+  mysql: {
+    image: 'mysql:8.4',
+    internalPort: 3306,
+    initialEnv: [
+      { key: 'MYSQL_DATABASE', generate: user },
+      { key: 'MYSQL_USER', generate: user },
+      { key: 'MYSQL_PASSWORD', generate: (_s, pw) => pw() },
+      { key: 'MYSQL_ROOT_PASSWORD', generate: (_s, pw) => pw() },
+    ],
+    connectionUrl: (v, h, p) => `mysql://${v('MYSQL_USER')}:${v('MYSQL_PASSWORD')}@${h}:${p}/${v('MYSQL_DATABASE')}`,
+    urlKey: 'DATABASE_URL',
+  },
+  redis: {
+    image: 'redis:7',
+    internalPort: 6379,
+    initialEnv: [{ key: 'REDIS_PASSWORD', generate: (_s, pw) => pw() }],
+    connectionUrl: (v, h, p) => `redis://default:${v('REDIS_PASSWORD')}@${h}:${p}/0`,
+    urlKey: 'REDIS_URL',
+  },
+  mongodb: {
+    image: 'mongo:7',
+    internalPort: 27017,
+    initialEnv: [
+      { key: 'MONGO_INITDB_ROOT_USERNAME', generate: user },
+      { key: 'MONGO_INITDB_ROOT_PASSWORD', generate: (_s, pw) => pw() },
+    ],
+    connectionUrl: (v, h, p) =>
+      `mongodb://${v('MONGO_INITDB_ROOT_USERNAME')}:${v('MONGO_INITDB_ROOT_PASSWORD')}@${h}:${p}/?authSource=admin`,
+    urlKey: 'MONGO_URL',
+  },
+  clickhouse: {
+    image: 'clickhouse/clickhouse-server:24',
+    internalPort: 8123,
+    initialEnv: [
+      { key: 'CLICKHOUSE_DB', generate: user },
+      { key: 'CLICKHOUSE_USER', generate: user },
+      { key: 'CLICKHOUSE_PASSWORD', generate: (_s, pw) => pw() },
+      { key: 'CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT', generate: () => '1' },
+    ],
+    connectionUrl: (v, h, p) =>
+      `clickhouse://${v('CLICKHOUSE_USER')}:${v('CLICKHOUSE_PASSWORD')}@${h}:${p}/${v('CLICKHOUSE_DB')}`,
+    urlKey: 'CLICKHOUSE_URL',
+  },
+};
+
+export function isDatabaseEngine(value: string): value is DatabaseEngine {
+  return (DATABASE_ENGINES as readonly string[]).includes(value);
+}
+
+/** `database:<engine>` -> engine, or null for any other service. */
+export function engineOf(repoFullName: string | null): DatabaseEngine | null {
+  if (!repoFullName?.startsWith('database:')) return null;
+  const engine = repoFullName.slice('database:'.length);
+  return isDatabaseEngine(engine) ? engine : null;
+}

@@ -1,0 +1,56 @@
+/**
+ * Typed domain errors. Services throw these; the edge (routers/trpc.ts) maps them
+ * once to tRPC codes and the REST `{error, message, details}` body.
+ */
+export type ErrorCode =
+  | 'validation_error'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'rate_limited'
+  | 'payload_too_large'
+  | 'internal_error';
+
+export abstract class DomainError extends Error {
+  abstract readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.details = details;
+  }
+}
+
+export class ValidationError extends DomainError {
+  readonly code = 'validation_error' as const;
+  constructor(field: string, message: string, details: Record<string, unknown> = {}) {
+    super(message, { field, ...details });
+  }
+}
+
+export class UnauthorizedError extends DomainError {
+  readonly code = 'unauthorized' as const;
+}
+
+export class ForbiddenError extends DomainError {
+  readonly code = 'forbidden' as const;
+}
+
+export class NotFoundError extends DomainError {
+  readonly code = 'not_found' as const;
+  constructor(resource: string, id: string) {
+    super(`${resource} ${JSON.stringify(id)} was not found`, { resource, id });
+  }
+}
+
+export class ConflictError extends DomainError {
+  readonly code = 'conflict' as const;
+}
+
+export class RateLimitedError extends DomainError {
+  readonly code = 'rate_limited' as const;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message, { retryAfterSeconds });
+  }
+}

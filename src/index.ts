@@ -1,0 +1,49 @@
+import type { ServiceRecord } from './domain/types.js';
+import { ApiKeyService } from './services/api-key.service.js';
+import type { ServiceDeps } from './services/deps.js';
+import { DeploymentService } from './services/deployment.service.js';
+import { DomainService } from './services/domain.service.js';
+import { EnvService } from './services/env.service.js';
+import { ProjectService } from './services/project.service.js';
+import { RoutingService } from './services/routing.service.js';
+import { RuntimeLogService } from './services/runtime-log.service.js';
+import { ServiceCatalog } from './services/service-catalog.service.js';
+
+export interface ServicesOptions {
+  /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
+  onServicesRemoved?: (services: ServiceRecord[]) => Promise<void>;
+}
+
+/** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
+export function createServices(deps: ServiceDeps, options: ServicesOptions = {}) {
+  const onServicesRemoved = options.onServicesRemoved ?? (async () => {});
+  const routing = new RoutingService(deps);
+  const env = new EnvService(deps);
+  const projects = new ProjectService(deps, routing, onServicesRemoved);
+  const services = new ServiceCatalog(deps, env, projects, routing, onServicesRemoved);
+  return {
+    apiKeys: new ApiKeyService(deps),
+    projects,
+    services,
+    env,
+    domains: new DomainService(deps, routing),
+    deployments: new DeploymentService(deps),
+    runtimeLogs: new RuntimeLogService(deps),
+    routing,
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;
+
+export type { Actor } from './services/access.js';
+export type { ServiceDeps } from './services/deps.js';
+export type { PlatformConfig } from './services/platform-config.js';
+export { DEFAULT_PLATFORM_CONFIG } from './services/platform-config.js';
+export { DomainError } from './domain/errors.js';
+export type { ErrorCode } from './domain/errors.js';
+export * from './services/views.js';
+export type { DeploymentStreamEvent } from './services/deployment.service.js';
+export type { RuntimeStreamEvent } from './services/runtime-log.service.js';
+export type { CreateServiceInput, UpdateServiceInput } from './services/service-catalog.service.js';
+export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
+export { DATABASE_ENGINES } from './domain/database-engines.js';

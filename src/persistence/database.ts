@@ -1,0 +1,78 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { SqliteDriver } from '@mikro-orm/sqlite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { ALL_ENTITIES } from './entities.js';
+import { postgresqlMigrations } from './migrations/postgresql/index.js';
+import { sqliteMigrations } from './migrations/sqlite/index.js';
+import { Store } from './store.js';
+
+export interface DatabaseConfig {
+  /** `postgres://...` selects PostgreSQL; anything else (or nothing) SQLite. */
+  databaseUrl?: string | undefined;
+  /** Where the SQLite file lives; `:memory:` keeps it in memory (tests). */
+  dataDir: string;
+  debug?: boolean;
+}
+
+export function isPostgresUrl(url: string | undefined): url is string {
+  return !!url && /^postgres(ql)?:\/\//.test(url);
+}
+
+/** MikroORM options for a configuration; also what `mikro-orm.config.ts` exports for the CLI. */
+export function ormOptions(config: DatabaseConfig): Options {
+  const common = {
+    entities: ALL_ENTITIES,
+    debug: config.debug ?? false,
+    allowGlobalContext: false,
+    extensions: [Migrator],
+    // Timestamps are UTC end to end.
+    forceUtcTimezone: true,
+  } satisfies Partial<Options>;
+  if (isPostgresUrl(config.databaseUrl)) {
+    return {
+      ...common,
+      driver: PostgreSqlDriver,
+      clientUrl: config.databaseUrl,
+      migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
+    } as Options;
+  }
+  const dbName = config.dataDir === ':memory:' ? ':memory:' : path.join(config.dataDir, 'slipway.db');
+  if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
+  return {
+    ...common,
+    driver: SqliteDriver,
+    dbName,
+    migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
+  } as Options;
+}
+
+export interface Database {
+  store: Store;
+  kind: 'sqlite' | 'postgresql';
+  close(): Promise<void>;
+}
+
+/** Opens the database and brings its schema up to date with the committed migrations. */
+export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+  const orm = await MikroORM.init(ormOptions(config));
+  try {
+    if (!isPostgresUrl(config.databaseUrl)) {
+      // WAL lets readers go on while the runner writes log lines.
+      await orm.em.getConnection().execute('pragma journal_mode = wal');
+      await orm.em.getConnection().execute('pragma busy_timeout = 5000');
+      await orm.em.getConnection().execute('pragma foreign_keys = on');
+    }
+    await orm.getMigrator().up();
+  } catch (error) {
+    await orm.close(true);
+    throw error;
+  }
+  return {
+    store: new Store(orm.em),
+    kind: isPostgresUrl(config.databaseUrl) ? 'postgresql' : 'sqlite',
+    close: () => orm.close(true),
+  };
+}

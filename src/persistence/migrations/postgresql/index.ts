@@ -1,0 +1,5 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261121122039 } from './Migration20261121122039.js';
+
+/** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
+export const postgresqlMigrations: MigrationObject[] = [{ name: 'Migration20261121122039', class: Migration20261121122039 }];

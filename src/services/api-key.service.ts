@@ -1,0 +1,111 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { Access, ApiKeyRecord } from '../domain/types.js';
+import { assertAllProjects, assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import type { ApiKeyView } from './views.js';
+
+const TOKEN_PREFIX = 'slw_';
+/** lastUsedAt is a hint, not an audit log: writing it on every request would cost a write per read. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+function displayPrefix(token: string): string {
+  return token.slice(0, TOKEN_PREFIX.length + 8);
+}
+
+export function presentApiKey(key: ApiKeyRecord): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    access: key.access,
+    projectIds: key.projectIds,
+    prefix: key.prefix,
+    createdAt: key.createdAt.toISOString(),
+    lastUsedAt: key.lastUsedAt ? key.lastUsedAt.toISOString() : null,
+  };
+}
+
+export class ApiKeyService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  /** Resolves a bearer token to an actor, or throws 401. Keys are looked up by their SHA-256. */
+  async authenticate(token: string | undefined): Promise<Actor> {
+    if (!token) throw new UnauthorizedError('Missing API key: send Authorization: Bearer <key>');
+    const hash = hashToken(token);
+    const key = await this.deps.store.getApiKeyByHash(hash);
+    if (!key || !timingSafeEqual(Buffer.from(key.tokenHash), Buffer.from(hash))) {
+      throw new UnauthorizedError('Unknown or revoked API key');
+    }
+    const now = this.deps.clock.now();
+    if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.deps.store.updateApiKey(key.id, { lastUsedAt: now });
+    }
+    return { keyId: key.id, access: key.access, projectIds: key.projectIds };
+  }
+
+  /** Makes `token` an all-project write key; running it again with the same token changes nothing. */
+  async bootstrap(token: string): Promise<void> {
+    if (token.length < 16) throw new ValidationError('BOOTSTRAP_API_KEY', 'BOOTSTRAP_API_KEY must be at least 16 characters');
+    const hash = hashToken(token);
+    if (await this.deps.store.getApiKeyByHash(hash)) return;
+    await this.deps.store.insertApiKey({
+      id: newId(),
+      name: 'bootstrap',
+      access: 'write',
+      projectIds: null,
+      prefix: displayPrefix(token),
+      tokenHash: hash,
+      createdAt: this.deps.clock.now(),
+      lastUsedAt: null,
+    });
+  }
+
+  async create(actor: Actor, input: { name: string; access: Access; projectIds?: string[] | null | undefined }): Promise<{ apiKey: ApiKeyView; token: string }> {
+    this.assertAdmin(actor);
+    const projectIds = input.projectIds && input.projectIds.length > 0 ? [...new Set(input.projectIds)] : null;
+    if (projectIds) {
+      for (const [i, id] of projectIds.entries()) {
+        if (!(await this.deps.store.getProject(id))) throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);
+      }
+    }
+    return this.mint(input.name, input.access, projectIds);
+  }
+
+  /** Used by the CLI on the server's host, where whoever runs it already owns the data. */
+  async mint(name: string, access: Access, projectIds: string[] | null): Promise<{ apiKey: ApiKeyView; token: string }> {
+    const token = TOKEN_PREFIX + randomBytes(24).toString('base64url');
+    const record: ApiKeyRecord = {
+      id: newId(),
+      name,
+      access,
+      projectIds,
+      prefix: displayPrefix(token),
+      tokenHash: hashToken(token),
+      createdAt: this.deps.clock.now(),
+      lastUsedAt: null,
+    };
+    await this.deps.store.insertApiKey(record);
+    return { apiKey: presentApiKey(record), token };
+  }
+
+  async list(actor: Actor): Promise<ApiKeyView[]> {
+    this.assertAdmin(actor);
+    return (await this.deps.store.listApiKeys()).map(presentApiKey);
+  }
+
+  async delete(actor: Actor, id: string): Promise<void> {
+    this.assertAdmin(actor);
+    if (!(await this.deps.store.getApiKey(id))) throw new NotFoundError('API key', id);
+    await this.deps.store.deleteApiKey(id);
+  }
+
+  private assertAdmin(actor: Actor): void {
+    assertWrite(actor);
+    assertAllProjects(actor, 'manage API keys');
+  }
+}

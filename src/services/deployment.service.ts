@@ -1,0 +1,145 @@
+import { isAbortable, isTerminal } from '../domain/deployment-state.js';
+import { ConflictError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
+import { assertWrite, type Actor } from './access.js';
+import { AsyncQueue } from './async-queue.js';
+import type { ServiceDeps } from './deps.js';
+import type { DeploymentEvent } from './log-bus.js';
+import { deploymentFor, serviceFor } from './lookup.js';
+import { presentDeployment, presentLogLine } from './presenters.js';
+import type { DeploymentLogView, DeploymentView } from './views.js';
+
+export type DeploymentStreamEvent =
+  | { type: 'snapshot'; lines: DeploymentLogView[]; lastId: number }
+  | { type: 'log'; line: DeploymentLogView }
+  | { type: 'ping'; t: number };
+
+/** Told when a running deployment is asked to stop, so the runner can cut its work short. */
+export type AbortListener = (deploymentId: string) => void;
+
+export class DeploymentService {
+  private readonly abortListeners = new Set<AbortListener>();
+
+  constructor(private readonly deps: ServiceDeps) {}
+
+  onAbort(listener: AbortListener): () => void {
+    this.abortListeners.add(listener);
+    return () => this.abortListeners.delete(listener);
+  }
+
+  /** Queues a deployment; the runner picks it up from the table, so a restart loses nothing. */
+  async create(actor: Actor, serviceId: string): Promise<DeploymentView> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const deployment: DeploymentRecord = {
+      id: newId(),
+      serviceId: service.id,
+      commitSha: null,
+      status: 'queued',
+      trigger: 'manual',
+      imageTag: null,
+      containerName: null,
+      abortRequested: false,
+      startedAt: null,
+      finishedAt: null,
+      createdAt: this.deps.clock.now(),
+    };
+    await this.deps.store.insertDeployment(deployment);
+    await this.appendLog(deployment.id, 'stdout', `Deployment queued for ${service.name}`);
+    return presentDeployment(deployment);
+  }
+
+  async list(actor: Actor, serviceId: string): Promise<DeploymentView[]> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    return (await this.deps.store.listDeployments(service.id)).map(presentDeployment);
+  }
+
+  async get(actor: Actor, deploymentId: string): Promise<DeploymentView> {
+    return presentDeployment((await deploymentFor(this.deps.store, actor, deploymentId)).deployment);
+  }
+
+  async logs(actor: Actor, deploymentId: string): Promise<DeploymentLogView[]> {
+    const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
+    return (await this.deps.store.listLogs(deployment.id)).map(presentLogLine);
+  }
+
+  /**
+   * A queued deployment ends `aborted` at once; a running one is flagged and its runner told,
+   * and the runner moves it to `aborted` when its work has stopped. Finished ones: 409.
+   */
+  async abort(actor: Actor, deploymentId: string): Promise<void> {
+    assertWrite(actor);
+    const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
+    if (!isAbortable(deployment.status)) {
+      throw new ConflictError(`The deployment is ${deployment.status} and can no longer be aborted`, { status: deployment.status });
+    }
+    const now = this.deps.clock.now();
+    if (await this.deps.store.transitionDeployment(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })) {
+      await this.appendLog(deployment.id, 'stdout', 'Deployment aborted before it started');
+      this.deps.logBus.publish(deployment.id, { type: 'status', status: 'aborted' });
+      return;
+    }
+    if (await this.deps.store.transitionDeployment(deployment.id, ['running'], { abortRequested: true })) {
+      await this.appendLog(deployment.id, 'stdout', 'Abort requested; stopping the deployment');
+      for (const listener of this.abortListeners) listener(deployment.id);
+      return;
+    }
+    const current = await this.deps.store.getDeployment(deployment.id);
+    throw new ConflictError(`The deployment is ${current?.status ?? 'gone'} and can no longer be aborted`, { status: current?.status });
+  }
+
+  /** Stores log lines and hands them to live subscribers, in that order. */
+  async appendLog(deploymentId: string, stream: LogStream, ...lines: string[]): Promise<DeploymentLogRecord[]> {
+    const now = this.deps.clock.now();
+    const records = await this.deps.store.appendLogs(
+      deploymentId,
+      lines.map((line) => ({ line, stream, createdAt: now })),
+    );
+    for (const record of records) this.deps.logBus.publish(deploymentId, { type: 'log', line: record });
+    return records;
+  }
+
+  /**
+   * The deployment log stream: a snapshot of the lines after `lastEventId`, then each new line,
+   * with a keep-alive ping. It ends once the deployment has finished and every line was sent.
+   */
+  async stream(actor: Actor, deploymentId: string, opts: { lastEventId?: number | undefined; signal: AbortSignal }): Promise<AsyncGenerator<DeploymentStreamEvent>> {
+    // Access is checked before the first event, so a refusal is an HTTP error, not a broken stream.
+    const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
+    return this.follow(deployment, opts);
+  }
+
+  private async *follow(deployment: DeploymentRecord, opts: { lastEventId?: number | undefined; signal: AbortSignal }): AsyncGenerator<DeploymentStreamEvent> {
+    const queue = new AsyncQueue<DeploymentEvent>();
+    const unsubscribe = this.deps.logBus.subscribe(deployment.id, (event) => queue.push(event));
+    try {
+      const snapshot = await this.deps.store.listLogs(deployment.id, opts.lastEventId ?? 0);
+      let lastId = snapshot.at(-1)?.id ?? opts.lastEventId ?? 0;
+      yield { type: 'snapshot', lines: snapshot.map(presentLogLine), lastId };
+      let finished = isTerminal((await this.deps.store.getDeployment(deployment.id))?.status ?? 'failed');
+      while (!finished && !opts.signal.aborted) {
+        const event = await queue.next(this.deps.config.streamPingMs, opts.signal);
+        if (opts.signal.aborted) break;
+        if (!event) {
+          yield { type: 'ping', t: Date.now() };
+          continue;
+        }
+        if (event.type === 'log') {
+          if (event.line.id <= lastId) continue;
+          lastId = event.line.id;
+          yield { type: 'log', line: presentLogLine(event.line) };
+        } else if (isTerminal(event.status)) {
+          finished = true;
+        }
+      }
+      // Lines written between the last event and the end (or by another process) are not lost.
+      for (const line of await this.deps.store.listLogs(deployment.id, lastId)) {
+        if (opts.signal.aborted) break;
+        yield { type: 'log', line: presentLogLine(line) };
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+}

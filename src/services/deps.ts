@@ -1,0 +1,20 @@
+import type { Store } from '../persistence/store.js';
+import type { Clock } from '../ports/clock.port.js';
+import type { PortProbe } from '../ports/port-probe.port.js';
+import type { ReverseProxy } from '../ports/reverse-proxy.port.js';
+import type { RuntimeLogSource } from '../ports/runtime-logs.port.js';
+import type { LogBus } from './log-bus.js';
+import type { PlatformConfig } from './platform-config.js';
+import type { SecretBox } from './secret-box.js';
+
+/** What the use cases are built from: the store, the ports, and the resolved settings. */
+export interface ServiceDeps {
+  store: Store;
+  secrets: SecretBox;
+  proxy: ReverseProxy;
+  runtimeLogs: RuntimeLogSource;
+  portProbe: PortProbe;
+  clock: Clock;
+  logBus: LogBus;
+  config: PlatformConfig;
+}

@@ -1,0 +1,87 @@
+import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { engineOf } from '../domain/database-engines.js';
+import { newId } from '../domain/ids.js';
+import type { DomainRecord, ServiceRecord } from '../domain/types.js';
+import { normalizeHostname } from '../domain/validation.js';
+import { assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import { serviceFor } from './lookup.js';
+import type { RoutingService } from './routing.service.js';
+import { presentDomain } from './presenters.js';
+import type { DomainView, ProxyResultView } from './views.js';
+
+/** Hostnames of services. Every change is saved first, then the proxy is reloaded and its result reported. */
+export class DomainService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly routing: RoutingService,
+  ) {}
+
+  async create(actor: Actor, serviceId: string, hostnameInput: string): Promise<{ domain: DomainView; proxy: ProxyResultView }> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    assertRoutable(service);
+    const hostname = normalizeHostname(hostnameInput);
+    await this.assertHostnameFree(hostname);
+    const now = this.deps.clock.now();
+    const domain: DomainRecord = { id: newId(), serviceId: service.id, hostname, status: 'active', createdAt: now, updatedAt: now };
+    await this.deps.store.transaction(async (tx) => {
+      await tx.insertDomain(domain);
+      await tx.updateService(service.id, { preferredDomain: service.preferredDomain ?? hostname, updatedAt: now });
+    });
+    return { domain: presentDomain(domain), proxy: await this.routing.reload() };
+  }
+
+  async update(actor: Actor, serviceId: string, domainId: string, hostnameInput: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const { service, domain } = await this.load(actor, serviceId, domainId);
+    const hostname = normalizeHostname(hostnameInput);
+    if (hostname !== domain.hostname) {
+      await this.assertHostnameFree(hostname);
+      const now = this.deps.clock.now();
+      await this.deps.store.transaction(async (tx) => {
+        await tx.updateDomain(domain.id, { hostname, updatedAt: now });
+        if (service.preferredDomain === domain.hostname) await tx.updateService(service.id, { preferredDomain: hostname, updatedAt: now });
+      });
+    }
+    return this.routing.reload();
+  }
+
+  async delete(actor: Actor, serviceId: string, domainId: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const { service, domain } = await this.load(actor, serviceId, domainId);
+    const now = this.deps.clock.now();
+    await this.deps.store.transaction(async (tx) => {
+      await tx.deleteDomain(domain.id);
+      if (service.preferredDomain === domain.hostname) {
+        const next = (await tx.listDomains([service.id]))[0]?.hostname ?? null;
+        await tx.updateService(service.id, { preferredDomain: next, updatedAt: now });
+      }
+    });
+    return this.routing.reload();
+  }
+
+  async get(actor: Actor, serviceId: string, domainId: string): Promise<{ service: ServiceRecord; domain: DomainRecord }> {
+    return this.load(actor, serviceId, domainId);
+  }
+
+  private async load(actor: Actor, serviceId: string, domainId: string): Promise<{ service: ServiceRecord; domain: DomainRecord }> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const domain = await this.deps.store.getDomain(domainId);
+    if (!domain || domain.serviceId !== service.id) throw new NotFoundError('Domain', domainId);
+    return { service, domain };
+  }
+
+  private async assertHostnameFree(hostname: string): Promise<void> {
+    if (await this.deps.store.getDomainByHostname(hostname)) {
+      throw new ConflictError(`The hostname ${hostname} is already in use`, { field: 'hostname' });
+    }
+  }
+}
+
+function assertRoutable(service: ServiceRecord): void {
+  if (service.runtimeMode === 'worker') throw new ConflictError('Workers do not accept custom domains', { field: 'hostname' });
+  if (engineOf(service.repoFullName)) {
+    throw new ConflictError('Database services are reached through databasePublicHostname, not custom domains', { field: 'hostname' });
+  }
+}

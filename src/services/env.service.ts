@@ -1,0 +1,120 @@
+import { NotFoundError, ValidationError } from '../domain/errors.js';
+import { describeProblem, resolveValue, type ProjectEnv } from '../domain/env-references.js';
+import { newId } from '../domain/ids.js';
+import type { EnvVarRecord, ServiceRecord } from '../domain/types.js';
+import { assertEnvKey } from '../domain/validation.js';
+import type { Store } from '../persistence/store.js';
+import { assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import { serviceFor } from './lookup.js';
+import type { EnvVarView } from './views.js';
+
+const MAX_VALUE_LENGTH = 64 * 1024;
+
+interface ProjectEnvSnapshot {
+  env: ProjectEnv;
+  secretKeys: Set<string>;
+}
+
+export class EnvService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  /** Creates the variable or updates its value. A variable once secret stays secret unless `secret: false` is sent. */
+  async set(actor: Actor, serviceId: string, input: { key: string; value: string; secret?: boolean | undefined }): Promise<void> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    await this.upsert(this.deps.store, service.id, input);
+    await this.deps.store.updateService(service.id, { updatedAt: this.deps.clock.now() });
+  }
+
+  /** Shared with service creation, which writes the initial env in its own transaction. */
+  async upsert(store: Store, serviceId: string, input: { key: string; value: string; secret?: boolean | undefined }): Promise<void> {
+    assertEnvKey(input.key);
+    if (input.value.length > MAX_VALUE_LENGTH) throw new ValidationError('value', `A value may hold at most ${MAX_VALUE_LENGTH} characters`);
+    const now = this.deps.clock.now();
+    const existing = await store.getEnvVarByKey(serviceId, input.key);
+    const valueEncrypted = this.deps.secrets.encrypt(input.value);
+    if (existing) {
+      await store.updateEnvVar(existing.id, { valueEncrypted, secret: input.secret ?? existing.secret, updatedAt: now });
+    } else {
+      await store.insertEnvVar({ id: newId(), serviceId, key: input.key, valueEncrypted, secret: input.secret ?? false, createdAt: now, updatedAt: now });
+    }
+  }
+
+  async delete(actor: Actor, serviceId: string, envId: string): Promise<void> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const envVar = await this.deps.store.getEnvVar(envId);
+    if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
+    await this.deps.store.deleteEnvVar(envVar.id);
+    await this.deps.store.updateService(service.id, { updatedAt: this.deps.clock.now() });
+  }
+
+  /** The one way to read a secret back: a deliberate call with a write key, never a list. */
+  async reveal(actor: Actor, serviceId: string, envId: string): Promise<{ key: string; value: string; resolvedValue: string }> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const envVar = await this.deps.store.getEnvVar(envId);
+    if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
+    const snapshot = await this.projectEnv(service.projectId);
+    const value = this.deps.secrets.decrypt(envVar.valueEncrypted);
+    return { key: envVar.key, value, resolvedValue: resolveValue(value, snapshot.env, { serviceSlug: service.slug, key: envVar.key }).value };
+  }
+
+  /** The variables of a service as the overview shows them: secrets masked, references resolved. */
+  async listForService(service: ServiceRecord): Promise<EnvVarView[]> {
+    const snapshot = await this.projectEnv(service.projectId);
+    const vars = await this.deps.store.listEnv([service.id]);
+    return vars.map((v) => this.present(v, service, snapshot));
+  }
+
+  /** Every variable of a service with references resolved: what a container is started with. */
+  async resolvedFor(service: ServiceRecord): Promise<{ env: Record<string, string>; problems: string[] }> {
+    const snapshot = await this.projectEnv(service.projectId);
+    const env: Record<string, string> = {};
+    const problems: string[] = [];
+    for (const [key, raw] of snapshot.env.get(service.slug) ?? new Map<string, string>()) {
+      const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key });
+      env[key] = resolution.value;
+      problems.push(...resolution.problems.map((p) => `${key}: ${describeProblem(p)}`));
+    }
+    return { env, problems };
+  }
+
+  /** Raw values of one service, decrypted; for engines that need them (connection URLs). */
+  async rawValues(serviceId: string): Promise<Record<string, string>> {
+    const vars = await this.deps.store.listEnv([serviceId]);
+    return Object.fromEntries(vars.map((v) => [v.key, this.deps.secrets.decrypt(v.valueEncrypted)]));
+  }
+
+  private present(v: EnvVarRecord, service: ServiceRecord, snapshot: ProjectEnvSnapshot): EnvVarView {
+    const raw = snapshot.env.get(service.slug)?.get(v.key) ?? '';
+    const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key: v.key });
+    const usesSecret = v.secret || resolution.reached.some((ref) => snapshot.secretKeys.has(ref));
+    return {
+      id: v.id,
+      key: v.key,
+      hasValue: raw.length > 0,
+      secret: v.secret,
+      value: v.secret ? '' : raw,
+      resolvedValue: usesSecret ? '' : resolution.value,
+      problems: resolution.problems.map(describeProblem),
+      createdAt: v.createdAt.toISOString(),
+      updatedAt: v.updatedAt.toISOString(),
+    };
+  }
+
+  private async projectEnv(projectId: string): Promise<ProjectEnvSnapshot> {
+    const services = await this.deps.store.listServicesOfProjects([projectId]);
+    const slugOf = new Map(services.map((s) => [s.id, s.slug]));
+    const vars = await this.deps.store.listEnv(services.map((s) => s.id));
+    const env = new Map<string, Map<string, string>>(services.map((s) => [s.slug, new Map()]));
+    const secretKeys = new Set<string>();
+    for (const v of vars) {
+      const slug = slugOf.get(v.serviceId)!;
+      env.get(slug)!.set(v.key, this.deps.secrets.decrypt(v.valueEncrypted));
+      if (v.secret) secretKeys.add(`${slug}.${v.key}`);
+    }
+    return { env, secretKeys };
+  }
+}

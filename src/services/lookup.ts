@@ -1,0 +1,32 @@
+import { NotFoundError } from '../domain/errors.js';
+import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
+import type { Store } from '../persistence/store.js';
+import { assertProjectVisible, type Actor } from './access.js';
+
+/*
+ * Loading what a request addresses, in the order users see errors: 404 when it does not
+ * exist, then 403 when it exists outside the key's project scope.
+ */
+
+export async function projectFor(store: Store, actor: Actor, projectId: string): Promise<ProjectRecord> {
+  const project = await store.getProject(projectId);
+  if (!project) throw new NotFoundError('Project', projectId);
+  assertProjectVisible(actor, project.id);
+  return project;
+}
+
+export async function serviceFor(store: Store, actor: Actor, serviceId: string): Promise<ServiceRecord> {
+  const service = await store.getService(serviceId);
+  if (!service) throw new NotFoundError('Service', serviceId);
+  assertProjectVisible(actor, service.projectId);
+  return service;
+}
+
+export async function deploymentFor(store: Store, actor: Actor, deploymentId: string): Promise<{ deployment: DeploymentRecord; service: ServiceRecord }> {
+  const deployment = await store.getDeployment(deploymentId);
+  if (!deployment) throw new NotFoundError('Deployment', deploymentId);
+  const service = await store.getService(deployment.serviceId);
+  if (!service) throw new NotFoundError('Deployment', deploymentId);
+  assertProjectVisible(actor, service.projectId);
+  return { deployment, service };
+}

@@ -1,0 +1,134 @@
+import { ValidationError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import { slugify, uniqueSlug } from '../domain/slug.js';
+import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
+import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
+import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import { projectFor } from './lookup.js';
+import { presentProject, presentService } from './presenters.js';
+import type { RoutingService } from './routing.service.js';
+import type { ProjectView, ProxyResultView, SuggestionView } from './views.js';
+import { NotFoundError } from '../domain/errors.js';
+
+export interface ProjectInput {
+  name: string;
+  description?: string | undefined;
+}
+
+export class ProjectService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly routing: RoutingService,
+    private readonly onServicesRemoved: (services: ServiceRecord[]) => Promise<void>,
+  ) {}
+
+  async list(actor: Actor): Promise<ProjectView[]> {
+    const projects = await this.deps.store.listProjects(actor.projectIds ? [...actor.projectIds] : null);
+    return this.present(projects);
+  }
+
+  async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {
+    const project = await this.deps.store.getProjectBySlug(slug);
+    if (!project) throw new NotFoundError('Project', slug);
+    assertProjectVisible(actor, project.id);
+    return (await this.present([project]))[0]!;
+  }
+
+  async get(actor: Actor, projectId: string): Promise<ProjectView> {
+    const project = await projectFor(this.deps.store, actor, projectId);
+    return (await this.present([project]))[0]!;
+  }
+
+  async create(actor: Actor, input: ProjectInput): Promise<ProjectView> {
+    assertWrite(actor);
+    assertAllProjects(actor, 'create projects');
+    const name = cleanName(input.name);
+    const now = this.deps.clock.now();
+    const base = slugify(name);
+    const project: ProjectRecord = {
+      id: newId(),
+      name,
+      slug: uniqueSlug(base, await this.deps.store.projectSlugsLike(base)),
+      description: input.description ?? '',
+      status: 'idle',
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.deps.store.insertProject(project);
+    return presentProject(project, []);
+  }
+
+  /** Renaming keeps the slug: URLs and scripts that use it keep working. */
+  async update(actor: Actor, projectId: string, input: Partial<ProjectInput>): Promise<ProjectView> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const patch: Partial<ProjectRecord> = { updatedAt: this.deps.clock.now() };
+    if (input.name !== undefined) patch.name = cleanName(input.name);
+    if (input.description !== undefined) patch.description = input.description;
+    await this.deps.store.updateProject(project.id, patch);
+    return this.get(actor, project.id);
+  }
+
+  async delete(actor: Actor, projectId: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const services = await this.deps.store.listServicesOfProjects([project.id]);
+    await this.deps.store.transaction((tx) => tx.deleteProject(project.id));
+    await this.onServicesRemoved(services);
+    return this.routing.reload();
+  }
+
+  /** Connection URLs for each database service of the project, as other services reach it. */
+  async databaseVariableSuggestions(actor: Actor, projectId: string): Promise<SuggestionView[]> {
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const services = await this.deps.store.listServicesOfProjects([project.id]);
+    return this.databaseSuggestionsFor(services);
+  }
+
+  async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
+    const suggestions: SuggestionView[] = [];
+    for (const service of services) {
+      const engine = engineOf(service.repoFullName);
+      if (!engine) continue;
+      const spec = ENGINE_SPECS[engine];
+      // References, not literal values: the URL resolves at deploy time and no password is echoed.
+      const value = spec.connectionUrl((key) => `\${${service.slug}.${key}}`, service.slug, service.internalPort);
+      suggestions.push({ key: spec.urlKey, value, label: `${engine} "${service.name}" connection URL (${service.slug}:${service.internalPort})` });
+    }
+    return suggestions;
+  }
+
+  private async present(projects: ProjectRecord[]): Promise<ProjectView[]> {
+    const services = await this.deps.store.listServicesOfProjects(projects.map((p) => p.id));
+    const domains = await this.deps.store.listDomains(services.map((s) => s.id));
+    const domainsOf = groupBy(domains, (d) => d.serviceId);
+    const servicesOf = groupBy(services, (s) => s.projectId);
+    return projects.map((project) =>
+      presentProject(
+        project,
+        (servicesOf.get(project.id) ?? []).map((s) =>
+          presentService(s, { projectSlug: project.slug, domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]) }, this.deps.config),
+        ),
+      ),
+    );
+  }
+}
+
+export function cleanName(name: string, field = 'name'): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw new ValidationError(field, 'A name must not be empty');
+  if (trimmed.length > 100) throw new ValidationError(field, 'A name may hold at most 100 characters');
+  return trimmed;
+}
+
+export function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}

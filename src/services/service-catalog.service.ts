@@ -1,0 +1,292 @@
+import { ConflictError, ValidationError } from '../domain/errors.js';
+import { ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../domain/database-engines.js';
+import { newId } from '../domain/ids.js';
+import { slugify, uniqueSlug } from '../domain/slug.js';
+import type { BuildMethod, RuntimeMode, ServiceRecord } from '../domain/types.js';
+import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME } from '../domain/validation.js';
+import { assertProjectVisible, assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import type { EnvService } from './env.service.js';
+import { allocateHostPort } from './host-port-allocator.js';
+import { projectFor, serviceFor } from './lookup.js';
+import { presentDeployment, presentDomain, presentService } from './presenters.js';
+import { cleanName, type ProjectService } from './project.service.js';
+import type { RoutingService } from './routing.service.js';
+import { generatePassword } from './secret-box.js';
+import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from './views.js';
+
+export interface EnvEntryInput {
+  key: string;
+  value: string;
+  secret?: boolean | undefined;
+}
+
+export interface CreateServiceInput {
+  name: string;
+  repoFullName?: string | null | undefined;
+  repoUrl?: string | null | undefined;
+  containerImage?: string | null | undefined;
+  branch?: string | undefined;
+  rootDir?: string | null | undefined;
+  gitToken?: string | null | undefined;
+  installCommand?: string | null | undefined;
+  buildCommand?: string | null | undefined;
+  startCommand?: string | null | undefined;
+  staticOutput?: string | null | undefined;
+  buildMethod?: BuildMethod | undefined;
+  dockerfilePath?: string | null | undefined;
+  runtimeMode?: RuntimeMode | undefined;
+  internalPort?: number | undefined;
+  env?: EnvEntryInput[] | undefined;
+  databasePublicEnabled?: boolean | undefined;
+  databasePublicHostname?: string | null | undefined;
+  postgresLogicalReplicationEnabled?: boolean | undefined;
+}
+
+export type UpdateServiceInput = Partial<
+  Pick<
+    CreateServiceInput,
+    'branch' | 'rootDir' | 'installCommand' | 'buildCommand' | 'startCommand' | 'staticOutput' | 'buildMethod' | 'dockerfilePath' | 'runtimeMode' | 'internalPort' | 'gitToken'
+  >
+>;
+
+export interface ServiceOverview {
+  service: ServiceView;
+  deployments: DeploymentView[];
+  env: EnvVarView[];
+  domains: DomainView[];
+  publicIp: string;
+}
+
+/** Services removed from the database: the runtime cleans up after them. */
+export type ServicesRemovedHook = (services: ServiceRecord[]) => Promise<void>;
+
+const DEFAULT_INTERNAL_PORT = 3000;
+const OVERVIEW_DEPLOYMENTS = 50;
+
+type Variant =
+  | { kind: 'repository'; repoFullName: string | null; repoUrl: string | null }
+  | { kind: 'image'; image: string }
+  | { kind: 'database'; engine: DatabaseEngine };
+
+export class ServiceCatalog {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly env: EnvService,
+    private readonly projects: ProjectService,
+    private readonly routing: RoutingService,
+    private readonly onServicesRemoved: ServicesRemovedHook,
+  ) {}
+
+  async create(actor: Actor, projectId: string, input: CreateServiceInput): Promise<ServiceView> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const name = cleanName(input.name);
+    const variant = classify(input);
+    const env = input.env ?? [];
+    env.forEach((entry, i) => assertEnvKey(entry.key, `env.${i}.key`));
+    const duplicate = env.find((entry, i) => env.findIndex((e) => e.key === entry.key) !== i);
+    if (duplicate) throw new ValidationError('env', `Environment variable ${duplicate.key} is given twice`);
+    const runtimeMode = input.runtimeMode ?? 'web';
+    const engine = variant.kind === 'database' ? variant.engine : null;
+    const now = this.deps.clock.now();
+
+    const service = await this.deps.store.transaction(async (tx) => {
+      const slug = uniqueSlug(slugify(name), await tx.serviceSlugsInProject(project.id));
+      const hostPort = await allocateHostPort(tx, this.deps.portProbe, this.deps.config.hostPortRange);
+      const record: ServiceRecord = {
+        id: newId(),
+        projectId: project.id,
+        name,
+        slug,
+        repoFullName:
+          variant.kind === 'repository' ? variant.repoFullName : variant.kind === 'image' ? `image:${variant.image}` : `database:${variant.engine}`,
+        repoUrl: variant.kind === 'repository' ? variant.repoUrl : variant.kind === 'image' ? 'container-image' : 'database',
+        containerImage: variant.kind === 'image' ? variant.image : null,
+        branch: cleanBranch(input.branch ?? 'main'),
+        rootDir: relativePath(input.rootDir, 'rootDir'),
+        gitTokenEncrypted: input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null,
+        installCommand: blankToNull(input.installCommand),
+        buildCommand: blankToNull(input.buildCommand),
+        startCommand: blankToNull(input.startCommand),
+        staticOutput: relativePath(input.staticOutput, 'staticOutput'),
+        buildMethod: input.buildMethod ?? 'auto',
+        dockerfilePath: relativePath(input.dockerfilePath, 'dockerfilePath'),
+        detectedBuildMethod: null,
+        runtimeMode,
+        internalPort: input.internalPort ?? (engine ? ENGINE_SPECS[engine].internalPort : DEFAULT_INTERNAL_PORT),
+        hostPort,
+        databasePublicEnabled: engine ? (input.databasePublicEnabled ?? false) : false,
+        databasePublicHostname: engine
+          ? input.databasePublicHostname
+            ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
+            : this.deps.config.rootDomain
+              ? `${slug}-${project.slug}.${this.deps.config.rootDomain}`
+              : null
+          : null,
+        postgresLogicalReplicationEnabled: engine === 'postgres' || engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+        status: 'idle',
+        reachable: false,
+        preferredDomain: null,
+        framework: null,
+        lastDeployedAt: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await tx.insertService(record);
+      for (const entry of env) await this.env.upsert(tx, record.id, entry);
+      if (engine) {
+        const given = new Set(env.map((e) => e.key));
+        for (const initial of ENGINE_SPECS[engine].initialEnv) {
+          if (given.has(initial.key)) continue;
+          const value = initial.generate(slug, generatePassword);
+          await this.env.upsert(tx, record.id, { key: initial.key, value, secret: /PASSWORD/.test(initial.key) });
+        }
+      }
+      await tx.updateProject(project.id, { updatedAt: now });
+      return record;
+    });
+    return presentService(service, { projectSlug: project.slug, domains: [] }, this.deps.config);
+  }
+
+  async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const [project, domains, deployments, env] = await Promise.all([
+      this.deps.store.getProject(service.projectId),
+      this.deps.store.listDomains([service.id]),
+      this.deps.store.listDeployments(service.id, OVERVIEW_DEPLOYMENTS),
+      this.env.listForService(service),
+    ]);
+    return {
+      service: presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config),
+      deployments: deployments.map(presentDeployment),
+      env,
+      domains: domains.map(presentDomain),
+      publicIp: this.deps.config.publicIp,
+    };
+  }
+
+  async update(actor: Actor, serviceId: string, input: UpdateServiceInput): Promise<ServiceView> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const patch: Partial<ServiceRecord> = { updatedAt: this.deps.clock.now() };
+    if (input.branch !== undefined) patch.branch = cleanBranch(input.branch);
+    if (input.rootDir !== undefined) patch.rootDir = relativePath(input.rootDir, 'rootDir');
+    if (input.installCommand !== undefined) patch.installCommand = blankToNull(input.installCommand);
+    if (input.buildCommand !== undefined) patch.buildCommand = blankToNull(input.buildCommand);
+    if (input.startCommand !== undefined) patch.startCommand = blankToNull(input.startCommand);
+    if (input.staticOutput !== undefined) patch.staticOutput = relativePath(input.staticOutput, 'staticOutput');
+    if (input.buildMethod !== undefined) patch.buildMethod = input.buildMethod;
+    if (input.dockerfilePath !== undefined) patch.dockerfilePath = relativePath(input.dockerfilePath, 'dockerfilePath');
+    if (input.internalPort !== undefined) patch.internalPort = input.internalPort;
+    if (input.gitToken !== undefined) patch.gitTokenEncrypted = input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null;
+    if (input.runtimeMode !== undefined && input.runtimeMode !== service.runtimeMode) {
+      if (input.runtimeMode === 'worker' && (await this.deps.store.listDomains([service.id])).length > 0) {
+        throw new ConflictError('Workers do not accept domains: remove the domains of this service before making it a worker');
+      }
+      patch.runtimeMode = input.runtimeMode;
+    }
+    await this.deps.store.updateService(service.id, patch);
+    return this.view(service.id);
+  }
+
+  async transfer(actor: Actor, serviceId: string, targetProjectId: string): Promise<{ service: ServiceView; project: ProjectView; proxy: ProxyResultView }> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const target = await projectFor(this.deps.store, actor, targetProjectId);
+    assertProjectVisible(actor, service.projectId);
+    if (target.id !== service.projectId) {
+      const now = this.deps.clock.now();
+      await this.deps.store.transaction(async (tx) => {
+        const slug = uniqueSlug(service.slug, await tx.serviceSlugsInProject(target.id));
+        await tx.updateService(service.id, { projectId: target.id, slug, updatedAt: now });
+        await tx.updateProject(target.id, { updatedAt: now });
+        await tx.updateProject(service.projectId, { updatedAt: now });
+      });
+    }
+    const proxy = await this.routing.reload();
+    return { service: await this.view(service.id), project: await this.projects.get(actor, target.id), proxy };
+  }
+
+  async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    await this.deps.store.transaction((tx) => tx.deleteService(service.id));
+    await this.onServicesRemoved([service]);
+    return this.routing.reload();
+  }
+
+  async suggestionKeys(actor: Actor, serviceId: string): Promise<{ suggestions: Array<{ key: string; label: string }>; databaseVariables: SuggestionView[] }> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const siblings = await this.deps.store.listServicesOfProjects([service.projectId]);
+    const vars = await this.deps.store.listEnv(siblings.map((s) => s.id));
+    const byId = new Map(siblings.map((s) => [s.id, s]));
+    const suggestions: Array<{ key: string; label: string }> = [
+      { key: 'hostPort', label: `Host port of this service (${service.hostPort})` },
+      { key: 'PORT', label: `Port the service listens on inside its container (${service.internalPort})` },
+    ];
+    for (const v of vars) {
+      const owner = byId.get(v.serviceId)!;
+      suggestions.push({ key: `${owner.slug}.${v.key}`, label: `${v.key} of ${owner.name}: reference it as \${${owner.slug}.${v.key}}` });
+    }
+    return { suggestions, databaseVariables: await this.projects.databaseSuggestionsFor(siblings) };
+  }
+
+  async view(serviceId: string): Promise<ServiceView> {
+    const service = (await this.deps.store.getService(serviceId))!;
+    const [project, domains] = await Promise.all([this.deps.store.getProject(service.projectId), this.deps.store.listDomains([service.id])]);
+    return presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config);
+  }
+}
+
+function classify(input: CreateServiceInput): Variant {
+  if (input.repoUrl === 'container-image') {
+    if (!input.containerImage) throw new ValidationError('containerImage', 'A container-image service needs containerImage');
+    assertImageReference(input.containerImage);
+    return { kind: 'image', image: input.containerImage };
+  }
+  if (input.repoUrl === 'database') {
+    const engine = input.repoFullName?.startsWith('database:') ? input.repoFullName.slice('database:'.length) : null;
+    if (!engine || !isDatabaseEngine(engine)) {
+      throw new ValidationError('repoFullName', 'A database service needs repoFullName "database:<engine>", engine one of postgres, timescale, mysql, redis, mongodb, clickhouse');
+    }
+    return { kind: 'database', engine };
+  }
+  const repoUrl = blankToNull(input.repoUrl);
+  const repoFullName = blankToNull(input.repoFullName);
+  if (repoFullName?.startsWith('database:') || engineOf(repoFullName)) {
+    throw new ValidationError('repoUrl', 'A database service is created with repoUrl "database"');
+  }
+  if (repoFullName && !REPO_FULL_NAME.test(repoFullName)) throw new ValidationError('repoFullName', 'repoFullName must be "<owner>/<repo>"');
+  if (repoUrl) assertRemoteGitUrl(repoUrl);
+  if (!repoFullName && !repoUrl) {
+    throw new ValidationError('repoFullName', 'A service needs a repository (repoFullName or repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")');
+  }
+  return { kind: 'repository', repoFullName, repoUrl };
+}
+
+function blankToNull(value: string | null | undefined): string | null {
+  if (value === undefined || value === null) return null;
+  const trimmed = value.trim();
+  return trimmed === '' ? null : trimmed;
+}
+
+/** A path inside the repository: relative, no `..`, normalised without leading `./` or trailing `/`. */
+function relativePath(value: string | null | undefined, field: string): string | null {
+  const path = blankToNull(value);
+  if (path === null) return null;
+  const normalized = path.replace(/^\.\/+/, '').replace(/\/+$/, '');
+  if (path.startsWith('/') || normalized.split('/').includes('..') || /[\0\n]/.test(path)) {
+    throw new ValidationError(field, `${field} must be a path relative to the repository, without ".."`);
+  }
+  return normalized === '' || normalized === '.' ? null : normalized;
+}
+
+/** Git ref names: no spaces, control characters, `..`, or a leading `-` (it would read as an option). */
+function cleanBranch(branch: string): string {
+  const trimmed = branch.trim();
+  if (!trimmed || trimmed.startsWith('-') || trimmed.includes('..') || /[\s~^:?*[\\\0]/.test(trimmed) || trimmed.length > 255) {
+    throw new ValidationError('branch', `${JSON.stringify(branch)} is not a valid branch name`);
+  }
+  return trimmed;
+}

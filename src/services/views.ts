@@ -1,0 +1,152 @@
+import { z } from 'zod';
+
+/**
+ * The wire shapes of the API, one schema each: routers use them as tRPC outputs and
+ * trpc-to-openapi documents them, so the typed client, REST and the document agree.
+ * Timestamps are ISO 8601 UTC strings with milliseconds through every door.
+ */
+const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
+
+export const proxyResultView = z
+  .object({ ok: z.boolean(), detail: z.string() })
+  .meta({ id: 'ProxyResult', description: 'Outcome of reloading the reverse proxy' });
+export type ProxyResultView = z.infer<typeof proxyResultView>;
+
+export const serviceView = z
+  .object({
+    id: z.string(),
+    projectId: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    repoFullName: z.string().nullable(),
+    repoUrl: z.string().nullable(),
+    containerImage: z.string().nullable(),
+    branch: z.string(),
+    rootDir: z.string().nullable(),
+    hasGitToken: z.boolean(),
+    installCommand: z.string().nullable(),
+    buildCommand: z.string().nullable(),
+    startCommand: z.string().nullable(),
+    staticOutput: z.string().nullable(),
+    buildMethod: z.enum(['auto', 'dockerfile', 'analyzer']),
+    dockerfilePath: z.string().nullable(),
+    detectedBuildMethod: z.enum(['dockerfile', 'analyzer']).nullable(),
+    runtimeMode: z.enum(['web', 'worker']),
+    internalPort: z.number().int(),
+    hostPort: z.number().int(),
+    databasePublicEnabled: z.boolean(),
+    databasePublicHostname: z.string().nullable(),
+    postgresLogicalReplicationEnabled: z.boolean(),
+    status: z.enum(['idle', 'deploying', 'active', 'failed']),
+    reachable: z.boolean(),
+    localUrl: z.string(),
+    primaryUrl: z.string(),
+    preferredDomain: z.string().nullable(),
+    framework: z.string().nullable(),
+    lastDeployedAt: timestamp.nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Service' });
+export type ServiceView = z.infer<typeof serviceView>;
+
+export const projectView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string(),
+    status: z.enum(['idle', 'active']),
+    serviceCount: z.number().int(),
+    lastUpdatedAt: timestamp,
+    services: z.array(serviceView),
+  })
+  .meta({ id: 'Project' });
+export type ProjectView = z.infer<typeof projectView>;
+
+export const envVarView = z
+  .object({
+    id: z.string(),
+    key: z.string(),
+    hasValue: z.boolean(),
+    secret: z.boolean(),
+    value: z.string().meta({ description: 'The raw value; empty for secret variables' }),
+    resolvedValue: z.string().meta({
+      description: 'The value with ${service_slug.KEY} references expanded; empty when it is or uses a secret',
+    }),
+    problems: z.array(z.string()).meta({ description: 'References that could not be resolved (unknown service or key, cycle)' }),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'EnvironmentVariable' });
+export type EnvVarView = z.infer<typeof envVarView>;
+
+export const domainView = z
+  .object({
+    id: z.string(),
+    serviceId: z.string(),
+    hostname: z.string(),
+    status: z.enum(['active']),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Domain' });
+export type DomainView = z.infer<typeof domainView>;
+
+export const deploymentView = z
+  .object({
+    id: z.string(),
+    serviceId: z.string(),
+    commitSha: z.string().nullable(),
+    status: z.enum(['queued', 'running', 'succeeded', 'failed', 'aborted']),
+    trigger: z.enum(['manual']),
+    imageTag: z.string().nullable(),
+    containerName: z.string().nullable(),
+    startedAt: timestamp.nullable(),
+    finishedAt: timestamp.nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'Deployment' });
+export type DeploymentView = z.infer<typeof deploymentView>;
+
+export const deploymentLogView = z
+  .object({
+    id: z.number().int(),
+    deploymentId: z.string(),
+    line: z.string(),
+    stream: z.enum(['stdout', 'stderr']),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'DeploymentLogLine' });
+export type DeploymentLogView = z.infer<typeof deploymentLogView>;
+
+export const runtimeLogView = z
+  .object({ id: z.number().int(), line: z.string(), stream: z.enum(['stdout', 'stderr']), createdAt: timestamp })
+  .meta({ id: 'RuntimeLogLine' });
+export type RuntimeLogView = z.infer<typeof runtimeLogView>;
+
+export const suggestionView = z
+  .object({ key: z.string(), value: z.string().optional(), label: z.string() })
+  .meta({ id: 'Suggestion' });
+export type SuggestionView = z.infer<typeof suggestionView>;
+
+export const apiKeyView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    access: z.enum(['read', 'write']),
+    projectIds: z.array(z.string()).nullable().meta({ description: 'null: all projects' }),
+    prefix: z.string(),
+    createdAt: timestamp,
+    lastUsedAt: timestamp.nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKeyView = z.infer<typeof apiKeyView>;
+
+export const errorView = z
+  .object({
+    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'internal_error']),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
+  })
+  .meta({ id: 'Error' });
