@@ -20,15 +20,20 @@ type Patch<T> = Partial<Omit<T, 'id'>>;
  * so nothing ORM-shaped leaks out and concurrent requests never share state.
  */
 export class Store {
-  constructor(private readonly em: EntityManager) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly inTransaction = false,
+  ) {}
 
+  /** Outside a transaction, a fresh fork per call; inside, the transaction's own manager (SQLite has one connection). */
   private fork(): EntityManager {
-    return this.em.fork({ clear: true });
+    return this.inTransaction ? this.em : this.em.fork({ clear: true });
   }
 
   /** Runs `fn` in one database transaction; a throw rolls everything back. */
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-    return this.fork().transactional((em) => fn(new Store(em)));
+    if (this.inTransaction) return fn(this);
+    return this.fork().transactional((em) => fn(new Store(em, true)));
   }
 
   private async find<T extends object>(entity: new () => T, where: FilterQuery<T>, orderBy?: Record<string, 'asc' | 'desc'>, limit?: number): Promise<T[]> {
@@ -195,9 +200,8 @@ export class Store {
 
   // Deployment logs
   async appendLogs(deploymentId: string, lines: Array<{ line: string; stream: LogStream; createdAt: Date }>): Promise<DeploymentLogRecord[]> {
-    const em = this.fork();
     const records: DeploymentLogRecord[] = [];
-    await em.transactional(async (tx) => {
+    await this.fork().transactional(async (tx) => {
       for (const line of lines) {
         const id = await tx.insert(DeploymentLog, { deploymentId, ...line } as DeploymentLog);
         records.push({ id: Number(id), deploymentId, ...line });
