@@ -36,7 +36,7 @@ export function ormOptions(config: DatabaseConfig): Options {
       ...common,
       driver: PostgreSqlDriver,
       clientUrl: config.databaseUrl,
-      migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
+      migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
     } as Options;
   }
   const dbName = config.dataDir === ':memory:' ? ':memory:' : path.join(config.dataDir, 'slipway.db');
@@ -45,7 +45,7 @@ export function ormOptions(config: DatabaseConfig): Options {
     ...common,
     driver: SqliteDriver,
     dbName,
-    migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
+    migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
   } as Options;
 }
 

@@ -1,0 +1,66 @@
+import { createServices, type Services, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { openDatabase, type Database } from '../../src/persistence/database.js';
+import type { Clock } from '../../src/ports/clock.port.js';
+import { LogBus } from '../../src/services/log-bus.js';
+import { SecretBox } from '../../src/services/secret-box.js';
+import { createCaller } from '../../routers/app.router.js';
+import type { RequestLimiter } from '../../routers/trpc.js';
+import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
+
+export const unlimited: RequestLimiter = {
+  assertAuthAttemptsLeft() {},
+  recordAuthFailure() {},
+  assertRequestAllowed() {},
+};
+
+export interface Harness {
+  database: Database;
+  services: Services;
+  proxy: RecordingReverseProxy;
+  portProbe: FakePortProbe;
+  runtimeLogs: ScriptedRuntimeLogs;
+  logBus: LogBus;
+  secrets: SecretBox;
+  /** A write key for all projects, minted for the test. */
+  adminToken: string;
+  /** A tRPC caller authenticated with `token` (the admin key by default). */
+  caller(token?: string | undefined): ReturnType<typeof createCaller>;
+  mintKey(access: 'read' | 'write', projectIds?: string[] | null): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The services on a real SQLite database in memory, with fakes of the outside ports. */
+export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string } = {}): Promise<Harness> {
+  const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
+  const proxy = new RecordingReverseProxy();
+  const portProbe = new FakePortProbe();
+  const runtimeLogs = new ScriptedRuntimeLogs();
+  const logBus = new LogBus();
+  const secrets = SecretBox.fromSecret('test-secret-key-test-secret-key-0123');
+  const services = createServices({
+    store: database.store,
+    secrets,
+    proxy,
+    runtimeLogs,
+    portProbe,
+    clock: opts.clock ?? { now: () => new Date() },
+    logBus,
+    config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
+  });
+  const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
+    (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
+  const adminToken = await mintKey('write');
+  return {
+    database,
+    services,
+    proxy,
+    portProbe,
+    runtimeLogs,
+    logBus,
+    secrets,
+    adminToken,
+    caller: (token = adminToken) => createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }),
+    mintKey,
+    close: () => database.close(),
+  };
+}

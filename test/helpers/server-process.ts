@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export interface ServerProcess {
+  url: string;
+  /** The BOOTSTRAP_API_KEY it was started with: an all-project write key. */
+  token: string;
+  dataDir: string;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM, then wait for the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: no cleanup at all, as a crash. */
+  kill(): Promise<void>;
+  /** Removes the data directory too. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts the server exactly as `npm start` does (tsx on adapters/http/main.ts) on a free port
+ * with its own DATA_DIR, and waits until it says it is listening.
+ */
+export async function startServerProcess(env: Record<string, string> = {}, reuse?: { dataDir: string; token: string }): Promise<ServerProcess> {
+  const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'));
+  const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
+  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['adapters/http/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30_000);
+    const onData = () => {
+      const match = /"msg":"slipway listening","url":"([^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+
+  return {
+    url,
+    token,
+    dataDir,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    async dispose() {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      if (!reuse) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** fetch with the key and JSON handling most tests want. */
+export function api(base: string, token: string | undefined) {
+  return async (method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${base}${pathname}`, {
+      method,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, json, text, headers: res.headers };
+  };
+}
