@@ -6,7 +6,14 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const running = await startServer(config);
   log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir });
-  const stop = (signal: string) => {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // A second Ctrl-C means "now"; a repeated SIGTERM (supervisors resend) changes nothing.
+      if (signal === 'SIGINT') process.exit(130);
+      return;
+    }
+    stopping = true;
     log('shutting down', { signal });
     running.close().then(
       () => {
@@ -19,8 +26,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((error: unknown) => {

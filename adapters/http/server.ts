@@ -82,9 +82,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        // Keep-alive connections turn idle as their last response goes out: close them as they do.
+        const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
         server.closeIdleConnections();
         const forced = setTimeout(() => server.closeAllConnections(), 10_000);
         await closed;
+        clearInterval(idleSweep);
         clearTimeout(forced);
         await database.close();
       })();

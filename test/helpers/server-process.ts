@@ -62,7 +62,7 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
     child,
     output: () => output,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null && !child.killed) child.kill('SIGTERM');
       return exited;
     },
     async kill() {

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TRPCClientError } from '@trpc/client';
+import { createClient } from 'slipway/client';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+
+/** The typed client, imported as a user imports it, against the server started as npm start does. */
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServerProcess({ STREAM_PING_MS: '300' });
+});
+afterAll(async () => {
+  await server?.dispose();
+});
+
+describe('typed client', () => {
+  it('calls every kind of procedure with types and the spec error shape', async () => {
+    const client = createClient({ url: server.url, token: server.token });
+    const { project } = await client.projects.create.mutate({ name: 'Typed', description: 'from the client' });
+    expect(project.slug).toBe('typed');
+    const { service } = await client.services.create.mutate({ projectId: project.id, name: 'api', repoFullName: 'acme/api' });
+    await client.env.set.mutate({ serviceId: service.id, key: 'GREETING', value: 'hi' });
+    const overview = await client.services.overview.query({ serviceId: service.id });
+    expect(overview.env.map((v) => [v.key, v.resolvedValue])).toEqual([['GREETING', 'hi']]);
+    expect(typeof overview.service.createdAt).toBe('string');
+
+    const error = await client.services.overview.query({ serviceId: 'missing' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect((error as TRPCClientError<never>).data).toMatchObject({ error: 'not_found', httpStatus: 404 });
+
+    const anonymous = createClient({ url: server.url, token: 'nope' });
+    const denied = await anonymous.projects.list.query().catch((e: unknown) => e);
+    expect((denied as TRPCClientError<never>).data).toMatchObject({ error: 'unauthorized', httpStatus: 401 });
+  });
+
+  it('streams a deployment log as a subscription, resumable by event id', async () => {
+    const client = createClient({ url: server.url, token: server.token });
+    const { project } = await client.projects.create.mutate({ name: 'Streams' });
+    const { service } = await client.services.create.mutate({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+    const { deployment } = await client.deployments.create.mutate({ serviceId: service.id });
+
+    const events: Array<{ type: string; id?: string }> = [];
+    const done = new Promise<void>((resolve, reject) => {
+      const subscription = client.deployments.stream.subscribe(
+        { deploymentId: deployment.id },
+        {
+          onData(envelope) {
+            const { id, data } = envelope as unknown as { id: string; data: { type: string } };
+            events.push({ type: data.type, id });
+            if (data.type === 'snapshot') void client.deployments.abort.mutate({ deploymentId: deployment.id }).catch(reject);
+          },
+          onError: reject,
+          onComplete: () => resolve(),
+        },
+      );
+      setTimeout(() => {
+        subscription.unsubscribe();
+        resolve();
+      }, 10_000);
+    });
+    await done;
+    expect(events[0]).toMatchObject({ type: 'snapshot' });
+    const logs = events.filter((e) => e.type === 'log');
+    expect(logs.length).toBeGreaterThanOrEqual(1);
+    expect(Number(logs[0]!.id)).toBeGreaterThan(Number(events[0]!.id));
+
+    // Resuming after the snapshot's id yields only what came after it.
+    const resumed = await new Promise<Array<{ type: string; lines?: unknown[] }>>((resolve, reject) => {
+      const seen: Array<{ type: string; lines?: unknown[] }> = [];
+      client.deployments.stream.subscribe(
+        { deploymentId: deployment.id, lastEventId: events[0]!.id! },
+        { onData: (e) => seen.push((e as unknown as { data: { type: string; lines?: unknown[] } }).data), onError: reject, onComplete: () => resolve(seen) },
+      );
+    });
+    expect(resumed[0]).toMatchObject({ type: 'snapshot' });
+    expect(resumed[0]!.lines).toHaveLength(logs.length);
+  });
+
+  it('reports the runtime log stream status when nothing runs', async () => {
+    const client = createClient({ url: server.url, token: server.token });
+    const { project } = await client.projects.create.mutate({ name: 'Runtime' });
+    const { service } = await client.services.create.mutate({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+    const seen = await new Promise<Array<{ type: string; closed?: boolean }>>((resolve, reject) => {
+      const events: Array<{ type: string; closed?: boolean }> = [];
+      client.deployments.runtimeLogs.subscribe(
+        { serviceId: service.id },
+        { onData: (e) => events.push(e as { type: string; closed?: boolean }), onError: reject, onComplete: () => resolve(events) },
+      );
+    });
+    expect(seen.map((e) => e.type)).toEqual(['snapshot', 'status']);
+    expect(seen[1]).toMatchObject({ ok: false, closed: true });
+  });
+});
