@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `npm test`: every test, on a fresh Debian machine as root too. Provisions what the tests need
+# (PostgreSQL) when it is missing, type-checks, runs vitest, and ends with "N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "== installing dependencies (npm ci)"
+  npm ci --no-audit --no-fund
+fi
+
+echo "== provisioning PostgreSQL for the tests"
+PG_TEST_URL=$(bash test/provision/postgres.sh)
+export PG_TEST_URL
+
+echo "== type-checking"
+npx tsc --noEmit -p .
+
+echo "== running tests"
+mkdir -p .test-cache
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json=.test-cache/vitest.json "$@" || status=$?
+
+# A plain closing line CI can read, whatever vitest printed above it.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(".test-cache/vitest.json", "utf8"));
+  if (r.numTotalTests === 0) { console.log("no tests ran"); process.exit(1); }
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
+' || status=1
+exit $status
