@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/** The one-way data flow of docs/architecture.md, checked on every import in the tree. */
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
+    const rel = path.join(dir, name);
+    return statSync(path.join(ROOT, rel)).isDirectory() ? filesUnder(rel) : rel.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(path.join(ROOT, file), 'utf8');
+  return [...text.matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+}
+
+function resolved(file: string, spec: string): string {
+  return spec.startsWith('.') ? path.normalize(path.join(path.dirname(file), spec)) : spec;
+}
+
+describe('dependency rules', () => {
+  it('src never imports routers, adapters, koa, dockerode or tRPC', () => {
+    const offending = filesUnder('src').flatMap((file) =>
+      importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => /^(routers|adapters)\//.test(target) || /^(koa|dockerode|@trpc\/)/.test(target))
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('only src/persistence knows MikroORM', () => {
+    const offending = [...filesUnder('src'), ...filesUnder('routers'), ...filesUnder('adapters')]
+      .filter((file) => !file.startsWith('src/persistence/'))
+      .flatMap((file) => importsOf(file).filter((spec) => spec.startsWith('@mikro-orm/')).map((spec) => `${file} -> ${spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('routers reach src only through src/index.ts', () => {
+    const offending = filesUnder('routers').flatMap((file) =>
+      importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => target.startsWith('src/') && target !== 'src/index.js')
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('the domain imports nothing outside itself', () => {
+    const offending = filesUnder('src/domain').flatMap((file) =>
+      importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => !target.startsWith('src/domain/') && !target.startsWith('node:'))
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+});
