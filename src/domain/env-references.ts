@@ -9,7 +9,8 @@ export type ReferenceProblem =
   | { kind: 'unknown_service'; reference: string; serviceSlug: string }
   | { kind: 'unknown_key'; reference: string; serviceSlug: string; key: string }
   | { kind: 'cycle'; reference: string; chain: string[] }
-  | { kind: 'too_deep'; reference: string };
+  | { kind: 'too_deep'; reference: string }
+  | { kind: 'too_long'; reference: string };
 
 export interface Resolution {
   value: string;
@@ -22,38 +23,61 @@ export interface Resolution {
 export type ProjectEnv = ReadonlyMap<string, ReadonlyMap<string, string>>;
 
 const MAX_DEPTH = 32;
+/** A value that expands past this is refused: references that double at each level would otherwise grow exponentially. */
+export const MAX_RESOLVED_LENGTH = 64 * 1024;
 
 export function resolveValue(raw: string, env: ProjectEnv, self: { serviceSlug: string; key: string }): Resolution {
-  const problems: ReferenceProblem[] = [];
-  const reached = new Set<string>();
-  const value = expand(raw, env, [`${self.serviceSlug}.${self.key}`], problems, reached);
-  return { value, problems, reached: [...reached] };
+  const state: ExpandState = { problems: [], reached: new Set(), memo: new Map() };
+  const value = expand(raw, env, [`${self.serviceSlug}.${self.key}`], state);
+  return { value, problems: state.problems, reached: [...state.reached] };
 }
 
-function expand(raw: string, env: ProjectEnv, chain: string[], problems: ReferenceProblem[], reached: Set<string>): string {
+interface ExpandState {
+  problems: ReferenceProblem[];
+  reached: Set<string>;
+  /** Each target is expanded once per call: its problems are reported the first time only. */
+  memo: Map<string, string>;
+}
+
+function expand(raw: string, env: ProjectEnv, chain: string[], state: ExpandState): string {
+  const { problems } = state;
+  let length = 0;
   return raw.replace(REFERENCE, (reference, serviceSlug: string, key: string) => {
     const target = `${serviceSlug}.${key}`;
-    reached.add(target);
-    if (chain.includes(target)) {
-      problems.push({ kind: 'cycle', reference, chain: [...chain, target] });
+    state.reached.add(target);
+    const value = state.memo.get(target) ?? expandTarget(reference, target, serviceSlug, key, env, chain, state);
+    length += value.length;
+    if (length > MAX_RESOLVED_LENGTH) {
+      problems.push({ kind: 'too_long', reference });
       return reference;
     }
-    if (chain.length > MAX_DEPTH) {
-      problems.push({ kind: 'too_deep', reference });
-      return reference;
-    }
-    const vars = env.get(serviceSlug);
-    if (!vars) {
-      problems.push({ kind: 'unknown_service', reference, serviceSlug });
-      return reference;
-    }
-    const targetRaw = vars.get(key);
-    if (targetRaw === undefined) {
-      problems.push({ kind: 'unknown_key', reference, serviceSlug, key });
-      return reference;
-    }
-    return expand(targetRaw, env, [...chain, target], problems, reached);
+    return value;
   });
+}
+
+function expandTarget(reference: string, target: string, serviceSlug: string, key: string, env: ProjectEnv, chain: string[], state: ExpandState): string {
+  const { problems } = state;
+  if (chain.includes(target)) {
+    problems.push({ kind: 'cycle', reference, chain: [...chain, target] });
+    return reference;
+  }
+  if (chain.length > MAX_DEPTH) {
+    problems.push({ kind: 'too_deep', reference });
+    return reference;
+  }
+  const vars = env.get(serviceSlug);
+  if (!vars) {
+    problems.push({ kind: 'unknown_service', reference, serviceSlug });
+    return reference;
+  }
+  const targetRaw = vars.get(key);
+  if (targetRaw === undefined) {
+    problems.push({ kind: 'unknown_key', reference, serviceSlug, key });
+    return reference;
+  }
+  const value = expand(targetRaw, env, [...chain, target], state);
+  state.memo.set(target, value);
+  return value;
 }
 
 export function describeProblem(problem: ReferenceProblem): string {
@@ -66,5 +90,7 @@ export function describeProblem(problem: ReferenceProblem): string {
       return `${problem.reference}: reference cycle ${problem.chain.join(' -> ')}`;
     case 'too_deep':
       return `${problem.reference}: references nested deeper than ${MAX_DEPTH}`;
+    case 'too_long':
+      return `${problem.reference}: the resolved value would exceed ${MAX_RESOLVED_LENGTH} characters`;
   }
 }

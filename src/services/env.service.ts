@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError } from '../domain/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { describeProblem, resolveValue, type ProjectEnv } from '../domain/env-references.js';
 import { newId } from '../domain/ids.js';
 import type { EnvVarRecord, ServiceRecord } from '../domain/types.js';
@@ -32,12 +32,18 @@ export class EnvService {
     assertEnvKey(input.key);
     if (input.value.length > MAX_VALUE_LENGTH) throw new ValidationError('value', `A value may hold at most ${MAX_VALUE_LENGTH} characters`);
     const now = this.deps.clock.now();
-    const existing = await store.getEnvVarByKey(serviceId, input.key);
     const valueEncrypted = this.deps.secrets.encrypt(input.value);
-    if (existing) {
-      await store.updateEnvVar(existing.id, { valueEncrypted, secret: input.secret ?? existing.secret, updatedAt: now });
-    } else {
+    const update = (existing: EnvVarRecord) =>
+      store.updateEnvVar(existing.id, { valueEncrypted, secret: input.secret ?? existing.secret, updatedAt: now });
+    const existing = await store.getEnvVarByKey(serviceId, input.key);
+    if (existing) return update(existing);
+    try {
       await store.insertEnvVar({ id: newId(), serviceId, key: input.key, valueEncrypted, secret: input.secret ?? false, createdAt: now, updatedAt: now });
+    } catch (error) {
+      // A concurrent set of the same new key inserted first: this one is an update then.
+      const winner = error instanceof ConflictError ? await store.getEnvVarByKey(serviceId, input.key) : null;
+      if (!winner) throw error;
+      await update(winner);
     }
   }
 

@@ -1,4 +1,4 @@
-import { ValidationError } from '../domain/errors.js';
+import { ConflictError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
@@ -25,7 +25,7 @@ export class ProjectService {
 
   async list(actor: Actor): Promise<ProjectView[]> {
     const projects = await this.deps.store.listProjects(actor.projectIds ? [...actor.projectIds] : null);
-    return this.present(projects);
+    return this.present(projects, actor.projectIds === null);
   }
 
   async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {
@@ -46,17 +46,24 @@ export class ProjectService {
     const name = cleanName(input.name);
     const now = this.deps.clock.now();
     const base = slugify(name);
-    const project: ProjectRecord = {
-      id: newId(),
-      name,
-      slug: uniqueSlug(base, await this.deps.store.projectSlugsLike(base)),
-      description: input.description ?? '',
-      status: 'idle',
-      createdAt: now,
-      updatedAt: now,
-    };
-    await this.deps.store.insertProject(project);
-    return presentProject(project, []);
+    // Two creates with one name can race for a slug: the unique index decides, the loser takes the next.
+    for (let attempt = 0; ; attempt++) {
+      const project: ProjectRecord = {
+        id: newId(),
+        name,
+        slug: uniqueSlug(base, await this.deps.store.projectSlugsLike(base)),
+        description: input.description ?? '',
+        status: 'idle',
+        createdAt: now,
+        updatedAt: now,
+      };
+      try {
+        await this.deps.store.insertProject(project);
+        return presentProject(project, []);
+      } catch (error) {
+        if (!(error instanceof ConflictError) || attempt >= 5) throw error;
+      }
+    }
   }
 
   /** Renaming keeps the slug: URLs and scripts that use it keep working. */
@@ -99,9 +106,10 @@ export class ProjectService {
     return suggestions;
   }
 
-  private async present(projects: ProjectRecord[]): Promise<ProjectView[]> {
-    const services = await this.deps.store.listServicesOfProjects(projects.map((p) => p.id));
-    const domains = await this.deps.store.listDomains(services.map((s) => s.id));
+  /** Three queries whatever the number of projects; `everything` skips long IN lists when all are shown. */
+  private async present(projects: ProjectRecord[], everything = false): Promise<ProjectView[]> {
+    const services = everything ? await this.deps.store.listAllServices() : await this.deps.store.listServicesOfProjects(projects.map((p) => p.id));
+    const domains = await this.deps.store.listDomains(everything ? null : services.map((s) => s.id));
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const servicesOf = groupBy(services, (s) => s.projectId);
     return projects.map((project) =>

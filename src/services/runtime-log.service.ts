@@ -29,12 +29,22 @@ export class RuntimeLogService {
   }
 
   private async *follow(serviceId: string, opts: StreamOptions): AsyncGenerator<RuntimeStreamEvent> {
-    let lastId = opts.lastEventId ?? 0;
-    const toView = (line: RuntimeLogLine): RuntimeLogView => {
-      lastId = Math.max(lastId + 1, line.createdAt.getTime() * 1000);
-      return { id: lastId, line: line.line, stream: line.stream, createdAt: line.createdAt.toISOString() };
+    // id = milliseconds * 1000 + the line's rank within its millisecond: the same line gets the
+    // same id when a resumed stream reads it again, so `id > lastEventId` is exactly "after".
+    let lastMs = -1;
+    let rank = 0;
+    let lastId = 0;
+    const idOf = (line: RuntimeLogLine): number => {
+      const ms = line.createdAt.getTime();
+      rank = ms === lastMs ? rank + 1 : 0;
+      lastMs = ms;
+      lastId = Math.max(lastId + 1, ms * 1000 + Math.min(rank, 999));
+      return lastId;
     };
-    const after = (line: RuntimeLogLine) => line.createdAt.getTime() * 1000 > (opts.lastEventId ?? 0);
+    const resumeAfter = opts.lastEventId ?? 0;
+    const toView = (line: RuntimeLogLine, id: number): RuntimeLogView => ({ id, line: line.line, stream: line.stream, createdAt: line.createdAt.toISOString() });
+    const fresh = (lines: RuntimeLogLine[]) =>
+      lines.map((line) => ({ line, id: idOf(line) })).filter(({ id }) => id > resumeAfter).map(({ line, id }) => toView(line, id));
     let sentSnapshot = false;
     for await (const event of this.deps.runtimeLogs.follow(serviceId, {
       tail: opts.tail ?? this.deps.config.runtimeLogTail,
@@ -43,10 +53,10 @@ export class RuntimeLogService {
     })) {
       if (event.type === 'snapshot') {
         sentSnapshot = true;
-        yield { type: 'snapshot', lines: event.lines.filter(after).map(toView) };
+        yield { type: 'snapshot', lines: fresh(event.lines) };
         yield { type: 'status', ok: true, closed: false };
       } else if (event.type === 'line') {
-        if (after(event.line)) yield { type: 'log', line: toView(event.line) };
+        for (const line of fresh([event.line])) yield { type: 'log', line };
       } else {
         if (!sentSnapshot) yield { type: 'snapshot', lines: [] };
         yield { type: 'status', ok: event.ok, closed: true, reason: event.reason };

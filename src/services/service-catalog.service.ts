@@ -134,13 +134,15 @@ export class ServiceCatalog {
         updatedAt: now,
       };
       await tx.insertService(record);
-      for (const entry of env) await this.env.upsert(tx, record.id, entry);
+      // A database password is secret whoever chose it.
+      const isPassword = (key: string) => engine !== null && ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
+      for (const entry of env) await this.env.upsert(tx, record.id, { ...entry, secret: entry.secret ?? (isPassword(entry.key) || undefined) });
       if (engine) {
         const given = new Set(env.map((e) => e.key));
         for (const initial of ENGINE_SPECS[engine].initialEnv) {
           if (given.has(initial.key)) continue;
           const value = initial.generate(slug, generatePassword);
-          await this.env.upsert(tx, record.id, { key: initial.key, value, secret: /PASSWORD/.test(initial.key) });
+          await this.env.upsert(tx, record.id, { key: initial.key, value, secret: isPassword(initial.key) });
         }
       }
       await tx.updateProject(project.id, { updatedAt: now });
