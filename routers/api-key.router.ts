@@ -12,7 +12,7 @@ export const apiKeyRouter = router({
       z.object({
         name: z.string().min(1).max(100),
         access: z.enum(['read', 'write']),
-        projectIds: z.array(idParam).max(1000).nullish().meta({ description: 'Projects the key may see; omitted, null or empty: all projects' }),
+        projectIds: z.array(idParam).max(1000).nullish().meta({ description: 'Projects the key may see; omitted or null: all projects' }),
       }),
     )
     .output(z.object({ apiKey: apiKeyView, token: z.string() }))

@@ -1,7 +1,7 @@
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
 import { deploymentLogView, deploymentView } from '../src/index.js';
-import { idParam } from './schemas.js';
+import { idParam, strictInt } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Deployments'];
@@ -62,7 +62,7 @@ export const deploymentRouter = router({
 
   /** Served over SSE at GET /api/services/{serviceId}/runtime-logs/stream too. */
   runtimeLogs: readProcedure
-    .input(z.object({ serviceId: idParam, lastEventId, tail: z.number().int().min(0).max(10_000).optional() }))
+    .input(z.object({ serviceId: idParam, lastEventId, tail: strictInt(0, 10_000).optional() }))
     .subscription(async ({ ctx, input, signal }) => {
       const events = await ctx.services.runtimeLogs.stream(ctx.actor, input.serviceId, {
         lastEventId: input.lastEventId ? Number(input.lastEventId) : undefined,

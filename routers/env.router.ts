@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, okTrue } from './schemas.js';
+import { idParam, okTrue, strictBoolean } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
 const tags = ['Environment variables'];
@@ -12,7 +12,7 @@ export const envRouter = router({
         serviceId: idParam,
         key: z.string().max(255).meta({ description: 'Must match ^[A-Z_][A-Z0-9_]*$' }),
         value: z.string(),
-        secret: z.boolean().optional().meta({ description: 'Secret values are never shown again in responses' }),
+        secret: strictBoolean().optional().meta({ description: 'Secret values are never shown again in responses' }),
       }),
     )
     .output(okTrue)

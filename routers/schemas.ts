@@ -7,6 +7,20 @@ export const okTrue = z.object({ ok: z.literal(true) });
 /** Strings that may be sent as null to clear them. */
 export const nullableText = (max = 4096) => z.string().max(max).nullable().optional();
 
+/*
+ * trpc-to-openapi coerces plain z.number()/z.boolean() fields of every input, JSON bodies included,
+ * by mutating the schema (so the typed client would coerce too): "false" would become true.
+ * A field behind a transform pipe is left alone, so numbers and booleans in inputs go through these.
+ */
+export const strictBoolean = () => z.boolean().transform((value) => value);
+export const strictInt = (min: number, max: number) =>
+  z
+    .number()
+    .int()
+    .min(min)
+    .max(max)
+    .transform((value) => value);
+
 export const buildMethod = z.enum(['auto', 'dockerfile', 'analyzer']);
 export const runtimeMode = z.enum(['web', 'worker']);
-export const port = z.number().int().min(1).max(65535);
+export const port = strictInt(1, 65535);

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView } from '../src/index.js';
-import { buildMethod, idParam, nullableText, port, runtimeMode } from './schemas.js';
+import { buildMethod, idParam, nullableText, port, runtimeMode, strictBoolean } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Services'];
 
-const envEntry = z.object({ key: z.string().max(255), value: z.string(), secret: z.boolean().optional() });
+const envEntry = z.object({ key: z.string().max(255), value: z.string(), secret: strictBoolean().optional() });
 
 const createServiceInput = z.object({
   projectId: idParam,
@@ -25,9 +25,9 @@ const createServiceInput = z.object({
   runtimeMode: runtimeMode.optional(),
   internalPort: port.optional(),
   env: z.array(envEntry).max(500).optional(),
-  databasePublicEnabled: z.boolean().optional(),
+  databasePublicEnabled: strictBoolean().optional(),
   databasePublicHostname: nullableText(253),
-  postgresLogicalReplicationEnabled: z.boolean().optional(),
+  postgresLogicalReplicationEnabled: strictBoolean().optional(),
 });
 
 const updateServiceInput = z.object({

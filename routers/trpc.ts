@@ -7,8 +7,7 @@ import { DomainError, type Actor, type ErrorCode, type Services } from '../src/i
 
 /** Per-request limits the edge enforces; the routers only ask. */
 export interface RequestLimiter {
-  /** Throws a rate_limited DomainError when this client (IP) failed authentication too often. */
-  assertAuthAttemptsLeft(ip: string): void;
+  /** Counts a failed authentication; throws a rate_limited DomainError once this client (IP) failed too often. */
   recordAuthFailure(ip: string): void;
   /** Throws a rate_limited DomainError when this key sent too many requests. */
   assertRequestAllowed(keyId: string): void;
@@ -20,6 +19,8 @@ export interface Context {
   token: string | undefined;
   ip: string;
   limiter: RequestLimiter;
+  /** A body the edge could not read: reported after authentication and access, so 401/403 come first. */
+  bodyError?: DomainError | undefined;
 }
 
 export interface SlipwayMeta extends OpenApiMeta {
@@ -101,11 +102,11 @@ export const publicProcedure = t.procedure.use(mapDomainErrors);
 
 /** Every documented endpoint: a valid API key, and not over its request budget. */
 export const readProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  ctx.limiter.assertAuthAttemptsLeft(ctx.ip);
   let actor: Actor;
   try {
     actor = await ctx.services.apiKeys.authenticate(ctx.token);
   } catch (error) {
+    // Guessing keys gets 429 after a while; a valid key from the same address still works.
     if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
     throw error;
   }
@@ -118,5 +119,6 @@ export const writeProcedure = readProcedure.use(({ ctx, next }) => {
   if (ctx.actor.access !== 'write') {
     throw new TRPCError({ code: 'FORBIDDEN', message: 'This API key is read-only; this operation needs a write key' });
   }
+  if (ctx.bodyError) throw ctx.bodyError;
   return next();
 });

@@ -42,6 +42,18 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     return docCache;
   };
 
+  // Whatever escapes a handler is our fault: the spec's 500 body, no detail, and the cause in our log.
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      onInternalError(error, ctx.path);
+      if (!ctx.res.headersSent) sendError(ctx.res, 500, { error: 'internal_error', message: 'Internal server error', details: {} });
+      else ctx.res.destroy();
+    }
+  });
+  app.silent = true;
+
   app.use(async (ctx) => {
     const { req, res } = ctx;
     const pathname = ctx.path;

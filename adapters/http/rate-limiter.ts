@@ -20,13 +20,6 @@ class WindowCounter {
     return entry.count > this.perMinute ? Math.ceil((windowStart + 60_000 - now) / 1000) : 0;
   }
 
-  peek(key: string, now = Date.now()): number {
-    const windowStart = now - (now % 60_000);
-    const entry = this.counts.get(key);
-    if (!entry || entry.windowStart !== windowStart) return 0;
-    return entry.count >= this.perMinute ? Math.ceil((windowStart + 60_000 - now) / 1000) : 0;
-  }
-
   private prune(windowStart: number): void {
     for (const [key, entry] of this.counts) if (entry.windowStart !== windowStart) this.counts.delete(key);
   }
@@ -36,12 +29,9 @@ export function createRateLimiter(opts: { requestsPerMinute: number; authFailure
   const requests = new WindowCounter(opts.requestsPerMinute);
   const failures = new WindowCounter(opts.authFailuresPerMinute);
   return {
-    assertAuthAttemptsLeft(ip) {
-      const wait = failures.peek(ip);
-      if (wait > 0) throw new RateLimitedError('Too many failed authentication attempts from this address; try again later', wait);
-    },
     recordAuthFailure(ip) {
-      failures.hit(ip);
+      const wait = failures.hit(ip);
+      if (wait > 0) throw new RateLimitedError('Too many failed authentication attempts from this address; try again later', wait);
     },
     assertRequestAllowed(keyId) {
       if (opts.requestsPerMinute === 0) return;

@@ -4,6 +4,9 @@ import type { AppRouter } from '../../routers/app.router.js';
 import type { Context, ErrorBody } from '../../routers/trpc.js';
 import { errorBodyOf, sendError, STATUS } from './error-response.js';
 import { readJsonBody } from './request-body.js';
+import { ValidationError, type DomainError } from '../../src/domain/errors.js';
+
+export type BodyErrorCarrier = IncomingMessage & { slipwayBodyError?: DomainError };
 
 /**
  * The documented REST paths, served by trpc-to-openapi from the same procedures as the typed
@@ -39,9 +42,15 @@ export function createRestHandler(opts: {
         req.headers['content-type'] = 'application/json';
       }
     } catch (error) {
-      const { status, body } = errorBodyOf(error);
-      sendError(res, status, body);
-      return true;
+      if (!(error instanceof ValidationError)) {
+        const { status, body } = errorBodyOf(error);
+        sendError(res, status, body);
+        return true;
+      }
+      // Unreadable JSON is reported by the procedure, after the key and its access were checked.
+      (req as IncomingMessage & { body?: unknown }).body = {};
+      (req as BodyErrorCarrier).slipwayBodyError = error;
+      req.headers['content-type'] = 'application/json';
     }
     rewriteErrorBodies(res);
     let matched = true;

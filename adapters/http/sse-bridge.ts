@@ -12,10 +12,19 @@ const RUNTIME_STREAM = /^\/api\/services\/([^/]+)\/runtime-logs\/stream\/?$/;
 export function matchSseRoute(method: string | undefined, pathname: string): Route | null {
   if (method !== 'GET') return null;
   const deployment = DEPLOYMENT_STREAM.exec(pathname);
-  if (deployment) return { kind: 'deployment', deploymentId: decodeURIComponent(deployment[1]!) };
+  if (deployment) return { kind: 'deployment', deploymentId: decodeSegment(deployment[1]!) };
   const runtime = RUNTIME_STREAM.exec(pathname);
-  if (runtime) return { kind: 'runtime', serviceId: decodeURIComponent(runtime[1]!) };
+  if (runtime) return { kind: 'runtime', serviceId: decodeSegment(runtime[1]!) };
   return null;
+}
+
+/** A malformed escape cannot name anything that exists: keep it as is and let the lookup answer 404. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /**

@@ -67,7 +67,11 @@ export class ApiKeyService {
 
   async create(actor: Actor, input: { name: string; access: Access; projectIds?: string[] | null | undefined }): Promise<{ apiKey: ApiKeyView; token: string }> {
     this.assertAdmin(actor);
-    const projectIds = input.projectIds && input.projectIds.length > 0 ? [...new Set(input.projectIds)] : null;
+    if (input.projectIds && input.projectIds.length === 0) {
+      // An empty list reading as "every project" would be a dangerous surprise.
+      throw new ValidationError('projectIds', 'projectIds must name at least one project; omit it (or send null) for all projects');
+    }
+    const projectIds = input.projectIds ? [...new Set(input.projectIds)] : null;
     if (projectIds) {
       for (const [i, id] of projectIds.entries()) {
         if (!(await this.deps.store.getProject(id))) throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);

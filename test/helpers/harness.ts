@@ -8,7 +8,6 @@ import type { RequestLimiter } from '../../routers/trpc.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
 export const unlimited: RequestLimiter = {
-  assertAuthAttemptsLeft() {},
   recordAuthFailure() {},
   assertRequestAllowed() {},
 };

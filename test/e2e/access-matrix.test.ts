@@ -1,0 +1,758 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+
+/*
+ * Every documented REST endpoint (plus the two SSE paths) against five callers, over real HTTP
+ * against the server started as `npm start` starts it.
+ *
+ *   none     no Authorization header                      -> 401
+ *   unknown  a bearer token the server never issued       -> 401
+ *   read     read key, all projects                       -> 2xx on reads, 403 on writes
+ *   write    write key, all projects                      -> 2xx
+ *   other    write key scoped to project B only; every
+ *            addressed resource lives in project A        -> 403
+ *
+ * Each row prepares its own target per call when the call would change state, so rows (and
+ * callers within a row) do not depend on each other. Refused calls are checked to have changed
+ * nothing.
+ */
+
+type Caller = 'none' | 'unknown' | 'read' | 'write' | 'other';
+const CALLERS: readonly Caller[] = ['none', 'unknown', 'read', 'write', 'other'];
+
+type Response = Awaited<ReturnType<ReturnType<typeof api>>>;
+
+const ERROR_CODE_OF_STATUS: Record<number, string> = {
+  400: 'validation_error',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  429: 'rate_limited',
+  500: 'internal_error',
+};
+const ERROR_CODES = Object.values(ERROR_CODE_OF_STATUS);
+
+/** Every error body this file saw, checked at the end for leaks. */
+const errorBodies: Array<{ label: string; status: number; text: string }> = [];
+
+function expectErrorBody(res: { status: number; json: unknown; text: string; headers: Headers }, status: number, label: string): void {
+  errorBodies.push({ label, status, text: res.text });
+  expect(res.status, `${label}: ${res.text}`).toBe(status);
+  expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
+  const body = res.json as Record<string, unknown>;
+  expect(body, `${label}: body is JSON`).toBeTypeOf('object');
+  expect(Object.keys(body).sort()).toEqual(['details', 'error', 'message']);
+  expect(ERROR_CODES).toContain(body.error);
+  expect(body.error).toBe(ERROR_CODE_OF_STATUS[status]);
+  expect(body.message).toBeTypeOf('string');
+  expect((body.message as string).length).toBeGreaterThan(0);
+  expect(body.details).toBeTypeOf('object');
+  expect(body.details).not.toBeNull();
+  expect(Array.isArray(body.details)).toBe(false);
+}
+
+interface Project {
+  id: string;
+  slug: string;
+  name: string;
+}
+
+interface Fixtures {
+  A: Project;
+  B: Project;
+  /** Repository service "acme/web" in A. */
+  webId: string;
+  /** Postgres database service in A. */
+  dbId: string;
+  /** Env var GREETING of web. */
+  envId: string;
+  /** A domain of web. */
+  domainId: string;
+  /** A queued deployment of web. */
+  deploymentId: string;
+  tokens: Record<Caller, string | undefined>;
+}
+
+let server: ServerProcess;
+let admin: ReturnType<typeof api>;
+let f: Fixtures;
+let seq = 0;
+const uniq = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
+
+async function ok<T = any>(res: Promise<Response>, label: string): Promise<T> {
+  const r = await res;
+  if (r.status >= 300) throw new Error(`fixture ${label} failed: ${r.status} ${r.text}`);
+  return r.json as T;
+}
+
+// Fresh targets, made with the bootstrap key.
+async function freshProject(): Promise<Project> {
+  return (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: uniq('proj'), description: 'matrix' }), 'project')).project;
+}
+async function freshService(projectId = f.A.id): Promise<{ id: string; projectId: string; branch: string }> {
+  return (await ok(admin('POST', `/api/projects/${projectId}/services`, { name: uniq('svc'), repoFullName: 'acme/web' }), 'service')).service;
+}
+async function overview(serviceId: string): Promise<any> {
+  return ok(admin('GET', `/api/services/${serviceId}/overview`), 'overview');
+}
+async function freshEnv(): Promise<{ id: string; key: string }> {
+  const key = `MATRIX_${++seq}`;
+  await ok(admin('POST', `/api/services/${f.webId}/env`, { key, value: 'v' }), 'env');
+  const env = (await overview(f.webId)).env as Array<{ id: string; key: string }>;
+  return env.find((e) => e.key === key)!;
+}
+async function freshDomain(): Promise<{ id: string; hostname: string }> {
+  const hostname = `${uniq('d')}.matrix.test`;
+  await ok(admin('POST', `/api/services/${f.webId}/domains`, { hostname }), 'domain');
+  const domains = (await overview(f.webId)).domains as Array<{ id: string; hostname: string }>;
+  return domains.find((d) => d.hostname === hostname)!;
+}
+async function freshDeployment(serviceId = f.webId): Promise<{ id: string }> {
+  return (await ok(admin('POST', `/api/services/${serviceId}/deployments`), 'deployment')).deployment;
+}
+async function freshKey(): Promise<{ id: string }> {
+  return (await ok(admin('POST', '/api/api-keys', { name: uniq('key'), access: 'read' }), 'key')).apiKey;
+}
+async function mintKey(access: 'read' | 'write', projectIds?: string[]): Promise<string> {
+  return (await ok(admin('POST', '/api/api-keys', { name: uniq(`key-${access}`), access, ...(projectIds ? { projectIds } : {}) }), 'key')).token;
+}
+
+interface Prepared {
+  path: string;
+  body?: unknown;
+  /** After a refused call: asserts the target is as it was. */
+  unchanged?: () => Promise<void>;
+}
+
+interface Row {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** As documented (OpenAPI path template). */
+  template: string;
+  /** read: read key allowed. write: write key, project scope. admin: write key for all projects (api keys, creating projects). */
+  access: 'read' | 'write' | 'admin';
+  success: 200 | 201;
+  sse?: boolean;
+  /** For the key scoped to project B: 403 (default) or a 200 that shows only B. */
+  other?: 'forbidden' | 'list-only-own';
+  prepare: () => Promise<Prepared>;
+  /** Extra checks on a successful answer. */
+  check?: (res: Response, caller: Caller) => void | Promise<void>;
+}
+
+const rows: Row[] = [
+  // Projects
+  {
+    method: 'GET',
+    template: '/api/projects',
+    access: 'read',
+    success: 200,
+    other: 'list-only-own',
+    prepare: async () => ({ path: '/api/projects' }),
+    check: (res, caller) => {
+      const ids = (res.json.projects as Project[]).map((p) => p.id);
+      if (caller === 'other') expect(ids).toEqual([f.B.id]);
+      else expect(ids).toEqual(expect.arrayContaining([f.A.id, f.B.id]));
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/projects',
+    access: 'admin',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('created');
+      return {
+        path: '/api/projects',
+        body: { name, description: 'from the matrix' },
+        unchanged: async () => {
+          const { projects } = await ok<{ projects: Project[] }>(admin('GET', '/api/projects'), 'list');
+          expect(projects.map((p) => p.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => {
+      expect(res.json.project).toMatchObject({ status: 'idle', serviceCount: 0, services: [] });
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectSlug}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.slug}` }),
+    check: (res) => expect(res.json.project.id).toBe(f.A.id),
+  },
+  {
+    method: 'PATCH',
+    template: '/api/projects/{projectId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const project = await freshProject();
+      return {
+        path: `/api/projects/${project.id}`,
+        body: { name: 'renamed', description: 'changed' },
+        unchanged: async () => {
+          const got = await ok(admin('GET', `/api/projects/${project.slug}`), 'get');
+          expect(got.project.name).toBe(project.name);
+        },
+      };
+    },
+    check: (res) => expect(res.json.project).toMatchObject({ name: 'renamed', description: 'changed' }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/projects/{projectId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const project = await freshProject();
+      return {
+        path: `/api/projects/${project.id}`,
+        unchanged: async () => {
+          expect((await admin('GET', `/api/projects/${project.slug}`)).status).toBe(200);
+        },
+      };
+    },
+    check: (res) => {
+      expect(res.json.ok).toBe(true);
+      expect(res.json.proxy).toMatchObject({ ok: expect.any(Boolean), detail: expect.any(String) });
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/database-variable-suggestions',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/database-variable-suggestions` }),
+    check: (res) => expect(res.json.suggestions.length).toBeGreaterThanOrEqual(1),
+  },
+
+  // Services
+  {
+    method: 'POST',
+    template: '/api/projects/{projectId}/services',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('new-svc');
+      return {
+        path: `/api/projects/${f.A.id}/services`,
+        body: { name, repoFullName: 'acme/web' },
+        unchanged: async () => {
+          const got = await ok(admin('GET', `/api/projects/${f.A.slug}`), 'get');
+          expect((got.project.services as Array<{ name: string }>).map((s) => s.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => expect(res.json.service).toMatchObject({ projectId: f.A.id, repoFullName: 'acme/web', status: 'idle' }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/overview',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/overview` }),
+    check: (res) => {
+      expect(res.json.service.id).toBe(f.webId);
+      expect(res.json.env.map((e: { id: string }) => e.id)).toContain(f.envId);
+      expect(res.json.domains.map((d: { id: string }) => d.id)).toContain(f.domainId);
+      expect(res.json.deployments.map((d: { id: string }) => d.id)).toContain(f.deploymentId);
+    },
+  },
+  {
+    method: 'PATCH',
+    template: '/api/services/{serviceId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/services/${service.id}`,
+        body: { branch: 'develop' },
+        unchanged: async () => expect((await overview(service.id)).service.branch).toBe(service.branch),
+      };
+    },
+    check: (res) => expect(res.json.service.branch).toBe('develop'),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/transfer',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/services/${service.id}/transfer`,
+        body: { targetProjectId: f.B.id },
+        unchanged: async () => expect((await overview(service.id)).service.projectId).toBe(f.A.id),
+      };
+    },
+    check: (res) => {
+      expect(res.json.service.projectId).toBe(f.B.id);
+      expect(res.json.project.id).toBe(f.B.id);
+      expect(res.json.proxy).toBeTypeOf('object');
+    },
+  },
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/services/${service.id}`,
+        unchanged: async () => expect((await admin('GET', `/api/services/${service.id}/overview`)).status).toBe(200),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/suggestion-keys',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/suggestion-keys` }),
+    check: (res) => {
+      expect(res.json.suggestions.map((s: { key: string }) => s.key)).toContain('hostPort');
+      expect(Array.isArray(res.json.databaseVariables)).toBe(true);
+    },
+  },
+
+  // Environment variables
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/env',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const key = `SET_${++seq}`;
+      return {
+        path: `/api/services/${f.webId}/env`,
+        body: { key, value: 'x' },
+        unchanged: async () => expect((await overview(f.webId)).env.map((e: { key: string }) => e.key)).not.toContain(key),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}/env/{envId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const env = await freshEnv();
+      return {
+        path: `/api/services/${f.webId}/env/${env.id}`,
+        unchanged: async () => expect((await overview(f.webId)).env.map((e: { id: string }) => e.id)).toContain(env.id),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/env/{envId}/reveal',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/env/${f.envId}/reveal` }),
+    check: (res) => expect(res.json).toMatchObject({ key: 'GREETING', value: 'hello' }),
+  },
+
+  // Domains
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/domains',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const hostname = `${uniq('new')}.matrix.test`;
+      return {
+        path: `/api/services/${f.webId}/domains`,
+        body: { hostname },
+        unchanged: async () => expect((await overview(f.webId)).domains.map((d: { hostname: string }) => d.hostname)).not.toContain(hostname),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'PATCH',
+    template: '/api/services/{serviceId}/domains/{domainId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const domain = await freshDomain();
+      return {
+        path: `/api/services/${f.webId}/domains/${domain.id}`,
+        body: { hostname: `${uniq('moved')}.matrix.test` },
+        unchanged: async () => {
+          const now = (await overview(f.webId)).domains.find((d: { id: string }) => d.id === domain.id);
+          expect(now?.hostname).toBe(domain.hostname);
+        },
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}/domains/{domainId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const domain = await freshDomain();
+      return {
+        path: `/api/services/${f.webId}/domains/${domain.id}`,
+        unchanged: async () => expect((await overview(f.webId)).domains.map((d: { id: string }) => d.id)).toContain(domain.id),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+
+  // Deployments
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/deployments',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/services/${service.id}/deployments`,
+        unchanged: async () => expect((await overview(service.id)).deployments).toEqual([]),
+      };
+    },
+    check: (res) =>
+      expect(res.json.deployment).toMatchObject({ status: 'queued', trigger: 'manual', commitSha: null, imageTag: null, containerName: null, startedAt: null, finishedAt: null }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/deployments',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/deployments` }),
+    check: (res) => expect(res.json.deployments.map((d: { id: string }) => d.id)).toContain(f.deploymentId),
+  },
+  {
+    method: 'GET',
+    template: '/api/deployments/{deploymentId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}` }),
+    check: (res) => expect(res.json.deployment.id).toBe(f.deploymentId),
+  },
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/abort',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const deployment = await freshDeployment();
+      return {
+        path: `/api/deployments/${deployment.id}/abort`,
+        unchanged: async () => expect((await ok(admin('GET', `/api/deployments/${deployment.id}`), 'get')).deployment.status).toBe('queued'),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ accepted: true }),
+  },
+  {
+    method: 'GET',
+    template: '/api/deployments/{deploymentId}/logs',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/logs` }),
+    check: (res) => expect(Array.isArray(res.json.logs)).toBe(true),
+  },
+  {
+    method: 'GET',
+    template: '/api/deployments/{deploymentId}/stream',
+    access: 'read',
+    success: 200,
+    sse: true,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/stream` }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/runtime-logs/stream',
+    access: 'read',
+    success: 200,
+    sse: true,
+    prepare: async () => ({ path: `/api/services/${f.webId}/runtime-logs/stream` }),
+  },
+
+  // API keys: all-project write keys only
+  {
+    method: 'POST',
+    template: '/api/api-keys',
+    access: 'admin',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('minted');
+      return {
+        path: '/api/api-keys',
+        body: { name, access: 'read' },
+        unchanged: async () => {
+          const { apiKeys } = await ok(admin('GET', '/api/api-keys'), 'keys');
+          expect(apiKeys.map((k: { name: string }) => k.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => {
+      expect(res.json.apiKey).toMatchObject({ access: 'read', projectIds: null });
+      expect(res.json.token).toBeTypeOf('string');
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/api-keys',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/api-keys' }),
+    check: (res) => {
+      expect(Array.isArray(res.json.apiKeys)).toBe(true);
+      expect(res.text).not.toContain(f.tokens.write!);
+    },
+  },
+  {
+    method: 'DELETE',
+    template: '/api/api-keys/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const key = await freshKey();
+      return {
+        path: `/api/api-keys/${key.id}`,
+        unchanged: async () => {
+          const { apiKeys } = await ok(admin('GET', '/api/api-keys'), 'keys');
+          expect(apiKeys.map((k: { id: string }) => k.id)).toContain(key.id);
+        },
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+];
+
+function expectedStatus(row: Row, caller: Caller): number {
+  switch (caller) {
+    case 'none':
+    case 'unknown':
+      return 401;
+    case 'read':
+      return row.access === 'read' ? row.success : 403;
+    case 'write':
+      return row.success;
+    case 'other':
+      return row.other === 'list-only-own' ? row.success : 403;
+  }
+}
+
+/** Opens an SSE path; on 200 aborts the fetch as soon as the headers are in. */
+async function openStream(path: string, token: string | undefined): Promise<Response> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 15_000);
+  try {
+    const res = await fetch(`${server.url}${path}`, {
+      headers: { accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      signal: controller.signal,
+    });
+    if (res.status === 200 && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      controller.abort();
+      return { status: res.status, json: undefined, text: '', headers: res.headers };
+    }
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, json, text, headers: res.headers };
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+beforeAll(async () => {
+  // ~30 unknown-token calls from one address in a minute: above the default auth-failure budget (30).
+  server = await startServerProcess({ AUTH_FAILURES_PER_MINUTE: '1000' });
+  admin = api(server.url, server.token);
+  const A = (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: 'Project A', description: 'matrix A' }), 'A')).project;
+  const B = (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: 'Project B', description: 'matrix B' }), 'B')).project;
+  const web = (await ok(admin('POST', `/api/projects/${A.id}/services`, { name: 'web', repoFullName: 'acme/web' }), 'web')).service;
+  const db = (
+    await ok(
+      admin('POST', `/api/projects/${A.id}/services`, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false }),
+      'db',
+    )
+  ).service;
+  await ok(admin('POST', `/api/services/${web.id}/env`, { key: 'GREETING', value: 'hello' }), 'env');
+  await ok(admin('POST', `/api/services/${web.id}/domains`, { hostname: 'www.acme-web.test' }), 'domain');
+  const deployment = (await ok(admin('POST', `/api/services/${web.id}/deployments`), 'deployment')).deployment;
+  const ov = await ok(admin('GET', `/api/services/${web.id}/overview`), 'overview');
+  f = {
+    A,
+    B,
+    webId: web.id,
+    dbId: db.id,
+    envId: ov.env.find((e: { key: string }) => e.key === 'GREETING').id,
+    domainId: ov.domains.find((d: { hostname: string }) => d.hostname === 'www.acme-web.test').id,
+    deploymentId: deployment.id,
+    tokens: {
+      none: undefined,
+      unknown: 'slw_this-token-was-never-issued-0000',
+      read: '',
+      write: '',
+      other: '',
+    },
+  };
+  f.tokens.read = await mintKey('read');
+  f.tokens.write = await mintKey('write');
+  f.tokens.other = await mintKey('write', [B.id]);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.dispose();
+}, 60_000);
+
+describe('the matrix covers every documented endpoint', () => {
+  it('has one row per path of /api/openapi.json (health excepted), SSE paths included', async () => {
+    const res = await api(server.url, undefined)('GET', '/api/openapi.json');
+    expect(res.status).toBe(200);
+    const documented: string[] = [];
+    for (const [path, item] of Object.entries(res.json.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(item)) {
+        if (['get', 'post', 'put', 'patch', 'delete'].includes(method) && path !== '/api/health') documented.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    const covered = rows.map((row) => `${row.method} ${row.template}`);
+    expect(new Set(covered).size).toBe(covered.length);
+    expect([...covered].sort()).toEqual([...documented].sort());
+    expect(covered).toContain('GET /api/deployments/{deploymentId}/stream');
+    expect(covered).toContain('GET /api/services/{serviceId}/runtime-logs/stream');
+  });
+
+  it('/api/health is public', async () => {
+    const res = await api(server.url, undefined)('GET', '/api/health');
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ ok: true });
+  });
+});
+
+describe('access matrix', () => {
+  for (const row of rows) {
+    describe(`${row.method} ${row.template}`, () => {
+      for (const caller of CALLERS) {
+        const expected = expectedStatus(row, caller);
+        it(`${caller} -> ${expected}`, async () => {
+          const prepared = await row.prepare();
+          const token = f.tokens[caller];
+          const label = `${caller} ${row.method} ${prepared.path}`;
+          if (row.sse) {
+            const res = await openStream(prepared.path, token);
+            if (expected === 200) {
+              expect(res.status, label).toBe(200);
+              expect(res.headers.get('content-type') ?? '').toMatch(/^text\/event-stream/);
+            } else {
+              expectErrorBody(res, expected, label);
+            }
+            return;
+          }
+          const res = await api(server.url, token)(row.method, prepared.path, prepared.body);
+          if (expected < 300) {
+            expect(res.status, `${label}: ${res.text}`).toBe(expected);
+            expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
+            await row.check?.(res, caller);
+          } else {
+            expectErrorBody(res, expected, label);
+            await prepared.unchanged?.();
+          }
+        });
+      }
+    });
+  }
+});
+
+describe('scope rules', () => {
+  it('a selected-project key may not create projects, even with write access to every existing project', async () => {
+    const token = await mintKey('write', [f.A.id, f.B.id]);
+    const res = await api(server.url, token)('POST', '/api/projects', { name: uniq('nope'), description: '' });
+    expectErrorBody(res, 403, 'scoped POST /api/projects');
+  });
+
+  it('API keys are managed only by a write key for all projects', async () => {
+    const target = await freshKey();
+    const callers = { 'read, all projects': await mintKey('read'), 'write, project A': await mintKey('write', [f.A.id]), 'write, A and B': await mintKey('write', [f.A.id, f.B.id]) };
+    for (const [who, token] of Object.entries(callers)) {
+      const call = api(server.url, token);
+      expectErrorBody(await call('GET', '/api/api-keys'), 403, `${who} GET /api/api-keys`);
+      expectErrorBody(await call('POST', '/api/api-keys', { name: 'x', access: 'read' }), 403, `${who} POST /api/api-keys`);
+      expectErrorBody(await call('DELETE', `/api/api-keys/${target.id}`), 403, `${who} DELETE /api/api-keys`);
+    }
+    const { apiKeys } = await ok(admin('GET', '/api/api-keys'), 'keys');
+    expect(apiKeys.map((k: { id: string }) => k.id)).toContain(target.id);
+  });
+
+  it('GET /api/projects with a scoped key lists only its projects', async () => {
+    const onlyA = await ok(api(server.url, await mintKey('read', [f.A.id]))('GET', '/api/projects'), 'list A');
+    expect(onlyA.projects.map((p: Project) => p.id)).toEqual([f.A.id]);
+    const onlyB = await ok(api(server.url, await mintKey('write', [f.B.id]))('GET', '/api/projects'), 'list B');
+    expect(onlyB.projects.map((p: Project) => p.id)).toEqual([f.B.id]);
+    const both = await ok(api(server.url, await mintKey('read', [f.A.id, f.B.id]))('GET', '/api/projects'), 'list AB');
+    expect(both.projects.map((p: Project) => p.id).sort()).toEqual([f.A.id, f.B.id].sort());
+  });
+
+  it('a scoped key reaches its own project: reads, writes and the streams of project A with a key for A', async () => {
+    const call = api(server.url, await mintKey('write', [f.A.id]));
+    expect((await call('GET', `/api/projects/${f.A.slug}`)).status).toBe(200);
+    expect((await call('GET', `/api/services/${f.webId}/overview`)).status).toBe(200);
+    expect((await call('POST', `/api/services/${f.webId}/deployments`)).status).toBe(201);
+    expectErrorBody(await call('GET', `/api/projects/${f.B.slug}`), 403, 'A-key GET project B');
+  });
+
+  it('a read key scoped to another project is refused reads of project A (403), streams included', async () => {
+    const token = await mintKey('read', [f.B.id]);
+    const call = api(server.url, token);
+    expectErrorBody(await call('GET', `/api/projects/${f.A.slug}`), 403, 'B-read GET project A');
+    expectErrorBody(await call('GET', `/api/services/${f.webId}/overview`), 403, 'B-read overview');
+    expectErrorBody(await call('GET', `/api/deployments/${f.deploymentId}/logs`), 403, 'B-read logs');
+    expectErrorBody(await openStream(`/api/deployments/${f.deploymentId}/stream`, token), 403, 'B-read stream');
+    expectErrorBody(await openStream(`/api/services/${f.webId}/runtime-logs/stream`, token), 403, 'B-read runtime stream');
+  });
+
+  it('transfer needs both projects visible: a key for only the source or only the target gets 403', async () => {
+    const service = await freshService();
+    for (const [who, projectIds] of [
+      ['source only', [f.A.id]],
+      ['target only', [f.B.id]],
+    ] as const) {
+      const res = await api(server.url, await mintKey('write', [...projectIds]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });
+      expectErrorBody(res, 403, `transfer with a key for the ${who}`);
+      expect((await overview(service.id)).service.projectId).toBe(f.A.id);
+    }
+    const res = await api(server.url, await mintKey('write', [f.A.id, f.B.id]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.service.projectId).toBe(f.B.id);
+    expect((await overview(service.id)).service.projectId).toBe(f.B.id);
+  });
+
+  it('a revoked key is refused with 401', async () => {
+    const minted = await ok(admin('POST', '/api/api-keys', { name: uniq('revoked'), access: 'write' }), 'key');
+    const call = api(server.url, minted.token);
+    expect((await call('GET', '/api/projects')).status).toBe(200);
+    expect((await admin('DELETE', `/api/api-keys/${minted.apiKey.id}`)).status).toBe(200);
+    expectErrorBody(await call('GET', '/api/projects'), 401, 'revoked key');
+  });
+});
+
+describe('error bodies of this file', () => {
+  it('never leak a stack trace, SQL or driver message', () => {
+    expect(errorBodies.length).toBeGreaterThan(50);
+    for (const { label, text } of errorBodies) {
+      expect(text, label).not.toMatch(/\n\s*at\s|\bat\s+\S+\s+\(|\bat\s+\S+:\d+:\d+/);
+      expect(text, label).not.toMatch(/\bSELECT\b|\bINSERT\s+INTO\b|\bsqlite/i);
+      expect(text, label).not.toMatch(/(^|["\s])\w*Error:/);
+    }
+  });
+});
