@@ -8,17 +8,30 @@ import { ProjectService } from './services/project.service.js';
 import { RoutingService } from './services/routing.service.js';
 import { RuntimeLogService } from './services/runtime-log.service.js';
 import { ServiceCatalog } from './services/service-catalog.service.js';
+import { DeployRunner } from './services/deploy-runner.js';
+import type { RuntimeDeps } from './services/runtime-deps.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
   onServicesRemoved?: (services: ServiceRecord[]) => Promise<void>;
+  /** Docker, git, host ports and health checks: with them, queued deployments run. */
+  runtime?: RuntimeDeps;
+  log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
 export function createServices(deps: ServiceDeps, options: ServicesOptions = {}) {
-  const onServicesRemoved = options.onServicesRemoved ?? (async () => {});
   const routing = new RoutingService(deps);
   const env = new EnvService(deps);
+  const deployments = new DeploymentService(deps);
+  const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;
+  const onServicesRemoved = async (removed: ServiceRecord[]) => {
+    if (runner) {
+      for (const service of removed) await runner.removeService(service);
+      for (const projectId of new Set(removed.map((s) => s.projectId))) await runner.removeProjectNetwork(projectId);
+    }
+    await options.onServicesRemoved?.(removed);
+  };
   const projects = new ProjectService(deps, routing, onServicesRemoved);
   const services = new ServiceCatalog(deps, env, projects, routing, onServicesRemoved);
   return {
@@ -27,9 +40,10 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     services,
     env,
     domains: new DomainService(deps, routing),
-    deployments: new DeploymentService(deps),
+    deployments,
     runtimeLogs: new RuntimeLogService(deps),
     routing,
+    runner,
   };
 }
 
@@ -47,3 +61,4 @@ export type { RuntimeStreamEvent } from './services/runtime-log.service.js';
 export type { CreateServiceInput, UpdateServiceInput } from './services/service-catalog.service.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
+export type { RuntimeDeps } from './services/runtime-deps.js';

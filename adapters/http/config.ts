@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 
 /** Everything the server reads from its environment, parsed and checked once at start. */
@@ -56,6 +57,27 @@ function secretKey(env: NodeJS.ProcessEnv, dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['deploy'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.deploy;
+  const images = defaults.analyzerImages;
+  return {
+    buildConcurrency: int(env, 'BUILD_CONCURRENCY', defaults.buildConcurrency, 0, 64),
+    buildsDir: env.BUILDS_DIR || path.join(dataDir === ':memory:' ? tmpdir() : dataDir, 'builds'),
+    gitBaseUrl: (env.GIT_BASE_URL || defaults.gitBaseUrl).replace(/\/+$/, ''),
+    healthPath: env.HEALTH_PATH || defaults.healthPath,
+    healthTimeoutMs: int(env, 'HEALTH_TIMEOUT_MS', defaults.healthTimeoutMs, 100),
+    workerSettleMs: int(env, 'WORKER_SETTLE_MS', defaults.workerSettleMs, 0),
+    stopGraceSeconds: int(env, 'STOP_GRACE_SECONDS', defaults.stopGraceSeconds, 0, 600),
+    analyzerImages: {
+      node: env.ANALYZER_NODE_IMAGE || images.node,
+      python: env.ANALYZER_PYTHON_IMAGE || images.python,
+      go: env.ANALYZER_GO_IMAGE || images.go,
+      goRuntime: env.ANALYZER_GO_RUNTIME_IMAGE || images.goRuntime,
+      static: env.ANALYZER_STATIC_IMAGE || images.static,
+    },
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const autoHttps = (env.PROXY_AUTO_HTTPS ?? 'true').toLowerCase() !== 'false';
@@ -79,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
       streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
+      deploy: deployConfig(env, dataDir),
     },
   };
 }

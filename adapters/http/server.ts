@@ -1,7 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
-import { createServices, type Services } from '../../src/index.js';
+import { createServices, type RuntimeDeps, type Services } from '../../src/index.js';
+import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
+import { GitCliSource } from '../git/git-cli.git-source.js';
+import { NetHealthProbe } from '../net/net-health-probe.js';
+import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/ports/clock.port.js';
 import type { ReverseProxy } from '../../src/ports/reverse-proxy.port.js';
@@ -24,6 +28,7 @@ export interface Overrides {
   proxy?: ReverseProxy;
   runtimeLogs?: RuntimeLogSource;
   portProbe?: PortProbe;
+  runtime?: RuntimeDeps;
 }
 
 export interface RunningServer {
@@ -42,6 +47,12 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
 export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const docker = new Docker({ socketPath: config.dockerSocket });
+  const runtime: RuntimeDeps = overrides.runtime ?? {
+    engine: new DockerodeContainerEngine(docker),
+    git: new GitCliSource(),
+    forwarder: new TcpPortForwarder(),
+    health: new NetHealthProbe(),
+  };
   const services = createServices({
     store: database.store,
     secrets: SecretBox.fromSecret(config.secretKey),
@@ -51,7 +62,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     clock: systemClock,
     logBus: new LogBus(),
     config: config.platform,
-  });
+  }, { runtime, log });
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
 
   const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });
@@ -70,6 +81,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  // Deployments start once the API answers; a Docker engine that is down only delays them.
+  void services.runner?.start();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
@@ -84,6 +97,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        await services.runner?.stop();
+        await runtime.forwarder.closeAll();
         // Keep-alive connections turn idle as their last response goes out: close them as they do.
         const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
         server.closeIdleConnections();

@@ -5,6 +5,10 @@ export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];
 interface EngineSpec {
   image: string;
   internalPort: number;
+  /** Where the engine keeps its data: a named volume is mounted there. */
+  dataDir: string;
+  /** The container command, when the image's own does not read the env we generate. */
+  command?: (opts: { logicalReplication: boolean }) => string[] | null;
   /** Initial env keys, in order, with how a missing value is generated. */
   initialEnv: ReadonlyArray<{ key: string; generate: (serviceSlug: string, password: () => string) => string }>;
   /**
@@ -21,6 +25,8 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   postgres: {
     image: 'postgres:17',
     internalPort: 5432,
+    dataDir: '/var/lib/postgresql/data',
+    command: ({ logicalReplication }) => (logicalReplication ? ['postgres', '-c', 'wal_level=logical'] : null),
     initialEnv: [
       { key: 'POSTGRES_DB', generate: user },
       { key: 'POSTGRES_USER', generate: user },
@@ -32,6 +38,8 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   timescale: {
     image: 'timescale/timescaledb:latest-pg17',
     internalPort: 5432,
+    dataDir: '/var/lib/postgresql/data',
+    command: ({ logicalReplication }) => (logicalReplication ? ['postgres', '-c', 'wal_level=logical'] : null),
     initialEnv: [
       { key: 'POSTGRES_DB', generate: user },
       { key: 'POSTGRES_USER', generate: user },
@@ -44,6 +52,7 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   mysql: {
     image: 'mysql:8.4',
     internalPort: 3306,
+    dataDir: '/var/lib/mysql',
     initialEnv: [
       { key: 'MYSQL_DATABASE', generate: user },
       { key: 'MYSQL_USER', generate: user },
@@ -56,6 +65,9 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   redis: {
     image: 'redis:7',
     internalPort: 6379,
+    dataDir: '/data',
+    // The redis image ignores REDIS_PASSWORD: pass it as an argument, read from the env at start.
+    command: () => ['sh', '-c', 'exec redis-server --appendonly yes --requirepass "$REDIS_PASSWORD"'],
     initialEnv: [{ key: 'REDIS_PASSWORD', generate: (_s, pw) => pw() }],
     connectionUrl: (v, h, p) => `redis://default:${v('REDIS_PASSWORD')}@${h}:${p}/0`,
     urlKey: 'REDIS_URL',
@@ -63,6 +75,7 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   mongodb: {
     image: 'mongo:7',
     internalPort: 27017,
+    dataDir: '/data/db',
     initialEnv: [
       { key: 'MONGO_INITDB_ROOT_USERNAME', generate: user },
       { key: 'MONGO_INITDB_ROOT_PASSWORD', generate: (_s, pw) => pw() },
@@ -74,6 +87,7 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   clickhouse: {
     image: 'clickhouse/clickhouse-server:24',
     internalPort: 8123,
+    dataDir: '/var/lib/clickhouse',
     initialEnv: [
       { key: 'CLICKHOUSE_DB', generate: user },
       { key: 'CLICKHOUSE_USER', generate: user },

@@ -20,12 +20,19 @@ export type AbortListener = (deploymentId: string) => void;
 
 export class DeploymentService {
   private readonly abortListeners = new Set<AbortListener>();
+  private readonly createdListeners = new Set<() => void>();
 
   constructor(private readonly deps: ServiceDeps) {}
 
   onAbort(listener: AbortListener): () => void {
     this.abortListeners.add(listener);
     return () => this.abortListeners.delete(listener);
+  }
+
+  /** Told when a deployment is queued, so the runner need not wait for its next poll. */
+  onCreated(listener: () => void): () => void {
+    this.createdListeners.add(listener);
+    return () => this.createdListeners.delete(listener);
   }
 
   /** Queues a deployment; the runner picks it up from the table, so a restart loses nothing. */
@@ -47,6 +54,7 @@ export class DeploymentService {
     };
     await this.deps.store.insertDeployment(deployment);
     await this.appendLog(deployment.id, 'stdout', `Deployment queued for ${service.name}`);
+    for (const listener of this.createdListeners) listener();
     return presentDeployment(deployment);
   }
 

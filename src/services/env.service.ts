@@ -87,6 +87,22 @@ export class EnvService {
     return { env, problems };
   }
 
+  /** Every value of the service that is, or is built from, a secret: what a deployment log must mask. */
+  async secretValues(service: ServiceRecord): Promise<string[]> {
+    const snapshot = await this.projectEnv(service.projectId);
+    const values: string[] = [];
+    for (const [key, raw] of snapshot.env.get(service.slug) ?? new Map<string, string>()) {
+      const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key });
+      if (snapshot.secretKeys.has(`${service.slug}.${key}`) || resolution.reached.some((ref) => snapshot.secretKeys.has(ref))) values.push(resolution.value);
+    }
+    for (const ref of snapshot.secretKeys) {
+      const [slug, key] = ref.split('.') as [string, string];
+      const raw = snapshot.env.get(slug)?.get(key);
+      if (raw) values.push(raw);
+    }
+    return values;
+  }
+
   /** Raw values of one service, decrypted; for engines that need them (connection URLs). */
   async rawValues(serviceId: string): Promise<Record<string, string>> {
     const vars = await this.deps.store.listEnv([serviceId]);

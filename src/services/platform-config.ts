@@ -1,3 +1,30 @@
+/** Base images the analyzer builds from; production pulls them when missing. */
+export interface AnalyzerImageSettings {
+  node: string;
+  python: string;
+  go: string;
+  goRuntime: string;
+  static: string;
+}
+
+/** How deployments are run. */
+export interface DeployConfig {
+  /** Deployments built at once across the platform; 0 pauses the runner (queued ones wait). */
+  buildConcurrency: number;
+  /** Scratch space for clones; each deployment's folder is removed when it ends. */
+  buildsDir: string;
+  /** `owner/repo` is cloned from `<gitBaseUrl>/owner/repo.git`. */
+  gitBaseUrl: string;
+  /** Path a web container must answer (any HTTP status) before it gets traffic. */
+  healthPath: string;
+  healthTimeoutMs: number;
+  /** A worker counts as started when it is still running after this long. */
+  workerSettleMs: number;
+  /** SIGTERM to SIGKILL, for containers being replaced. */
+  stopGraceSeconds: number;
+  analyzerImages: AnalyzerImageSettings;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -14,6 +41,7 @@ export interface PlatformConfig {
   streamPingMs: number;
   /** Lines in the runtime log stream's snapshot. */
   runtimeLogTail: number;
+  deploy: DeployConfig;
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -24,4 +52,20 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   resourcePrefix: 'slipway',
   streamPingMs: 15_000,
   runtimeLogTail: 200,
+  deploy: {
+    buildConcurrency: 2,
+    buildsDir: './data/builds',
+    gitBaseUrl: 'https://github.com',
+    healthPath: '/',
+    healthTimeoutMs: 60_000,
+    workerSettleMs: 2_000,
+    stopGraceSeconds: 10,
+    analyzerImages: {
+      node: 'node:22-bookworm-slim',
+      python: 'python:3.12-slim-bookworm',
+      go: 'golang:1.23-bookworm',
+      goRuntime: 'debian:bookworm-slim',
+      static: 'caddy:2',
+    },
+  },
 };

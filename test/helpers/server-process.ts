@@ -30,7 +30,8 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
   const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
   const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['adapters/http/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, ...env },
+    // The runner is paused unless a test asks for it: API tests keep deployments queued.
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

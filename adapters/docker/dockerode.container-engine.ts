@@ -1,0 +1,240 @@
+import Docker from 'dockerode';
+import tar from 'tar-fs';
+import type { BuildRequest, ContainerEngine, ContainerState, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
+import { DockerFrameParser } from './docker-log-frames.js';
+
+const CALL_TIMEOUT_MS = 30_000;
+const BUILD_TIMEOUT_MS = 30 * 60_000;
+
+interface ProgressEvent {
+  stream?: string;
+  status?: string;
+  id?: string;
+  progress?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+}
+
+/** The Docker Engine through dockerode; every call has a timeout and honours the caller's signal. */
+export class DockerodeContainerEngine implements ContainerEngine {
+  constructor(private readonly docker: Docker) {}
+
+  async ping(signal?: AbortSignal): Promise<void> {
+    await this.docker.ping({ abortSignal: timeout(signal) } as never);
+  }
+
+  async imageExists(ref: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(ref).inspect({ abortSignal: timeout() } as never);
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  async pullImage(ref: string, onLine: LineSink, signal: AbortSignal): Promise<void> {
+    const stream = (await this.docker.pull(ref, { abortSignal: timeout(signal, BUILD_TIMEOUT_MS) })) as NodeJS.ReadableStream;
+    const seen = new Set<string>();
+    await this.follow(stream, signal, (event) => {
+      // Layer progress bars repeat many times a second: keep each distinct status once.
+      const line = [event.id, event.status].filter(Boolean).join(': ');
+      if (line && !seen.has(line)) {
+        seen.add(line);
+        onLine(line, 'stdout');
+      }
+    });
+  }
+
+  async buildImage(request: BuildRequest): Promise<void> {
+    const context = tar.pack(request.contextDir, { ignore: (name) => name.split('/').includes('.git') });
+    const stream = (await this.docker.buildImage(context as unknown as NodeJS.ReadableStream, {
+      t: request.tag,
+      dockerfile: request.dockerfile,
+      buildargs: request.buildArgs,
+      labels: request.labels,
+      rm: true,
+      forcerm: true,
+      abortSignal: timeout(request.signal, BUILD_TIMEOUT_MS),
+    } as Docker.ImageBuildOptions)) as NodeJS.ReadableStream;
+    await this.follow(stream, request.signal, (event) => {
+      if (event.stream) {
+        for (const line of event.stream.split('\n')) if (line.trim()) request.onLine(line.replace(/\r$/, ''), 'stdout');
+      } else if (event.status) {
+        request.onLine([event.id, event.status].filter(Boolean).join(': '), 'stdout');
+      }
+    });
+  }
+
+  async ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    const existing: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout() } as Docker.NetworkListOptions);
+    if (existing.some((n) => n.Name === name)) return;
+    try {
+      await this.docker.createNetwork({ Name: name, Driver: 'bridge', Labels: labels, CheckDuplicate: true, abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+    }
+  }
+
+  async runContainer(request: RunRequest): Promise<ContainerState> {
+    const container = await this.docker.createContainer({
+      name: request.name,
+      Image: request.image,
+      Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+      ...(request.cmd ? { Cmd: request.cmd } : {}),
+      Labels: request.labels,
+      Tty: false,
+      HostConfig: {
+        Init: true,
+        RestartPolicy: { Name: 'unless-stopped' },
+        NetworkMode: request.network,
+        Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+      },
+      NetworkingConfig: { EndpointsConfig: { [request.network]: { Aliases: request.aliases } } },
+      abortSignal: timeout(request.signal),
+    } as Docker.ContainerCreateOptions);
+    await container.start({ abortSignal: timeout(request.signal) } as never);
+    const state = await this.inspect(container.id);
+    if (!state) throw new Error(`container ${request.name} vanished right after it started`);
+    return state;
+  }
+
+  async inspect(idOrName: string): Promise<ContainerState | null> {
+    try {
+      const info: Docker.ContainerInspectInfo = await this.docker.getContainer(idOrName).inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
+      const networks = Object.values(info.NetworkSettings?.Networks ?? {});
+      return {
+        id: info.Id,
+        name: info.Name.replace(/^\//, ''),
+        running: info.State.Running,
+        exitCode: info.State.Running ? null : info.State.ExitCode,
+        ip: info.State.Running ? (networks.find((n) => n.IPAddress)?.IPAddress ?? null) : null,
+        labels: info.Config.Labels ?? {},
+        image: info.Config.Image,
+      };
+    } catch (error) {
+      if (statusOf(error) === 404) return null;
+      throw error;
+    }
+  }
+
+  async tail(idOrName: string, lines: number): Promise<string[]> {
+    try {
+      const buffer = (await this.docker.getContainer(idOrName).logs({ stdout: true, stderr: true, tail: lines, follow: false, abortSignal: timeout() } as never)) as unknown as Buffer;
+      return new DockerFrameParser()
+        .push(buffer)
+        .flatMap((frame) => frame.text.split('\n'))
+        .filter((line) => line.length > 0);
+    } catch (error) {
+      if (statusOf(error) === 404) return [];
+      throw error;
+    }
+  }
+
+  async stopAndRemove(idOrName: string, graceSeconds: number): Promise<void> {
+    const container = this.docker.getContainer(idOrName);
+    try {
+      await container.stop({ t: graceSeconds, abortSignal: timeout(undefined, (graceSeconds + 30) * 1000) } as never);
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 404) return;
+      if (status !== 304) throw error;
+    }
+    try {
+      await container.remove({ force: true, v: false, abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+    }
+  }
+
+  async listContainers(label: { key: string; value?: string }): Promise<ContainerState[]> {
+    const filter = label.value === undefined ? label.key : `${label.key}=${label.value}`;
+    const list: Docker.ContainerInfo[] = await this.docker.listContainers({ all: true, filters: { label: [filter] }, abortSignal: timeout() } as Docker.ContainerListOptions);
+    return list.map((c) => ({
+      id: c.Id,
+      name: (c.Names[0] ?? '').replace(/^\//, ''),
+      running: c.State === 'running',
+      exitCode: null,
+      ip: c.State === 'running' ? (Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null) : null,
+      labels: c.Labels ?? {},
+      image: c.Image,
+    }));
+  }
+
+  async removeImage(ref: string): Promise<void> {
+    try {
+      await this.docker.getImage(ref).remove({ force: true, abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+    }
+  }
+
+  async tagImage(source: string, target: string): Promise<void> {
+    const [repo, tag] = splitTag(target);
+    await this.docker.getImage(source).tag({ repo, tag, abortSignal: timeout() } as never);
+  }
+
+  async listImageTags(prefix: string): Promise<string[]> {
+    const images: Docker.ImageInfo[] = await this.docker.listImages({ abortSignal: timeout() } as Docker.ListImagesOptions);
+    return images.flatMap((image) => image.RepoTags ?? []).filter((tag) => tag.startsWith(prefix));
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    try {
+      await this.docker.getVolume(name).remove({ abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    try {
+      await this.docker.getNetwork(name).remove({ abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 404 && statusOf(error) !== 409 && statusOf(error) !== 403) throw error;
+    }
+  }
+
+  /** Reads a progress stream to its end; an `error` item rejects (a failed build does not). */
+  private follow(stream: NodeJS.ReadableStream, signal: AbortSignal, onEvent: (event: ProgressEvent) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+        reject(new Error('aborted'));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      let failure: string | null = null;
+      this.docker.modem.followProgress(
+        stream,
+        (error: Error | null) => {
+          signal.removeEventListener('abort', onAbort);
+          if (signal.aborted) return;
+          if (error) reject(error);
+          else if (failure) reject(new Error(failure));
+          else resolve();
+        },
+        (event: ProgressEvent) => {
+          if (event.error || event.errorDetail) failure = event.errorDetail?.message ?? event.error ?? 'unknown error';
+          else onEvent(event);
+        },
+      );
+    });
+  }
+}
+
+function timeout(signal?: AbortSignal, ms = CALL_TIMEOUT_MS): AbortSignal {
+  return signal ? AbortSignal.any([signal, AbortSignal.timeout(ms)]) : AbortSignal.timeout(ms);
+}
+
+/** `name:tag` (a registry port is not a tag); no tag means latest. */
+function splitTag(ref: string): [string, string] {
+  const slash = ref.lastIndexOf('/');
+  const colon = ref.lastIndexOf(':');
+  return colon > slash ? [ref.slice(0, colon), ref.slice(colon + 1)] : [ref, 'latest'];
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}

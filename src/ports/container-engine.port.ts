@@ -1,0 +1,63 @@
+import type { LogStream } from '../domain/types.js';
+
+export type LineSink = (line: string, stream: LogStream) => void;
+
+export interface BuildRequest {
+  /** Directory sent as the build context. */
+  contextDir: string;
+  /** Path of the Dockerfile inside the context. */
+  dockerfile: string;
+  tag: string;
+  buildArgs: Record<string, string>;
+  labels: Record<string, string>;
+  signal: AbortSignal;
+  onLine: LineSink;
+}
+
+export interface RunRequest {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  /** Overrides the image's command; null keeps it. */
+  cmd: string[] | null;
+  labels: Record<string, string>;
+  /** The project's network; `aliases` are the names other services reach it by. */
+  network: string;
+  aliases: string[];
+  volumes: Array<{ name: string; target: string }>;
+  signal: AbortSignal;
+}
+
+export interface ContainerState {
+  id: string;
+  name: string;
+  running: boolean;
+  exitCode: number | null;
+  /** Address on the project network; null when not running. */
+  ip: string | null;
+  labels: Record<string, string>;
+  image: string;
+}
+
+/** What the platform needs of a container engine. Implemented over dockerode. */
+export interface ContainerEngine {
+  ping(signal?: AbortSignal): Promise<void>;
+  imageExists(ref: string): Promise<boolean>;
+  pullImage(ref: string, onLine: LineSink, signal: AbortSignal): Promise<void>;
+  /** Rejects with the builder's own error message when a step fails. */
+  buildImage(request: BuildRequest): Promise<void>;
+  ensureNetwork(name: string, labels: Record<string, string>): Promise<void>;
+  runContainer(request: RunRequest): Promise<ContainerState>;
+  inspect(idOrName: string): Promise<ContainerState | null>;
+  /** The last lines a container wrote, for failure reports. */
+  tail(idOrName: string, lines: number): Promise<string[]>;
+  /** SIGTERM, then SIGKILL after `graceSeconds`; then removal. Missing containers are fine. */
+  stopAndRemove(idOrName: string, graceSeconds: number): Promise<void>;
+  listContainers(label: { key: string; value?: string }): Promise<ContainerState[]>;
+  tagImage(source: string, target: string): Promise<void>;
+  removeImage(ref: string): Promise<void>;
+  /** Tags of local images whose name starts with `prefix`. */
+  listImageTags(prefix: string): Promise<string[]>;
+  removeVolume(name: string): Promise<void>;
+  removeNetwork(name: string): Promise<void>;
+}

@@ -1,0 +1,234 @@
+import { engineOf } from '../domain/database-engines.js';
+import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
+import type { ContainerState } from '../ports/container-engine.port.js';
+import type { ServiceDeps } from './deps.js';
+import { DeploymentLogWriter } from './deployment-log-writer.js';
+import { DeploymentFailure, DeploymentPipeline } from './deployment-pipeline.js';
+import type { DeploymentService } from './deployment.service.js';
+import type { EnvService } from './env.service.js';
+import type { RoutingService } from './routing.service.js';
+import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+
+const POLL_MS = 500;
+const RECONCILE_MS = 10_000;
+
+class AbortedByUser extends Error {}
+class InterruptedByShutdown extends Error {}
+
+/**
+ * Takes queued deployments from the database (the queue is the table: a restart loses nothing),
+ * one at a time per service and at most `buildConcurrency` at once, runs each through the
+ * pipeline, then switches the service over: host port, routes, old container retired.
+ */
+export class DeployRunner {
+  private readonly running = new Map<string, { serviceId: string; controller: AbortController; done: Promise<void> }>();
+  private timer: NodeJS.Timeout | null = null;
+  private reconcileTimer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private stopped = true;
+  private readonly pipeline: DeploymentPipeline;
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly runtime: RuntimeDeps,
+    private readonly deployments: DeploymentService,
+    private readonly env: EnvService,
+    private readonly routing: RoutingService,
+    private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
+  ) {
+    this.pipeline = new DeploymentPipeline(deps, runtime, env);
+    deployments.onAbort((id) => this.running.get(id)?.controller.abort(new AbortedByUser('aborted')));
+    deployments.onCreated(() => this.wake());
+  }
+
+  /** Recovers from whatever a previous process left, then starts taking work. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.recover().catch((error: Error) => this.log('recovery failed', { error: error.message }));
+    this.timer = setInterval(() => this.wake(), POLL_MS);
+    this.reconcileTimer = setInterval(() => void this.reconcile().catch(() => {}), RECONCILE_MS);
+    this.wake();
+  }
+
+  /** Stops taking work and interrupts what runs; those deployments end `failed`, saying why. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    for (const job of this.running.values()) job.controller.abort(new InterruptedByShutdown('the server is shutting down'));
+    await Promise.allSettled([...this.running.values()].map((job) => job.done));
+    await this.ticking;
+  }
+
+  wake(): void {
+    if (this.stopped || this.ticking) return;
+    this.ticking = this.tick()
+      .catch((error: Error) => this.log('runner tick failed', { error: error.message }))
+      .finally(() => {
+        this.ticking = null;
+      });
+  }
+
+  private async tick(): Promise<void> {
+    const limit = this.deps.config.deploy.buildConcurrency;
+    if (this.running.size >= limit) return;
+    const queued = await this.deps.store.listDeploymentsByStatus(['queued']);
+    const busy = new Set([...this.running.values()].map((job) => job.serviceId));
+    for (const deployment of queued) {
+      if (this.stopped || this.running.size >= limit) return;
+      if (busy.has(deployment.serviceId)) continue;
+      busy.add(deployment.serviceId);
+      const now = this.deps.clock.now();
+      if (!(await this.deps.store.transitionDeployment(deployment.id, ['queued'], { status: 'running', startedAt: now }))) continue;
+      this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
+      const controller = new AbortController();
+      const job = { serviceId: deployment.serviceId, controller, done: Promise.resolve() };
+      this.running.set(deployment.id, job);
+      job.done = this.execute({ ...deployment, status: 'running', startedAt: now }, controller).finally(() => {
+        this.running.delete(deployment.id);
+        this.wake();
+      });
+    }
+  }
+
+  private async execute(deployment: DeploymentRecord, controller: AbortController): Promise<void> {
+    const log = new DeploymentLogWriter(deployment.id, this.deployments);
+    const created: { image?: string; container?: string } = {};
+    const service = await this.deps.store.getService(deployment.serviceId);
+    const project = service ? await this.deps.store.getProject(service.projectId) : null;
+    try {
+      if (!service || !project) throw new DeploymentFailure('The service was deleted');
+      await this.deps.store.updateService(service.id, { status: service.status === 'active' ? 'active' : 'deploying' });
+      log.write(`Deployment ${deployment.id} started`);
+      const result = await this.pipeline.run({ deployment, service, project, log, signal: controller.signal, created });
+      if (controller.signal.aborted) throw controller.signal.reason;
+      await this.cutover(service, deployment, result.container, log);
+      const now = this.deps.clock.now();
+      await this.deps.store.updateService(service.id, {
+        status: 'active',
+        reachable: service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null,
+        lastDeployedAt: now,
+        updatedAt: now,
+      });
+      await this.deps.store.updateProject(project.id, { status: 'active', updatedAt: now });
+      log.write(`Deployment succeeded: ${result.container.name}`);
+      await log.flush();
+      await this.finish(deployment.id, 'succeeded', { imageTag: result.imageTag, containerName: result.container.name });
+    } catch (error) {
+      const aborted = error instanceof AbortedByUser || controller.signal.reason instanceof AbortedByUser;
+      const reason =
+        error instanceof DeploymentFailure
+          ? error.message
+          : controller.signal.reason instanceof Error
+            ? controller.signal.reason.message
+            : `Internal error: ${(error as Error).message}`;
+      log.write(aborted ? 'Deployment aborted; the previous container keeps serving' : `Deployment failed: ${reason}`, aborted ? 'stdout' : 'stderr');
+      await this.discard(created, log);
+      if (service) {
+        const current = await this.currentContainer(service);
+        if (!current) await this.deps.store.updateService(service.id, { status: 'failed', reachable: false });
+      }
+      await log.flush();
+      await this.finish(deployment.id, aborted ? 'aborted' : 'failed', {});
+    }
+  }
+
+  private async finish(id: string, status: 'succeeded' | 'failed' | 'aborted', patch: Partial<DeploymentRecord>): Promise<void> {
+    await this.deps.store.transitionDeployment(id, ['running'], { ...patch, status, finishedAt: this.deps.clock.now() });
+    this.deps.logBus.publish(id, { type: 'status', status });
+  }
+
+  /** The new container takes the host port and the routes; then the old ones stop. */
+  private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter): Promise<void> {
+    const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+    if (serves && container.ip) {
+      await this.runtime.forwarder.set(service.hostPort, { host: container.ip, port: service.internalPort });
+      log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
+    }
+    await this.deps.store.updateDeployment(deployment.id, { containerName: container.name });
+    const proxy = await this.routing.reload();
+    if (!proxy.ok && proxy.detail !== 'no reverse proxy configured') log.write(`Proxy: ${proxy.detail}`, 'stderr');
+    const old = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.id !== container.id);
+    for (const previous of old) {
+      log.write(`Stopping the previous container ${previous.name}`);
+      await this.runtime.engine.stopAndRemove(previous.id, this.deps.config.deploy.stopGraceSeconds);
+    }
+    const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
+    const keep = new Set([`${container.image}`, `${container.image}:latest`]);
+    for (const tag of await this.runtime.engine.listImageTags(prefix)) if (!keep.has(tag)) await this.runtime.engine.removeImage(tag);
+  }
+
+  /** Removes what a failed or aborted deployment created; the live container is never among it. */
+  private async discard(created: { image?: string; container?: string }, log: DeploymentLogWriter): Promise<void> {
+    try {
+      if (created.container) await this.runtime.engine.stopAndRemove(created.container, 0);
+      if (created.image) await this.runtime.engine.removeImage(created.image);
+    } catch (error) {
+      log.write(`Cleanup after the failure was incomplete: ${(error as Error).message}`, 'stderr');
+    }
+  }
+
+  /** The running container of the service's latest successful deployment, else its newest running one. */
+  private async currentContainer(service: ServiceRecord): Promise<ContainerState | null> {
+    const containers = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.running);
+    if (containers.length === 0) return null;
+    const succeeded = (await this.deps.store.listDeployments(service.id)).find((d) => d.status === 'succeeded');
+    return containers.find((c) => c.labels[LABELS.deployment] === succeeded?.id) ?? containers[0]!;
+  }
+
+  /**
+   * After a crash: deployments left `running` end `failed` with the reason, containers nothing
+   * owns any more go, and the host ports point at the containers that kept running.
+   */
+  async recover(): Promise<void> {
+    for (const deployment of await this.deps.store.listDeploymentsByStatus(['running'])) {
+      if (this.running.has(deployment.id)) continue;
+      await this.deployments.appendLog(deployment.id, 'stderr', 'The server stopped while this deployment was running; it was not finished. Deploy again.');
+      await this.finish(deployment.id, 'failed', {});
+    }
+    await this.runtime.engine.ping();
+    const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
+    const all = await this.runtime.engine.listContainers({ key: LABELS.managed });
+    const keep = new Set<string>();
+    for (const service of services.values()) {
+      const current = await this.currentContainer(service);
+      if (current) keep.add(current.id);
+    }
+    for (const container of all) {
+      const service = services.get(container.labels[LABELS.service] ?? '');
+      if (!service || !keep.has(container.id)) {
+        this.log('removing a stray container', { name: container.name });
+        await this.runtime.engine.stopAndRemove(container.id, 0);
+      }
+    }
+    await this.reconcile();
+  }
+
+  /** Keeps each host port pointed at its service's current container (its address changes when Docker restarts it). */
+  async reconcile(): Promise<void> {
+    for (const service of await this.deps.store.listAllServices()) {
+      if (service.status !== 'active' || [...this.running.values()].some((job) => job.serviceId === service.id)) continue;
+      const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+      const current = await this.currentContainer(service);
+      if (serves) await this.runtime.forwarder.set(service.hostPort, current?.ip ? { host: current.ip, port: service.internalPort } : null).catch(() => {});
+      if (!!current !== service.reachable && serves) await this.deps.store.updateService(service.id, { reachable: !!current });
+    }
+  }
+
+  /** Everything a deleted service had at runtime: its deployment, containers, images, port, data volume. */
+  async removeService(service: ServiceRecord): Promise<void> {
+    for (const [id, job] of this.running) if (job.serviceId === service.id) job.controller.abort(new AbortedByUser('the service was deleted'));
+    await Promise.allSettled([...this.running.values()].filter((job) => job.serviceId === service.id).map((job) => job.done));
+    await this.runtime.forwarder.set(service.hostPort, null);
+    for (const container of await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })) {
+      await this.runtime.engine.stopAndRemove(container.id, 0);
+    }
+    const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);
+    for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
+    if (engineOf(service.repoFullName)) await this.runtime.engine.removeVolume(names.volume);
+  }
+
+  async removeProjectNetwork(projectId: string): Promise<void> {
+    await this.runtime.engine.removeNetwork(resourceNames(this.deps.config.resourcePrefix, 'x', 'x', projectId).network);
+  }
+}

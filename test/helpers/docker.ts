@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** `docker` through argv, for checks from outside the platform. */
+export async function docker(...args: string[]): Promise<string> {
+  const { stdout } = await run('docker', args, { maxBuffer: 16 * 1024 * 1024 });
+  return stdout.trim();
+}
+
+/** Names of the containers (running or not) carrying a label, e.g. `slipway.service=<id>`. */
+export async function containersWithLabel(label: string, all = true): Promise<string[]> {
+  const out = await docker('ps', ...(all ? ['-a'] : []), '--filter', `label=${label}`, '--format', '{{.Names}}');
+  return out ? out.split('\n').sort() : [];
+}
+
+export async function imageTags(prefix: string): Promise<string[]> {
+  const out = await docker('images', '--format', '{{.Repository}}:{{.Tag}}');
+  return out.split('\n').filter((t) => t.startsWith(prefix));
+}
+
+/** Provisions the engine and the stand-in images the deployment tests need; throws when it cannot. */
+export async function provisionDocker(): Promise<void> {
+  await run('bash', ['test/provision/docker.sh'], { maxBuffer: 16 * 1024 * 1024 });
+  await run('bash', ['test/provision/images.sh'], { maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60_000 });
+}
+
+export async function httpText(url: string, timeoutMs = 5000): Promise<{ status: number; text: string } | null> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    return { status: res.status, text: await res.text() };
+  } catch {
+    return null;
+  }
+}
