@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: every test, on a fresh Debian machine as root too. Provisions what the tests need
-# (PostgreSQL) when it is missing, type-checks, runs vitest, and ends with "N passed, N failed".
+# (PostgreSQL, a Docker engine, stand-in base images) when missing, type-checks, runs vitest, and ends with "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,10 @@ fi
 echo "== provisioning PostgreSQL for the tests"
 PG_TEST_URL=$(bash test/provision/postgres.sh)
 export PG_TEST_URL
+
+echo "== provisioning the Docker engine and the stand-in images (no registry is needed)"
+bash test/provision/docker.sh
+bash test/provision/images.sh
 
 echo "== type-checking"
 npx tsc --noEmit -p .

@@ -86,7 +86,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
       Tty: false,
       HostConfig: {
         Init: true,
-        RestartPolicy: { Name: 'unless-stopped' },
+        RestartPolicy: { Name: 'no' },
         NetworkMode: request.network,
         Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
@@ -100,6 +100,10 @@ export class DockerodeContainerEngine implements ContainerEngine {
     return state;
   }
 
+  async keepRunning(idOrName: string): Promise<void> {
+    await this.docker.getContainer(idOrName).update({ RestartPolicy: { Name: 'unless-stopped' }, abortSignal: timeout() } as never);
+  }
+
   async inspect(idOrName: string): Promise<ContainerState | null> {
     try {
       const info: Docker.ContainerInspectInfo = await this.docker.getContainer(idOrName).inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
@@ -107,7 +111,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
       return {
         id: info.Id,
         name: info.Name.replace(/^\//, ''),
-        running: info.State.Running,
+        running: info.State.Running && !info.State.Restarting,
         exitCode: info.State.Running ? null : info.State.ExitCode,
         ip: info.State.Running ? (networks.find((n) => n.IPAddress)?.IPAddress ?? null) : null,
         labels: info.Config.Labels ?? {},

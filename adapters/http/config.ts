@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 
@@ -80,6 +80,7 @@ function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
+  const key = secretKey(env, dataDir);
   const autoHttps = (env.PROXY_AUTO_HTTPS ?? 'true').toLowerCase() !== 'false';
   return {
     host: env.HOST || '0.0.0.0',
@@ -87,7 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     bootstrapApiKey: env.BOOTSTRAP_API_KEY || undefined,
-    secretKey: secretKey(env, dataDir),
+    secretKey: key,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 6000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
@@ -99,6 +100,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       publicIp: env.PUBLIC_IP || DEFAULT_PLATFORM_CONFIG.publicIp,
       publicScheme: autoHttps ? 'https' : 'http',
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
+      // Derived from the install's own key: stable across restarts, different for every install.
+      instanceId: createHash('sha256').update(`instance:${key}`).digest('hex').slice(0, 12),
       streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),

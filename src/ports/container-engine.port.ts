@@ -47,7 +47,10 @@ export interface ContainerEngine {
   /** Rejects with the builder's own error message when a step fails. */
   buildImage(request: BuildRequest): Promise<void>;
   ensureNetwork(name: string, labels: Record<string, string>): Promise<void>;
+  /** Starts with no restart policy, so a container that dies while it is being checked stays dead and keeps its log. */
   runContainer(request: RunRequest): Promise<ContainerState>;
+  /** Once it serves, Docker brings it back after a crash or a reboot. */
+  keepRunning(idOrName: string): Promise<void>;
   inspect(idOrName: string): Promise<ContainerState | null>;
   /** The last lines a container wrote, for failure reports. */
   tail(idOrName: string, lines: number): Promise<string[]>;

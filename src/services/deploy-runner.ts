@@ -140,6 +140,7 @@ export class DeployRunner {
 
   /** The new container takes the host port and the routes; then the old ones stop. */
   private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter): Promise<void> {
+    await this.runtime.engine.keepRunning(container.id);
     const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
     if (serves && container.ip) {
       await this.runtime.forwarder.set(service.hostPort, { host: container.ip, port: service.internalPort });
@@ -188,7 +189,7 @@ export class DeployRunner {
     }
     await this.runtime.engine.ping();
     const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
-    const all = await this.runtime.engine.listContainers({ key: LABELS.managed });
+    const all = await this.runtime.engine.listContainers({ key: LABELS.instance, value: this.deps.config.instanceId });
     const keep = new Set<string>();
     for (const service of services.values()) {
       const current = await this.currentContainer(service);

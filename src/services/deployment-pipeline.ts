@@ -162,7 +162,7 @@ export class DeploymentPipeline {
           dockerfile,
           tag,
           buildArgs: env,
-          labels: { [LABELS.managed]: 'true', [LABELS.service]: service.id, [LABELS.deployment]: ctx.deployment.id },
+          labels: { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.service]: service.id, [LABELS.deployment]: ctx.deployment.id },
           signal: ctx.signal,
           onLine: log.write,
         });
@@ -181,7 +181,7 @@ export class DeploymentPipeline {
     const { service, log } = ctx;
     const engine = engineOf(service.repoFullName);
     const spec = engine ? ENGINE_SPECS[engine] : null;
-    await this.runtime.engine.ensureNetwork(names.network, { [LABELS.managed]: 'true', [LABELS.project]: service.projectId });
+    await this.runtime.engine.ensureNetwork(names.network, { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.project]: service.projectId });
     const cmd = spec?.command
       ? spec.command({ logicalReplication: service.postgresLogicalReplicationEnabled })
       : service.repoUrl === 'container-image' && service.startCommand
@@ -198,6 +198,7 @@ export class DeploymentPipeline {
         cmd,
         labels: {
           [LABELS.managed]: 'true',
+          [LABELS.instance]: this.deps.config.instanceId,
           [LABELS.service]: service.id,
           [LABELS.deployment]: ctx.deployment.id,
           [LABELS.project]: service.projectId,

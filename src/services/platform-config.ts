@@ -37,6 +37,8 @@ export interface PlatformConfig {
   publicScheme: 'http' | 'https';
   /** Resource names (containers, images, volumes) start with it. */
   resourcePrefix: string;
+  /** Tells this installation's Docker resources from another's on the same engine. */
+  instanceId: string;
   /** Keep-alive interval of the deployment log stream. */
   streamPingMs: number;
   /** Lines in the runtime log stream's snapshot. */
@@ -50,6 +52,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   publicIp: '127.0.0.1',
   publicScheme: 'https',
   resourcePrefix: 'slipway',
+  instanceId: 'default',
   streamPingMs: 15_000,
   runtimeLogTail: 200,
   deploy: {

@@ -14,6 +14,8 @@ export interface RuntimeDeps {
 /** Names and labels of what the platform creates, so it can find (and clean up) its own. */
 export const LABELS = {
   managed: 'slipway.managed',
+  /** Which installation made it: two installs sharing a Docker host never touch each other's containers. */
+  instance: 'slipway.instance',
   service: 'slipway.service',
   deployment: 'slipway.deployment',
   project: 'slipway.project',

@@ -169,7 +169,8 @@ describe('failures keep the previous deployment serving', () => {
       const result = await deploy(call, steady.id);
       expect(result.deployment.status, result.logs.join('\n')).toBe('failed');
       expect(result.logs.join('\n')).toMatch(expected);
-      expect((await httpText(`http://127.0.0.1:${steady.hostPort}`))?.text).toContain('steady');
+      const answer = await httpText(`http://127.0.0.1:${steady.hostPort}`);
+      expect(answer?.text, `${answer?.status} ${JSON.stringify(await overview(steady.id))} ${server.output().slice(-3000)}`).toContain("steady");
       expect(await containersWithLabel(`slipway.service=${steady.id}`)).toEqual([good.deployment.containerName]);
     };
     await attempt({ branch: 'no-such-branch' }, null, /Could not clone .* at branch no-such-branch/);

@@ -22,13 +22,14 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the server exactly as `npm start` does (tsx on adapters/http/main.ts) on a free port
+ * Starts the server exactly as `npm start` does (node --import tsx adapters/http/main.ts) on a free port
  * with its own DATA_DIR, and waits until it says it is listening.
  */
 export async function startServerProcess(env: Record<string, string> = {}, reuse?: { dataDir: string; token: string }): Promise<ServerProcess> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'));
   const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
-  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['adapters/http/main.ts'], {
+  // The same command as `npm start`, without npm in between: signals reach the server itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'adapters/http/main.ts'], {
     cwd: ROOT,
     // The runner is paused unless a test asks for it: API tests keep deployments queued.
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', ...env },

@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# Builds, locally, the Docker images the tests need and tags them with the names production would
+# pull: no image registry is reachable here, only Debian's package mirrors. Idempotent and cached:
+# an image that exists is not rebuilt (ours carry a recipe label and are rebuilt only when their
+# recipe changes; a same-named image that is not ours, e.g. a really pulled one, is left alone).
+#
+#   busybox:latest, busybox:1          FROM scratch + Debian's busybox-static (~2 MB, ~2 s)
+#   slipway-test/debian:bookworm       debootstrap --variant=minbase bookworm | docker import (~1 min)
+#     = debian:bookworm-slim
+#   node:22-bookworm-slim              debian root + Debian's nodejs and npm (Node 18: a stand-in)
+#   caddy:2                            debian root + Debian's caddy (2.6)
+#   python:3.12-slim-bookworm          debian root + Debian's python3 (3.11), pip, venv; only when
+#                                      SLIPWAY_TEST_IMAGES contains "python"
+#
+# SLIPWAY_TEST_IMAGES: comma-separated subset of busybox,debian,node,caddy,python
+#   (default busybox,debian,node,caddy). SLIPWAY_TEST_IMAGES_REBUILD=1 rebuilds our images anyway.
+# SLIPWAY_DEBIAN_MIRROR / SLIPWAY_DEBIAN_SECURITY_MIRROR override the mirrors read from the host's
+# apt sources. Prints what it does, timings and sizes to stderr; fails loudly when it cannot.
+set -euo pipefail
+
+RECIPE_LABEL=org.slipway.test.recipe
+WANTED=",${SLIPWAY_TEST_IMAGES:-busybox,debian,node,caddy},"
+REBUILD=${SLIPWAY_TEST_IMAGES_REBUILD:-0}
+LOCK=${SLIPWAY_TEST_IMAGES_LOCK:-/tmp/slipway-test-images.lock}
+SUPERSEDED=${LOCK%.lock}.superseded # IDs of our replaced images still in use when replaced
+PROVISION_DIR=$(cd "$(dirname "$0")" && pwd)
+
+log() { echo "images: $*" >&2; }
+die() { echo "images: ERROR: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+wants() { [[ $WANTED == *",$1,"* ]]; }
+
+for item in ${WANTED//,/ }; do
+  case $item in busybox|debian|node|caddy|python) ;; *) die "unknown image '$item' in SLIPWAY_TEST_IMAGES (known: busybox,debian,node,caddy,python)";; esac
+done
+
+# A Docker engine first (installs/starts dockerd when missing).
+bash "$PROVISION_DIR/docker.sh" || die "no Docker engine (test/provision/docker.sh failed)"
+
+# One provisioner at a time: parallel test files may all call this script.
+exec 9>"$LOCK"
+if ! flock -n 9; then
+  log "another images.sh is running; waiting for it"
+  flock 9
+fi
+
+WORK=$(mktemp -d /tmp/slipway-images.XXXXXX)
+cleanup() {
+  # debootstrap may leave bind mounts behind when interrupted: never delete through them.
+  local m
+  for m in $(awk -v d="$WORK/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$WORK" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+APT_UPDATED=0
+host_install() { # host_install PACKAGE: apt-get installs the Debian package on the host unless installed
+  local pkg=$1
+  if [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ]; then return 0; fi
+  command -v apt-get >/dev/null || die "$pkg is missing and there is no apt-get to install it"
+  if [ "$APT_UPDATED" = 0 ]; then
+    log "apt-get update (host)"
+    apt-get update -qq >"$WORK/apt-update.log" 2>&1 || { cat "$WORK/apt-update.log" >&2; die "apt-get update failed on the host"; }
+    APT_UPDATED=1
+  fi
+  log "installing $pkg on the host (apt-get)"
+  if ! DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq "$pkg" >"$WORK/apt-$pkg.log" 2>&1; then
+    tail -n 20 "$WORK/apt-$pkg.log" >&2
+    die "apt-get install $pkg failed on the host (log above)"
+  fi
+}
+
+# --- helpers -------------------------------------------------------------------------------------
+image_label() { docker image inspect --format "{{ index .Config.Labels \"$RECIPE_LABEL\" }}" "$1" 2>/dev/null | sed 's/^<no value>$//' || true; }
+image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+image_id() { docker image inspect --format '{{.Id}}' "$1"; }
+sha() { sha256sum | cut -c1-16; }
+
+# is_current RECIPE TAG...: true when every tag is ours with this recipe, or is a foreign image.
+is_current() {
+  local recipe=$1 tag label; shift
+  [ "$REBUILD" = 1 ] && return 1
+  for tag in "$@"; do
+    image_exists "$tag" || return 1
+    label=$(image_label "$tag")
+    [ -z "$label" ] || [ "$label" = "$recipe" ] || return 1
+  done
+}
+
+# tag_all SOURCE TAG...: tags SOURCE as each TAG unless that tag is a foreign image.
+tag_all() {
+  local src=$1 tag; shift
+  for tag in "$@"; do
+    if image_exists "$tag" && [ -z "$(image_label "$tag")" ]; then
+      log "$tag exists and is not ours (a pulled image?): left alone"
+      continue
+    fi
+    local old; old=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
+    docker tag "$src" "$tag"
+    # The image this tag replaced: dropped once nothing names it (kept while a container or a
+    # child image uses it; remembered, and retried by the sweep at the end of later runs).
+    if [ -n "$old" ] && [ "$old" != "$(image_id "$tag")" ] && [ -z "$(docker image inspect --format '{{join .RepoTags ""}}' "$old" 2>/dev/null)" ]; then
+      if docker rmi "$old" >/dev/null 2>&1; then log "removed the superseded image ${old#sha256:}"; else echo "$old" >>"$SUPERSEDED"; fi
+    fi
+  done
+}
+
+declare -a SUMMARY=()
+record() { SUMMARY+=("$(printf '%-28s %-8s %6s s' "$1" "$2" "$3")"); }
+
+# build_dockerfile NAME DOCKERFILE_TEXT TAG...: docker build in a temp context, cached by recipe.
+build_dockerfile() {
+  local name=$1 dockerfile=$2; shift 2
+  local base recipe start ctx
+  base=$(sed -n 's/^FROM[[:space:]]\+\([^[:space:]]\+\).*/\1/p;T;q' <<<"$dockerfile")
+  [ "$base" = scratch ] || image_exists "$base" || die "$1: base image $base is missing"
+  # The recipe covers the Dockerfile, the exact base image (a new base rebuilds the child) and
+  # RECIPE_EXTRA (e.g. the hash of a file copied into the context).
+  recipe=$( { printf '%s\n' "$dockerfile" "${RECIPE_EXTRA:-}"; [ "$base" = scratch ] || image_id "$base"; } | sha)
+  if is_current "$recipe" "$@"; then
+    log "$1: present (recipe $recipe), not rebuilt"
+    record "$1" cached 0.0
+    return 0
+  fi
+  start=$(now)
+  ctx="$WORK/$name"
+  mkdir -p "$ctx"
+  printf '%s\n' "$dockerfile" >"$ctx/Dockerfile"
+  [ -n "${CONTEXT_SETUP:-}" ] && "$CONTEXT_SETUP" "$ctx"
+  log "$1: building (docker build, context $ctx)"
+  if ! docker build --network host --label "$RECIPE_LABEL=$recipe" -t "slipway-test/$name:build" "$ctx" >"$WORK/$name.log" 2>&1; then
+    tail -n 40 "$WORK/$name.log" >&2
+    die "docker build of $1 failed (full log above, last 40 lines)"
+  fi
+  tag_all "slipway-test/$name:build" "$@"
+  docker rmi "slipway-test/$name:build" >/dev/null
+  local t; t=$(elapsed "$start")
+  log "$1: built in $t s"
+  record "$1" built "$t"
+}
+
+# --- busybox -------------------------------------------------------------------------------------
+busybox_context() {
+  local ctx=$1
+  cp /bin/busybox "$ctx/busybox"
+  mkdir -p "$ctx/etc"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >"$ctx/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$ctx/etc/group"
+}
+if wants busybox; then
+  host_install busybox-static
+  [ -x /bin/busybox ] || die "/bin/busybox is missing although busybox-static is installed"
+  if ldd /bin/busybox >/dev/null 2>&1; then die "/bin/busybox is dynamically linked (the 'busybox' package?); busybox-static is needed"; fi
+  applets=$(/bin/busybox --list) # not piped into grep -q: its early exit would SIGPIPE busybox under pipefail
+  for applet in sh httpd echo sleep; do
+    grep -qx "$applet" <<<"$applets" || die "Debian's busybox lacks the '$applet' applet"
+  done
+  CONTEXT_SETUP=busybox_context RECIPE_EXTRA=$(sha256sum </bin/busybox) build_dockerfile busybox "$(cat <<'EOF'
+FROM scratch
+COPY busybox /bin/busybox
+COPY etc/ /etc/
+RUN ["/bin/busybox", "mkdir", "-p", "/tmp", "/root", "/home", "/var/www", "/usr/bin", "/sbin", "/usr/sbin"]
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+RUN ["/bin/busybox", "chmod", "1777", "/tmp"]
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CMD ["sh"]
+EOF
+)" busybox:latest busybox:1
+fi
+
+# --- debian root ---------------------------------------------------------------------------------
+# Prints "URI SUITE" for every enabled deb source of the host (one-line and deb822 formats).
+host_sources() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } print $(i), $(i+1) }' "$f"
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'function flush() { if (deb && enabled) for (u in uris) for (s in suites) print uris[u], suites[s];
+                           deb = 0; enabled = 1; delete uris; delete suites }
+         BEGIN { enabled = 1 }
+         /^[[:space:]]*$/ { flush(); next }
+         /^#/ { next }
+         tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+         tolower($1) == "enabled:" { enabled = ($2 != "no") }
+         tolower($1) == "uris:" { for (i = 2; i <= NF; i++) uris[i] = $i }
+         tolower($1) == "suites:" { for (i = 2; i <= NF; i++) suites[i] = $i }
+         END { flush() }' "$f"
+  done
+}
+
+# slim_root DIR: deletes docs, man pages and translations inside a debootstrapped root. Refuses any
+# DIR that is not a fresh root under this script's temp dir, so it can never touch the host.
+slim_root() {
+  local root=$1
+  case $root in "$WORK"/?*) ;; *) die "slim_root: refusing '$root' (not under $WORK)";; esac
+  [ -f "$root/debootstrap/debootstrap.log" ] || [ -f "$root/etc/debian_version" ] || die "slim_root: '$root' is not a debootstrapped root"
+  find "$root/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+  find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
+  local d
+  for d in man groff info lintian linda locale; do
+    [ -d "$root/usr/share/$d" ] && find "$root/usr/share/$d" -mindepth 1 -delete
+  done
+  return 0
+}
+
+DEBIAN_TAG=slipway-test/debian:bookworm
+ROOTFS_RECIPE=$(printf 'debootstrap minbase bookworm slim v2\n' | sha)
+needs_debian() { wants debian || wants node || wants caddy || wants python; }
+
+if needs_debian; then
+  if is_current "$ROOTFS_RECIPE" "$DEBIAN_TAG"; then
+    log "$DEBIAN_TAG: present (recipe $ROOTFS_RECIPE), not rebuilt"
+    record "$DEBIAN_TAG" cached 0.0
+  else
+    start=$(now)
+    host_install debootstrap
+    SOURCES=$(host_sources)
+    MIRROR=${SLIPWAY_DEBIAN_MIRROR:-$(awk '$2 == "bookworm" { print $1; exit }' <<<"$SOURCES")}
+    # A host on another release: any mirror of its Debian archive also serves bookworm.
+    [ -n "$MIRROR" ] || MIRROR=$(awk '$2 !~ /-security$/ && $1 ~ /\/debian\/?$/ { print $1; exit }' <<<"$SOURCES")
+    [ -n "$MIRROR" ] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*}; set SLIPWAY_DEBIAN_MIRROR"
+    SECURITY=${SLIPWAY_DEBIAN_SECURITY_MIRROR:-$(awk '$2 == "bookworm-security" { print $1; exit }' <<<"$SOURCES")}
+    SUITES=bookworm
+    if awk -v m="$MIRROR" '$1 == m && $2 == "bookworm-updates" { found = 1 } END { exit !found }' <<<"$SOURCES"; then SUITES="bookworm bookworm-updates"; fi
+    log "$DEBIAN_TAG: debootstrap --variant=minbase bookworm from $MIRROR (suites: $SUITES${SECURITY:+; security: $SECURITY})"
+
+    ROOT="$WORK/rootfs"
+    mkdir -p "$ROOT"
+    if ! debootstrap --variant=minbase bookworm "$ROOT" "$MIRROR" >"$WORK/debootstrap.log" 2>&1; then
+      tail -n 30 "$WORK/debootstrap.log" >&2
+      [ -f "$ROOT/debootstrap/debootstrap.log" ] && tail -n 30 "$ROOT/debootstrap/debootstrap.log" >&2
+      die "debootstrap of bookworm from $MIRROR failed (log above)"
+    fi
+    # No bind mount may survive into the tarball.
+    if awk -v d="$ROOT/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+      die "debootstrap left mounts under $ROOT: $(awk -v d="$ROOT/" 'index($2, d) == 1 { print $2 }' /proc/mounts | tr '\n' ' ')"
+    fi
+
+    # The image's apt sources: the same reachable mirrors the host uses.
+    rm -f "$ROOT/etc/apt/sources.list"
+    {
+      printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$MIRROR" "$SUITES"
+      if [ -n "$SECURITY" ]; then
+        printf '\nTypes: deb\nURIs: %s\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$SECURITY"
+      fi
+    } >"$ROOT/etc/apt/sources.list.d/debian.sources"
+    # What the official slim images do: no caches, no translations, no recommends kept around.
+    cat >"$ROOT/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";
+EOF
+    echo 'Acquire::Languages "none";' >"$ROOT/etc/apt/apt.conf.d/docker-no-languages"
+    # Slim, as debian:*-slim is: no docs, man pages or translations, now or from later installs.
+    printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+      'path-exclude /usr/share/man/*' 'path-exclude /usr/share/groff/*' 'path-exclude /usr/share/info/*' \
+      'path-exclude /usr/share/lintian/*' 'path-exclude /usr/share/linda/*' 'path-exclude /usr/share/locale/*' \
+      >"$ROOT/etc/dpkg/dpkg.cfg.d/docker-slim"
+    slim_root "$ROOT"
+    rm -rf "$ROOT/var/lib/apt/lists/"* "$ROOT/var/cache/apt/"*.bin "$ROOT/var/cache/apt/archives/"*.deb \
+      "$ROOT/var/log/"*.log "$ROOT/var/log/apt/"* "$ROOT/etc/hostname" "$ROOT/etc/resolv.conf"
+    : >"$ROOT/etc/resolv.conf"
+
+    log "$DEBIAN_TAG: docker import ($(du -sh --one-file-system "$ROOT" | cut -f1) rootfs)"
+    tar --numeric-owner --one-file-system -C "$ROOT" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
+      docker import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'CMD ["bash"]' \
+        --change "LABEL $RECIPE_LABEL=$ROOTFS_RECIPE" \
+        --message "debootstrap --variant=minbase bookworm ($MIRROR)" \
+        - "$DEBIAN_TAG" >/dev/null || die "docker import of the bookworm root failed"
+    rm -rf --one-file-system "$ROOT"
+    t=$(elapsed "$start")
+    log "$DEBIAN_TAG: built in $t s"
+    record "$DEBIAN_TAG" built "$t"
+  fi
+  tag_all "$DEBIAN_TAG" debian:bookworm-slim
+fi
+
+# --- images on the debian root --------------------------------------------------------------------
+if wants node; then
+  build_dockerfile node "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && node --version && npm --version
+CMD ["node"]
+EOF
+)" node:22-bookworm-slim
+fi
+
+if wants caddy; then
+  # Laid out like the official image: config under /config, state under /data, site root /srv.
+  build_dockerfile caddy "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends caddy ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /config/caddy /data/caddy /srv \\
+ && caddy version
+ENV XDG_CONFIG_HOME=/config XDG_DATA_HOME=/data
+WORKDIR /srv
+EXPOSE 80 443 2019
+CMD ["caddy", "run", "--config", "/etc/caddy/Caddyfile", "--adapter", "caddyfile"]
+EOF
+)" caddy:2
+fi
+
+if wants python; then
+  # Debian marks its Python "externally managed" (PEP 668); the official image does not: so pip
+  # install works here as it does there.
+  build_dockerfile python "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-pip python3-venv python-is-python3 ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
+ && python --version && pip --version
+CMD ["python3"]
+EOF
+)" python:3.12-slim-bookworm
+fi
+
+# --- sweep: images of ours superseded earlier, once nothing names or uses them --------------------
+# (Only IDs this script replaced: images built FROM ours inherit our label and are not ours.)
+if [ -s "$SUPERSEDED" ]; then
+  for id in $(sort -u "$SUPERSEDED"); do
+    if ! image_exists "$id"; then continue; fi
+    if [ -z "$(docker image inspect --format '{{join .RepoTags ""}}' "$id")" ] && docker rmi "$id" >/dev/null 2>&1; then
+      log "removed the superseded image ${id#sha256:}"
+    elif [ -z "$(docker image inspect --format '{{join .RepoTags ""}}' "$id")" ]; then
+      echo "$id" >>"$WORK/superseded"
+    fi
+  done
+  mv "$WORK/superseded" "$SUPERSEDED" 2>/dev/null || : >"$SUPERSEDED"
+fi
+
+# --- summary --------------------------------------------------------------------------------------
+log "summary (image, built/cached, seconds, size):"
+for line in "${SUMMARY[@]}"; do
+  tag=$(awk '{ print $1 }' <<<"$line")
+  size=$(docker image inspect --format '{{.Size}}' "$tag" | awk '{ printf "%.1f MB", $1 / 1e6 }')
+  log "  $line  $size"
+done
