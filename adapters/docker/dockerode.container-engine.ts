@@ -52,7 +52,6 @@ export class DockerodeContainerEngine implements ContainerEngine {
       t: request.tag,
       dockerfile: request.dockerfile,
       buildargs: request.buildArgs,
-      labels: request.labels,
       rm: true,
       forcerm: true,
       abortSignal: timeout(request.signal, BUILD_TIMEOUT_MS),

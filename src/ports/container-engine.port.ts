@@ -7,9 +7,9 @@ export interface BuildRequest {
   contextDir: string;
   /** Path of the Dockerfile inside the context. */
   dockerfile: string;
+  /** Images are found by this tag's prefix: build labels would cost the old builder a step each. */
   tag: string;
   buildArgs: Record<string, string>;
-  labels: Record<string, string>;
   signal: AbortSignal;
   onLine: LineSink;
 }

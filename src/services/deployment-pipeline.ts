@@ -162,7 +162,6 @@ export class DeploymentPipeline {
           dockerfile,
           tag,
           buildArgs: env,
-          labels: { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.service]: service.id, [LABELS.deployment]: ctx.deployment.id },
           signal: ctx.signal,
           onLine: log.write,
         });

@@ -122,6 +122,38 @@ describe('repository services', () => {
   });
 });
 
+describe('logs', () => {
+  it('masks secret values in build logs and closes the runtime stream when the container is replaced', async () => {
+    const files = {
+      ...apps.dockerfileApp('logs v1'),
+      Dockerfile: ['FROM busybox:latest', 'ARG API_SECRET', 'RUN echo "build sees $API_SECRET"', 'COPY www/ /www/', 'CMD ["sh", "-c", "echo started; exec httpd -f -v -p 3000 -h /www"]', ''].join('\n'),
+    };
+    const repo = await git.addRepo('acme/logs', files);
+    const web = await service({ name: 'logs', repoFullName: null, repoUrl: repo.cloneUrl, env: [{ key: 'API_SECRET', value: 'hunter2-very-secret', secret: true }] });
+    const first = await deploy(call, web.id);
+    expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
+    expect(first.logs.join('\n')).not.toContain('hunter2-very-secret');
+    expect(first.logs).toContain('build sees ********');
+
+    let redeployed = false;
+    const stream = await readSse(`${server.url}/api/services/${web.id}/runtime-logs/stream`, {
+      token: server.token,
+      until: () => false,
+      timeoutMs: 60_000,
+      onFrame: (frame) => {
+        if (frame.event === 'status' && !frame.data.closed && !redeployed) {
+          redeployed = true;
+          void call('POST', `/api/services/${web.id}/deployments`);
+        }
+      },
+    });
+    expect(stream.frames[0]!.event).toBe('snapshot');
+    expect(stream.frames[0]!.data.map((l: { line: string }) => l.line)).toContain('started');
+    expect(stream.ended).toBe(true);
+    expect(stream.frames.at(-1)).toMatchObject({ event: 'status', data: { ok: true, closed: true } });
+  });
+});
+
 describe('image services and workers', () => {
   it('runs a container image with startCommand', async () => {
     const image = await service({

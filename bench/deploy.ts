@@ -1,0 +1,172 @@
+/**
+ * Deployment wall time against doing the same by hand, in one run:
+ *   slipway: POST /deployments -> first HTTP 200 from the new container on the host port
+ *   baseline: git clone + docker build + docker run + first HTTP 200, with the CLI
+ * cold (a layer no cache holds) and warm (unchanged source), printed as ratios; and the latency of
+ * build log lines from the build to an SSE client. Run: npm run bench:deploy
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { api, startServerProcess } from '../test/helpers/server-process.js';
+import { httpText, provisionDocker } from '../test/helpers/docker.js';
+import { waitForDeployment } from '../test/helpers/deployments.js';
+import { startGitServer } from '../test/helpers/git-server.js';
+import { readSse } from '../test/helpers/sse.js';
+
+const run = promisify(execFile);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+function app(nonce: string, message: string): Record<string, string> {
+  return {
+    Dockerfile: [
+      'FROM busybox:latest',
+      `RUN echo ${nonce} > /nonce`,
+      'COPY www/ /www/',
+      'CMD ["httpd", "-f", "-p", "3000", "-h", "/www"]',
+      '',
+    ].join('\n'),
+    'www/index.html': `${message}\n`,
+  };
+}
+
+function chattyBuild(nonce: string): Record<string, string> {
+  return {
+    Dockerfile: [
+      'FROM node:22-bookworm-slim',
+      `RUN node -e "let i=0;const t=setInterval(()=>{console.log('mark '+Date.now()+' ${nonce}');if(++i>=150)clearInterval(t)},20)"`,
+      'CMD ["node", "-e", "require(\'http\').createServer((q,s)=>s.end(\'ok\')).listen(3000)"]',
+      '',
+    ].join('\n'),
+  };
+}
+
+async function until200(url: string, body: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const res = await httpText(url, 1000);
+    if (res?.status === 200 && res.text.includes(body)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${url} never answered ${body}`);
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** git clone + docker build + docker run + first 200, the way a person would do it. */
+async function baseline(cloneUrl: string, message: string): Promise<number> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bench-baseline-'));
+  const name = `bench-baseline-${randomBytes(4).toString('hex')}`;
+  const port = await freePort();
+  const started = performance.now();
+  try {
+    await run('git', ['clone', '--depth', '1', '--branch', 'main', cloneUrl, path.join(dir, 'src')]);
+    await run('docker', ['build', '-q', '-t', name, path.join(dir, 'src')]);
+    await run('docker', ['run', '-d', '--init', '--name', name, '-p', `127.0.0.1:${port}:3000`, name]);
+    await until200(`http://127.0.0.1:${port}`, message);
+    return performance.now() - started;
+  } finally {
+    await run('docker', ['rm', '-f', name]).catch(() => {});
+    await run('docker', ['rmi', '-f', name]).catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  await provisionDocker();
+  const git = await startGitServer();
+  const server = await startServerProcess({ BUILD_CONCURRENCY: '2', GIT_BASE_URL: git.url, STOP_GRACE_SECONDS: '1' });
+  const call = api(server.url, server.token);
+  try {
+    const project = (await call('POST', '/api/projects', { name: `bench-${Date.now()}` })).json.project;
+    const rows: Array<[string, number, number]> = [];
+
+    // Cold: every round changes a layer, for slipway and the baseline alike.
+    const coldSlipway: number[] = [];
+    const coldBase: number[] = [];
+    let service: { id: string; hostPort: number } | null = null;
+    for (let round = 0; round < ROUNDS; round++) {
+      const message = `cold ${round} ${randomBytes(3).toString('hex')}`;
+      await git.addRepo('bench/app', app(randomBytes(8).toString('hex'), message));
+      service ??= (await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'bench/app', internalPort: 3000 })).json.service;
+      const started = performance.now();
+      const { deployment } = (await call('POST', `/api/services/${service!.id}/deployments`)).json;
+      await until200(`http://127.0.0.1:${service!.hostPort}`, message);
+      coldSlipway.push(performance.now() - started);
+      await waitForDeployment(call, deployment.id);
+      await git.addRepo('bench/base', app(randomBytes(8).toString('hex'), message));
+      coldBase.push(await baseline(`${git.url}/bench/base.git`, message));
+    }
+    rows.push(['cold deploy to first 200 (ms, median)', median(coldSlipway), median(coldBase)]);
+
+    // Warm: unchanged source; slipway's redeploy ends when the new container took over.
+    const warmSlipway: number[] = [];
+    const warmBase: number[] = [];
+    const liveMessage = (await httpText(`http://127.0.0.1:${service!.hostPort}`))!.text.trim();
+    await git.addRepo('bench/base', app('unchanged', liveMessage));
+    await baseline(`${git.url}/bench/base.git`, liveMessage); // fills the build cache once
+    for (let round = 0; round < ROUNDS; round++) {
+      const started = performance.now();
+      const { deployment } = (await call('POST', `/api/services/${service!.id}/deployments`)).json;
+      const done = await waitForDeployment(call, deployment.id);
+      if (done.deployment.status !== 'succeeded') throw new Error(done.logs.join('\n'));
+      warmSlipway.push(performance.now() - started);
+      warmBase.push(await baseline(`${git.url}/bench/base.git`, liveMessage));
+    }
+    rows.push(['unchanged redeploy live (ms, median)', median(warmSlipway), median(warmBase)]);
+
+    // Log latency: a build prints its clock every 20 ms; the SSE client compares on arrival.
+    const chatty = (await call('POST', `/api/projects/${project.id}/services`, { name: 'chatty', repoFullName: 'bench/chatty', internalPort: 3000 })).json.service;
+    await git.addRepo('bench/chatty', chattyBuild(randomBytes(6).toString('hex')));
+    const { deployment } = (await call('POST', `/api/services/${chatty.id}/deployments`)).json;
+    const latencies: number[] = [];
+    await readSse(`${server.url}/api/deployments/${deployment.id}/stream`, {
+      token: server.token,
+      timeoutMs: 180_000,
+      until: () => false,
+      onFrame: (frame) => {
+        if (frame.event !== 'log') return;
+        const match = /mark (\d{13})/.exec(frame.data.line);
+        if (match) latencies.push(Date.now() - Number(match[1]));
+      },
+    });
+
+    const pad = (s: string, n: number) => s.padEnd(n);
+    console.log('\nDeployments: slipway vs. the same steps by hand (git clone + docker build + docker run), same run');
+    console.log(`${pad('measure', 40)}${pad('slipway', 12)}${pad('by hand', 12)}${pad('ratio', 8)}target`);
+    const [cold, warm] = rows as [[string, number, number], [string, number, number]];
+    console.log(`${pad(cold[0], 40)}${pad(cold[1].toFixed(0), 12)}${pad(cold[2].toFixed(0), 12)}${pad((cold[1] / cold[2]).toFixed(2), 8)}<= 1.15x`);
+    console.log(`${pad(warm[0], 40)}${pad(warm[1].toFixed(0), 12)}${pad(warm[2].toFixed(0), 12)}${pad((warm[1] / warm[2]).toFixed(2), 8)}< 3000 ms`);
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+    console.log(`${pad(`build line -> SSE client (ms, ${sorted.length} lines)`, 40)}p50 ${p(0.5)}  p99 ${p(0.99)}  max ${sorted.at(-1)}   target p99 < 100`);
+    console.log(
+      `\ncold ${(cold[1] / cold[2]).toFixed(2)}x ${cold[1] / cold[2] <= 1.15 ? 'PASS' : 'MISS'}; unchanged redeploy ${warm[1].toFixed(0)} ms ${warm[1] < 3000 ? 'PASS' : 'MISS'}; log p99 ${p(0.99)} ms ${p(0.99) < 100 ? 'PASS' : 'MISS'}`,
+    );
+    await call('DELETE', `/api/projects/${project.id}`);
+  } finally {
+    await server.dispose();
+    await git.close();
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
