@@ -207,12 +207,28 @@ export class DeployRunner {
 
   /** Keeps each host port pointed at its service's current container (its address changes when Docker restarts it). */
   async reconcile(): Promise<void> {
+    await this.collectImages();
     for (const service of await this.deps.store.listAllServices()) {
       if (service.status !== 'active' || [...this.running.values()].some((job) => job.serviceId === service.id)) continue;
       const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
       const current = await this.currentContainer(service);
       if (serves) await this.runtime.forwarder.set(service.hostPort, current?.ip ? { host: current.ip, port: service.internalPort } : null).catch(() => {});
       if (!!current !== service.reachable && serves) await this.deps.store.updateService(service.id, { reachable: !!current });
+    }
+  }
+
+  /**
+   * Removes images of deployments that did not become live (a build the daemon finished after an
+   * abort, or a crash between build and cleanup). Only ids this installation knows are touched.
+   */
+  private async collectImages(): Promise<void> {
+    const prefix = `${this.deps.config.resourcePrefix}-`;
+    for (const tag of await this.runtime.engine.listImageTags(prefix)) {
+      const match = /^(.+)-([a-z0-9]+)-([a-z0-9]+)(?::latest)?$/.exec(tag);
+      if (!match || match[1] !== this.deps.config.resourcePrefix || this.running.has(match[3]!)) continue;
+      const deployment = await this.deps.store.getDeployment(match[3]!);
+      if (!deployment || deployment.serviceId !== match[2] || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
+      await this.runtime.engine.removeImage(tag);
     }
   }
 

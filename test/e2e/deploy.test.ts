@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { containersWithLabel, httpText, imageTags, provisionDocker } from '../helpers/docker.js';
@@ -185,6 +186,15 @@ describe('image services and workers', () => {
     const lines = stream.frames.filter((f) => f.event === 'log').map((f) => f.data);
     expect(lines[0].line).toMatch(/tick/);
     expect(lines[1].id).toBeGreaterThan(lines[0].id);
+
+    // Subscribers that leave free their Docker log streams: the server's open files come back down.
+    const openFiles = () => readdirSync(`/proc/${server.child.pid}/fd`).length;
+    const before = openFiles();
+    for (let i = 0; i < 10; i++) {
+      await readSse(`${server.url}/api/services/${worker.id}/runtime-logs/stream`, { token: server.token, until: (frames) => frames.some((f) => f.event === 'log') });
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    expect(openFiles()).toBeLessThan(before + 5);
   });
 });
 
