@@ -25,15 +25,20 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
   const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;
-  const onServicesRemoved = async (removed: ServiceRecord[]) => {
-    if (runner) {
-      for (const service of removed) await runner.removeService(service);
-      for (const projectId of new Set(removed.map((s) => s.projectId))) await runner.removeProjectNetwork(projectId);
-    }
-    await options.onServicesRemoved?.(removed);
+  const removal = {
+    before: async (removed: ServiceRecord[]) => {
+      if (runner) await runner.stopDeploymentsOf(removed.map((s) => s.id));
+    },
+    after: async (removed: ServiceRecord[]) => {
+      if (runner) {
+        for (const service of removed) await runner.removeService(service);
+        for (const projectId of new Set(removed.map((s) => s.projectId))) await runner.removeProjectNetwork(projectId);
+      }
+      await options.onServicesRemoved?.(removed);
+    },
   };
-  const projects = new ProjectService(deps, routing, onServicesRemoved);
-  const services = new ServiceCatalog(deps, env, projects, routing, onServicesRemoved);
+  const projects = new ProjectService(deps, routing, removal);
+  const services = new ServiceCatalog(deps, env, projects, routing, removal);
   return {
     apiKeys: new ApiKeyService(deps),
     projects,

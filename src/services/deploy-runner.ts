@@ -13,6 +13,11 @@ const POLL_MS = 500;
 const RECONCILE_MS = 10_000;
 
 class AbortedByUser extends Error {}
+
+/** Web services and databases answer on their host port; workers do not. */
+function serves(service: ServiceRecord): boolean {
+  return service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+}
 class InterruptedByShutdown extends Error {}
 
 /**
@@ -106,7 +111,7 @@ export class DeployRunner {
       const now = this.deps.clock.now();
       await this.deps.store.updateService(service.id, {
         status: 'active',
-        reachable: service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null,
+        reachable: serves(service),
         lastDeployedAt: now,
         updatedAt: now,
       });
@@ -141,10 +146,12 @@ export class DeployRunner {
   /** The new container takes the host port and the routes; then the old ones stop. */
   private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter): Promise<void> {
     await this.runtime.engine.keepRunning(container.id);
-    const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
-    if (serves && container.ip) {
+    if (serves(service) && container.ip) {
       await this.runtime.forwarder.set(service.hostPort, { host: container.ip, port: service.internalPort });
       log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
+    } else {
+      // A worker (maybe a web service until now) publishes nothing.
+      await this.runtime.forwarder.set(service.hostPort, null);
     }
     await this.deps.store.updateDeployment(deployment.id, { containerName: container.name });
     const proxy = await this.routing.reload();
@@ -169,12 +176,16 @@ export class DeployRunner {
     }
   }
 
-  /** The running container of the service's latest successful deployment, else its newest running one. */
+  /** The running container of the service's latest successful deployment that still runs; never one that was not checked. */
   private async currentContainer(service: ServiceRecord): Promise<ContainerState | null> {
     const containers = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.running);
     if (containers.length === 0) return null;
-    const succeeded = (await this.deps.store.listDeployments(service.id)).find((d) => d.status === 'succeeded');
-    return containers.find((c) => c.labels[LABELS.deployment] === succeeded?.id) ?? containers[0]!;
+    for (const deployment of await this.deps.store.listDeployments(service.id)) {
+      if (deployment.status !== 'succeeded') continue;
+      const container = containers.find((c) => c.labels[LABELS.deployment] === deployment.id);
+      if (container) return container;
+    }
+    return null;
   }
 
   /**
@@ -210,10 +221,10 @@ export class DeployRunner {
     await this.collectImages();
     for (const service of await this.deps.store.listAllServices()) {
       if (service.status !== 'active' || [...this.running.values()].some((job) => job.serviceId === service.id)) continue;
-      const serves = service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
       const current = await this.currentContainer(service);
-      if (serves) await this.runtime.forwarder.set(service.hostPort, current?.ip ? { host: current.ip, port: service.internalPort } : null).catch(() => {});
-      if (!!current !== service.reachable && serves) await this.deps.store.updateService(service.id, { reachable: !!current });
+      const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
+      await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
+      if (serves(service) && !!current !== service.reachable) await this.deps.store.updateService(service.id, { reachable: !!current });
     }
   }
 
@@ -232,10 +243,16 @@ export class DeployRunner {
     }
   }
 
-  /** Everything a deleted service had at runtime: its deployment, containers, images, port, data volume. */
+  /** Ends the deployments of services about to be deleted, and waits until they have stopped writing. */
+  async stopDeploymentsOf(serviceIds: string[]): Promise<void> {
+    const jobs = [...this.running.values()].filter((job) => serviceIds.includes(job.serviceId));
+    for (const job of jobs) job.controller.abort(new AbortedByUser('the service is being deleted'));
+    await Promise.allSettled(jobs.map((job) => job.done));
+  }
+
+  /** Everything a deleted service had at runtime: containers, images, host port, data volume. */
   async removeService(service: ServiceRecord): Promise<void> {
-    for (const [id, job] of this.running) if (job.serviceId === service.id) job.controller.abort(new AbortedByUser('the service was deleted'));
-    await Promise.allSettled([...this.running.values()].filter((job) => job.serviceId === service.id).map((job) => job.done));
+    await this.stopDeploymentsOf([service.id]);
     await this.runtime.forwarder.set(service.hostPort, null);
     for (const container of await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })) {
       await this.runtime.engine.stopAndRemove(container.id, 0);

@@ -8,6 +8,7 @@ import type { ServiceDeps } from './deps.js';
 import { projectFor } from './lookup.js';
 import { presentProject, presentService } from './presenters.js';
 import type { RoutingService } from './routing.service.js';
+import type { ServiceRemovalHooks } from './service-catalog.service.js';
 import type { ProjectView, ProxyResultView, SuggestionView } from './views.js';
 import { NotFoundError } from '../domain/errors.js';
 
@@ -20,7 +21,7 @@ export class ProjectService {
   constructor(
     private readonly deps: ServiceDeps,
     private readonly routing: RoutingService,
-    private readonly onServicesRemoved: (services: ServiceRecord[]) => Promise<void>,
+    private readonly removal: ServiceRemovalHooks,
   ) {}
 
   async list(actor: Actor): Promise<ProjectView[]> {
@@ -81,8 +82,9 @@ export class ProjectService {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
     const services = await this.deps.store.listServicesOfProjects([project.id]);
+    await this.removal.before(services);
     await this.deps.store.transaction((tx) => tx.deleteProject(project.id));
-    await this.onServicesRemoved(services);
+    await this.removal.after(services);
     return this.routing.reload();
   }
 

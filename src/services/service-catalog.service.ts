@@ -58,8 +58,14 @@ export interface ServiceOverview {
   publicIp: string;
 }
 
-/** Services removed from the database: the runtime cleans up after them. */
-export type ServicesRemovedHook = (services: ServiceRecord[]) => Promise<void>;
+/**
+ * What the runtime does around removing services: `before` stops their deployments (so nothing
+ * writes for rows about to go), `after` removes their containers, images, ports and volumes.
+ */
+export interface ServiceRemovalHooks {
+  before(services: ServiceRecord[]): Promise<void>;
+  after(services: ServiceRecord[]): Promise<void>;
+}
 
 const DEFAULT_INTERNAL_PORT = 3000;
 const OVERVIEW_DEPLOYMENTS = 50;
@@ -75,7 +81,7 @@ export class ServiceCatalog {
     private readonly env: EnvService,
     private readonly projects: ProjectService,
     private readonly routing: RoutingService,
-    private readonly onServicesRemoved: ServicesRemovedHook,
+    private readonly removal: ServiceRemovalHooks,
   ) {}
 
   async create(actor: Actor, projectId: string, input: CreateServiceInput): Promise<ServiceView> {
@@ -213,8 +219,9 @@ export class ServiceCatalog {
   async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
+    await this.removal.before([service]);
     await this.deps.store.transaction((tx) => tx.deleteService(service.id));
-    await this.onServicesRemoved([service]);
+    await this.removal.after([service]);
     return this.routing.reload();
   }
 
