@@ -30,20 +30,22 @@ const createServiceInput = z.object({
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
 });
 
-const updateServiceInput = z.object({
-  serviceId: idParam,
-  branch: z.string().min(1).max(255).optional(),
-  rootDir: nullableText(1024),
-  gitToken: nullableText(),
-  installCommand: nullableText(),
-  buildCommand: nullableText(),
-  startCommand: nullableText(),
-  staticOutput: nullableText(1024),
-  buildMethod: buildMethod.optional(),
-  dockerfilePath: nullableText(1024),
-  runtimeMode: runtimeMode.optional(),
-  internalPort: port.optional(),
-});
+/** PATCH takes the build and run settings of creation, each optional. */
+const updateServiceInput = createServiceInput
+  .pick({
+    branch: true,
+    rootDir: true,
+    gitToken: true,
+    installCommand: true,
+    buildCommand: true,
+    startCommand: true,
+    staticOutput: true,
+    buildMethod: true,
+    dockerfilePath: true,
+    runtimeMode: true,
+    internalPort: true,
+  })
+  .extend({ serviceId: idParam });
 
 export const serviceRouter = router({
   create: writeProcedure

@@ -21,34 +21,27 @@ interface EngineSpec {
 
 const user = (slug: string) => slug.replace(/-/g, '_').slice(0, 32) || 'app';
 
+/** PostgreSQL and what is built on it share their image layout, env and URL. */
+function postgresLike(image: string, extraEnv: EngineSpec['initialEnv']): EngineSpec {
+  return {
+    image,
+    internalPort: 5432,
+    dataDir: '/var/lib/postgresql/data',
+    command: ({ logicalReplication }) => (logicalReplication ? ['postgres', '-c', 'wal_level=logical'] : null),
+    initialEnv: [
+      { key: 'POSTGRES_DB', generate: user },
+      { key: 'POSTGRES_USER', generate: user },
+      { key: 'POSTGRES_PASSWORD', generate: (_s, pw) => pw() },
+      ...extraEnv,
+    ],
+    connectionUrl: (v, h, p) => `postgres://${v('POSTGRES_USER')}:${v('POSTGRES_PASSWORD')}@${h}:${p}/${v('POSTGRES_DB')}`,
+    urlKey: 'DATABASE_URL',
+  };
+}
+
 export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
-  postgres: {
-    image: 'postgres:17',
-    internalPort: 5432,
-    dataDir: '/var/lib/postgresql/data',
-    command: ({ logicalReplication }) => (logicalReplication ? ['postgres', '-c', 'wal_level=logical'] : null),
-    initialEnv: [
-      { key: 'POSTGRES_DB', generate: user },
-      { key: 'POSTGRES_USER', generate: user },
-      { key: 'POSTGRES_PASSWORD', generate: (_s, pw) => pw() },
-    ],
-    connectionUrl: (v, h, p) => `postgres://${v('POSTGRES_USER')}:${v('POSTGRES_PASSWORD')}@${h}:${p}/${v('POSTGRES_DB')}`,
-    urlKey: 'DATABASE_URL',
-  },
-  timescale: {
-    image: 'timescale/timescaledb:latest-pg17',
-    internalPort: 5432,
-    dataDir: '/var/lib/postgresql/data',
-    command: ({ logicalReplication }) => (logicalReplication ? ['postgres', '-c', 'wal_level=logical'] : null),
-    initialEnv: [
-      { key: 'POSTGRES_DB', generate: user },
-      { key: 'POSTGRES_USER', generate: user },
-      { key: 'POSTGRES_PASSWORD', generate: (_s, pw) => pw() },
-      { key: 'TIMESCALEDB_TELEMETRY', generate: () => 'off' },
-    ],
-    connectionUrl: (v, h, p) => `postgres://${v('POSTGRES_USER')}:${v('POSTGRES_PASSWORD')}@${h}:${p}/${v('POSTGRES_DB')}`,
-    urlKey: 'DATABASE_URL',
-  },
+  postgres: postgresLike('postgres:17', []),
+  timescale: postgresLike('timescale/timescaledb:latest-pg17', [{ key: 'TIMESCALEDB_TELEMETRY', generate: () => 'off' }]),
   mysql: {
     image: 'mysql:8.4',
     internalPort: 3306,
