@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
+import { ok, openStream, type ApiResponse } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /*
@@ -20,37 +22,12 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
 type Caller = 'none' | 'unknown' | 'read' | 'write' | 'other';
 const CALLERS: readonly Caller[] = ['none', 'unknown', 'read', 'write', 'other'];
 
-type Response = Awaited<ReturnType<ReturnType<typeof api>>>;
-
-const ERROR_CODE_OF_STATUS: Record<number, string> = {
-  400: 'validation_error',
-  401: 'unauthorized',
-  403: 'forbidden',
-  404: 'not_found',
-  409: 'conflict',
-  413: 'payload_too_large',
-  429: 'rate_limited',
-  500: 'internal_error',
-};
-const ERROR_CODES = Object.values(ERROR_CODE_OF_STATUS);
-
 /** Every error body this file saw, checked at the end for leaks. */
 const errorBodies: Array<{ label: string; status: number; text: string }> = [];
 
-function expectErrorBody(res: { status: number; json: unknown; text: string; headers: Headers }, status: number, label: string): void {
+function expectErrorBody(res: ApiResponse, status: number, label: string): void {
   errorBodies.push({ label, status, text: res.text });
-  expect(res.status, `${label}: ${res.text}`).toBe(status);
-  expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
-  const body = res.json as Record<string, unknown>;
-  expect(body, `${label}: body is JSON`).toBeTypeOf('object');
-  expect(Object.keys(body).sort()).toEqual(['details', 'error', 'message']);
-  expect(ERROR_CODES).toContain(body.error);
-  expect(body.error).toBe(ERROR_CODE_OF_STATUS[status]);
-  expect(body.message).toBeTypeOf('string');
-  expect((body.message as string).length).toBeGreaterThan(0);
-  expect(body.details).toBeTypeOf('object');
-  expect(body.details).not.toBeNull();
-  expect(Array.isArray(body.details)).toBe(false);
+  expectErrorShape(res, status, label);
 }
 
 interface Project {
@@ -81,33 +58,40 @@ let f: Fixtures;
 let seq = 0;
 const uniq = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
 
-async function ok<T = any>(res: Promise<Response>, label: string): Promise<T> {
-  const r = await res;
-  if (r.status >= 300) throw new Error(`fixture ${label} failed: ${r.status} ${r.text}`);
-  return r.json as T;
+// Targets made with the bootstrap key: the fixtures of beforeAll, and fresh ones per call.
+async function createProject(name: string, description: string, label: string): Promise<Project> {
+  return (await ok<{ project: Project }>(admin('POST', '/api/projects', { name, description }), label)).project;
 }
-
-// Fresh targets, made with the bootstrap key.
-async function freshProject(): Promise<Project> {
-  return (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: uniq('proj'), description: 'matrix' }), 'project')).project;
-}
-async function freshService(projectId = f.A.id): Promise<{ id: string; projectId: string; branch: string }> {
-  return (await ok(admin('POST', `/api/projects/${projectId}/services`, { name: uniq('svc'), repoFullName: 'acme/web' }), 'service')).service;
+async function createService(projectId: string, body: Record<string, unknown>, label: string): Promise<{ id: string; projectId: string; branch: string }> {
+  return (await ok(admin('POST', `/api/projects/${projectId}/services`, body), label)).service;
 }
 async function overview(serviceId: string): Promise<any> {
   return ok(admin('GET', `/api/services/${serviceId}/overview`), 'overview');
 }
-async function freshEnv(): Promise<{ id: string; key: string }> {
-  const key = `MATRIX_${++seq}`;
-  await ok(admin('POST', `/api/services/${f.webId}/env`, { key, value: 'v' }), 'env');
-  const env = (await overview(f.webId)).env as Array<{ id: string; key: string }>;
+/** Sets an env var and returns it as the overview lists it. */
+async function addEnv(serviceId: string, key: string, value: string): Promise<{ id: string; key: string }> {
+  await ok(admin('POST', `/api/services/${serviceId}/env`, { key, value }), 'env');
+  const env = (await overview(serviceId)).env as Array<{ id: string; key: string }>;
   return env.find((e) => e.key === key)!;
 }
-async function freshDomain(): Promise<{ id: string; hostname: string }> {
-  const hostname = `${uniq('d')}.matrix.test`;
-  await ok(admin('POST', `/api/services/${f.webId}/domains`, { hostname }), 'domain');
-  const domains = (await overview(f.webId)).domains as Array<{ id: string; hostname: string }>;
+/** Adds a domain and returns it as the overview lists it. */
+async function addDomain(serviceId: string, hostname: string): Promise<{ id: string; hostname: string }> {
+  await ok(admin('POST', `/api/services/${serviceId}/domains`, { hostname }), 'domain');
+  const domains = (await overview(serviceId)).domains as Array<{ id: string; hostname: string }>;
   return domains.find((d) => d.hostname === hostname)!;
+}
+
+async function freshProject(): Promise<Project> {
+  return createProject(uniq('proj'), 'matrix', 'project');
+}
+async function freshService(projectId = f.A.id): Promise<{ id: string; projectId: string; branch: string }> {
+  return createService(projectId, { name: uniq('svc'), repoFullName: 'acme/web' }, 'service');
+}
+async function freshEnv(): Promise<{ id: string; key: string }> {
+  return addEnv(f.webId, `MATRIX_${++seq}`, 'v');
+}
+async function freshDomain(): Promise<{ id: string; hostname: string }> {
+  return addDomain(f.webId, `${uniq('d')}.matrix.test`);
 }
 async function freshDeployment(serviceId = f.webId): Promise<{ id: string }> {
   return (await ok(admin('POST', `/api/services/${serviceId}/deployments`), 'deployment')).deployment;
@@ -138,7 +122,7 @@ interface Row {
   other?: 'forbidden' | 'list-only-own';
   prepare: () => Promise<Prepared>;
   /** Extra checks on a successful answer. */
-  check?: (res: Response, caller: Caller) => void | Promise<void>;
+  check?: (res: ApiResponse, caller: Caller) => void | Promise<void>;
 }
 
 const rows: Row[] = [
@@ -547,57 +531,24 @@ function expectedStatus(row: Row, caller: Caller): number {
   }
 }
 
-/** Opens an SSE path; on 200 aborts the fetch as soon as the headers are in. */
-async function openStream(path: string, token: string | undefined): Promise<Response> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), 15_000);
-  try {
-    const res = await fetch(`${server.url}${path}`, {
-      headers: { accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      signal: controller.signal,
-    });
-    if (res.status === 200 && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-      controller.abort();
-      return { status: res.status, json: undefined, text: '', headers: res.headers };
-    }
-    const text = await res.text();
-    let json: any;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, json, text, headers: res.headers };
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-}
-
 beforeAll(async () => {
   // ~30 unknown-token calls from one address in a minute: above the default auth-failure budget (30).
   server = await startServerProcess({ AUTH_FAILURES_PER_MINUTE: '1000' });
   admin = api(server.url, server.token);
-  const A = (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: 'Project A', description: 'matrix A' }), 'A')).project;
-  const B = (await ok<{ project: Project }>(admin('POST', '/api/projects', { name: 'Project B', description: 'matrix B' }), 'B')).project;
-  const web = (await ok(admin('POST', `/api/projects/${A.id}/services`, { name: 'web', repoFullName: 'acme/web' }), 'web')).service;
-  const db = (
-    await ok(
-      admin('POST', `/api/projects/${A.id}/services`, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false }),
-      'db',
-    )
-  ).service;
-  await ok(admin('POST', `/api/services/${web.id}/env`, { key: 'GREETING', value: 'hello' }), 'env');
-  await ok(admin('POST', `/api/services/${web.id}/domains`, { hostname: 'www.acme-web.test' }), 'domain');
-  const deployment = (await ok(admin('POST', `/api/services/${web.id}/deployments`), 'deployment')).deployment;
-  const ov = await ok(admin('GET', `/api/services/${web.id}/overview`), 'overview');
+  const A = await createProject('Project A', 'matrix A', 'A');
+  const B = await createProject('Project B', 'matrix B', 'B');
+  const web = await createService(A.id, { name: 'web', repoFullName: 'acme/web' }, 'web');
+  const db = await createService(A.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false }, 'db');
+  const env = await addEnv(web.id, 'GREETING', 'hello');
+  const domain = await addDomain(web.id, 'www.acme-web.test');
+  const deployment = await freshDeployment(web.id);
   f = {
     A,
     B,
     webId: web.id,
     dbId: db.id,
-    envId: ov.env.find((e: { key: string }) => e.key === 'GREETING').id,
-    domainId: ov.domains.find((d: { hostname: string }) => d.hostname === 'www.acme-web.test').id,
+    envId: env.id,
+    domainId: domain.id,
     deploymentId: deployment.id,
     tokens: {
       none: undefined,
@@ -650,7 +601,7 @@ describe('access matrix', () => {
           const token = f.tokens[caller];
           const label = `${caller} ${row.method} ${prepared.path}`;
           if (row.sse) {
-            const res = await openStream(prepared.path, token);
+            const res = await openStream(server.url, prepared.path, token);
             if (expected === 200) {
               expect(res.status, label).toBe(200);
               expect(res.headers.get('content-type') ?? '').toMatch(/^text\/event-stream/);
@@ -717,8 +668,8 @@ describe('scope rules', () => {
     expectErrorBody(await call('GET', `/api/projects/${f.A.slug}`), 403, 'B-read GET project A');
     expectErrorBody(await call('GET', `/api/services/${f.webId}/overview`), 403, 'B-read overview');
     expectErrorBody(await call('GET', `/api/deployments/${f.deploymentId}/logs`), 403, 'B-read logs');
-    expectErrorBody(await openStream(`/api/deployments/${f.deploymentId}/stream`, token), 403, 'B-read stream');
-    expectErrorBody(await openStream(`/api/services/${f.webId}/runtime-logs/stream`, token), 403, 'B-read runtime stream');
+    expectErrorBody(await openStream(server.url, `/api/deployments/${f.deploymentId}/stream`, token), 403, 'B-read stream');
+    expectErrorBody(await openStream(server.url, `/api/services/${f.webId}/runtime-logs/stream`, token), 403, 'B-read runtime stream');
   });
 
   it('transfer needs both projects visible: a key for only the source or only the target gets 403', async () => {
@@ -749,10 +700,6 @@ describe('scope rules', () => {
 describe('error bodies of this file', () => {
   it('never leak a stack trace, SQL or driver message', () => {
     expect(errorBodies.length).toBeGreaterThan(50);
-    for (const { label, text } of errorBodies) {
-      expect(text, label).not.toMatch(/\n\s*at\s|\bat\s+\S+\s+\(|\bat\s+\S+:\d+:\d+/);
-      expect(text, label).not.toMatch(/\bSELECT\b|\bINSERT\s+INTO\b|\bsqlite/i);
-      expect(text, label).not.toMatch(/(^|["\s])\w*Error:/);
-    }
+    expectNoLeaks(errorBodies);
   });
 });

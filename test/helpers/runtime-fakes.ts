@@ -64,16 +64,9 @@ class Gate {
   }
 }
 
-export interface FakeContainer {
+/** A container as it was run (the engine's RunRequest, less the abort signal) and its state. */
+export interface FakeContainer extends Omit<RunRequest, 'signal'> {
   id: string;
-  name: string;
-  image: string;
-  env: Record<string, string>;
-  cmd: string[] | null;
-  labels: Record<string, string>;
-  network: string;
-  aliases: string[];
-  volumes: Array<{ name: string; target: string }>;
   running: boolean;
   exitCode: number | null;
   ip: string | null;

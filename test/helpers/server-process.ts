@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { readResponse, type ApiResponse } from './http.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -83,7 +84,7 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
 
 /** fetch with the key and JSON handling most tests want. */
 export function api(base: string, token: string | undefined) {
-  return async (method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}) => {
+  return async (method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
     const res = await fetch(`${base}${pathname}`, {
       method,
       headers: {
@@ -94,13 +95,6 @@ export function api(base: string, token: string | undefined) {
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });
-    const text = await res.text();
-    let json: any;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, json, text, headers: res.headers };
+    return readResponse(res);
   };
 }

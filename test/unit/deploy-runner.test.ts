@@ -38,6 +38,19 @@ async function project(name = 'Shop') {
   return h.services.projects.create(admin, { name, description: '' });
 }
 
+/** A fresh harness with one project; `startRunner` starts the runner before the project is made. */
+async function freshProject({ startRunner }: { startRunner: boolean }) {
+  await setup();
+  if (startRunner) await h.runner.start();
+  return project();
+}
+
+/** freshProject() with the repository service "web" (the Dockerfile app) in it. */
+async function freshWeb(opts: { startRunner: boolean }) {
+  const p = await freshProject(opts);
+  return { p, web: await repoService(p.id, 'web') };
+}
+
 /** A repository service whose repository exists in the fake git source. */
 async function repoService(projectId: string, name: string, files: Record<string, string> = DOCKERFILE_APP, extra: Partial<CreateServiceInput> = {}) {
   const commitSha = sha(`c0ffee${name}`);
@@ -87,6 +100,12 @@ async function deployOk(serviceId: string): Promise<DeploymentRecord> {
   return d;
 }
 
+async function deployFailed(serviceId: string): Promise<DeploymentRecord> {
+  const d = await deploy(serviceId);
+  expect(d.status).toBe('failed');
+  return d;
+}
+
 function container(name: string | null): FakeContainer {
   const found = name ? h.engine.byName(name) : undefined;
   if (!found) throw new Error(`no container ${name}`);
@@ -95,9 +114,7 @@ function container(name: string | null): FakeContainer {
 
 describe('a deployment from a repository', () => {
   it('goes queued -> running -> succeeded and makes the service active and reachable behind its host port', async () => {
-    await setup();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { p, web } = await freshWeb({ startRunner: false });
     h.engine.build.block = true;
     const id = await queue(web.id);
     expect((await deployment(id)).status).toBe('queued');
@@ -149,10 +166,7 @@ describe('a deployment from a repository', () => {
   });
 
   it('on a redeploy, points the host port at the new container before it stops the old one and removes its image', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     const first = await deployOk(web.id);
     const old = container(first.containerName);
 
@@ -177,9 +191,7 @@ describe('a deployment from a repository', () => {
   });
 
   it('runs one deployment at a time per service: two queued for one service run in order', async () => {
-    await setup();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: false });
     h.engine.build.block = true;
     const firstId = await queue(web.id);
     await sleep(5);
@@ -238,10 +250,7 @@ describe('a deployment from a repository', () => {
 
 describe('choosing the builder', () => {
   it('auto builds with the Dockerfile when the repository has one', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     const d = await deployOk(web.id);
     expect(h.engine.builds[0]).toMatchObject({ dockerfile: 'Dockerfile', dockerfileText: DOCKERFILE });
     expect((await service(web.id)).detectedBuildMethod).toBe('dockerfile');
@@ -250,9 +259,7 @@ describe('choosing the builder', () => {
   });
 
   it('auto builds with the analyzer when there is no Dockerfile, and records the framework', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const api = await repoService(p.id, 'api', EXPRESS_APP);
     const d = await deployOk(api.id);
     const after = await service(api.id);
@@ -269,12 +276,9 @@ describe('choosing the builder', () => {
   });
 
   it('buildMethod dockerfile without a build file fails with the reason in the log', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const api = await repoService(p.id, 'api', EXPRESS_APP, { buildMethod: 'dockerfile' });
-    const d = await deploy(api.id);
-    expect(d.status).toBe('failed');
+    const d = await deployFailed(api.id);
     expect(await logs(d.id)).toContain(
       'Deployment failed: buildMethod is dockerfile but there is no build file at Dockerfile (relative to the repository root)',
     );
@@ -283,9 +287,7 @@ describe('choosing the builder', () => {
   });
 
   it('builds with dockerfilePath, and SERVICE_DOCKERFILE_PATH in the env wins over it', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const files = { 'docker/Prod.Dockerfile': `${DOCKERFILE}# prod\n`, 'docker/Env.Dockerfile': `${DOCKERFILE}# env\n`, 'server.js': SERVER_JS };
     const web = await repoService(p.id, 'web', files, { dockerfilePath: 'docker/Prod.Dockerfile' });
     await deployOk(web.id);
@@ -300,9 +302,7 @@ describe('choosing the builder', () => {
 
 describe('workers, images and databases', () => {
   it('a worker gets no host port and is not reachable', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const worker = await repoService(p.id, 'jobs', DOCKERFILE_APP, { runtimeMode: 'worker' });
     const d = await deployOk(worker.id);
     expect(h.forwarder.callsFor(worker.hostPort).filter((c) => c.target !== null)).toEqual([]);
@@ -314,13 +314,10 @@ describe('workers, images and databases', () => {
   });
 
   it('a worker that exits at once fails with its exit code and last lines', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const worker = await repoService(p.id, 'jobs', DOCKERFILE_APP, { runtimeMode: 'worker' });
     h.engine.run = { exitAtOnce: { code: 2, tail: ['QUEUE_URL is not set'] } };
-    const d = await deploy(worker.id);
-    expect(d.status).toBe('failed');
+    const d = await deployFailed(worker.id);
     const lines = await logs(d.id);
     expect(lines).toContain('QUEUE_URL is not set');
     expect(lines).toContain('Deployment failed: The container exited with code 2 before it served');
@@ -329,10 +326,7 @@ describe('workers, images and databases', () => {
   });
 
   it('turning a web service into a worker closes its host port on the next deployment', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     await deployOk(web.id);
     expect(h.forwarder.targets.has(web.hostPort)).toBe(true);
 
@@ -345,9 +339,7 @@ describe('workers, images and databases', () => {
   });
 
   it('an image service pulls only when the image is missing, tags it, and runs startCommand through sh -c', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const startCommand = 'nginx -g "daemon off;"';
     const view = await h.services.services.create(admin, p.id, { name: 'proxy', repoUrl: 'container-image', containerImage: 'nginx:1.27', startCommand, internalPort: 80 });
     const first = await deployOk(view.id);
@@ -367,9 +359,7 @@ describe('workers, images and databases', () => {
   });
 
   it('a redis database mounts its volume at /data, requires its password, and is checked over TCP', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const view = await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
     const d = await deployOk(view.id);
     const c = container(d.containerName);
@@ -456,9 +446,7 @@ describe('failures leave the live container alone', () => {
 
   for (const c of cases) {
     it(`${c.name}: the deployment fails with the reason and its candidate is removed`, async () => {
-      await setup();
-      await h.runner.start();
-      const p = await project();
+      const p = await freshProject({ startRunner: true });
       const s = c.create ? await c.create(p.id) : await repoService(p.id, 'web');
       const previous = await deployOk(s.id);
       const live = container(previous.containerName);
@@ -496,22 +484,15 @@ describe('failures leave the live container alone', () => {
   }
 
   it('an unreachable container engine fails the deployment with the reason', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     h.engine.pingError = 'connect ENOENT /var/run/docker.sock';
-    const d = await deploy(web.id);
-    expect(d.status).toBe('failed');
+    const d = await deployFailed(web.id);
     expect(await logs(d.id)).toContain('Deployment failed: The Docker engine is unreachable: connect ENOENT /var/run/docker.sock');
     expect(h.git.clones).toEqual([]);
   });
 
   it('a build that writes many lines has each of them in the log, in order', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     h.engine.build = { lines: 450 };
     const d = await deployOk(web.id);
     const steps = (await logs(d.id)).filter((l) => l.startsWith('Step '));
@@ -519,12 +500,9 @@ describe('failures leave the live container alone', () => {
   });
 
   it('a first deployment whose repository is unknown leaves the service failed', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const view = await h.services.services.create(admin, p.id, { name: 'ghost', repoFullName: 'acme/ghost' });
-    const d = await deploy(view.id);
-    expect(d.status).toBe('failed');
+    const d = await deployFailed(view.id);
     expect((await logs(d.id)).some((l) => l.startsWith("Deployment failed: Could not clone https://git.test/acme/ghost.git at branch main: git clone failed (exit 128): fatal: repository 'https://git.test/acme/ghost.git' not found"))).toBe(true);
     expect(await service(view.id)).toMatchObject({ status: 'failed', reachable: false });
     expect(h.forwarder.calls).toEqual([]);
@@ -532,13 +510,9 @@ describe('failures leave the live container alone', () => {
   });
 
   it('an unresolved env reference fails before cloning', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     await h.services.env.set(admin, web.id, { key: 'DATABASE_URL', value: '${nosuch.DATABASE_URL}' });
-    const d = await deploy(web.id);
-    expect(d.status).toBe('failed');
+    const d = await deployFailed(web.id);
     const lines = await logs(d.id);
     expect(lines).toContain('Unresolved variable reference: DATABASE_URL: ${nosuch.DATABASE_URL}: no service with slug "nosuch" in this project');
     expect(lines).toContain('Deployment failed: Fix the variable references above, then deploy again');
@@ -547,10 +521,7 @@ describe('failures leave the live container alone', () => {
   });
 
   it('masks secret env values, and values built from them, as ******** in the log', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     await h.services.env.set(admin, web.id, { key: 'API_TOKEN', value: 's3cr3t-token-value', secret: true });
     await h.services.env.set(admin, web.id, { key: 'AUTH_HEADER', value: 'Bearer ${web.API_TOKEN}' });
     await h.services.env.set(admin, web.id, { key: 'PLAIN', value: 'visible-value' });
@@ -567,10 +538,7 @@ describe('failures leave the live container alone', () => {
 
 describe('abort and shutdown', () => {
   it('an abort of a running deployment (blocked in its build) ends it aborted quickly and cleans up', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     const previous = await deployOk(web.id);
     const liveIp = container(previous.containerName).ip;
     const forwarderCalls = h.forwarder.calls.length;
@@ -599,10 +567,7 @@ describe('abort and shutdown', () => {
   });
 
   it('an abort during the clone ends the deployment aborted', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     h.git.block = true;
     const id = await queue(web.id);
     await until(() => h.git.activeClones === 1);
@@ -615,10 +580,7 @@ describe('abort and shutdown', () => {
   });
 
   it('stop() interrupts a running deployment, which ends failed saying why, and takes no more work', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { p, web } = await freshWeb({ startRunner: true });
     const other = await repoService(p.id, 'other');
     h.engine.build.block = true;
     const id = await queue(web.id);
@@ -647,6 +609,10 @@ describe('recovery after a crash', () => {
     'slipway.project': projectId,
   });
 
+  /** The candidate container of a deployment, named and labelled as the runner makes it. */
+  const addCandidate = (projectId: string, serviceId: string, deploymentId: string) =>
+    h.engine.addContainer({ name: `slipway-${serviceId}-${deploymentId}`, image: `slipway-${serviceId}-${deploymentId}`, labels: labels(serviceId, deploymentId, projectId) });
+
   /** A deployment the store says is running, as a process that died mid-deploy left it. */
   async function leftRunning(serviceId: string): Promise<string> {
     const id = await queue(serviceId);
@@ -655,15 +621,12 @@ describe('recovery after a crash', () => {
   }
 
   it('fails deployments left running, removes containers that are not current, and points the host port back', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { p, web } = await freshWeb({ startRunner: true });
     const live = await deployOk(web.id);
     await h.runner.stop();
 
     const interrupted = await leftRunning(web.id);
-    const candidate = h.engine.addContainer({ name: `slipway-${web.id}-${interrupted}`, image: `slipway-${web.id}-${interrupted}`, labels: labels(web.id, interrupted, p.id) });
+    const candidate = addCandidate(p.id, web.id, interrupted);
     const stray = h.engine.addContainer({ name: 'slipway-gone-x', image: 'slipway-gone-x', labels: labels('gone', 'x', p.id) });
     const foreign = h.engine.addContainer({ name: 'theirs-web-1', image: 'theirs', labels: labels('theirservice', 'theirdeployment', 'theirproject', 'another-install') });
     // Docker restarted the live container while the platform was down: it has a new address.
@@ -686,11 +649,9 @@ describe('recovery after a crash', () => {
   });
 
   it('removes the candidate container of an interrupted first deployment (it never became current)', async () => {
-    await setup();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { p, web } = await freshWeb({ startRunner: false });
     const interrupted = await leftRunning(web.id);
-    const candidate = h.engine.addContainer({ name: `slipway-${web.id}-${interrupted}`, image: `slipway-${web.id}-${interrupted}`, labels: labels(web.id, interrupted, p.id) });
+    const candidate = addCandidate(p.id, web.id, interrupted);
 
     await h.runner.start();
     expect((await deployment(interrupted)).status).toBe('failed');
@@ -699,9 +660,7 @@ describe('recovery after a crash', () => {
   });
 
   it('reconcile() collects the images of failed and aborted deployments only', async () => {
-    await setup();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: false });
     const ids: Record<string, string> = {};
     for (const status of ['succeeded', 'failed', 'aborted', 'running', 'queued'] as const) {
       const id = await queue(web.id);
@@ -725,10 +684,7 @@ describe('recovery after a crash', () => {
 
 describe('removing services', () => {
   it('deleting a web service removes its containers, images and host port', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     const first = await deployOk(web.id);
     await h.services.deployments.create(admin, web.id).then((d) => finished(d.id));
     const remove = vi.spyOn(h.runner, 'removeService');
@@ -745,9 +701,7 @@ describe('removing services', () => {
   });
 
   it('deleting a database service also removes its data volume', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
+    const p = await freshProject({ startRunner: true });
     const view = await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
     await deployOk(view.id);
     const volume = `slipway-${view.id}-data`;
@@ -763,10 +717,7 @@ describe('removing services', () => {
   });
 
   it('deleting a project removes the runtime of each of its services and its network', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { p, web } = await freshWeb({ startRunner: true });
     const db = await service((await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id);
     await deployOk(web.id);
     await deployOk(db.id);
@@ -783,10 +734,7 @@ describe('removing services', () => {
   });
 
   it('deleting a service while it deploys stops the deployment and leaves nothing of it behind', async () => {
-    await setup();
-    await h.runner.start();
-    const p = await project();
-    const web = await repoService(p.id, 'web');
+    const { web } = await freshWeb({ startRunner: true });
     h.engine.build.block = true;
     const id = await queue(web.id);
     await until(() => h.engine.activeBuilds === 1);
