@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { SqliteDriver } from '@mikro-orm/sqlite';
+import type { EntityManager as SqlEntityManager } from '@mikro-orm/knex';
+import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { ALL_ENTITIES } from './entities.js';
 import { postgresqlMigrations } from './migrations/postgresql/index.js';
@@ -43,7 +44,7 @@ export function ormOptions(config: DatabaseConfig): Options {
   if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
   return {
     ...common,
-    driver: SqliteDriver,
+    driver: BetterSqliteDriver,
     dbName,
     migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
   } as Options;
@@ -71,7 +72,8 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
     throw error;
   }
   return {
-    store: new Store(orm.em),
+    // Both drivers are SQL drivers: their entity manager has the query builder the store reads with.
+    store: new Store(orm.em as unknown as SqlEntityManager),
     kind: isPostgresUrl(config.databaseUrl) ? 'postgresql' : 'sqlite',
     close: () => orm.close(true),
   };

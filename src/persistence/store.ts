@@ -1,4 +1,5 @@
-import { UniqueConstraintViolationException, type EntityManager, type FilterQuery } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
 import { ConflictError } from '../domain/errors.js';
 import type {
   ApiKeyRecord,
@@ -36,18 +37,19 @@ export class Store {
     return this.fork().transactional((em) => fn(new Store(em, true)));
   }
 
+  /**
+   * Reads go through the query builder and come back as plain rows (names and types mapped, no
+   * entity instances): hydrating entities cost 0.1 ms a row, a tenth of a second for 1,000 services.
+   */
   private async find<T extends object>(entity: new () => T, where: FilterQuery<T>, orderBy?: Record<string, 'asc' | 'desc'>, limit?: number): Promise<T[]> {
-    const rows = await this.fork().find(entity, where, {
-      orderBy: orderBy as never,
-      limit,
-      disableIdentityMap: true,
-    });
-    return rows.map((row) => ({ ...row }));
+    const qb = this.fork().createQueryBuilder(entity).select('*').where(where as never);
+    if (orderBy) qb.orderBy(orderBy as never);
+    if (limit !== undefined) qb.limit(limit);
+    return (await qb.execute('all', true)) as T[];
   }
 
   private async findOne<T extends object>(entity: new () => T, where: FilterQuery<T>): Promise<T | null> {
-    const row = await this.fork().findOne(entity, where, { disableIdentityMap: true });
-    return row ? { ...row } : null;
+    return (await this.find(entity, where, undefined, 1))[0] ?? null;
   }
 
   private async insert<T extends object>(entity: new () => T, data: T, what: string): Promise<T> {
@@ -111,7 +113,7 @@ export class Store {
     return new Set(rows.map((r) => r.slug));
   }
   async hostPortsTaken(from: number, to: number): Promise<Set<number>> {
-    const rows = await this.fork().find(Service, { hostPort: { $gte: from, $lte: to } }, { fields: ['hostPort'], disableIdentityMap: true });
+    const rows = (await this.fork().createQueryBuilder(Service).select('hostPort').where({ hostPort: { $gte: from, $lte: to } }).execute('all', true)) as Array<{ hostPort: number }>;
     return new Set(rows.map((r) => r.hostPort));
   }
   insertService(service: ServiceRecord): Promise<ServiceRecord> {
@@ -123,7 +125,7 @@ export class Store {
   /** Deletes the service with its variables, domains, deployments and their logs. Call inside a transaction. */
   async deleteService(id: string): Promise<void> {
     const em = this.fork();
-    const deployments = await em.find(Deployment, { serviceId: id }, { fields: ['id'], disableIdentityMap: true });
+    const deployments = await this.find(Deployment, { serviceId: id });
     if (deployments.length > 0) await em.nativeDelete(DeploymentLog, { deploymentId: { $in: deployments.map((d) => d.id) } });
     await em.nativeDelete(Deployment, { serviceId: id });
     await em.nativeDelete(EnvVar, { serviceId: id });
@@ -214,14 +216,16 @@ export class Store {
   }
 
   // API keys
-  listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.find(ApiKey, {}, { createdAt: 'asc', id: 'asc' });
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return (await this.find(ApiKey, {}, { createdAt: 'asc', id: 'asc' })).map(withParsedJson);
   }
-  getApiKeyByHash(tokenHash: string): Promise<ApiKeyRecord | null> {
-    return this.findOne(ApiKey, { tokenHash });
+  async getApiKeyByHash(tokenHash: string): Promise<ApiKeyRecord | null> {
+    const key = await this.findOne(ApiKey, { tokenHash });
+    return key && withParsedJson(key);
   }
-  getApiKey(id: string): Promise<ApiKeyRecord | null> {
-    return this.findOne(ApiKey, { id });
+  async getApiKey(id: string): Promise<ApiKeyRecord | null> {
+    const key = await this.findOne(ApiKey, { id });
+    return key && withParsedJson(key);
   }
   insertApiKey(key: ApiKeyRecord): Promise<ApiKeyRecord> {
     return this.insert(ApiKey, key, 'API key');
@@ -232,6 +236,11 @@ export class Store {
   async deleteApiKey(id: string): Promise<void> {
     await this.fork().nativeDelete(ApiKey, { id });
   }
+}
+
+/** SQLite hands JSON columns back as text through the query builder; PostgreSQL as values. */
+function withParsedJson(key: ApiKeyRecord): ApiKeyRecord {
+  return typeof key.projectIds === 'string' ? { ...key, projectIds: JSON.parse(key.projectIds) as string[] | null } : key;
 }
 
 function uniqueToConflict(error: unknown, what: string): unknown {
