@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { projectView, proxyResultView, suggestionView } from '../src/index.js';
-import { idParam } from './schemas.js';
+import { idParam, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Projects'];
@@ -9,7 +9,7 @@ export const projectRouter = router({
   list: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/projects', tags, summary: 'List the projects visible to the key, with their services' } })
     .input(z.object({}).optional())
-    .output(z.object({ projects: z.array(projectView) }))
+    .output(trustedOutput('ProjectList', z.object({ projects: z.array(projectView) })))
     .query(async ({ ctx }) => ({ projects: await ctx.services.projects.list(ctx.actor) })),
 
   create: writeProcedure

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView } from '../src/index.js';
-import { buildMethod, idParam, nullableText, port, runtimeMode, strictBoolean } from './schemas.js';
+import { buildMethod, idParam, nullableText, port, runtimeMode, strictBoolean, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Services'];
@@ -60,7 +60,12 @@ export const serviceRouter = router({
   overview: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/overview', tags, summary: 'A service with its deployments, variables and domains' } })
     .input(z.object({ serviceId: idParam }))
-    .output(z.object({ service: serviceView, deployments: z.array(deploymentView), env: z.array(envVarView), domains: z.array(domainView), publicIp: z.string() }))
+    .output(
+      trustedOutput(
+        'ServiceOverview',
+        z.object({ service: serviceView, deployments: z.array(deploymentView), env: z.array(envVarView), domains: z.array(domainView), publicIp: z.string() }),
+      ),
+    )
     .query(async ({ ctx, input }) => ctx.services.services.overview(ctx.actor, input.serviceId)),
 
   update: writeProcedure

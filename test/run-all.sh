@@ -17,8 +17,10 @@ echo "== provisioning the Docker engine and the stand-in images (no registry is 
 bash test/provision/docker.sh
 bash test/provision/images.sh
 
-echo "== type-checking"
+echo "== type-checking and building what npm start runs"
 npx tsc --noEmit -p .
+npm run -s build
+export SLIPWAY_TEST_BUILT=1
 
 echo "== running tests"
 mkdir -p .test-cache

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { deploymentLogView, errorView, runtimeLogView } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
+import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
@@ -43,7 +44,7 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     version: '1.0.0',
     baseUrl,
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },
-    defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView },
+    defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView, ...TRUSTED_OUTPUTS },
     paths: {
       '/api/deployments/{deploymentId}/stream': sse(
         'Stream a deployment log',

@@ -24,7 +24,20 @@ export class Store {
   constructor(
     private readonly em: EntityManager,
     private readonly inTransaction = false,
+    private readonly writes: { count: number } = { count: 0 },
   ) {}
+
+  /**
+   * Changes with every write made through this store (and after every transaction, committed or
+   * not): a read cached at one version is current as long as the version is. Log lines do not count.
+   */
+  get version(): number {
+    return this.writes.count;
+  }
+
+  private written(): void {
+    this.writes.count++;
+  }
 
   /** Outside a transaction, a fresh fork per call; inside, the transaction's own manager (SQLite has one connection). */
   private fork(): EntityManager {
@@ -34,7 +47,11 @@ export class Store {
   /** Runs `fn` in one database transaction; a throw rolls everything back. */
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.inTransaction) return fn(this);
-    return this.fork().transactional((em) => fn(new Store(em, true)));
+    try {
+      return await this.fork().transactional((em) => fn(new Store(em, true, this.writes)));
+    } finally {
+      this.written();
+    }
   }
 
   /**
@@ -54,6 +71,7 @@ export class Store {
 
   private async insert<T extends object>(entity: new () => T, data: T, what: string): Promise<T> {
     try {
+      this.written();
       await this.fork().insert(entity, data);
       return data;
     } catch (error) {
@@ -64,6 +82,7 @@ export class Store {
   private async update<T extends object>(entity: new () => T, id: string, patch: Patch<T>, what: string): Promise<void> {
     if (Object.keys(patch).length === 0) return;
     try {
+      this.written();
       await this.fork().nativeUpdate(entity, { id } as FilterQuery<T>, patch as never);
     } catch (error) {
       throw uniqueToConflict(error, what);
@@ -94,6 +113,7 @@ export class Store {
   async deleteProject(id: string): Promise<void> {
     const services = await this.find(Service, { projectId: id });
     for (const service of services) await this.deleteService(service.id);
+    this.written();
     await this.fork().nativeDelete(Project, { id });
   }
 
@@ -124,6 +144,7 @@ export class Store {
   }
   /** Deletes the service with its variables, domains, deployments and their logs. Call inside a transaction. */
   async deleteService(id: string): Promise<void> {
+    this.written();
     const em = this.fork();
     const deployments = await this.find(Deployment, { serviceId: id });
     if (deployments.length > 0) await em.nativeDelete(DeploymentLog, { deploymentId: { $in: deployments.map((d) => d.id) } });
@@ -151,6 +172,7 @@ export class Store {
     return this.update(EnvVar, id, patch, 'environment variable');
   }
   async deleteEnvVar(id: string): Promise<void> {
+    this.written();
     await this.fork().nativeDelete(EnvVar, { id });
   }
 
@@ -172,6 +194,7 @@ export class Store {
     return this.update(Domain, id, patch, 'domain');
   }
   async deleteDomain(id: string): Promise<void> {
+    this.written();
     await this.fork().nativeDelete(Domain, { id });
   }
 
@@ -196,6 +219,7 @@ export class Store {
    * and the runner from both winning. Returns whether this call made the move.
    */
   async transitionDeployment(id: string, from: DeploymentRecord['status'][], patch: Patch<DeploymentRecord>): Promise<boolean> {
+    this.written();
     const changed = await this.fork().nativeUpdate(Deployment, { id, status: { $in: from } }, patch as never);
     return changed > 0;
   }
@@ -234,6 +258,7 @@ export class Store {
     return this.update(ApiKey, id, patch, 'API key');
   }
   async deleteApiKey(id: string): Promise<void> {
+    this.written();
     await this.fork().nativeDelete(ApiKey, { id });
   }
 }

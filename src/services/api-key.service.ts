@@ -4,6 +4,7 @@ import { newId } from '../domain/ids.js';
 import type { Access, ApiKeyRecord } from '../domain/types.js';
 import { assertAllProjects, assertWrite, type Actor } from './access.js';
 import type { ServiceDeps } from './deps.js';
+import { VersionedCache } from './versioned-cache.js';
 import type { ApiKeyView } from './views.js';
 
 const TOKEN_PREFIX = 'slw_';
@@ -31,13 +32,21 @@ export function presentApiKey(key: ApiKeyRecord): ApiKeyView {
 }
 
 export class ApiKeyService {
+  /** Keys by token hash, dropped by any write (a deleted key stops working at once). */
+  private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.version, 1000);
+
   constructor(private readonly deps: ServiceDeps) {}
 
   /** Resolves a bearer token to an actor, or throws 401. Keys are looked up by their SHA-256. */
   async authenticate(token: string | undefined): Promise<Actor> {
     if (!token) throw new UnauthorizedError('Missing API key: send Authorization: Bearer <key>');
     const hash = hashToken(token);
-    const key = await this.deps.store.getApiKeyByHash(hash);
+    const version = this.deps.store.version;
+    let key = this.keyCache.get(hash);
+    if (!key) {
+      key = (await this.deps.store.getApiKeyByHash(hash)) ?? undefined;
+      if (key) this.keyCache.set(hash, key, version);
+    }
     if (!key || !timingSafeEqual(Buffer.from(key.tokenHash), Buffer.from(hash))) {
       throw new UnauthorizedError('Unknown or revoked API key');
     }

@@ -6,6 +6,7 @@ import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
 import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from './access.js';
 import type { ServiceDeps } from './deps.js';
 import { projectFor } from './lookup.js';
+import { VersionedCache } from './versioned-cache.js';
 import { presentProject, presentService } from './presenters.js';
 import type { RoutingService } from './routing.service.js';
 import type { ServiceRemovalHooks } from './service-catalog.service.js';
@@ -18,15 +19,24 @@ export interface ProjectInput {
 }
 
 export class ProjectService {
+  private readonly listCache = new VersionedCache<'all', ProjectView[]>(() => this.deps.store.version, 1);
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly routing: RoutingService,
     private readonly removal: ServiceRemovalHooks,
   ) {}
 
+  /** The whole list is read once per store version; a scoped key gets its part of it. */
   async list(actor: Actor): Promise<ProjectView[]> {
-    const projects = await this.deps.store.listProjects(actor.projectIds ? [...actor.projectIds] : null);
-    return this.present(projects, actor.projectIds === null);
+    const version = this.deps.store.version;
+    let all = this.listCache.get('all');
+    if (!all) {
+      all = await this.present(await this.deps.store.listProjects(null), true);
+      this.listCache.set('all', all, version);
+    }
+    const visible = actor.projectIds;
+    return visible ? all.filter((project) => visible.includes(project.id)) : all;
   }
 
   async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {

@@ -13,6 +13,7 @@ import { presentDeployment, presentDomain, presentService } from './presenters.j
 import { cleanName, type ProjectService } from './project.service.js';
 import type { RoutingService } from './routing.service.js';
 import { generatePassword } from './secret-box.js';
+import { VersionedCache } from './versioned-cache.js';
 import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from './views.js';
 
 export interface EnvEntryInput {
@@ -76,6 +77,8 @@ type Variant =
   | { kind: 'database'; engine: DatabaseEngine };
 
 export class ServiceCatalog {
+  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(() => this.deps.store.version);
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
@@ -158,6 +161,12 @@ export class ServiceCatalog {
   }
 
   async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
+    const cached = this.overviewCache.get(serviceId);
+    if (cached) {
+      assertProjectVisible(actor, cached.projectId);
+      return cached.overview;
+    }
+    const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const [project, domains, deployments, env] = await Promise.all([
       this.deps.store.getProject(service.projectId),
@@ -165,13 +174,15 @@ export class ServiceCatalog {
       this.deps.store.listDeployments(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
     ]);
-    return {
+    const overview = {
       service: presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config),
       deployments: deployments.map(presentDeployment),
       env,
       domains: domains.map(presentDomain),
       publicIp: this.deps.config.publicIp,
     };
+    this.overviewCache.set(service.id, { projectId: service.projectId, overview }, version);
+    return overview;
   }
 
   async update(actor: Actor, serviceId: string, input: UpdateServiceInput): Promise<ServiceView> {

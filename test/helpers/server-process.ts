@@ -1,11 +1,31 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { readResponse, type ApiResponse } from './http.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/**
+ * The arguments of `npm start` (its `node ...` command, read from package.json), built first if
+ * needed: the tests run what users run, without npm in between, so signals reach the server itself.
+ */
+export function startArgs(): string[] {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+  const [command, ...args] = start.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is expected to run node, not ${command}`);
+  const entry = path.join(ROOT, args.at(-1)!);
+  if (!existsSync(entry) || process.env.SLIPWAY_TEST_BUILT !== '1') buildOnce();
+  return args;
+}
+
+let built = false;
+function buildOnce(): void {
+  if (built) return;
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  built = true;
+}
 
 export interface ServerProcess {
   url: string;
@@ -23,14 +43,13 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the server exactly as `npm start` does (node --import tsx adapters/http/main.ts) on a free port
+ * Starts the server exactly as `npm start` does (see startArgs) on a free port
  * with its own DATA_DIR, and waits until it says it is listening.
  */
 export async function startServerProcess(env: Record<string, string> = {}, reuse?: { dataDir: string; token: string }): Promise<ServerProcess> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'));
   const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
-  // The same command as `npm start`, without npm in between: signals reach the server itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'adapters/http/main.ts'], {
+  const child = spawn(process.execPath, startArgs(), {
     cwd: ROOT,
     // The runner is paused unless a test asks for it: API tests keep deployments queued.
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', ...env },
