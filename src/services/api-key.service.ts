@@ -32,8 +32,8 @@ export function presentApiKey(key: ApiKeyRecord): ApiKeyView {
 }
 
 export class ApiKeyService {
-  /** Keys by token hash, dropped by any write (a deleted key stops working at once). */
-  private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.version, 1000);
+  /** Keys by token hash, dropped by any write here, and after 2 s for keys revoked by the CLI. */
+  private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.version, 1000, 2000);
 
   constructor(private readonly deps: ServiceDeps) {}
 
