@@ -5,6 +5,7 @@ import { domainRouter } from './domain.router.js';
 import { envRouter } from './env.router.js';
 import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
+import { settingsRouter } from './settings.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -19,6 +20,7 @@ export const appRouter = router({
   domains: domainRouter,
   deployments: deploymentRouter,
   apiKeys: apiKeyRouter,
+  settings: settingsRouter,
 });
 
 export type AppRouter = typeof appRouter;

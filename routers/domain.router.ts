@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainView, proxyResultView } from '../src/index.js';
+import { dnsRecordResultView, domainView, proxyResultView } from '../src/index.js';
 import { idParam } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
@@ -24,6 +24,19 @@ export const domainRouter = router({
       ok: true as const,
       proxy: await ctx.services.domains.update(ctx.actor, input.serviceId, input.domainId, input.hostname),
     })),
+
+  dnsRecords: writeProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/domains/{domainId}/dns-records',
+        tags,
+        summary: 'Create (or update, or leave) an A record for the hostname at a connected DNS provider',
+      },
+    })
+    .input(z.object({ serviceId: idParam, domainId: idParam, providerId: z.string().min(1).max(32) }))
+    .output(z.object({ ok: z.literal(true), result: dnsRecordResultView, domain: domainView }))
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, ...(await ctx.services.dns.createRecord(ctx.actor, input.serviceId, input.domainId, input.providerId)) })),
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Remove a hostname and reload the proxy' } })

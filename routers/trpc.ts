@@ -36,6 +36,7 @@ const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   conflict: 'CONFLICT',
   rate_limited: 'TOO_MANY_REQUESTS',
   payload_too_large: 'PAYLOAD_TOO_LARGE',
+  upstream_error: 'BAD_GATEWAY',
   internal_error: 'INTERNAL_SERVER_ERROR',
 };
 
@@ -50,6 +51,7 @@ const CODE_OF: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   CONFLICT: 'conflict',
   TOO_MANY_REQUESTS: 'rate_limited',
   PAYLOAD_TOO_LARGE: 'payload_too_large',
+  BAD_GATEWAY: 'upstream_error',
 };
 
 /** The spec's error body, as both the typed client (in `data`) and REST (rewritten at the edge) see it. */

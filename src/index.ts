@@ -9,6 +9,9 @@ import { RoutingService } from './services/routing.service.js';
 import { RuntimeLogService } from './services/runtime-log.service.js';
 import { ServiceCatalog } from './services/service-catalog.service.js';
 import { DeployRunner } from './services/deploy-runner.js';
+import { DnsService } from './services/dns.service.js';
+import { SettingsService } from './services/settings.service.js';
+import type { DnsProvider } from './ports/dns-provider.port.js';
 import type { RuntimeDeps } from './services/runtime-deps.js';
 
 export interface ServicesOptions {
@@ -16,6 +19,8 @@ export interface ServicesOptions {
   onServicesRemoved?: (services: ServiceRecord[]) => Promise<void>;
   /** Docker, git, host ports and health checks: with them, queued deployments run. */
   runtime?: RuntimeDeps;
+  /** The DNS providers this installation can talk to. */
+  dnsProviders?: DnsProvider[];
   log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -39,12 +44,16 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
   };
   const projects = new ProjectService(deps, routing, removal);
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
+  const domains = new DomainService(deps, routing);
+  const settings = new SettingsService(deps);
   return {
     apiKeys: new ApiKeyService(deps),
     projects,
     services,
     env,
-    domains: new DomainService(deps, routing),
+    domains,
+    settings,
+    dns: new DnsService(deps, domains, settings, options.dnsProviders ?? []),
     deployments,
     runtimeLogs: new RuntimeLogService(deps),
     routing,
@@ -64,6 +73,7 @@ export * from './services/views.js';
 export type { DeploymentStreamEvent } from './services/deployment.service.js';
 export type { RuntimeStreamEvent } from './services/runtime-log.service.js';
 export type { CreateServiceInput, UpdateServiceInput } from './services/service-catalog.service.js';
+export type { SettingsInput } from './services/settings.service.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './services/runtime-deps.js';

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 
 /** Everything the server reads from its environment, parsed and checked once at start. */
@@ -57,6 +57,18 @@ function secretKey(env: NodeJS.ProcessEnv, dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+/** The first non-internal IPv4 address of this host: what DNS records point at unless PUBLIC_IP says otherwise. */
+function detectPublicIp(): string | null {
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    // Bridges of Docker and friends are not how the world reaches this host.
+    if (/^(docker|br-|veth|virbr|cni|flannel)/.test(name)) continue;
+    for (const address of addresses ?? []) {
+      if (address.family === 'IPv4' && !address.internal) return address.address;
+    }
+  }
+  return null;
+}
+
 function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['deploy'] {
   const defaults = DEFAULT_PLATFORM_CONFIG.deploy;
   const images = defaults.analyzerImages;
@@ -97,7 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     platform: {
       hostPortRange: portRange(env.HOST_PORT_RANGE),
       rootDomain: env.ROOT_DOMAIN?.toLowerCase() || null,
-      publicIp: env.PUBLIC_IP || DEFAULT_PLATFORM_CONFIG.publicIp,
+      publicIp: env.PUBLIC_IP || detectPublicIp() || DEFAULT_PLATFORM_CONFIG.publicIp,
       publicScheme: autoHttps ? 'https' : 'http',
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
       // Derived from the install's own key: stable across restarts, different for every install.

@@ -18,6 +18,7 @@ export const STATUS: Record<ErrorBody['error'], number> = {
   conflict: 409,
   rate_limited: 429,
   payload_too_large: 413,
+  upstream_error: 502,
   internal_error: 500,
 };
 

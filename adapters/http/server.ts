@@ -63,6 +63,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     logBus: new LogBus(),
     config: config.platform,
   }, { runtime, log });
+  await services.settings.load();
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
 
   const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'conflict'
   | 'rate_limited'
   | 'payload_too_large'
+  | 'upstream_error'
   | 'internal_error';
 
 export abstract class DomainError extends Error {
@@ -53,4 +54,9 @@ export class RateLimitedError extends DomainError {
   constructor(message: string, retryAfterSeconds: number) {
     super(message, { retryAfterSeconds });
   }
+}
+
+/** A third-party API (a DNS provider) failed or refused: its message, for the user to act on. */
+export class UpstreamError extends DomainError {
+  readonly code = 'upstream_error' as const;
 }

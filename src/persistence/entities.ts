@@ -118,6 +118,13 @@ export class ApiKey implements ApiKeyRecord {
   lastUsedAt!: Date | null;
 }
 
+/** Platform-wide settings, one JSON value per key. */
+export class Setting {
+  key!: string;
+  value!: string;
+  updatedAt!: Date;
+}
+
 const id = { type: 'string', length: 32, primary: true } as const;
 const fk = { type: 'string', length: 32, index: true } as const;
 const str = (length = 255) => ({ type: 'string', length }) as const;
@@ -257,7 +264,18 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
   },
 });
 
+export const SettingSchema = new EntitySchema<Setting>({
+  class: Setting,
+  tableName: 'settings',
+  properties: {
+    key: { type: 'string', length: 64, primary: true },
+    value: text,
+    updatedAt: date,
+  },
+});
+
 export const ALL_ENTITIES = [
+  SettingSchema,
   ProjectSchema,
   ServiceSchema,
   EnvVarSchema,

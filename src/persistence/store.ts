@@ -11,7 +11,7 @@ import type {
   ProjectRecord,
   ServiceRecord,
 } from '../domain/types.js';
-import { ApiKey, Deployment, DeploymentLog, Domain, EnvVar, Project, Service } from './entities.js';
+import { ApiKey, Deployment, DeploymentLog, Domain, EnvVar, Project, Service, Setting } from './entities.js';
 
 type Patch<T> = Partial<Omit<T, 'id'>>;
 
@@ -237,6 +237,15 @@ export class Store {
   }
   listLogs(deploymentId: string, afterId = 0, limit?: number): Promise<DeploymentLogRecord[]> {
     return this.find(DeploymentLog, { deploymentId, id: { $gt: afterId } }, { id: 'asc' }, limit);
+  }
+
+  // Settings
+  async getSetting(key: string): Promise<string | null> {
+    return (await this.findOne(Setting, { key }))?.value ?? null;
+  }
+  async putSetting(key: string, value: string, now: Date): Promise<void> {
+    this.written();
+    await this.fork().upsert(Setting, { key, value, updatedAt: now } as Setting);
   }
 
   // API keys

@@ -145,8 +145,40 @@ export type ApiKeyView = z.infer<typeof apiKeyView>;
 
 export const errorView = z
   .object({
-    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'internal_error']),
+    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'upstream_error', 'internal_error']),
     message: z.string(),
     details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
   })
   .meta({ id: 'Error' });
+
+export const DNS_PROVIDER_IDS = ['cloudflare', 'digitalocean', 'hetzner'] as const;
+
+export const settingsView = z
+  .object({
+    publicIp: z.string(),
+    rootDomain: z.string().nullable(),
+    dnsProviders: z.array(
+      z.object({
+        providerId: z.enum(DNS_PROVIDER_IDS),
+        providerName: z.string(),
+        hasApiToken: z.boolean(),
+        connectedAt: timestamp,
+      }),
+    ),
+  })
+  .meta({ id: 'Settings' });
+export type SettingsView = z.infer<typeof settingsView>;
+
+export const dnsRecordResultView = z
+  .object({
+    provider: z.string(),
+    providerName: z.string(),
+    action: z.enum(['created', 'updated', 'unchanged']),
+    hostname: z.string(),
+    recordType: z.literal('A'),
+    host: z.string(),
+    zone: z.string(),
+    targetIp: z.string(),
+  })
+  .meta({ id: 'DnsRecordResult' });
+export type DnsRecordResultView = z.infer<typeof dnsRecordResultView>;

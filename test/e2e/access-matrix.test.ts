@@ -111,12 +111,13 @@ interface Prepared {
 }
 
 interface Row {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   /** As documented (OpenAPI path template). */
   template: string;
   /** read: read key allowed. write: write key, project scope. admin: write key for all projects (api keys, creating projects). */
   access: 'read' | 'write' | 'admin';
-  success: 200 | 201;
+  /** 400 only where an allowed caller passes every access check and then meets a missing setting. */
+  success: 200 | 201 | 400;
   sse?: boolean;
   /** For the key scoped to project B: 403 (default) or a 200 that shows only B. */
   other?: 'forbidden' | 'list-only-own';
@@ -463,6 +464,38 @@ const rows: Row[] = [
     success: 200,
     sse: true,
     prepare: async () => ({ path: `/api/services/${f.webId}/runtime-logs/stream` }),
+  },
+
+  // DNS records: no provider is connected in this matrix, so an allowed caller gets past
+  // authentication, access and scope and ends at the settings check (400).
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/domains/{domainId}/dns-records',
+    access: 'write',
+    success: 400,
+    prepare: async () => {
+      const domain = await freshDomain();
+      return { path: `/api/services/${f.webId}/domains/${domain.id}/dns-records`, body: { providerId: 'cloudflare' } };
+    },
+    check: (res) => expect(res.json).toMatchObject({ error: 'validation_error', details: { field: 'providerId' } }),
+  },
+
+  // Platform settings: all-project write keys only
+  {
+    method: 'GET',
+    template: '/api/settings',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/settings' }),
+    check: (res) => expect(res.json.settings).toMatchObject({ dnsProviders: [] }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/settings',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/settings', body: {} }),
+    check: (res) => expect(res.json.settings.publicIp).toBeTypeOf('string'),
   },
 
   // API keys: all-project write keys only

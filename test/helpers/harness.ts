@@ -1,6 +1,7 @@
 import { createServices, type Services, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/ports/clock.port.js';
+import type { DnsProvider } from '../../src/ports/dns-provider.port.js';
 import { LogBus } from '../../src/services/log-bus.js';
 import { SecretBox } from '../../src/services/secret-box.js';
 import { createCaller } from '../../routers/app.router.js';
@@ -29,7 +30,7 @@ export interface Harness {
 }
 
 /** The services on a real SQLite database in memory, with fakes of the outside ports. */
-export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string } = {}): Promise<Harness> {
+export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string; dnsProviders?: DnsProvider[] } = {}): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
   const proxy = new RecordingReverseProxy();
   const portProbe = new FakePortProbe();
@@ -45,7 +46,7 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
     clock: opts.clock ?? { now: () => new Date() },
     logBus,
     config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
-  });
+  }, { dnsProviders: opts.dnsProviders });
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
   const adminToken = await mintKey('write');

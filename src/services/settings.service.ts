@@ -1,0 +1,110 @@
+import { ValidationError } from '../domain/errors.js';
+import { normalizeHostname } from '../domain/validation.js';
+import { assertAllProjects, assertWrite, type Actor } from './access.js';
+import type { ServiceDeps } from './deps.js';
+import { DNS_PROVIDER_IDS, type SettingsView } from './views.js';
+
+type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
+
+export const PROVIDER_NAMES: Record<ProviderId, string> = {
+  cloudflare: 'Cloudflare',
+  digitalocean: 'DigitalOcean',
+  hetzner: 'Hetzner DNS',
+};
+
+interface StoredSettings {
+  publicIp?: string | null;
+  rootDomain?: string | null;
+  dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+}
+
+export interface SettingsInput {
+  publicIp?: string | null | undefined;
+  rootDomain?: string | null | undefined;
+  /** Replaces the list; an entry without apiToken keeps the token it had. */
+  dnsProviders?: Array<{ providerId: ProviderId; apiToken?: string | undefined }> | undefined;
+}
+
+const KEY = 'platform';
+const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+
+/**
+ * Platform-wide settings: the public IP and root domain (overriding PUBLIC_IP and ROOT_DOMAIN),
+ * and the connected DNS providers, whose tokens are stored encrypted and never shown again.
+ */
+export class SettingsService {
+  private readonly defaults: { publicIp: string; rootDomain: string | null };
+
+  constructor(private readonly deps: ServiceDeps) {
+    this.defaults = { publicIp: deps.config.publicIp, rootDomain: deps.config.rootDomain };
+  }
+
+  /** Applies stored overrides to the running configuration; called at start. */
+  async load(): Promise<void> {
+    this.apply(await this.read());
+  }
+
+  async get(actor: Actor): Promise<SettingsView> {
+    assertWrite(actor);
+    assertAllProjects(actor, 'read platform settings');
+    return this.present(await this.read());
+  }
+
+  async update(actor: Actor, input: SettingsInput): Promise<SettingsView> {
+    assertWrite(actor);
+    assertAllProjects(actor, 'change platform settings');
+    const stored = await this.read();
+    const next: StoredSettings = { ...stored };
+    if (input.publicIp !== undefined) {
+      if (input.publicIp !== null && !IPV4.test(input.publicIp)) throw new ValidationError('publicIp', `${JSON.stringify(input.publicIp)} is not an IPv4 address`);
+      next.publicIp = input.publicIp;
+    }
+    if (input.rootDomain !== undefined) next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
+    if (input.dnsProviders !== undefined) {
+      const seen = new Set<string>();
+      next.dnsProviders = input.dnsProviders.map((entry, i) => {
+        if (seen.has(entry.providerId)) throw new ValidationError(`dnsProviders.${i}.providerId`, `${entry.providerId} is listed twice`);
+        seen.add(entry.providerId);
+        const existing = stored.dnsProviders?.find((p) => p.providerId === entry.providerId);
+        if (!entry.apiToken && !existing) throw new ValidationError(`dnsProviders.${i}.apiToken`, `Connecting ${entry.providerId} needs an apiToken`);
+        return {
+          providerId: entry.providerId,
+          apiTokenEncrypted: entry.apiToken ? this.deps.secrets.encrypt(entry.apiToken) : existing!.apiTokenEncrypted,
+          connectedAt: entry.apiToken || !existing ? this.deps.clock.now().toISOString() : existing.connectedAt,
+        };
+      });
+    }
+    await this.deps.store.putSetting(KEY, JSON.stringify(next), this.deps.clock.now());
+    this.apply(next);
+    return this.present(next);
+  }
+
+  /** The decrypted token of a connected provider, or null when it is not connected. */
+  async providerToken(providerId: string): Promise<string | null> {
+    const entry = (await this.read()).dnsProviders?.find((p) => p.providerId === providerId);
+    return entry ? this.deps.secrets.decrypt(entry.apiTokenEncrypted) : null;
+  }
+
+  private async read(): Promise<StoredSettings> {
+    const raw = await this.deps.store.getSetting(KEY);
+    return raw ? (JSON.parse(raw) as StoredSettings) : {};
+  }
+
+  private apply(stored: StoredSettings): void {
+    this.deps.config.publicIp = stored.publicIp ?? this.defaults.publicIp;
+    this.deps.config.rootDomain = stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain;
+  }
+
+  private present(stored: StoredSettings): SettingsView {
+    return {
+      publicIp: stored.publicIp ?? this.defaults.publicIp,
+      rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
+      dnsProviders: (stored.dnsProviders ?? []).map((p) => ({
+        providerId: p.providerId,
+        providerName: PROVIDER_NAMES[p.providerId],
+        hasApiToken: true,
+        connectedAt: p.connectedAt,
+      })),
+    };
+  }
+}
