@@ -20,6 +20,8 @@ export interface AppConfig {
   authFailuresPerMinute: number;
   trustProxy: boolean;
   dockerSocket: string;
+  /** Base URLs of the DNS providers' APIs: the vendors' own unless overridden (tests, compatible endpoints). */
+  dnsApiUrls: { cloudflare?: string | undefined; digitalocean?: string | undefined; hetzner?: string | undefined };
   platform: PlatformConfig;
 }
 
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: env.TRUST_PROXY === 'true',
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
+    dnsApiUrls: { cloudflare: env.CLOUDFLARE_API_URL || undefined, digitalocean: env.DIGITALOCEAN_API_URL || undefined, hetzner: env.HETZNER_DNS_API_URL || undefined },
     platform: {
       hostPortRange: portRange(env.HOST_PORT_RANGE),
       rootDomain: env.ROOT_DOMAIN?.toLowerCase() || null,

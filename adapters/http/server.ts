@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import { createServices, type RuntimeDeps, type Services } from '../../src/index.js';
 import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
+import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
+import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
+import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
@@ -62,7 +65,15 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     clock: systemClock,
     logBus: new LogBus(),
     config: config.platform,
-  }, { runtime, log });
+  }, {
+    runtime,
+    log,
+    dnsProviders: [
+      new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
+      new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
+      new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
+    ],
+  });
   await services.settings.load();
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
 
