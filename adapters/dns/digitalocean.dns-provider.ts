@@ -1,14 +1,6 @@
-import type { ARecordRequest, ARecordResult, DnsProvider } from '../../src/ports/dns-provider.port.js';
-import {
-  DEFAULT_DNS_TIMEOUT_MS,
-  MAX_ZONE_PAGES,
-  dnsRequest,
-  isRecord,
-  malformed,
-  noZone,
-  pickZone,
-  type DnsProviderOptions,
-} from './dns-http.js';
+import type { ARecordRequest } from '../../src/ports/dns-provider.port.js';
+import { ARecordProvider, allPages, type RecordTarget } from './a-record-provider.js';
+import { isRecord, malformed, type DnsProviderOptions } from './dns-http.js';
 
 export const DIGITALOCEAN_API_URL = 'https://api.digitalocean.com/v2';
 
@@ -24,76 +16,63 @@ function doErrorMessage(body: unknown): string | undefined {
   return isRecord(body) && typeof body.message === 'string' ? body.message : undefined;
 }
 
-export class DigitalOceanDnsProvider implements DnsProvider {
+/** Zones are DigitalOcean "domains", known by name alone. */
+export class DigitalOceanDnsProvider extends ARecordProvider<string, DoRecord> {
   readonly id = 'digitalocean' as const;
   readonly name = 'DigitalOcean';
-  private readonly baseUrl: string;
-  private readonly timeoutMs: number;
 
   constructor(options: DnsProviderOptions = {}) {
-    this.baseUrl = options.baseUrl || DIGITALOCEAN_API_URL;
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_DNS_TIMEOUT_MS;
+    super(DIGITALOCEAN_API_URL, options);
   }
 
-  async upsertARecord(request: ARecordRequest): Promise<ARecordResult> {
-    const domains = await this.listDomains(request);
-    const picked = pickZone(request.hostname, domains, (d) => d);
-    if (!picked) throw noZone(this.name, request.hostname);
-    const { zoneName, host } = picked;
-    const fqdn = host === '@' ? zoneName : `${host}.${zoneName}`;
-    const result = (action: ARecordResult['action']): ARecordResult => ({
-      action,
-      hostname: request.hostname,
-      recordType: 'A',
-      host,
-      zone: zoneName,
-      targetIp: request.targetIp,
-    });
-    const records = `/domains/${encodeURIComponent(zoneName)}/records`;
-
-    // The `name` filter takes the fully qualified name; records come back with the label (`@` for the apex).
-    const body = await this.call(request, 'GET', `${records}?${new URLSearchParams({ type: 'A', name: fqdn })}`);
-    const list = isRecord(body) ? body.domain_records : undefined;
-    if (!Array.isArray(list)) throw malformed(this.name, 'the record list');
-    const existing = list.filter(isDoRecord).filter((r) => r.type === 'A');
-    if (existing.some((r) => r.data === request.targetIp)) return result('unchanged');
-    const first = existing[0];
-    if (first) {
-      // The API documents `type` as required in an update body.
-      await this.call(request, 'PUT', `${records}/${encodeURIComponent(String(first.id))}`, { type: 'A', data: request.targetIp });
-      return result('updated');
-    }
-    await this.call(request, 'POST', records, { type: 'A', name: host, data: request.targetIp, ttl: 1800 });
-    return result('created');
+  protected zoneName(zone: string): string {
+    return zone;
   }
 
-  private async listDomains(request: ARecordRequest): Promise<string[]> {
-    const names: string[] = [];
-    for (let page = 1; page <= MAX_ZONE_PAGES; page++) {
+  protected addressOf(record: DoRecord): string {
+    return record.data;
+  }
+
+  protected authHeaders(token: string): Record<string, string> {
+    return { authorization: `Bearer ${token}` };
+  }
+
+  protected errorMessage(body: unknown): string | undefined {
+    return doErrorMessage(body);
+  }
+
+  protected listZones(request: ARecordRequest): Promise<string[]> {
+    return allPages(async (page) => {
       const body = await this.call(request, 'GET', `/domains?per_page=200&page=${page}`);
       const domains = isRecord(body) ? body.domains : undefined;
       if (!Array.isArray(domains)) throw malformed(this.name, 'the domain list');
-      for (const d of domains) if (isRecord(d) && typeof d.name === 'string') names.push(d.name);
       const pages = isRecord(body) && isRecord(body.links) && isRecord(body.links.pages) ? body.links.pages : undefined;
-      if (domains.length === 0 || typeof pages?.next !== 'string') break;
-    }
-    return names;
+      return {
+        items: domains.filter((d) => isRecord(d) && typeof d.name === 'string').map((d) => (d as { name: string }).name),
+        more: typeof pages?.next === 'string',
+      };
+    });
   }
 
-  private async call(request: ARecordRequest, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> {
-    const response = await dnsRequest({
-      provider: this.name,
-      baseUrl: this.baseUrl,
-      timeoutMs: this.timeoutMs,
-      method,
-      path,
-      headers: { authorization: `Bearer ${request.apiToken}` },
-      body,
-      signal: request.signal,
-      token: request.apiToken,
-      errorMessage: doErrorMessage,
-    });
-    return response.body;
+  /** The `name` filter takes the fully qualified name; records come back with the label (`@` for the apex). */
+  protected async aRecords(request: ARecordRequest, target: RecordTarget<string>): Promise<DoRecord[]> {
+    const body = await this.call(request, 'GET', `${this.recordsPath(target)}?${new URLSearchParams({ type: 'A', name: target.fqdn })}`);
+    const list = isRecord(body) ? body.domain_records : undefined;
+    if (!Array.isArray(list)) throw malformed(this.name, 'the record list');
+    return list.filter(isDoRecord).filter((r) => r.type === 'A');
+  }
+
+  /** The API documents `type` as required in an update body. */
+  protected async updateRecord(request: ARecordRequest, target: RecordTarget<string>, record: DoRecord): Promise<void> {
+    await this.call(request, 'PUT', `${this.recordsPath(target)}/${encodeURIComponent(String(record.id))}`, { type: 'A', data: request.targetIp });
+  }
+
+  protected async createRecord(request: ARecordRequest, target: RecordTarget<string>): Promise<void> {
+    await this.call(request, 'POST', this.recordsPath(target), { type: 'A', name: target.host, data: request.targetIp, ttl: 1800 });
+  }
+
+  private recordsPath(target: RecordTarget<string>): string {
+    return `/domains/${encodeURIComponent(target.zoneName)}/records`;
   }
 }
 

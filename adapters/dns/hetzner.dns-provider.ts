@@ -1,14 +1,6 @@
-import type { ARecordRequest, ARecordResult, DnsProvider } from '../../src/ports/dns-provider.port.js';
-import {
-  DEFAULT_DNS_TIMEOUT_MS,
-  MAX_ZONE_PAGES,
-  dnsRequest,
-  isRecord,
-  malformed,
-  noZone,
-  pickZone,
-  type DnsProviderOptions,
-} from './dns-http.js';
+import type { ARecordRequest } from '../../src/ports/dns-provider.port.js';
+import { ARecordProvider, allPages, type RecordTarget } from './a-record-provider.js';
+import { isRecord, malformed, type DnsProviderOptions } from './dns-http.js';
 
 export const HETZNER_DNS_API_URL = 'https://dns.hetzner.com/api/v1';
 
@@ -39,90 +31,68 @@ function lastPage(body: unknown): number | undefined {
   return typeof last === 'number' ? last : undefined;
 }
 
-export class HetznerDnsProvider implements DnsProvider {
+export class HetznerDnsProvider extends ARecordProvider<HzZone, HzRecord> {
   readonly id = 'hetzner' as const;
   readonly name = 'Hetzner DNS';
-  private readonly baseUrl: string;
-  private readonly timeoutMs: number;
 
   constructor(options: DnsProviderOptions = {}) {
-    this.baseUrl = options.baseUrl || HETZNER_DNS_API_URL;
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_DNS_TIMEOUT_MS;
+    super(HETZNER_DNS_API_URL, options);
   }
 
-  async upsertARecord(request: ARecordRequest): Promise<ARecordResult> {
-    const zones = await this.listZones(request);
-    const picked = pickZone(request.hostname, zones, (z) => z.name);
-    if (!picked) throw noZone(this.name, request.hostname);
-    const { zone, zoneName, host } = picked;
-    const result = (action: ARecordResult['action']): ARecordResult => ({
-      action,
-      hostname: request.hostname,
-      recordType: 'A',
-      host,
-      zone: zoneName,
-      targetIp: request.targetIp,
-    });
-
-    // Record names are labels relative to the zone, `@` for the apex; the API has no name filter.
-    const existing = (await this.listRecords(request, zone.id)).filter((r) => r.type === 'A' && r.name.toLowerCase() === host);
-    if (existing.some((r) => r.value === request.targetIp)) return result('unchanged');
-    const first = existing[0];
-    if (first) {
-      await this.call(request, 'PUT', `/records/${encodeURIComponent(first.id)}`, {
-        zone_id: zone.id,
-        type: 'A',
-        name: host,
-        value: request.targetIp,
-        ttl: first.ttl ?? 3600,
-      });
-      return result('updated');
-    }
-    await this.call(request, 'POST', '/records', { zone_id: zone.id, type: 'A', name: host, value: request.targetIp, ttl: 3600 });
-    return result('created');
+  protected zoneName(zone: HzZone): string {
+    return zone.name;
   }
 
-  private async listZones(request: ARecordRequest): Promise<HzZone[]> {
-    const zones: HzZone[] = [];
-    for (let page = 1; page <= MAX_ZONE_PAGES; page++) {
+  protected addressOf(record: HzRecord): string {
+    return record.value;
+  }
+
+  protected authHeaders(token: string): Record<string, string> {
+    return { 'Auth-API-Token': token };
+  }
+
+  protected errorMessage(body: unknown): string | undefined {
+    return hzErrorMessage(body);
+  }
+
+  protected listZones(request: ARecordRequest): Promise<HzZone[]> {
+    return allPages(async (page) => {
       const body = await this.call(request, 'GET', `/zones?per_page=100&page=${page}`);
       const list = isRecord(body) ? body.zones : undefined;
       if (!Array.isArray(list)) throw malformed(this.name, 'the zone list');
-      for (const z of list) if (isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string') zones.push({ id: z.id, name: z.name });
       const last = lastPage(body);
-      if (list.length === 0 || last === undefined || page >= last) break;
-    }
-    return zones;
+      return {
+        items: list.filter((z): z is HzZone => isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string').map((z) => ({ id: z.id, name: z.name })),
+        more: last !== undefined && page < last,
+      };
+    });
   }
 
-  private async listRecords(request: ARecordRequest, zoneId: string): Promise<HzRecord[]> {
-    const records: HzRecord[] = [];
-    for (let page = 1; page <= MAX_ZONE_PAGES; page++) {
-      const query = new URLSearchParams({ zone_id: zoneId, per_page: '100', page: String(page) });
+  /** Record names are labels relative to the zone, `@` for the apex; the API has no name filter. */
+  protected async aRecords(request: ARecordRequest, target: RecordTarget<HzZone>): Promise<HzRecord[]> {
+    const records = await allPages(async (page) => {
+      const query = new URLSearchParams({ zone_id: target.zone.id, per_page: '100', page: String(page) });
       const body = await this.call(request, 'GET', `/records?${query}`);
       const list = isRecord(body) ? body.records : undefined;
       if (!Array.isArray(list)) throw malformed(this.name, 'the record list');
-      for (const r of list) if (isHzRecord(r)) records.push(r);
       const last = lastPage(body);
-      if (list.length === 0 || last === undefined || page >= last) break;
-    }
-    return records;
+      return { items: list.filter(isHzRecord), more: last !== undefined && page < last };
+    });
+    return records.filter((r) => r.type === 'A' && r.name.toLowerCase() === target.host);
   }
 
-  private async call(request: ARecordRequest, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> {
-    const response = await dnsRequest({
-      provider: this.name,
-      baseUrl: this.baseUrl,
-      timeoutMs: this.timeoutMs,
-      method,
-      path,
-      headers: { 'Auth-API-Token': request.apiToken },
-      body,
-      signal: request.signal,
-      token: request.apiToken,
-      errorMessage: hzErrorMessage,
+  protected async updateRecord(request: ARecordRequest, target: RecordTarget<HzZone>, record: HzRecord): Promise<void> {
+    await this.call(request, 'PUT', `/records/${encodeURIComponent(record.id)}`, {
+      zone_id: target.zone.id,
+      type: 'A',
+      name: target.host,
+      value: request.targetIp,
+      ttl: record.ttl ?? 3600,
     });
-    return response.body;
+  }
+
+  protected async createRecord(request: ARecordRequest, target: RecordTarget<HzZone>): Promise<void> {
+    await this.call(request, 'POST', '/records', { zone_id: target.zone.id, type: 'A', name: target.host, value: request.targetIp, ttl: 3600 });
   }
 }
 
