@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
+import { LABELS } from '../../src/ports/container-engine.port.js';
 import type { RuntimeLogEvent, RuntimeLogLine, RuntimeLogSource } from '../../src/ports/runtime-logs.port.js';
 import { DockerFrameParser, splitTimestamp } from './docker-log-frames.js';
 
-export const SERVICE_LABEL = 'slipway.service';
 
 /** Follows the log of the running container labelled with the service id. */
 export class DockerRuntimeLogs implements RuntimeLogSource {
@@ -12,7 +12,7 @@ export class DockerRuntimeLogs implements RuntimeLogSource {
     let containerId: string | undefined;
     try {
       const containers = await this.docker.listContainers({
-        filters: { label: [`${SERVICE_LABEL}=${serviceId}`], status: ['running'] },
+        filters: { label: [`${LABELS.service}=${serviceId}`], status: ['running'] },
         abortSignal: AbortSignal.any([opts.signal, AbortSignal.timeout(5000)]),
       } as Docker.ContainerListOptions);
       containerId = containers.sort((a, b) => b.Created - a.Created)[0]?.Id;

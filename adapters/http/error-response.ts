@@ -1,12 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { TRPCError } from '@trpc/server';
-import { DomainError } from '../../src/index.js';
 import { toErrorBody, type ErrorBody } from '../../routers/trpc.js';
 
+/** toErrorBody looks at a domain error first, so wrapping anything else as a 500 is enough. */
 export function errorBodyOf(error: unknown): { status: number; body: ErrorBody } {
-  const trpcError =
-    error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error instanceof Error ? error : undefined });
-  const body = toErrorBody(error instanceof DomainError ? new TRPCError({ code: 'BAD_REQUEST', cause: error }) : trpcError);
+  const body = toErrorBody(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error instanceof Error ? error : undefined }));
   return { status: STATUS[body.error], body };
 }
 

@@ -208,6 +208,10 @@ export class Store {
   listDeployments(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
     return this.find(Deployment, { serviceId }, { createdAt: 'desc', id: 'desc' }, limit);
   }
+  listDeploymentsByIds(ids: string[]): Promise<DeploymentRecord[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.find(Deployment, { id: { $in: ids } });
+  }
   listDeploymentsByStatus(statuses: DeploymentRecord['status'][]): Promise<DeploymentRecord[]> {
     return this.find(Deployment, { status: { $in: statuses } }, { createdAt: 'asc', id: 'asc' });
   }

@@ -64,3 +64,13 @@ export interface ContainerEngine {
   removeVolume(name: string): Promise<void>;
   removeNetwork(name: string): Promise<void>;
 }
+
+/** Labels on what the platform creates, so it finds (and cleans up) its own and never another install's. */
+export const LABELS = {
+  managed: 'slipway.managed',
+  /** Which installation made it: two installs sharing a Docker host never touch each other's containers. */
+  instance: 'slipway.instance',
+  service: 'slipway.service',
+  deployment: 'slipway.deployment',
+  project: 'slipway.project',
+} as const;

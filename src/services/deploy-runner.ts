@@ -178,14 +178,31 @@ export class DeployRunner {
 
   /** The running container of the service's latest successful deployment that still runs; never one that was not checked. */
   private async currentContainer(service: ServiceRecord): Promise<ContainerState | null> {
-    const containers = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.running);
-    if (containers.length === 0) return null;
-    for (const deployment of await this.deps.store.listDeployments(service.id)) {
-      if (deployment.status !== 'succeeded') continue;
-      const container = containers.find((c) => c.labels[LABELS.deployment] === deployment.id);
-      if (container) return container;
+    const containers = await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id });
+    return (await this.pickCurrent(containers)).get(service.id) ?? null;
+  }
+
+  /**
+   * The current container of every service among `containers`, in one look-up of their deployments:
+   * the reconcile loop runs every 10 s, and must not cost a Docker call and a query per service.
+   */
+  private async pickCurrent(containers: ContainerState[]): Promise<Map<string, ContainerState>> {
+    const running = containers.filter((c) => c.running && c.labels[LABELS.deployment]);
+    const deployments = await this.deps.store.listDeploymentsByIds([...new Set(running.map((c) => c.labels[LABELS.deployment]!))]);
+    const succeeded = new Map(deployments.filter((d) => d.status === 'succeeded').map((d) => [d.id, d.createdAt.getTime()]));
+    const current = new Map<string, { container: ContainerState; at: number }>();
+    for (const container of running) {
+      const at = succeeded.get(container.labels[LABELS.deployment]!);
+      const serviceId = container.labels[LABELS.service];
+      if (at === undefined || !serviceId) continue;
+      const best = current.get(serviceId);
+      if (!best || at > best.at) current.set(serviceId, { container, at });
     }
-    return null;
+    return new Map([...current].map(([serviceId, { container }]) => [serviceId, container]));
+  }
+
+  private instanceContainers(): Promise<ContainerState[]> {
+    return this.runtime.engine.listContainers({ key: LABELS.instance, value: this.deps.config.instanceId });
   }
 
   /**
@@ -200,12 +217,8 @@ export class DeployRunner {
     }
     await this.runtime.engine.ping();
     const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
-    const all = await this.runtime.engine.listContainers({ key: LABELS.instance, value: this.deps.config.instanceId });
-    const keep = new Set<string>();
-    for (const service of services.values()) {
-      const current = await this.currentContainer(service);
-      if (current) keep.add(current.id);
-    }
+    const all = await this.instanceContainers();
+    const keep = new Set([...(await this.pickCurrent(all)).values()].map((c) => c.id));
     for (const container of all) {
       const service = services.get(container.labels[LABELS.service] ?? '');
       if (!service || !keep.has(container.id)) {
@@ -219,9 +232,10 @@ export class DeployRunner {
   /** Keeps each host port pointed at its service's current container (its address changes when Docker restarts it). */
   async reconcile(): Promise<void> {
     await this.collectImages();
+    const currents = await this.pickCurrent(await this.instanceContainers());
     for (const service of await this.deps.store.listAllServices()) {
       if (service.status !== 'active' || [...this.running.values()].some((job) => job.serviceId === service.id)) continue;
-      const current = await this.currentContainer(service);
+      const current = currents.get(service.id);
       const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
       await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
       if (serves(service) && !!current !== service.reachable) await this.deps.store.updateService(service.id, { reachable: !!current });

@@ -103,11 +103,7 @@ export class EnvService {
     return values;
   }
 
-  /** Raw values of one service, decrypted; for engines that need them (connection URLs). */
-  async rawValues(serviceId: string): Promise<Record<string, string>> {
-    const vars = await this.deps.store.listEnv([serviceId]);
-    return Object.fromEntries(vars.map((v) => [v.key, this.deps.secrets.decrypt(v.valueEncrypted)]));
-  }
+
 
   private present(v: EnvVarRecord, service: ServiceRecord, snapshot: ProjectEnvSnapshot): EnvVarView {
     const raw = snapshot.env.get(service.slug)?.get(v.key) ?? '';

@@ -11,16 +11,9 @@ export interface RuntimeDeps {
   health: HealthProbe;
 }
 
-/** Names and labels of what the platform creates, so it can find (and clean up) its own. */
-export const LABELS = {
-  managed: 'slipway.managed',
-  /** Which installation made it: two installs sharing a Docker host never touch each other's containers. */
-  instance: 'slipway.instance',
-  service: 'slipway.service',
-  deployment: 'slipway.deployment',
-  project: 'slipway.project',
-} as const;
+export { LABELS } from '../ports/container-engine.port.js';
 
+/** Names of what the platform creates for a deployment. */
 export function resourceNames(prefix: string, serviceId: string, deploymentId: string, projectId: string) {
   return {
     image: `${prefix}-${serviceId}-${deploymentId}`,

@@ -26,6 +26,8 @@ export interface Harness {
   /** A tRPC caller authenticated with `token` (the admin key by default). */
   caller(token?: string | undefined): ReturnType<typeof createCaller>;
   mintKey(access: 'read' | 'write', projectIds?: string[] | null): Promise<string>;
+  /** A service's variables as stored, decrypted. */
+  envValues(serviceId: string): Promise<Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,8 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
     adminToken,
     caller: (token = adminToken) => createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }),
     mintKey,
+    envValues: async (serviceId) =>
+      Object.fromEntries((await database.store.listEnv([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
     close: () => database.close(),
   };
 }

@@ -234,7 +234,7 @@ describe('database services', () => {
 
     const rows = await h.database.store.listEnv([service.id]);
     expect(rows.map((r) => r.key).sort()).toEqual([...initialKeys[engine]].sort());
-    const values = await h.services.env.rawValues(service.id);
+    const values = await h.envValues(service.id);
     for (const row of rows) {
       const value = values[row.key]!;
       expect(value.length, row.key).toBeGreaterThan(0);
@@ -247,7 +247,7 @@ describe('database services', () => {
     }
     // Passwords differ between keys and between services.
     const other = await h.services.services.create(admin, p.id, database('Main DB', engine));
-    const otherValues = await h.services.env.rawValues(other.id);
+    const otherValues = await h.envValues(other.id);
     const passwordKeys = initialKeys[engine].filter((k) => /PASSWORD/.test(k));
     const all = [...passwordKeys.map((k) => values[k]), ...passwordKeys.map((k) => otherValues[k])];
     expect(new Set(all).size).toBe(all.length);
@@ -262,9 +262,9 @@ describe('database services', () => {
   it('derives names from the slug and fixed values per engine', async () => {
     const p = await project();
     const ts = await h.services.services.create(admin, p.id, database('Metrics Store', 'timescale'));
-    expect(await h.services.env.rawValues(ts.id)).toMatchObject({ POSTGRES_DB: 'metrics_store', POSTGRES_USER: 'metrics_store', TIMESCALEDB_TELEMETRY: 'off' });
+    expect(await h.envValues(ts.id)).toMatchObject({ POSTGRES_DB: 'metrics_store', POSTGRES_USER: 'metrics_store', TIMESCALEDB_TELEMETRY: 'off' });
     const ch = await h.services.services.create(admin, p.id, database('events', 'clickhouse'));
-    expect(await h.services.env.rawValues(ch.id)).toMatchObject({ CLICKHOUSE_DB: 'events', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' });
+    expect(await h.envValues(ch.id)).toMatchObject({ CLICKHOUSE_DB: 'events', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' });
   });
 
   it('keeps the values the caller gave and generates only the missing ones', async () => {
@@ -280,7 +280,7 @@ describe('database services', () => {
         ],
       }),
     );
-    const values = await h.services.env.rawValues(service.id);
+    const values = await h.envValues(service.id);
     expect(values).toMatchObject({ MYSQL_PASSWORD: 'caller-chosen-password', MYSQL_USER: 'shop', EXTRA_SETTING: 'on', MYSQL_DATABASE: 'db' });
     expect(values.MYSQL_ROOT_PASSWORD).toMatch(PASSWORD_ALPHABET);
     expect(Object.keys(values).sort()).toEqual(['EXTRA_SETTING', 'MYSQL_DATABASE', 'MYSQL_PASSWORD', 'MYSQL_ROOT_PASSWORD', 'MYSQL_USER']);
@@ -300,7 +300,7 @@ describe('database services', () => {
     const [suggestion] = await h.services.projects.databaseVariableSuggestions(admin, p.id);
     expect(suggestion).toMatchObject({ key: 'DATABASE_URL', value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db:5432/${db.POSTGRES_DB}' });
     await h.services.env.set(admin, web.id, { key: 'DATABASE_URL', value: suggestion!.value! });
-    const password = (await h.services.env.rawValues(db.id)).POSTGRES_PASSWORD!;
+    const password = (await h.envValues(db.id)).POSTGRES_PASSWORD!;
     const resolved = await h.services.env.resolvedFor(await record(web.id));
     expect(resolved).toEqual({ env: { DATABASE_URL: `postgres://db:${password}@db:5432/db` }, problems: [] });
   });
@@ -374,7 +374,7 @@ describe('environment variables', () => {
     expect(byKey.INDIRECT).toMatchObject({ value: 'url=${web.DATABASE_URL}', resolvedValue: '' });
     // A reference to a non-secret value resolves in the list.
     expect(byKey.DB_USER).toMatchObject({ value: '${db.POSTGRES_USER}', resolvedValue: 'db' });
-    const password = (await h.services.env.rawValues(db.id)).POSTGRES_PASSWORD!;
+    const password = (await h.envValues(db.id)).POSTGRES_PASSWORD!;
     for (const v of Object.values(byKey)) {
       expect(JSON.stringify(v)).not.toContain(password);
     }
