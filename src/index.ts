@@ -26,7 +26,8 @@ export interface ServicesOptions {
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
 export function createServices(deps: ServiceDeps, options: ServicesOptions = {}) {
-  const routing = new RoutingService(deps);
+  // Without a runtime nothing runs, so there are no containers to wait for before routes load.
+  const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
   const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;

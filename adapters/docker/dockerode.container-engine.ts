@@ -1,6 +1,9 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import Docker from 'dockerode';
 import tar from 'tar-fs';
-import type { BuildRequest, ContainerEngine, ContainerState, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
+import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
 import { DockerFrameParser } from './docker-log-frames.js';
 
 const CALL_TIMEOUT_MS = 30_000;
@@ -97,6 +100,72 @@ export class DockerodeContainerEngine implements ContainerEngine {
     const state = await this.inspect(container.id);
     if (!state) throw new Error(`container ${request.name} vanished right after it started`);
     return state;
+  }
+
+  async runDaemon(request: DaemonRequest): Promise<ContainerState> {
+    const container = await this.docker.createContainer({
+      name: request.name,
+      Image: request.image,
+      Cmd: request.cmd,
+      Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+      Labels: request.labels,
+      Tty: false,
+      HostConfig: {
+        Init: true,
+        RestartPolicy: { Name: 'unless-stopped' },
+        NetworkMode: 'host',
+        Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+      },
+      abortSignal: timeout(request.signal),
+    } as Docker.ContainerCreateOptions);
+    for (const file of request.files) await this.putFile(container, file, request.signal);
+    await container.start({ abortSignal: timeout(request.signal) } as never);
+    const state = await this.inspect(container.id);
+    if (!state) throw new Error(`container ${request.name} vanished right after it started`);
+    return state;
+  }
+
+  /** One file into a created container: packed alone, so no directory entry changes the image's modes. */
+  private async putFile(container: Docker.Container, file: { path: string; content: string }, signal: AbortSignal): Promise<void> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'slipway-file-'));
+    try {
+      const name = path.posix.basename(file.path);
+      await writeFile(path.join(dir, name), file.content, { mode: 0o644 });
+      const archive = tar.pack(dir, { entries: [name] });
+      await container.putArchive(archive as unknown as NodeJS.ReadableStream, { path: path.posix.dirname(file.path), abortSignal: timeout(signal) } as never);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  async startContainer(idOrName: string): Promise<void> {
+    try {
+      await this.docker.getContainer(idOrName).start({ abortSignal: timeout() } as never);
+    } catch (error) {
+      if (statusOf(error) !== 304) throw error;
+    }
+  }
+
+  /**
+   * Reads the container's own TCP tables through its main process (procfs shows each network
+   * namespace there), so it works for images without any tools in them.
+   */
+  async countConnections(idOrName: string, port: number): Promise<number | null> {
+    try {
+      const info: Docker.ContainerInspectInfo = await this.docker.getContainer(idOrName).inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
+      if (!info.State.Running || !info.State.Pid) return 0;
+      let count = 0;
+      for (const table of ['tcp', 'tcp6']) {
+        const text = await readFile(`/proc/${info.State.Pid}/net/${table}`, 'utf8').catch(() => null);
+        if (text === null) return null;
+        count += countEstablished(text, port);
+      }
+      return count;
+    } catch (error) {
+      if (statusOf(error) === 404) return 0;
+      return null;
+    }
   }
 
   async keepRunning(idOrName: string): Promise<void> {
@@ -225,6 +294,20 @@ export class DockerodeContainerEngine implements ContainerEngine {
       );
     });
   }
+}
+
+const ESTABLISHED = '01';
+
+/** Lines of /proc/net/tcp: `sl local_address rem_address st ...`, addresses as `HEXIP:HEXPORT`. */
+export function countEstablished(table: string, port: number): number {
+  let count = 0;
+  for (const line of table.split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    const local = fields[1];
+    if (!local || fields[3] !== ESTABLISHED) continue;
+    if (parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port) count++;
+  }
+  return count;
 }
 
 function timeout(signal?: AbortSignal, ms = CALL_TIMEOUT_MS): AbortSignal {

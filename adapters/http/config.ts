@@ -22,7 +22,55 @@ export interface AppConfig {
   dockerSocket: string;
   /** Base URLs of the DNS providers' APIs: the vendors' own unless overridden (tests, compatible endpoints). */
   dnsApiUrls: { cloudflare?: string | undefined; digitalocean?: string | undefined; hetzner?: string | undefined };
+  proxy: ProxyConfig;
   platform: PlatformConfig;
+}
+
+interface ProxyServing {
+  httpPort: number;
+  httpsPort: number;
+  autoHttps: boolean;
+  acmeEmail: string | null;
+}
+
+/** Which Caddy the platform keeps configured: its own container (the default), an operator's, or none. */
+export type ProxyConfig =
+  | { kind: 'none' }
+  | ({ kind: 'external'; adminUrl: string } & ProxyServing)
+  | ({ kind: 'container'; image: string; adminPort: number } & ProxyServing);
+
+function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
+  const mode = (env.PROXY || 'caddy').toLowerCase();
+  if (mode === 'none') return { kind: 'none' };
+  if (mode !== 'caddy') throw new ConfigError(`PROXY must be caddy or none, got ${JSON.stringify(env.PROXY)}`);
+  const autoHttps = boolean(env, 'PROXY_AUTO_HTTPS', true);
+  const acmeEmail = env.ACME_EMAIL?.trim() || null;
+  if (acmeEmail && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(acmeEmail)) throw new ConfigError(`ACME_EMAIL is not an email address: ${JSON.stringify(acmeEmail)}`);
+  const serving: ProxyServing = {
+    httpPort: int(env, 'PROXY_HTTP_PORT', 80, 1, 65535),
+    httpsPort: int(env, 'PROXY_HTTPS_PORT', 443, 1, 65535),
+    autoHttps,
+    acmeEmail,
+  };
+  if (env.CADDY_ADMIN_URL) {
+    let url: URL;
+    try {
+      url = new URL(env.CADDY_ADMIN_URL);
+    } catch {
+      throw new ConfigError(`CADDY_ADMIN_URL must be a URL like http://127.0.0.1:2019, got ${JSON.stringify(env.CADDY_ADMIN_URL)}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('CADDY_ADMIN_URL must be an http:// or https:// URL');
+    return { kind: 'external', adminUrl: url.toString().replace(/\/+$/, ''), ...serving };
+  }
+  return { kind: 'container', image: env.PROXY_IMAGE || 'caddy:2', adminPort: int(env, 'PROXY_ADMIN_PORT', 2019, 1, 65535), ...serving };
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
 }
 
 export class ConfigError extends Error {}
@@ -95,7 +143,7 @@ function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
-  const autoHttps = (env.PROXY_AUTO_HTTPS ?? 'true').toLowerCase() !== 'false';
+  const proxy = proxyConfig(env);
   return {
     host: env.HOST || '0.0.0.0',
     port: int(env, 'PORT', 3000, 0, 65535),
@@ -109,17 +157,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trustProxy: env.TRUST_PROXY === 'true',
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
     dnsApiUrls: { cloudflare: env.CLOUDFLARE_API_URL || undefined, digitalocean: env.DIGITALOCEAN_API_URL || undefined, hetzner: env.HETZNER_DNS_API_URL || undefined },
+    proxy,
     platform: {
       hostPortRange: portRange(env.HOST_PORT_RANGE),
       rootDomain: env.ROOT_DOMAIN?.toLowerCase() || null,
       publicIp: env.PUBLIC_IP || detectPublicIp() || DEFAULT_PLATFORM_CONFIG.publicIp,
-      publicScheme: autoHttps ? 'https' : 'http',
+      // Behind PROXY=none too: another TLS terminator may be why.
+      publicScheme: boolean(env, 'PROXY_AUTO_HTTPS', true) ? 'https' : 'http',
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
       // Derived from the install's own key: stable across restarts, different for every install.
       instanceId: createHash('sha256').update(`instance:${key}`).digest('hex').slice(0, 12),
       streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
+      routing: {
+        reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
+        drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),
+        proxyTimeoutMs: DEFAULT_PLATFORM_CONFIG.routing.proxyTimeoutMs,
+      },
     },
   };
 }

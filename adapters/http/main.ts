@@ -1,11 +1,11 @@
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
 import { log, startServer } from './server.js';
 
 /** `npm start`: read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const running = await startServer(config);
-  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir });
+  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy) });
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -28,6 +28,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function describeProxy(proxy: ProxyConfig): string {
+  if (proxy.kind === 'none') return 'none';
+  const serving = proxy.autoHttps ? `https :${proxy.httpsPort} and http :${proxy.httpPort}` : `plain http :${proxy.httpPort}`;
+  return proxy.kind === 'external' ? `caddy at ${proxy.adminUrl}, ${serving}` : `caddy container ${proxy.image}, ${serving}`;
 }
 
 main().catch((error: unknown) => {

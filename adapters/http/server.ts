@@ -19,6 +19,9 @@ import { SecretBox } from '../../src/services/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
 import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
+import type { ContainerEngine } from '../../src/ports/container-engine.port.js';
+import { CaddyContainer } from '../proxy/caddy-container.js';
+import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import type { AppConfig } from './config.js';
 import { createKoaApp } from './koa-app.js';
@@ -59,7 +62,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   const services = createServices({
     store: database.store,
     secrets: SecretBox.fromSecret(config.secretKey),
-    proxy: overrides.proxy ?? new UnconfiguredReverseProxy(),
+    proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
     runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
     portProbe: overrides.portProbe ?? new NetPortProbe(),
     clock: systemClock,
@@ -93,8 +96,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  // Deployments start once the API answers; a Docker engine that is down only delays them.
-  void services.runner?.start();
+  // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
+  // load once the runner knows which containers serve: a table before that would send all to 503.
+  void (async () => {
+    await services.runner?.start();
+    services.routing.start();
+  })();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
@@ -110,6 +117,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
         await services.runner?.stop();
+        // The proxy keeps serving the loaded routes while the platform is down.
+        await services.routing.stop();
         await runtime.forwarder.closeAll();
         // Keep-alive connections turn idle as their last response goes out: close them as they do.
         const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
@@ -123,6 +132,14 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       return closing;
     },
   };
+}
+
+function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy {
+  const proxy = config.proxy;
+  if (proxy.kind === 'none') return new UnconfiguredReverseProxy();
+  if (proxy.kind === 'external') return new CaddyReverseProxy(proxy);
+  const container = new CaddyContainer(engine, { prefix: config.platform.resourcePrefix, image: proxy.image, adminPort: proxy.adminPort, log });
+  return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container });
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -1,8 +1,16 @@
-import type { ProxyResult, ReverseProxy, RouteTarget } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
 
-/** Stands in until a real proxy is configured, and says so rather than pretending routes are live. */
+export const UNCONFIGURED_DETAIL = 'no reverse proxy configured (PROXY=none)';
+
+/** For installs that route elsewhere (PROXY=none): says so rather than pretending routes are live. */
 export class UnconfiguredReverseProxy implements ReverseProxy {
-  async apply(_routes: RouteTarget[]): Promise<ProxyResult> {
-    return { ok: false, detail: 'no reverse proxy configured' };
+  readonly enabled = false;
+
+  async apply(_table: RoutingTable): Promise<ProxyResult> {
+    return { ok: false, detail: UNCONFIGURED_DETAIL };
+  }
+
+  async check(): Promise<ProxyState> {
+    return { state: 'unreachable', detail: UNCONFIGURED_DETAIL };
   }
 }

@@ -28,6 +28,18 @@ export interface RunRequest {
   signal: AbortSignal;
 }
 
+export interface DaemonRequest {
+  name: string;
+  image: string;
+  cmd: string[];
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  volumes: Array<{ name: string; target: string }>;
+  /** Written into the container before it starts (an image has no place for our bootstrap file). */
+  files: Array<{ path: string; content: string }>;
+  signal: AbortSignal;
+}
+
 export interface ContainerState {
   id: string;
   name: string;
@@ -56,6 +68,14 @@ export interface ContainerEngine {
   tail(idOrName: string, lines: number): Promise<string[]>;
   /** SIGTERM, then SIGKILL after `graceSeconds`; then removal. Missing containers are fine. */
   stopAndRemove(idOrName: string, graceSeconds: number): Promise<void>;
+  /**
+   * Established TCP connections to `port` inside the container: what a container being retired
+   * still serves. Null when the engine cannot tell.
+   */
+  countConnections(idOrName: string, port: number): Promise<number | null>;
+  /** Runs a platform daemon (the reverse proxy) on the host's network; Docker restarts it after a crash or a reboot. */
+  runDaemon(request: DaemonRequest): Promise<ContainerState>;
+  startContainer(idOrName: string): Promise<void>;
   listContainers(label: { key: string; value?: string }): Promise<ContainerState[]>;
   tagImage(source: string, target: string): Promise<void>;
   removeImage(ref: string): Promise<void>;
@@ -73,4 +93,6 @@ export const LABELS = {
   service: 'slipway.service',
   deployment: 'slipway.deployment',
   project: 'slipway.project',
+  /** Set on the platform's own daemons (the proxy), which belong to no service. */
+  role: 'slipway.role',
 } as const;

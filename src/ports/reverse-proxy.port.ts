@@ -7,11 +7,30 @@ export interface ProxyResult {
 export interface RouteTarget {
   hostname: string;
   serviceId: string;
-  /** Where the proxy should send traffic: the service's published host port. */
-  upstream: string;
+  /**
+   * `ip:port` of the service's current container; null while it has none, and the proxy answers
+   * 503 for the hostname rather than another site's content or a connection error.
+   */
+  upstream: string | null;
 }
+
+/** The whole routing table, as one value: the proxy never gets a partial update. */
+export interface RoutingTable {
+  /** Changes whenever anything in the table does: lets the proxy say whether it still serves it. */
+  version: string;
+  routes: RouteTarget[];
+}
+
+/** Whether the proxy serves a table: `unreachable` carries the reason. */
+export type ProxyState = { state: 'current' } | { state: 'stale' } | { state: 'unreachable'; detail: string };
 
 /** Loads the whole routing table; implementations must be idempotent. */
 export interface ReverseProxy {
-  apply(routes: RouteTarget[], signal?: AbortSignal): Promise<ProxyResult>;
+  /** False when the install routes elsewhere: nothing waits on this proxy then. */
+  readonly enabled: boolean;
+  apply(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult>;
+  /** Cheap: asked every few seconds, so a proxy that restarted empty gets its routes back. */
+  check(version: string, signal?: AbortSignal): Promise<ProxyState>;
+  /** Releases what the adapter holds (timers, connections); the proxy itself keeps serving. */
+  close?(): Promise<void>;
 }

@@ -11,6 +11,9 @@ import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 const POLL_MS = 500;
 const RECONCILE_MS = 10_000;
+const DRAIN_POLL_MS = 100;
+/** When a container's connections cannot be counted: long enough for a typical request to finish. */
+const DRAIN_FALLBACK_MS = 2_000;
 
 class AbortedByUser extends Error {}
 
@@ -30,6 +33,7 @@ export class DeployRunner {
   private timer: NodeJS.Timeout | null = null;
   private reconcileTimer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  private reconciling: Promise<void> | null = null;
   private stopped = true;
   private readonly pipeline: DeploymentPipeline;
 
@@ -51,7 +55,15 @@ export class DeployRunner {
     this.stopped = false;
     await this.recover().catch((error: Error) => this.log('recovery failed', { error: error.message }));
     this.timer = setInterval(() => this.wake(), POLL_MS);
-    this.reconcileTimer = setInterval(() => void this.reconcile().catch(() => {}), RECONCILE_MS);
+    this.reconcileTimer = setInterval(() => {
+      // A pass may outlast the interval (a drain): never two at once.
+      if (this.reconciling) return;
+      this.reconciling = this.reconcile()
+        .catch((error: Error) => this.log('reconcile failed', { error: error.message }))
+        .finally(() => {
+          this.reconciling = null;
+        });
+    }, RECONCILE_MS);
     this.wake();
   }
 
@@ -63,6 +75,7 @@ export class DeployRunner {
     for (const job of this.running.values()) job.controller.abort(new InterruptedByShutdown('the server is shutting down'));
     await Promise.allSettled([...this.running.values()].map((job) => job.done));
     await this.ticking;
+    await this.reconciling;
   }
 
   wake(): void {
@@ -143,27 +156,57 @@ export class DeployRunner {
     this.deps.logBus.publish(id, { type: 'status', status });
   }
 
-  /** The new container takes the host port and the routes; then the old ones stop. */
+  /**
+   * The new container takes the host port and the routes; the old ones stop once what they were
+   * serving has finished. When the proxy did not take the new routes, it may still send traffic to
+   * the old container, which then keeps running until the reconcile loop sees the routes loaded.
+   */
   private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter): Promise<void> {
     await this.runtime.engine.keepRunning(container.id);
-    if (serves(service) && container.ip) {
-      await this.runtime.forwarder.set(service.hostPort, { host: container.ip, port: service.internalPort });
-      log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
-    } else {
-      // A worker (maybe a web service until now) publishes nothing.
-      await this.runtime.forwarder.set(service.hostPort, null);
-    }
+    const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
+    // A worker (maybe a web service until now) publishes nothing.
+    await this.runtime.forwarder.set(service.hostPort, upstream);
+    if (upstream) log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
     await this.deps.store.updateDeployment(deployment.id, { containerName: container.name });
+    this.routing.setUpstream(service.id, service.runtimeMode === 'web' && upstream ? `${upstream.host}:${upstream.port}` : null);
     const proxy = await this.routing.reload();
-    if (!proxy.ok && proxy.detail !== 'no reverse proxy configured') log.write(`Proxy: ${proxy.detail}`, 'stderr');
+    const routed = await this.routing.routesTo(service.id);
+    if (routed) log.write(proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
     const old = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.id !== container.id);
-    for (const previous of old) {
-      log.write(`Stopping the previous container ${previous.name}`);
-      await this.runtime.engine.stopAndRemove(previous.id, this.deps.config.deploy.stopGraceSeconds);
-    }
+    const keepOld = old.length > 0 && routed && !proxy.ok;
+    if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
+    else for (const previous of old) await this.retire(service, previous, log);
     const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
-    const keep = new Set([`${container.image}`, `${container.image}:latest`]);
+    const keep = new Set([`${container.image}`, `${container.image}:latest`, ...(keepOld ? old.map((c) => c.image) : [])]);
     for (const tag of await this.runtime.engine.listImageTags(prefix)) if (!keep.has(tag)) await this.runtime.engine.removeImage(tag);
+  }
+
+  /** Lets requests in flight to a replaced container finish (up to the drain timeout), then stops it. */
+  private async retire(service: ServiceRecord, previous: ContainerState, log?: DeploymentLogWriter): Promise<void> {
+    const started = Date.now();
+    const deadline = started + this.deps.config.routing.drainTimeoutMs;
+    let open: number | null = 0;
+    // Only web traffic is drained: a database's clients reconnect, and a worker serves none.
+    if (previous.running && service.runtimeMode === 'web' && !engineOf(service.repoFullName)) {
+      // Twice in a row: a connection may be opening as the first look finds none.
+      let idleLooks = 0;
+      while (Date.now() < deadline && idleLooks < 2 && !this.stopped) {
+        open = await this.runtime.engine.countConnections(previous.id, service.internalPort);
+        if (open === null) break;
+        idleLooks = open === 0 ? idleLooks + 1 : 0;
+        if (idleLooks < 2) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      }
+      if (open === null) await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_FALLBACK_MS, this.deps.config.routing.drainTimeoutMs)));
+    }
+    const waited = Date.now() - started;
+    log?.write(
+      open === null
+        ? `Stopping the previous container ${previous.name} after ${waited} ms (its connections could not be counted)`
+        : open > 0
+          ? `Stopping the previous container ${previous.name}: ${open} connection(s) still open after the ${this.deps.config.routing.drainTimeoutMs} ms drain timeout`
+          : `Stopping the previous container ${previous.name} (drained in ${waited} ms)`,
+    );
+    await this.runtime.engine.stopAndRemove(previous.id, this.deps.config.deploy.stopGraceSeconds);
   }
 
   /** Removes what a failed or aborted deployment created; the live container is never among it. */
@@ -229,16 +272,44 @@ export class DeployRunner {
     await this.reconcile();
   }
 
-  /** Keeps each host port pointed at its service's current container (its address changes when Docker restarts it). */
+  /**
+   * Keeps each host port and route pointed at its service's current container (its address changes
+   * when Docker restarts it), and stops containers a cutover left running once the proxy has
+   * the routes that no longer use them.
+   */
   async reconcile(): Promise<void> {
     await this.collectImages();
-    const currents = await this.pickCurrent(await this.instanceContainers());
-    for (const service of await this.deps.store.listAllServices()) {
-      if (service.status !== 'active' || [...this.running.values()].some((job) => job.serviceId === service.id)) continue;
+    const containers = await this.instanceContainers();
+    const currents = await this.pickCurrent(containers);
+    const services = await this.deps.store.listAllServices();
+    const deploying = new Set([...this.running.values()].map((job) => job.serviceId));
+    for (const service of services) {
+      if (deploying.has(service.id)) continue;
       const current = currents.get(service.id);
       const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
+      this.routing.setUpstream(service.id, service.runtimeMode === 'web' && target ? `${target.host}:${target.port}` : null);
+      if (service.status !== 'active') continue;
       await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
       if (serves(service) && !!current !== service.reachable) await this.deps.store.updateService(service.id, { reachable: !!current });
+    }
+    this.routing.markUpstreamsKnown();
+    await this.retireLeftovers(services, containers, currents, deploying);
+  }
+
+  private async retireLeftovers(services: ServiceRecord[], containers: ContainerState[], currents: Map<string, ContainerState>, deploying: Set<string>): Promise<void> {
+    const byId = new Map(services.map((s) => [s.id, s]));
+    const leftovers = containers.filter((c) => {
+      const serviceId = c.labels[LABELS.service] ?? '';
+      const current = currents.get(serviceId);
+      return current && current.id !== c.id && !deploying.has(serviceId) && !this.running.has(c.labels[LABELS.deployment] ?? '');
+    });
+    if (leftovers.length === 0 || !(await this.routing.settled())) return;
+    for (const container of leftovers) {
+      if (this.stopped) return;
+      const service = byId.get(container.labels[LABELS.service]!);
+      if (!service) continue;
+      this.log('stopping a container the routes no longer use', { name: container.name });
+      await this.retire(service, container);
     }
   }
 
@@ -267,6 +338,7 @@ export class DeployRunner {
   /** Everything a deleted service had at runtime: containers, images, host port, data volume. */
   async removeService(service: ServiceRecord): Promise<void> {
     await this.stopDeploymentsOf([service.id]);
+    this.routing.setUpstream(service.id, null);
     await this.runtime.forwarder.set(service.hostPort, null);
     for (const container of await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })) {
       await this.runtime.engine.stopAndRemove(container.id, 0);

@@ -25,6 +25,16 @@ export interface DeployConfig {
   analyzerImages: AnalyzerImageSettings;
 }
 
+/** How the reverse proxy is kept in step with the database. */
+export interface RoutingConfig {
+  /** How often the proxy is asked whether it still serves the table (a restarted one is empty). */
+  reconcileMs: number;
+  /** At most this long, after a cutover, for requests in flight to the old container to finish. */
+  drainTimeoutMs: number;
+  /** Timeout of one call to the proxy's admin API. */
+  proxyTimeoutMs: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -44,6 +54,7 @@ export interface PlatformConfig {
   /** Lines in the runtime log stream's snapshot. */
   runtimeLogTail: number;
   deploy: DeployConfig;
+  routing: RoutingConfig;
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -70,5 +81,10 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
       goRuntime: 'debian:bookworm-slim',
       static: 'caddy:2',
     },
+  },
+  routing: {
+    reconcileMs: 2_000,
+    drainTimeoutMs: 30_000,
+    proxyTimeoutMs: 10_000,
   },
 };

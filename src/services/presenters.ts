@@ -5,10 +5,14 @@ import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, Servic
 const iso = (d: Date) => d.toISOString();
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** `<service_slug>-<project_slug>.<rootDomain>`: the hostname a web service gets without asking. */
-export function generatedHostname(service: ServiceRecord, projectSlug: string, rootDomain: string | null): string | null {
-  if (!rootDomain) return null;
-  return `${service.slug}-${projectSlug}.${rootDomain}`;
+/**
+ * `<service_slug>-<project_slug>.<rootDomain>`: the hostname a web service gets without asking;
+ * none when the label would pass DNS's 63 characters (no certificate could be issued for it).
+ */
+export function generatedHostname(service: Pick<ServiceRecord, 'slug'>, projectSlug: string, rootDomain: string | null): string | null {
+  const label = `${service.slug}-${projectSlug}`;
+  if (!rootDomain || label.length > 63) return null;
+  return `${label}.${rootDomain}`;
 }
 
 export interface ServiceContext {

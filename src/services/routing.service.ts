@@ -1,31 +1,178 @@
-import type { ProxyResult, RouteTarget } from '../ports/reverse-proxy.port.js';
+import { createHash } from 'node:crypto';
+import { engineOf } from '../domain/database-engines.js';
+import type { ProxyResult, RouteTarget, RoutingTable } from '../ports/reverse-proxy.port.js';
 import type { ServiceDeps } from './deps.js';
+import { generatedHostname } from './presenters.js';
+
+const NOT_READY: ProxyResult = {
+  ok: false,
+  detail: 'routes are loaded once the platform has found the running containers (is the Docker engine reachable?); the change is saved',
+};
 
 /**
- * Builds the whole routing table from the database and hands it to the reverse proxy.
- * Always the whole table: a reload after any change converges, whatever was lost before.
+ * Builds the whole routing table from the database and the services' current containers, and keeps
+ * the reverse proxy serving it: after every change, and from a loop that notices a proxy that
+ * restarted empty, came back, or lost the table. Always the whole table, so any load converges.
  */
 export class RoutingService {
-  constructor(private readonly deps: ServiceDeps) {}
+  /** serviceId -> `ip:port` of the container that serves it, kept by the deploy runner. */
+  private readonly upstreams = new Map<string, string>();
+  private upstreamVersion = 0;
+  /** Until the runner has listed the running containers, a table would send every hostname to 503. */
+  private upstreamsKnown: boolean;
+  private cached: { key: string; table: RoutingTable } | null = null;
+  private loadedVersion: string | null = null;
+  private inFlight: Promise<ProxyResult> | null = null;
+  private queued: Promise<ProxyResult> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private reconciling = false;
+  private lastLogged = '';
 
-  async routes(): Promise<RouteTarget[]> {
-    const domains = await this.deps.store.listDomains(null);
-    const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
-    const routes: RouteTarget[] = [];
-    for (const domain of domains) {
-      const service = services.get(domain.serviceId);
-      if (!service || service.runtimeMode === 'worker') continue;
-      routes.push({ hostname: domain.hostname, serviceId: service.id, upstream: `127.0.0.1:${service.hostPort}` });
-    }
-    return routes;
+  constructor(
+    private readonly deps: ServiceDeps,
+    options: { upstreamsKnown: boolean },
+    private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
+  ) {
+    this.upstreamsKnown = options.upstreamsKnown;
   }
 
-  /** Never throws: a proxy that is down must not lose the user's saved change. */
-  async reload(): Promise<ProxyResult> {
+  get enabled(): boolean {
+    return this.deps.proxy.enabled;
+  }
+
+  setUpstream(serviceId: string, upstream: string | null): void {
+    if ((this.upstreams.get(serviceId) ?? null) === upstream) return;
+    if (upstream) this.upstreams.set(serviceId, upstream);
+    else this.upstreams.delete(serviceId);
+    this.upstreamVersion++;
+  }
+
+  upstreamOf(serviceId: string): string | null {
+    return this.upstreams.get(serviceId) ?? null;
+  }
+
+  markUpstreamsKnown(): void {
+    this.upstreamsKnown = true;
+  }
+
+  async table(): Promise<RoutingTable> {
+    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
+    if (this.cached?.key === key) return this.cached.table;
+    const [domains, services, projects] = await Promise.all([
+      this.deps.store.listDomains(null),
+      this.deps.store.listAllServices(),
+      this.deps.store.listProjects(null),
+    ]);
+    const projectSlugs = new Map(projects.map((p) => [p.id, p.slug]));
+    const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !engineOf(s.repoFullName)).map((s) => [s.id, s]));
+    const routes = new Map<string, RouteTarget>();
+    for (const domain of domains) {
+      if (web.has(domain.serviceId)) routes.set(domain.hostname, { hostname: domain.hostname, serviceId: domain.serviceId, upstream: this.upstreamOf(domain.serviceId) });
+    }
+    for (const service of web.values()) {
+      const hostname = generatedHostname(service, projectSlugs.get(service.projectId) ?? '', this.deps.config.rootDomain);
+      // A custom domain of the same name wins: it was asked for.
+      if (hostname && !routes.has(hostname)) routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
+    }
+    const sorted = [...routes.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
+    const version = createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
+    const table = { version, routes: sorted };
+    this.cached = { key, table };
+    return table;
+  }
+
+  /**
+   * Loads the current table. Never throws: a proxy that is down must not fail or lose the user's
+   * saved change. Loads run one at a time; callers arriving during one share the next, which reads
+   * the database after their change.
+   */
+  reload(): Promise<ProxyResult> {
+    if (!this.inFlight) return this.loadNow();
+    this.queued ??= this.inFlight.then(() => {
+      this.queued = null;
+      return this.loadNow();
+    });
+    return this.queued;
+  }
+
+  private loadNow(): Promise<ProxyResult> {
+    const run = this.load().finally(() => {
+      if (this.inFlight === run) this.inFlight = null;
+    });
+    this.inFlight = run;
+    return run;
+  }
+
+  private async load(): Promise<ProxyResult> {
+    if (!this.upstreamsKnown) return NOT_READY;
     try {
-      return await this.deps.proxy.apply(await this.routes(), AbortSignal.timeout(10_000));
+      const table = await this.table();
+      const result = await this.deps.proxy.apply(table, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+      if (result.ok) this.loadedVersion = table.version;
+      return result;
     } catch (error) {
       return { ok: false, detail: `proxy reload failed: ${error instanceof Error ? error.message : String(error)}` };
     }
+  }
+
+  /** True when the proxy is known to serve the current table (or there is no proxy to wait for). */
+  async settled(): Promise<boolean> {
+    if (!this.enabled) return true;
+    return this.loadedVersion !== null && this.loadedVersion === (await this.table()).version;
+  }
+
+  /** Whether the proxy may send this service's traffic anywhere: if not, its containers can go at once. */
+  async routesTo(serviceId: string): Promise<boolean> {
+    return this.enabled && (await this.table()).routes.some((r) => r.serviceId === serviceId);
+  }
+
+  /**
+   * One pass of the loop: loads the table when it changed since the last load, or when the proxy no
+   * longer serves it (restarted empty, replaced by hand, back after being down).
+   */
+  async reconcile(): Promise<void> {
+    if (!this.enabled || !this.upstreamsKnown || this.reconciling) return;
+    this.reconciling = true;
+    try {
+      const table = await this.table();
+      let reason: string | null = table.version === this.loadedVersion ? null : 'the routing table changed';
+      if (!reason) {
+        const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+        if (state.state === 'unreachable') {
+          this.loadedVersion = null;
+          this.logOnce('the reverse proxy is unreachable; routes will be loaded when it is back', state.detail);
+          return;
+        }
+        if (state.state === 'stale') reason = 'the proxy no longer serves the routes (restarted?)';
+      }
+      if (!reason) return;
+      const result = await this.reload();
+      this.logOnce(result.ok ? `routes loaded: ${reason}` : 'routes not loaded', result.detail);
+    } catch (error) {
+      this.log('routing reconcile failed', { error: (error as Error).message });
+    } finally {
+      this.reconciling = false;
+    }
+  }
+
+  /** A proxy that stays down is reported once, not every few seconds. */
+  private logOnce(message: string, detail: string): void {
+    if (`${message}|${detail}` === this.lastLogged) return;
+    this.lastLogged = `${message}|${detail}`;
+    this.log(message, { detail });
+  }
+
+  start(): void {
+    if (this.timer || !this.enabled) return;
+    void this.reconcile();
+    this.timer = setInterval(() => void this.reconcile(), this.deps.config.routing.reconcileMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.inFlight?.catch(() => {});
+    await this.deps.proxy.close?.();
   }
 }

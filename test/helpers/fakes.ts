@@ -1,15 +1,37 @@
 import type { PortProbe } from '../../src/ports/port-probe.port.js';
-import type { ProxyResult, ReverseProxy, RouteTarget } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyResult, ProxyState, ReverseProxy, RouteTarget, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
 import type { RuntimeLogEvent, RuntimeLogSource } from '../../src/ports/runtime-logs.port.js';
 
-/** Records every routing table it is given. */
+/**
+ * Records every routing table it is given; serves the last one it accepted, like Caddy, until
+ * `restartEmpty()` or `down`.
+ */
 export class RecordingReverseProxy implements ReverseProxy {
+  enabled = true;
   readonly applied: RouteTarget[][] = [];
+  readonly versions: string[] = [];
   result: ProxyResult = { ok: true, detail: 'loaded' };
+  /** Unreachable with this reason: apply fails and check says so. */
+  down: string | null = null;
+  serving: string | null = null;
+  checks = 0;
 
-  async apply(routes: RouteTarget[]): Promise<ProxyResult> {
-    this.applied.push(routes);
+  async apply(table: RoutingTable): Promise<ProxyResult> {
+    if (this.down) return { ok: false, detail: this.down };
+    this.applied.push(table.routes);
+    this.versions.push(table.version);
+    if (this.result.ok) this.serving = table.version;
     return this.result;
+  }
+
+  async check(version: string): Promise<ProxyState> {
+    this.checks++;
+    if (this.down) return { state: 'unreachable', detail: this.down };
+    return this.serving === version ? { state: 'current' } : { state: 'stale' };
+  }
+
+  restartEmpty(): void {
+    this.serving = null;
   }
 
   get last(): RouteTarget[] | undefined {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createServices, DEFAULT_PLATFORM_CONFIG, type PlatformConfig, type Services } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/ports/clock.port.js';
-import type { BuildRequest, ContainerEngine, ContainerState, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
+import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
 import type { CloneRequest, GitSource } from '../../src/ports/git-source.port.js';
 import type { HealthProbe } from '../../src/ports/health-probe.port.js';
 import type { PortForwarder } from '../../src/ports/port-forwarder.port.js';
@@ -76,6 +76,8 @@ export interface FakeContainer extends Omit<RunRequest, 'signal'> {
   restartPolicy: boolean;
   /** Running, but nothing answers on its port (the health probe says so). */
   silent: boolean;
+  /** Connections open to it, as countConnections reports them; null: cannot tell. */
+  connections: number | null;
   seq: number;
 }
 
@@ -176,6 +178,7 @@ export class FakeContainerEngine implements ContainerEngine {
       logs: [],
       restartPolicy: true,
       silent: false,
+      connections: 0,
       seq: ++this.seq,
     };
     this.containers.set(container.id, container);
@@ -275,6 +278,7 @@ export class FakeContainerEngine implements ContainerEngine {
       logs: exit ? [...exit.tail] : ['listening'],
       restartPolicy: false,
       silent: this.run.silent ?? false,
+      connections: 0,
       seq: ++this.seq,
     };
     this.containers.set(container.id, container);
@@ -303,6 +307,25 @@ export class FakeContainerEngine implements ContainerEngine {
     if (!container) return;
     this.containers.delete(container.id);
     this.removedContainers.push(container.name);
+  }
+
+  async countConnections(idOrName: string, _port: number): Promise<number | null> {
+    const container = this.find(idOrName);
+    return container ? container.connections : 0;
+  }
+
+  readonly daemons: DaemonRequest[] = [];
+
+  async runDaemon(request: DaemonRequest): Promise<ContainerState> {
+    this.daemons.push(request);
+    const container = this.addContainer({ name: request.name, image: request.image, labels: request.labels });
+    return this.stateOf(container);
+  }
+
+  async startContainer(idOrName: string): Promise<void> {
+    const container = this.find(idOrName);
+    if (!container) throw new Error(`No such container: ${idOrName}`);
+    if (!container.running) this.restart(idOrName);
   }
 
   async listContainers(label: { key: string; value?: string }): Promise<ContainerState[]> {

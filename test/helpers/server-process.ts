@@ -52,7 +52,8 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
   const child = spawn(process.execPath, startArgs(), {
     cwd: ROOT,
     // The runner is paused unless a test asks for it: API tests keep deployments queued.
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', ...env },
+    // No proxy unless a test brings one: a default install would start a Caddy container on ports 80 and 443.
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', PROXY: 'none', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -212,7 +212,7 @@ describe('domains', () => {
     const other = (await api.services.create({ projectId: project.id, name: 'other', repoFullName: 'a/c' })).service;
     const created = await api.domains.create({ serviceId: web.id, hostname: 'App.Example.COM.' });
     expect(created).toMatchObject({ ok: true, proxy: { ok: true }, domain: { hostname: 'app.example.com', status: 'active' } });
-    expect(h.proxy.last).toEqual([{ hostname: 'app.example.com', serviceId: web.id, upstream: `127.0.0.1:${web.hostPort}` }]);
+    expect(h.proxy.last).toEqual([{ hostname: 'app.example.com', serviceId: web.id, upstream: null }]);
 
     expect(await codeOf(api.domains.create({ serviceId: other.id, hostname: 'app.example.com' }))).toBe('CONFLICT');
     expect(await codeOf(api.domains.create({ serviceId: other.id, hostname: 'bad_host.example.com' }))).toBe('BAD_REQUEST');

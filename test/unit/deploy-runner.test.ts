@@ -187,7 +187,7 @@ describe('a deployment from a repository', () => {
     expect(keep).toBeGreaterThanOrEqual(0);
     expect(switched).toBeGreaterThan(keep);
     expect(stopped).toBeGreaterThan(switched);
-    expect(await logs(second.id)).toContain(`Stopping the previous container ${first.containerName}`);
+    expect((await logs(second.id)).find((l) => l.startsWith(`Stopping the previous container ${first.containerName}`))).toMatch(/drained in \d+ ms/);
   });
 
   it('runs one deployment at a time per service: two queued for one service run in order', async () => {

@@ -445,7 +445,8 @@ describe('domains and routing', () => {
     const service = await record(webId);
     expect(service.preferredDomain).toBe('shop.example.com');
     expect(h.proxy.applied).toHaveLength(1);
-    expect(h.proxy.last).toEqual([{ hostname: 'shop.example.com', serviceId: webId, upstream: `127.0.0.1:${service.hostPort}` }]);
+    // No container yet: the hostname is routed, and the proxy answers 503 for it.
+    expect(h.proxy.last).toEqual([{ hostname: 'shop.example.com', serviceId: webId, upstream: null }]);
     const overview = await h.services.services.overview(admin, webId);
     expect(overview.domains.map((d) => d.hostname)).toEqual(['shop.example.com']);
     expect(overview.service).toMatchObject({ preferredDomain: 'shop.example.com', primaryUrl: 'https://shop.example.com' });
@@ -518,30 +519,31 @@ describe('domains and routing', () => {
   it('every routing change hands the proxy the whole table and returns its result', async () => {
     const api = await h.services.services.create(admin, projectId, repo('api'));
     const other = await project('Other');
-    const webPort = (await record(webId)).hostPort;
-    const apiPort = (await record(api.id)).hostPort;
+    // The deploy runner sets these at cutover; the table sends each hostname to its service's container.
+    h.services.routing.setUpstream(webId, '172.18.0.2:3000');
+    h.services.routing.setUpstream(api.id, '172.18.0.3:8080');
     const hosts = () => (h.proxy.last ?? []).map((r) => `${r.hostname}->${r.upstream}`).sort();
 
     h.proxy.result = { ok: true, detail: 'create' };
     const created = await h.services.domains.create(admin, webId, 'web.example.com');
     expect(created.proxy).toEqual({ ok: true, detail: 'create' });
-    expect(hosts()).toEqual([`web.example.com->127.0.0.1:${webPort}`]);
+    expect(hosts()).toEqual([`web.example.com->172.18.0.2:3000`]);
 
     const apiDomain = await h.services.domains.create(admin, api.id, 'api.example.com');
-    expect(hosts()).toEqual([`api.example.com->127.0.0.1:${apiPort}`, `web.example.com->127.0.0.1:${webPort}`]);
+    expect(hosts()).toEqual([`api.example.com->172.18.0.3:8080`, `web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: true, detail: 'update' };
     expect(await h.services.domains.update(admin, api.id, apiDomain.domain.id, 'api2.example.com')).toEqual({ ok: true, detail: 'update' });
-    expect(hosts()).toEqual([`api2.example.com->127.0.0.1:${apiPort}`, `web.example.com->127.0.0.1:${webPort}`]);
+    expect(hosts()).toEqual([`api2.example.com->172.18.0.3:8080`, `web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: false, detail: 'transfer' };
     const moved = await h.services.services.transfer(admin, api.id, other.id);
     expect(moved.proxy).toEqual({ ok: false, detail: 'transfer' });
-    expect(hosts()).toEqual([`api2.example.com->127.0.0.1:${apiPort}`, `web.example.com->127.0.0.1:${webPort}`]);
+    expect(hosts()).toEqual([`api2.example.com->172.18.0.3:8080`, `web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: true, detail: 'delete service' };
     expect(await h.services.services.delete(admin, api.id)).toEqual({ ok: true, detail: 'delete service' });
-    expect(hosts()).toEqual([`web.example.com->127.0.0.1:${webPort}`]);
+    expect(hosts()).toEqual([`web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: true, detail: 'delete domain' };
     expect(await h.services.domains.delete(admin, webId, created.domain.id)).toEqual({ ok: true, detail: 'delete domain' });

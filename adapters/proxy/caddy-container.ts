@@ -1,0 +1,93 @@
+import type { ContainerEngine } from '../../src/ports/container-engine.port.js';
+import { LABELS } from '../../src/ports/container-engine.port.js';
+import type { ProxyHost } from './caddy.reverse-proxy.js';
+
+const BOOTSTRAP_PATH = '/etc/caddy/slipway-bootstrap.json';
+const ADMIN_WAIT_MS = 15_000;
+
+export interface CaddyContainerOptions {
+  /** Resource prefix: the container is `<prefix>-caddy`, its volumes `<prefix>-caddy-data` and `-config`. */
+  prefix: string;
+  image: string;
+  /** Caddy's admin API listens on 127.0.0.1 at this port, on the host's network. */
+  adminPort: number;
+  log: (message: string, extra?: Record<string, unknown>) => void;
+}
+
+/**
+ * Runs Caddy as the platform's own container on the host's network: it binds the HTTP and HTTPS
+ * ports itself and reaches service containers at their bridge addresses, as the host does.
+ * Certificates live on a volume, so a new container (a new image) keeps them.
+ */
+export class CaddyContainer implements ProxyHost {
+  private ensuring: Promise<void> | null = null;
+
+  constructor(
+    private readonly engine: ContainerEngine,
+    private readonly options: CaddyContainerOptions,
+  ) {}
+
+  get name(): string {
+    return `${this.options.prefix}-caddy`;
+  }
+
+  get adminUrl(): string {
+    return `http://127.0.0.1:${this.options.adminPort}`;
+  }
+
+  /** Concurrent callers (a reload and the reconcile loop) share one start. */
+  ensure(signal: AbortSignal): Promise<void> {
+    this.ensuring ??= this.start(signal).finally(() => {
+      this.ensuring = null;
+    });
+    return this.ensuring;
+  }
+
+  private async start(signal: AbortSignal): Promise<void> {
+    const { image, log } = this.options;
+    const state = await this.engine.inspect(this.name);
+    if (state?.running && state.image === image) return;
+    if (state && state.image === image) {
+      log('starting the stopped proxy container', { name: this.name });
+      await this.engine.startContainer(this.name);
+      return this.waitForAdmin(signal);
+    }
+    if (state) {
+      log('replacing the proxy container: its image setting changed', { name: this.name, from: state.image, to: image });
+      await this.engine.stopAndRemove(this.name, 10);
+    }
+    if (!(await this.engine.imageExists(image))) {
+      log('pulling the proxy image', { image });
+      await this.engine.pullImage(image, () => {}, signal);
+    }
+    log('starting the proxy container', { name: this.name, image });
+    await this.engine.runDaemon({
+      name: this.name,
+      image,
+      cmd: ['caddy', 'run', '--config', BOOTSTRAP_PATH],
+      env: { XDG_CONFIG_HOME: '/config', XDG_DATA_HOME: '/data' },
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'proxy' },
+      volumes: [
+        { name: `${this.options.prefix}-caddy-data`, target: '/data' },
+        { name: `${this.options.prefix}-caddy-config`, target: '/config' },
+      ],
+      // Only the admin endpoint at first: the platform loads the routes as soon as it answers.
+      files: [{ path: BOOTSTRAP_PATH, content: JSON.stringify({ admin: { listen: `127.0.0.1:${this.options.adminPort}` } }) }],
+      signal,
+    });
+    await this.waitForAdmin(signal);
+  }
+
+  private async waitForAdmin(signal: AbortSignal): Promise<void> {
+    const deadline = Date.now() + ADMIN_WAIT_MS;
+    while (Date.now() < deadline) {
+      signal.throwIfAborted();
+      const answered = await fetch(`${this.adminUrl}/config/`, { signal: AbortSignal.any([signal, AbortSignal.timeout(1_000)]) })
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (answered) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    throw new Error(`${this.name} did not answer on its admin API (${this.adminUrl}) within ${ADMIN_WAIT_MS / 1000} s; see \`docker logs ${this.name}\``);
+  }
+}

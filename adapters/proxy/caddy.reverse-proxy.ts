@@ -1,0 +1,104 @@
+import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from './caddy-config.js';
+
+const CALL_TIMEOUT_MS = 10_000;
+
+/** The Caddy the platform runs itself: started (again) when its admin API does not answer. */
+export interface ProxyHost {
+  ensure(signal: AbortSignal): Promise<void>;
+}
+
+export interface CaddyAdminOptions extends CaddyServeOptions {
+  /** e.g. `http://127.0.0.1:2019`: Caddy's admin API, which only ever listens on loopback here. */
+  adminUrl: string;
+  host?: ProxyHost | undefined;
+}
+
+class AdminUnreachable extends Error {}
+
+/**
+ * Keeps a Caddy configured through its admin API: every load replaces the whole configuration,
+ * which Caddy applies atomically (a rejected one leaves the previous one serving).
+ */
+export class CaddyReverseProxy implements ReverseProxy {
+  readonly enabled = true;
+  private readonly adminUrl: string;
+
+  constructor(private readonly options: CaddyAdminOptions) {
+    this.adminUrl = options.adminUrl.replace(/\/+$/, '');
+  }
+
+  async apply(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult> {
+    try {
+      if (this.options.host) await this.options.host.ensure(withTimeout(signal, 120_000));
+    } catch (error) {
+      return { ok: false, detail: `the Caddy container could not be started: ${messageOf(error)}` };
+    }
+    try {
+      const admin = await this.call('GET', '/config/admin', signal);
+      const config = buildCaddyConfig(table, this.options, admin.body);
+      const loaded = await this.call('POST', '/load', signal, config);
+      if (loaded.status === 200) return { ok: true, detail: this.describe(table) };
+      const reason = typeof loaded.body === 'object' && loaded.body && 'error' in loaded.body ? String(loaded.body.error) : `HTTP ${loaded.status}`;
+      return { ok: false, detail: `Caddy rejected the configuration, and keeps serving the previous one: ${reason}` };
+    } catch (error) {
+      return { ok: false, detail: messageOf(error) };
+    }
+  }
+
+  async check(version: string, signal?: AbortSignal): Promise<ProxyState> {
+    try {
+      const answer = await this.call('GET', `/id/${tableMarker(version)}`, signal);
+      if (answer.status === 200) return { state: 'current' };
+      return { state: 'stale' };
+    } catch (error) {
+      if (this.options.host) await this.options.host.ensure(withTimeout(signal, 120_000)).catch(() => {});
+      return { state: 'unreachable', detail: messageOf(error) };
+    }
+  }
+
+  private describe(table: RoutingTable): string {
+    const n = table.routes.length;
+    const serving = this.options.autoHttps
+      ? `HTTPS on :${this.options.httpsPort} with automatic certificates, HTTP on :${this.options.httpPort} redirecting`
+      : `plain HTTP on :${this.options.httpPort}`;
+    return `Caddy loaded ${n} route${n === 1 ? '' : 's'} (${serving})`;
+  }
+
+  private async call(method: 'GET' | 'POST', path: string, signal: AbortSignal | undefined, body?: unknown): Promise<{ status: number; body: unknown }> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.adminUrl}${path}`, {
+        method,
+        headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: withTimeout(signal, CALL_TIMEOUT_MS),
+      });
+    } catch (error) {
+      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} is unreachable: ${messageOf(error)}`);
+    }
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // Not JSON: keep the text, it is still the best description of what went wrong.
+    }
+    if (method === 'GET' && path === '/config/admin' && response.status !== 200) {
+      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} answered ${response.status} to GET /config/admin`);
+    }
+    return { status: response.status, body: parsed };
+  }
+}
+
+function withTimeout(signal: AbortSignal | undefined, ms: number): AbortSignal {
+  return signal ? AbortSignal.any([signal, AbortSignal.timeout(ms)]) : AbortSignal.timeout(ms);
+}
+
+function messageOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  if (error.message === 'fetch failed' && cause instanceof Error) return cause.message;
+  if (error.name === 'TimeoutError') return 'timed out';
+  return error.message;
+}
