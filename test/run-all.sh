@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: every test, on a fresh Debian machine as root too. Provisions what the tests need
-# (PostgreSQL, a Docker engine, stand-in base images) when missing, type-checks, runs vitest, and ends with "N passed, N failed".
+# (PostgreSQL, a Docker engine, stand-in base images, Caddy) when missing, type-checks, runs vitest, and ends with "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,9 @@ export PG_TEST_URL
 echo "== provisioning the Docker engine and the stand-in images (no registry is needed)"
 bash test/provision/docker.sh
 bash test/provision/images.sh
+
+echo "== provisioning Caddy (Debian's package) for the routing tests"
+bash test/provision/caddy.sh
 
 echo "== type-checking and building what npm start runs"
 npx tsc --noEmit -p .

@@ -1,0 +1,137 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { request } from 'node:http';
+
+/** A free TCP port on 127.0.0.1 (closed again before it is returned). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface CaddyProcess {
+  /** `http://127.0.0.1:<adminPort>`: what CADDY_ADMIN_URL is set to. */
+  adminUrl: string;
+  adminPort: number;
+  /** The port routes are served on (PROXY_HTTP_PORT, with PROXY_AUTO_HTTPS=false). */
+  httpPort: number;
+  /** The environment a platform needs to keep this Caddy configured. */
+  platformEnv: Record<string, string>;
+  /** SIGKILL: the routes are gone with it. */
+  kill(): Promise<void>;
+  /** Starts it again, empty, on the same ports (as a supervisor would). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+  output(): string;
+}
+
+/**
+ * Starts Debian's caddy (provisioned by test/provision/caddy.sh) with only its admin API on
+ * 127.0.0.1, on free ports, with its state in a temporary directory: one per test file.
+ */
+export async function startCaddy(): Promise<CaddyProcess> {
+  const adminPort = await freePort();
+  const httpPort = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-caddy-'));
+  const config = path.join(dir, 'bootstrap.json');
+  writeFileSync(config, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  let child: ChildProcess | null = null;
+  let output = '';
+
+  const launch = async () => {
+    const started = spawn('caddy', ['run', '--config', config], {
+      env: { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'config'), XDG_DATA_HOME: path.join(dir, 'data'), HOME: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    started.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    started.once('error', (error) => (output += `\nspawn error: ${error.message}`));
+    child = started;
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (started.exitCode !== null) throw new Error(`caddy exited with ${started.exitCode}:\n${output}`);
+      const up = await fetch(`${adminUrl}/config/`, { signal: AbortSignal.timeout(500) }).then((r) => r.ok, () => false);
+      if (up) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`caddy did not answer on ${adminUrl} within 10 s:\n${output}`);
+  };
+  const halt = async (signal: NodeJS.Signals) => {
+    const current = child;
+    child = null;
+    if (!current || current.exitCode !== null) return;
+    const exited = new Promise((resolve) => current.once('exit', resolve));
+    current.kill(signal);
+    await exited;
+  };
+
+  await launch();
+  return {
+    adminUrl,
+    adminPort,
+    httpPort,
+    platformEnv: { CADDY_ADMIN_URL: adminUrl, PROXY_HTTP_PORT: String(httpPort), PROXY_AUTO_HTTPS: 'false', PROXY: 'caddy' },
+    kill: () => halt('SIGKILL'),
+    restart: async () => {
+      await halt('SIGKILL');
+      await launch();
+    },
+    stop: async () => {
+      await halt('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+    output: () => output,
+  };
+}
+
+export interface ViaResponse {
+  status: number;
+  text: string;
+}
+
+/**
+ * One request through the proxy as a browser for `hostname` would send it (the Host header set),
+ * on a fresh connection; null when the connection failed.
+ */
+export function requestVia(port: number, hostname: string, pathname = '/', timeoutMs = 5_000): Promise<ViaResponse | null> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: pathname, method: 'GET', headers: { Host: hostname }, agent: false, timeout: timeoutMs }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(null));
+    req.end();
+  });
+}
+
+/** Polls until `hostname` answers through the proxy with `expected` (status and, if given, a body match). */
+export async function waitUntilServed(
+  port: number,
+  hostname: string,
+  expected: { status: number; text?: RegExp },
+  timeoutMs = 10_000,
+): Promise<{ afterMs: number; response: ViaResponse }> {
+  const started = Date.now();
+  let last: ViaResponse | null = null;
+  while (Date.now() - started < timeoutMs) {
+    last = await requestVia(port, hostname, '/', 2_000);
+    if (last && last.status === expected.status && (!expected.text || expected.text.test(last.text))) {
+      return { afterMs: Date.now() - started, response: last };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${hostname} was not served with ${expected.status} ${expected.text ?? ''} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+}
