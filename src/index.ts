@@ -46,7 +46,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
   const projects = new ProjectService(deps, routing, removal);
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
-  const settings = new SettingsService(deps);
+  const settings = new SettingsService(deps, () => routing.reload());
   return {
     apiKeys: new ApiKeyService(deps),
     projects,

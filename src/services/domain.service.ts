@@ -22,7 +22,7 @@ export class DomainService {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     assertRoutable(service);
     const hostname = normalizeHostname(hostnameInput);
-    await this.assertHostnameFree(hostname);
+    await this.assertHostnameFree(hostname, service.id);
     const now = this.deps.clock.now();
     const domain: DomainRecord = { id: newId(), serviceId: service.id, hostname, status: 'active', createdAt: now, updatedAt: now };
     await this.deps.store.transaction(async (tx) => {
@@ -37,7 +37,7 @@ export class DomainService {
     const { service, domain } = await this.load(actor, serviceId, domainId);
     const hostname = normalizeHostname(hostnameInput);
     if (hostname !== domain.hostname) {
-      await this.assertHostnameFree(hostname);
+      await this.assertHostnameFree(hostname, service.id);
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
         await tx.updateDomain(domain.id, { hostname, updatedAt: now });
@@ -72,10 +72,13 @@ export class DomainService {
     return { service, domain };
   }
 
-  private async assertHostnameFree(hostname: string): Promise<void> {
+  private async assertHostnameFree(hostname: string, serviceId: string): Promise<void> {
     if (await this.deps.store.getDomainByHostname(hostname)) {
       throw new ConflictError(`The hostname ${hostname} is already in use`, { field: 'hostname' });
     }
+    // Another service's generated hostname is taken too; a service may name its own.
+    const generated = (await this.routing.table()).routes.find((r) => r.hostname === hostname && r.serviceId !== serviceId);
+    if (generated) throw new ConflictError(`The hostname ${hostname} is the generated hostname of another service`, { field: 'hostname' });
   }
 }
 

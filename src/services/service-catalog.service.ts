@@ -9,7 +9,7 @@ import type { ServiceDeps } from './deps.js';
 import type { EnvService } from './env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
 import { projectFor, serviceFor } from './lookup.js';
-import { presentDeployment, presentDomain, presentService } from './presenters.js';
+import { generatedHostname, presentDeployment, presentDomain, presentService } from './presenters.js';
 import { cleanName, type ProjectService } from './project.service.js';
 import type { RoutingService } from './routing.service.js';
 import { generatePassword } from './secret-box.js';
@@ -129,9 +129,7 @@ export class ServiceCatalog {
         databasePublicHostname: engine
           ? input.databasePublicHostname
             ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
-            : this.deps.config.rootDomain
-              ? `${slug}-${project.slug}.${this.deps.config.rootDomain}`
-              : null
+            : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain)
           : null,
         postgresLogicalReplicationEnabled: engine === 'postgres' || engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
         status: 'idle',

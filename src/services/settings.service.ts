@@ -35,7 +35,11 @@ const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 export class SettingsService {
   private readonly defaults: { publicIp: string; rootDomain: string | null };
 
-  constructor(private readonly deps: ServiceDeps) {
+  constructor(
+    private readonly deps: ServiceDeps,
+    /** The root domain names every generated hostname: the routes follow a change at once. */
+    private readonly onRootDomainChange: () => Promise<unknown> = async () => {},
+  ) {
     this.defaults = { publicIp: deps.config.publicIp, rootDomain: deps.config.rootDomain };
   }
 
@@ -75,7 +79,9 @@ export class SettingsService {
       });
     }
     await this.deps.store.putSetting(KEY, JSON.stringify(next), this.deps.clock.now());
+    const rootDomainBefore = this.deps.config.rootDomain;
     this.apply(next);
+    if (this.deps.config.rootDomain !== rootDomainBefore) await this.onRootDomainChange();
     return this.present(next);
   }
 

@@ -452,6 +452,22 @@ describe('domains and routing', () => {
     expect(overview.service).toMatchObject({ preferredDomain: 'shop.example.com', primaryUrl: 'https://shop.example.com' });
   });
 
+  it("refuses another service's generated hostname, routes it, and follows a root domain change", async () => {
+    await h.services.settings.update(admin, { rootDomain: 'apps.test' });
+    const applies = h.proxy.applied.length;
+    const shop = (await h.services.projects.get(admin, projectId)).slug;
+    const apiId = (await h.services.services.create(admin, projectId, repo('api'))).id;
+    await expect(h.services.domains.create(admin, apiId, `web-${shop}.apps.test`)).rejects.toBeInstanceOf(ConflictError);
+    // A service may name its own generated hostname; the table holds it once.
+    await h.services.domains.create(admin, webId, `web-${shop}.apps.test`);
+    expect(h.proxy.last!.filter((r) => r.hostname === `web-${shop}.apps.test`)).toEqual([{ hostname: `web-${shop}.apps.test`, serviceId: webId, upstream: null }]);
+    expect(h.proxy.last!.map((r) => r.hostname)).toContain(`api-${shop}.apps.test`);
+    await h.services.settings.update(admin, { rootDomain: 'other.test' });
+    expect(h.proxy.applied.length).toBeGreaterThan(applies + 1);
+    expect(h.proxy.last!.map((r) => r.hostname)).toContain(`api-${shop}.other.test`);
+    await h.services.settings.update(admin, { rootDomain: null });
+  });
+
   it('a second domain does not replace the preferred one', async () => {
     await h.services.domains.create(admin, webId, 'a.example.com');
     await h.services.domains.create(admin, webId, 'b.example.com');
