@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
 import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from './caddy-config.js';
 
@@ -66,29 +68,46 @@ export class CaddyReverseProxy implements ReverseProxy {
   }
 
   private async call(method: 'GET' | 'POST', path: string, signal: AbortSignal | undefined, body?: unknown): Promise<{ status: number; body: unknown }> {
-    let response: Response;
+    let answer: { status: number; text: string };
     try {
-      response = await fetch(`${this.adminUrl}${path}`, {
-        method,
-        headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-        body: body === undefined ? null : JSON.stringify(body),
-        signal: withTimeout(signal, CALL_TIMEOUT_MS),
-      });
+      answer = await adminRequest(`${this.adminUrl}${path}`, method, body === undefined ? null : JSON.stringify(body), withTimeout(signal, CALL_TIMEOUT_MS));
     } catch (error) {
       throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} is unreachable: ${messageOf(error)}`);
     }
-    const text = await response.text();
-    let parsed: unknown = text;
+    let parsed: unknown = answer.text;
     try {
-      parsed = text ? JSON.parse(text) : null;
+      parsed = answer.text ? JSON.parse(answer.text) : null;
     } catch {
       // Not JSON: keep the text, it is still the best description of what went wrong.
     }
-    if (method === 'GET' && path === '/config/admin' && response.status !== 200) {
-      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} answered ${response.status} to GET /config/admin`);
+    if (method === 'GET' && path === '/config/admin' && answer.status !== 200) {
+      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} answered ${answer.status} to GET /config/admin`);
     }
-    return { status: response.status, body: parsed };
+    return { status: answer.status, body: parsed };
   }
+}
+
+/**
+ * One request on its own connection: Caddy restarts its admin endpoint when it rolls back a
+ * rejected load, and a pooled keep-alive socket would then fail the next call as "unreachable".
+ */
+function adminRequest(url: string, method: string, body: string | null, signal: AbortSignal): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      target,
+      { method, agent: false, signal, headers: body === null ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body ?? undefined);
+  });
 }
 
 function withTimeout(signal: AbortSignal | undefined, ms: number): AbortSignal {
@@ -97,8 +116,6 @@ function withTimeout(signal: AbortSignal | undefined, ms: number): AbortSignal {
 
 function messageOf(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: unknown }).cause;
-  if (error.message === 'fetch failed' && cause instanceof Error) return cause.message;
-  if (error.name === 'TimeoutError') return 'timed out';
+  if (error.name === 'TimeoutError' || (error.name === 'AbortError' && (error.cause as Error | undefined)?.name === 'TimeoutError')) return 'timed out';
   return error.message;
 }

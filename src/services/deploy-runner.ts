@@ -177,7 +177,7 @@ export class DeployRunner {
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
     else for (const previous of old) await this.retire(service, previous, log);
     const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
-    const keep = new Set([`${container.image}`, `${container.image}:latest`, ...(keepOld ? old.map((c) => c.image) : [])]);
+    const keep = new Set([`${container.image}`, `${container.image}:latest`, ...(keepOld ? old.flatMap((c) => [c.image, `${c.image}:latest`]) : [])]);
     for (const tag of await this.runtime.engine.listImageTags(prefix)) if (!keep.has(tag)) await this.runtime.engine.removeImage(tag);
   }
 
@@ -310,6 +310,7 @@ export class DeployRunner {
       if (!service) continue;
       this.log('stopping a container the routes no longer use', { name: container.name });
       await this.retire(service, container);
+      if (container.image.startsWith(`${this.deps.config.resourcePrefix}-`)) await this.runtime.engine.removeImage(container.image);
     }
   }
 

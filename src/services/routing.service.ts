@@ -27,6 +27,8 @@ export class RoutingService {
   private timer: NodeJS.Timeout | null = null;
   private reconciling = false;
   private lastLogged = '';
+  /** The proxy was unreachable since the last load: says why the next load happens. */
+  private lost = false;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -87,6 +89,8 @@ export class RoutingService {
    * the database after their change.
    */
   reload(): Promise<ProxyResult> {
+    // Between one load's end and the queued one's start, the queued one is still the one to join.
+    if (this.queued) return this.queued;
     if (!this.inFlight) return this.loadNow();
     this.queued ??= this.inFlight.then(() => {
       this.queued = null;
@@ -135,11 +139,12 @@ export class RoutingService {
     this.reconciling = true;
     try {
       const table = await this.table();
-      let reason: string | null = table.version === this.loadedVersion ? null : 'the routing table changed';
+      let reason: string | null = table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
       if (!reason) {
         const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
         if (state.state === 'unreachable') {
           this.loadedVersion = null;
+          this.lost = true;
           this.logOnce('the reverse proxy is unreachable; routes will be loaded when it is back', state.detail);
           return;
         }
@@ -147,6 +152,7 @@ export class RoutingService {
       }
       if (!reason) return;
       const result = await this.reload();
+      if (result.ok) this.lost = false;
       this.logOnce(result.ok ? `routes loaded: ${reason}` : 'routes not loaded', result.detail);
     } catch (error) {
       this.log('routing reconcile failed', { error: (error as Error).message });
