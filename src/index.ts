@@ -35,10 +35,13 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     before: async (removed: ServiceRecord[]) => {
       if (runner) await runner.stopDeploymentsOf(removed.map((s) => s.id));
     },
+    // The records are gone by now: a runtime leftover is logged (and collected later), never a failed delete.
     after: async (removed: ServiceRecord[]) => {
       if (runner) {
-        for (const service of removed) await runner.removeService(service);
-        for (const projectId of new Set(removed.map((s) => s.projectId))) await runner.removeProjectNetwork(projectId);
+        for (const service of removed) await runner.removeService(service).catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
+        for (const projectId of new Set(removed.map((s) => s.projectId))) {
+          await runner.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
+        }
       }
       await options.onServicesRemoved?.(removed);
     },

@@ -20,6 +20,8 @@ interface ProgressEvent {
 
 /** The Docker Engine through dockerode; every call has a timeout and honours the caller's signal. */
 export class DockerodeContainerEngine implements ContainerEngine {
+  private readonly networkLocks = new Map<string, Promise<void>>();
+
   constructor(private readonly docker: Docker) {}
 
   async ping(signal?: AbortSignal): Promise<void> {
@@ -68,14 +70,32 @@ export class DockerodeContainerEngine implements ContainerEngine {
     });
   }
 
-  async ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
-    const existing: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout() } as Docker.NetworkListOptions);
-    if (existing.some((n) => n.Name === name)) return;
+  /**
+   * One check-and-create at a time per name: Docker's own duplicate check is not atomic, and two
+   * first deployments of a project would make two networks of one name (then every run is ambiguous).
+   */
+  ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    const previous = this.networkLocks.get(name) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(() => this.createNetworkOnce(name, labels));
+    this.networkLocks.set(name, next);
+    return next.finally(() => {
+      if (this.networkLocks.get(name) === next) this.networkLocks.delete(name);
+    });
+  }
+
+  private async createNetworkOnce(name: string, labels: Record<string, string>): Promise<void> {
+    if ((await this.networksNamed(name)).length > 0) return;
     try {
       await this.docker.createNetwork({ Name: name, Driver: 'bridge', Labels: labels, CheckDuplicate: true, abortSignal: timeout() } as never);
     } catch (error) {
       if (statusOf(error) !== 409) throw error;
     }
+  }
+
+  /** Exact-name matches: Docker's name filter also matches substrings. */
+  private async networksNamed(name: string): Promise<Docker.NetworkInspectInfo[]> {
+    const found: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout() } as Docker.NetworkListOptions);
+    return found.filter((n) => n.Name === name);
   }
 
   async runContainer(request: RunRequest): Promise<ContainerState> {
@@ -260,11 +280,14 @@ export class DockerodeContainerEngine implements ContainerEngine {
     }
   }
 
+  /** By id, every network of the name: duplicates an older version made would otherwise make the name ambiguous. */
   async removeNetwork(name: string): Promise<void> {
-    try {
-      await this.docker.getNetwork(name).remove({ abortSignal: timeout() } as never);
-    } catch (error) {
-      if (statusOf(error) !== 404 && statusOf(error) !== 409 && statusOf(error) !== 403) throw error;
+    for (const network of await this.networksNamed(name)) {
+      try {
+        await this.docker.getNetwork(network.Id).remove({ abortSignal: timeout() } as never);
+      } catch (error) {
+        if (statusOf(error) !== 404 && statusOf(error) !== 409 && statusOf(error) !== 403) throw error;
+      }
     }
   }
 

@@ -65,6 +65,13 @@ function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
   return { kind: 'container', image: env.PROXY_IMAGE || 'caddy:2', adminPort: int(env, 'PROXY_ADMIN_PORT', 2019, 1, 65535), ...serving };
 }
 
+/** Public URLs name the proxy's port only when it is not the scheme's own. */
+function publicPort(proxy: ProxyConfig): number | null {
+  if (proxy.kind === 'none') return null;
+  const port = proxy.autoHttps ? proxy.httpsPort : proxy.httpPort;
+  return port === (proxy.autoHttps ? 443 : 80) ? null : port;
+}
+
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
@@ -164,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       publicIp: env.PUBLIC_IP || detectPublicIp() || DEFAULT_PLATFORM_CONFIG.publicIp,
       // Behind PROXY=none too: another TLS terminator may be why.
       publicScheme: boolean(env, 'PROXY_AUTO_HTTPS', true) ? 'https' : 'http',
+      publicPort: publicPort(proxy),
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
       // Derived from the install's own key: stable across restarts, different for every install.
       instanceId: createHash('sha256').update(`instance:${key}`).digest('hex').slice(0, 12),

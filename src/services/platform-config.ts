@@ -45,6 +45,8 @@ export interface PlatformConfig {
   publicIp: string;
   /** Scheme of public URLs: https unless the proxy serves plain HTTP. */
   publicScheme: 'http' | 'https';
+  /** Port in public URLs when the proxy serves on a port other than the scheme's own. */
+  publicPort: number | null;
   /** Resource names (containers, images, volumes) start with it. */
   resourcePrefix: string;
   /** Tells this installation's Docker resources from another's on the same engine. */
@@ -62,6 +64,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   rootDomain: null,
   publicIp: '127.0.0.1',
   publicScheme: 'https',
+  publicPort: null,
   resourcePrefix: 'slipway',
   instanceId: 'default',
   streamPingMs: 15_000,

@@ -60,7 +60,7 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
 function primaryUrl(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): string {
   if (service.runtimeMode === 'worker' || service.repoFullName?.startsWith('database:')) return '';
   const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generatedHostname(service, ctx.projectSlug, config.rootDomain);
-  return host ? `${config.publicScheme}://${host}` : '';
+  return host ? `${config.publicScheme}://${host}${config.publicPort ? `:${config.publicPort}` : ''}` : '';
 }
 
 export function presentProject(project: ProjectRecord, services: ServiceView[]): ProjectView {

@@ -2,7 +2,8 @@ import { ConflictError, ValidationError } from '../domain/errors.js';
 import { ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
-import type { BuildMethod, RuntimeMode, ServiceRecord } from '../domain/types.js';
+import type { BuildMethod, ProjectRecord, RuntimeMode, ServiceRecord } from '../domain/types.js';
+import type { Store } from '../persistence/store.js';
 import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME } from '../domain/validation.js';
 import { assertProjectVisible, assertWrite, type Actor } from './access.js';
 import type { ServiceDeps } from './deps.js';
@@ -101,7 +102,7 @@ export class ServiceCatalog {
     const now = this.deps.clock.now();
 
     const service = await this.deps.store.transaction(async (tx) => {
-      const slug = uniqueSlug(slugify(name), await tx.serviceSlugsInProject(project.id));
+      const slug = uniqueSlug(slugify(name), await slugsTakenIn(tx, project));
       const hostPort = await allocateHostPort(tx, this.deps.portProbe, this.deps.config.hostPortRange);
       const record: ServiceRecord = {
         id: newId(),
@@ -215,7 +216,7 @@ export class ServiceCatalog {
     if (target.id !== service.projectId) {
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
-        const slug = uniqueSlug(service.slug, await tx.serviceSlugsInProject(target.id));
+        const slug = uniqueSlug(service.slug, await slugsTakenIn(tx, target));
         await tx.updateService(service.id, { projectId: target.id, slug, updatedAt: now });
         await tx.updateProject(target.id, { updatedAt: now });
         await tx.updateProject(service.projectId, { updatedAt: now });
@@ -307,4 +308,20 @@ function cleanBranch(branch: string): string {
     throw new ValidationError('branch', `${JSON.stringify(branch)} is not a valid branch name`);
   }
   return trimmed;
+}
+
+/**
+ * The project's own slugs, and the ones that would give a service here the generated hostname
+ * (`<service>-<project>`) of a service in another project: `a-b` in `c` and `a` in `b-c` would share one.
+ */
+async function slugsTakenIn(store: Store, project: ProjectRecord): Promise<Set<string>> {
+  const taken = await store.serviceSlugsInProject(project.id);
+  const suffix = `-${project.slug}`;
+  const projectSlugs = new Map((await store.listProjects(null)).map((p) => [p.id, p.slug]));
+  for (const other of await store.listAllServices()) {
+    if (other.projectId === project.id) continue;
+    const label = `${other.slug}-${projectSlugs.get(other.projectId) ?? ''}`;
+    if (label.endsWith(suffix) && label.length > suffix.length) taken.add(label.slice(0, -suffix.length));
+  }
+  return taken;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort, requestVia, waitUntilServed } from '../helpers/caddy.js';
+import { freePort, quietPort, requestVia, waitUntilServed } from '../helpers/caddy.js';
 import { deploy } from '../helpers/deployments.js';
 import { docker, provisionDocker } from '../helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -50,7 +50,7 @@ async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined |
 beforeAll(async () => {
   await provisionDocker();
   adminPort = await freePort();
-  httpPort = await freePort();
+  httpPort = await quietPort();
   server = await startServerProcess({
     PROXY: 'caddy',
     PROXY_ADMIN_PORT: String(adminPort),

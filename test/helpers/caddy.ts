@@ -17,6 +17,26 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A port for something that binds it only later (Caddy's routes bind at the first load, seconds
+ * after the port is chosen): outside the kernel's ephemeral range, where freePort() and every
+ * `PORT=0` server pick theirs, and outside HOST_PORT_RANGE's default (20000-29999). A port from
+ * freePort() was once taken meanwhile by another test process's Caddy admin API.
+ */
+export async function quietPort(): Promise<number> {
+  const canListen = (port: number, host: string) =>
+    new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code !== 'EADDRINUSE' && error.code !== 'EACCES'));
+      probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 11_000 + Math.floor(Math.random() * 7_000);
+    if ((await canListen(port, '0.0.0.0')) && (await canListen(port, '127.0.0.1')) && (await canListen(port, '::'))) return port;
+  }
+  throw new Error('no unused port in 11000-17999');
+}
+
 export interface CaddyProcess {
   /** `http://127.0.0.1:<adminPort>`: what CADDY_ADMIN_URL is set to. */
   adminUrl: string;
@@ -39,7 +59,7 @@ export interface CaddyProcess {
  */
 export async function startCaddy(): Promise<CaddyProcess> {
   const adminPort = await freePort();
-  const httpPort = await freePort();
+  const httpPort = await quietPort();
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-caddy-'));
   const config = path.join(dir, 'bootstrap.json');
   writeFileSync(config, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));

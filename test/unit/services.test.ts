@@ -452,6 +452,22 @@ describe('domains and routing', () => {
     expect(overview.service).toMatchObject({ preferredDomain: 'shop.example.com', primaryUrl: 'https://shop.example.com' });
   });
 
+  it('never gives two services one generated hostname: `a-b` in `c` and `a` in `b-c` would share `a-b-c`', async () => {
+    const c = await h.services.projects.create(admin, { name: 'c' });
+    const bc = await h.services.projects.create(admin, { name: 'b c' });
+    expect([c.slug, bc.slug]).toEqual(['c', 'b-c']);
+    const ab = await h.services.services.create(admin, c.id, repo('a b'));
+    const a = await h.services.services.create(admin, bc.id, repo('a'));
+    expect(ab.slug).toBe('a-b');
+    expect(a.slug).toBe('a-2');
+    // The other way round, and on a transfer too.
+    const x = await h.services.services.create(admin, bc.id, repo('x'));
+    const xy = await h.services.services.create(admin, projectId, repo('x b'));
+    const moved = await h.services.services.transfer(admin, xy.id, c.id);
+    expect(x.slug).toBe('x');
+    expect(moved.service.slug).toBe('x-b-2');
+  });
+
   it("refuses another service's generated hostname, routes it, and follows a root domain change", async () => {
     await h.services.settings.update(admin, { rootDomain: 'apps.test' });
     const applies = h.proxy.applied.length;
