@@ -22,6 +22,7 @@ import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
 import type { ContainerEngine } from '../../src/ports/container-engine.port.js';
 import { CaddyContainer } from '../proxy/caddy-container.js';
 import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
+import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import type { AppConfig } from './config.js';
 import { createKoaApp } from './koa-app.js';
@@ -52,6 +53,7 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
 /** The composition root: the one place that knows every adapter. */
 export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  if (config.proxy.kind !== 'none' && !overrides.proxy) await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
   const runtime: RuntimeDeps = overrides.runtime ?? {
     engine: new DockerodeContainerEngine(docker),

@@ -47,7 +47,8 @@ function reverseProxy(upstream: string): Record<string, unknown> {
     handler: 'reverse_proxy',
     upstreams: [{ dial: upstream }],
     // Idle connections to a container being retired close soon, so its drain ends soon after its last request.
-    transport: { protocol: 'http', keep_alive: { idle_timeout: '2s' } },
+    // Setting keep_alive at all drops Go's idle pool to 2 per host unless the pool size is given too.
+    transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
     // A request that could not reach the container is retried for a moment (it never got there).
     load_balancing: { try_duration: '5s', try_interval: '250ms' },
   };

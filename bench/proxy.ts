@@ -1,0 +1,313 @@
+/**
+ * Reverse proxy benchmark: `npm run build && SLIPWAY_TEST_BUILT=1 npx tsx bench/proxy.ts` (or `npm run bench:proxy`).
+ *
+ * In one run it
+ *  1. starts a real Caddy (test/helpers/caddy.ts: Debian's caddy, admin API on loopback, plain HTTP)
+ *     and the platform as `npm start` runs it, keeping that Caddy configured;
+ *  2. deploys a keep-alive Node HTTP service from the node stand-in image and gives it a domain;
+ *  3. loads it with autocannon (50 connections, 10 s each, after a warm-up), alternating
+ *     (a) through Caddy (Host: the domain) and (b) straight to the service's host port (the
+ *     platform's own TCP forwarder), and prints req/s with p50/p99 latency (medians of the rounds)
+ *     and the ratio a/b, with the connections to the container that each run left in TIME_WAIT
+ *     (about how many upstream connections it opened and closed);
+ *  4. configures 499 domains over four services, then times, five times over, a new hostname from
+ *     the moment `POST /api/services/:id/domains` is sent until Caddy serves it (polled every 5 ms
+ *     on fresh connections), deleting it again each time so 500 domains are configured while it is
+ *     measured; the baseline is Caddy alone: POST /load of that same 500-route configuration with
+ *     the new hostname added, until it is served;
+ *  5. prints a markdown table: measure / slipway / baseline / ratio / target.
+ *
+ * It is informational: whatever the figures, it exits 0 unless it crashes.
+ */
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { docker, provisionDocker } from '../test/helpers/docker.js';
+import { deploy } from '../test/helpers/deployments.js';
+import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
+
+const CONNECTIONS = 50;
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+/** Rounds of (a) and (b), in alternating order so that neither always runs on a warmer machine. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP_S = 2;
+const WARMUP_CONNECTIONS = 8;
+const DOMAINS = 500;
+const FILL_SERVICES = 3;
+const FILL_BATCH = 25;
+const DOMAIN_ROUNDS = 5;
+const POLL_MS = 5;
+const WATCHDOG_MS = 600_000;
+
+const TARGET_RATIO = 0.8;
+const TARGET_DOMAIN_MS = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// autocannon ships no types; the subset used here.
+
+interface Histogram {
+  average: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+interface AutocannonResult {
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  requests: Histogram & { total: number };
+  latency: Histogram;
+}
+type Autocannon = (opts: { url: string; connections: number; duration: number; headers?: Record<string, string>; timeout?: number }) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+const run = promisify(execFile);
+
+async function portRange(): Promise<string> {
+  const { stdout } = await run('cat', ['/proc/sys/net/ipv4/ip_local_port_range']).catch(() => ({ stdout: '?' }));
+  return stdout.trim().replace(/\s+/, '-');
+}
+
+/** Connections to `ip:port` in TIME_WAIT on this machine: each one is an upstream connection opened and closed. */
+async function timeWaits(ip: string, port: number): Promise<number> {
+  const { stdout } = await run('sh', ['-c', `ss -Htan state time-wait dst ${ip}:${port} | wc -l`]).catch(() => ({ stdout: 'NaN' }));
+  return Number(stdout.trim());
+}
+
+/** A keep-alive HTTP server on $PORT, answering a short text, closing gracefully on SIGTERM. */
+const NODE_SERVER = [
+  'const http = require("http");',
+  'const server = http.createServer((req, res) => { res.setHeader("content-type", "text/plain"); res.end("hello from slipway\\n"); });',
+  'server.keepAliveTimeout = 65000;',
+  'server.listen(Number(process.env.PORT));',
+  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
+].join(' ');
+const BODY = /^hello from slipway$/m;
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  total: number;
+}
+
+async function load(url: string, host?: string): Promise<Load> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, timeout: 30, ...(host ? { headers: { host } } : {}) });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    total: result.requests.total,
+  };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Polls `hostname` through Caddy on fresh connections until it answers 200 with the body; ms since `since`. */
+async function servedAfter(port: number, hostname: string, since: number, timeoutMs = 15_000): Promise<number> {
+  for (;;) {
+    const answer = await requestVia(port, hostname, '/', 1_000);
+    if (answer?.status === 200 && BODY.test(answer.text)) return performance.now() - since;
+    if (performance.now() - since > timeoutMs) throw new Error(`${hostname} not served within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
+    await sleep(POLL_MS);
+  }
+}
+
+async function caddyAdmin(caddy: CaddyProcess, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${caddy.adminUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? null : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`caddy ${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+interface CaddyRoute {
+  match?: Array<{ host?: string[] }>;
+  handle: unknown[];
+  terminal?: boolean;
+}
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    console.error(`bench/proxy.ts: no result after ${WATCHDOG_MS / 1000} s; giving up`);
+    void cleanup().finally(() => process.exit(1));
+  }, WATCHDOG_MS);
+  let caddy: CaddyProcess | null = null;
+  let server: ServerProcess | null = null;
+  let call: ReturnType<typeof api> | null = null;
+  let projectId: string | null = null;
+  async function cleanup(): Promise<void> {
+    if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
+    await server?.dispose().catch(() => {});
+    await caddy?.stop().catch(() => {});
+  }
+
+  try {
+    await provisionDocker();
+    caddy = await startCaddy();
+    server = await startServerProcess({ ...caddy.platformEnv, BUILD_CONCURRENCY: '2', STOP_GRACE_SECONDS: '1', RATE_LIMIT_PER_MINUTE: '0' });
+    call = api(server.url, server.token);
+    const nonce = randomBytes(3).toString('hex');
+    projectId = (await call('POST', '/api/projects', { name: `bench-proxy-${nonce}` })).json.project.id as string;
+    const created = await call('POST', `/api/projects/${projectId}/services`, {
+      name: 'web',
+      repoUrl: 'container-image',
+      containerImage: 'node:22-bookworm-slim',
+      startCommand: `exec node -e '${NODE_SERVER}'`,
+      internalPort: 3000,
+    });
+    if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
+    const web = created.json.service as { id: string; hostPort: number };
+    const deployed = await deploy(call, web.id, 120_000);
+    if (deployed.deployment.status !== 'succeeded') throw new Error(deployed.logs.join('\n'));
+    const hostname = `web.bench-${nonce}.test`;
+    const domain = await call('POST', `/api/services/${web.id}/domains`, { hostname });
+    if (domain.status !== 201 || !domain.json.proxy.ok) throw new Error(`${domain.status} ${domain.text}`);
+    await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: BODY });
+    const containerIp = await docker('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', deployed.deployment.containerName!);
+
+    // ---- (a) through Caddy vs (b) the host port's forwarder -----------------------------------
+    const viaCaddy = `http://127.0.0.1:${caddy.httpPort}/`;
+    const direct = `http://127.0.0.1:${web.hostPort}/`;
+    for (const [url, host] of [[viaCaddy, hostname], [direct, undefined]] as const) {
+      await autocannon({ url, connections: WARMUP_CONNECTIONS, duration: WARMUP_S, ...(host ? { headers: { host } } : {}) });
+    }
+    const caddyRuns: Load[] = [];
+    const directRuns: Load[] = [];
+    const waits = { caddy: [] as number[], direct: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? (['direct', 'caddy'] as const) : (['caddy', 'direct'] as const);
+      for (const which of order) {
+        const before = await timeWaits(containerIp, 3000);
+        if (which === 'caddy') caddyRuns.push(await load(viaCaddy, hostname));
+        else directRuns.push(await load(direct));
+        waits[which].push((await timeWaits(containerIp, 3000)) - before);
+        await sleep(500);
+      }
+    }
+    // For scale: the container itself, with no proxy at all (Docker's bridge address).
+    const bare = await load(`http://${containerIp}:3000/`);
+
+    // ---- (c) a new domain until Caddy serves it, with 500 configured --------------------------
+    const fillServices = [web.id];
+    for (let i = 0; i < FILL_SERVICES; i++) {
+      const s = await call('POST', `/api/projects/${projectId}/services`, {
+        name: `fill-${i}`,
+        repoUrl: 'container-image',
+        containerImage: 'node:22-bookworm-slim',
+        startCommand: `exec node -e '${NODE_SERVER}'`,
+        internalPort: 3000,
+      });
+      if (s.status !== 201) throw new Error(`${s.status} ${s.text}`);
+      fillServices.push(s.json.service.id);
+    }
+    const fillStarted = performance.now();
+    const toCreate = DOMAINS - 2; // the domain above, and the one measured
+    for (let first = 0; first < toCreate; first += FILL_BATCH) {
+      const batch = Array.from({ length: Math.min(FILL_BATCH, toCreate - first) }, (_, k) => first + k);
+      await Promise.all(
+        batch.map(async (i) => {
+          const res = await call!('POST', `/api/services/${fillServices[i % fillServices.length]}/domains`, { hostname: `d${i}.fill-${nonce}.test` });
+          if (res.status !== 201) throw new Error(`domain ${i}: ${res.status} ${res.text}`);
+        }),
+      );
+    }
+    const fillMs = performance.now() - fillStarted;
+    let domainCount = 0;
+    for (const id of fillServices) domainCount += (await call('GET', `/api/services/${id}/overview`)).json.domains.length as number;
+    const routesPath = '/config/apps/http/servers/slipway/routes';
+    const loadedRoutes = ((await caddyAdmin(caddy, 'GET', routesPath)) as CaddyRoute[]).filter((r) => r.match).length;
+    if (loadedRoutes !== DOMAINS - 1) throw new Error(`Caddy serves ${loadedRoutes} hostnames, expected ${DOMAINS - 1}`);
+
+    const slipwayMs: number[] = [];
+    const postMs: number[] = [];
+    const caddyMs: number[] = [];
+    for (let round = 0; round < DOMAIN_ROUNDS; round++) {
+      // Slipway: POST the domain, poll Caddy meanwhile.
+      const name = `m${round}.measure-${nonce}.test`;
+      const started = performance.now();
+      const posted = call('POST', `/api/services/${web.id}/domains`, { hostname: name }).then((res) => ({ res, at: performance.now() - started }));
+      slipwayMs.push(await servedAfter(caddy.httpPort, name, started));
+      const { res, at } = await posted;
+      if (res.status !== 201 || !res.json.proxy.ok) throw new Error(`${res.status} ${res.text}`);
+      postMs.push(at);
+      const removed = await call('DELETE', `/api/services/${web.id}/domains/${res.json.domain.id}`);
+      if (removed.status !== 200) throw new Error(`${removed.status} ${removed.text}`);
+      await sleep(200);
+
+      // Caddy alone: the configuration it serves now (500 hostnames once this one is added), then put back.
+      const config = (await caddyAdmin(caddy, 'GET', '/config/')) as { apps: { http: { servers: { slipway: { routes: CaddyRoute[] } } } } };
+      const routes = config.apps.http.servers.slipway.routes;
+      const webRoute = routes.find((r) => r.match?.[0]?.host?.includes(hostname))!;
+      const baseName = `b${round}.baseline-${nonce}.test`;
+      const extended = structuredClone(config);
+      extended.apps.http.servers.slipway.routes.splice(routes.length - 1, 0, { ...structuredClone(webRoute), match: [{ host: [baseName] }] });
+      const baseStarted = performance.now();
+      const loaded = caddyAdmin(caddy, 'POST', '/load', extended);
+      caddyMs.push(await servedAfter(caddy.httpPort, baseName, baseStarted));
+      await loaded;
+      await caddyAdmin(caddy, 'POST', '/load', config);
+      await sleep(200);
+    }
+
+    // ---- the table ---------------------------------------------------------------------------
+    const caddyRps = median(caddyRuns.map((r) => r.rps));
+    const directRps = median(directRuns.map((r) => r.rps));
+    const caddyP50 = median(caddyRuns.map((r) => r.p50));
+    const directP50 = median(directRuns.map((r) => r.p50));
+    const caddyP99 = median(caddyRuns.map((r) => r.p99));
+    const directP99 = median(directRuns.map((r) => r.p99));
+    const fmt = (n: number, digits = 0) => n.toFixed(digits);
+    const rows: string[][] = [
+      ['req/s through Caddy (Host header) vs host port forwarder', fmt(caddyRps), fmt(directRps), `${fmt(caddyRps / directRps, 2)}x`, `>= ${TARGET_RATIO}x`],
+      ['latency p50, ms', fmt(caddyP50, 1), fmt(directP50, 1), `${fmt(caddyP50 / directP50, 2)}x`, '-'],
+      ['latency p99, ms', fmt(caddyP99, 1), fmt(directP99, 1), `${fmt(caddyP99 / directP99, 2)}x`, '-'],
+      [`new domain -> served, ${DOMAINS} domains (ms, median of ${DOMAIN_ROUNDS})`, fmt(median(slipwayMs)), fmt(median(caddyMs)), `${fmt(median(slipwayMs) / median(caddyMs), 2)}x`, `< ${TARGET_DOMAIN_MS} ms`],
+      [`new domain -> served, ${DOMAINS} domains (ms, max of ${DOMAIN_ROUNDS})`, fmt(Math.max(...slipwayMs)), fmt(Math.max(...caddyMs)), `${fmt(Math.max(...slipwayMs) / Math.max(...caddyMs), 2)}x`, `< ${TARGET_DOMAIN_MS} ms`],
+    ];
+    const header = ['measure', 'slipway', 'baseline', 'ratio', 'target'];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+    console.log(`\nReverse proxy: Slipway's Caddy routes vs the host port forwarder and Caddy alone, same run`);
+    console.log(`(${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}; ${CONNECTIONS} connections, ${DURATION_S} s x ${ROUNDS} rounds each, medians; autocannon in this process)\n`);
+    console.log(line(header));
+    console.log(line(widths.map((w) => '-'.repeat(w))));
+    for (const row of rows) console.log(line(row));
+    console.log('');
+    console.log(`baseline of rows 1-3: the same service on 127.0.0.1:<hostPort> (the platform's TCP forwarder); of rows 4-5: Caddy's own POST /load of the same ${DOMAINS}-hostname configuration`);
+    console.log(`rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; forwarder ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the container directly (no proxy): ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50, 1)} ms, p99 ${fmt(bare.p99, 1)} ms`);
+    console.log(`new connections to the container in TIME_WAIT (upstream connections opened and closed), per round: Caddy ${waits.caddy.join(', ')}; forwarder ${waits.direct.join(', ')} (the ephemeral ports toward one ip:port are ${(await portRange())})`);
+    const problems = [...caddyRuns, ...directRuns, bare].reduce((sum, r) => sum + r.errors + r.non2xx, 0);
+    console.log(`errors + non-2xx answers during the load: ${problems} of ${[...caddyRuns, ...directRuns, bare].reduce((s, r) => s + r.total, 0)} requests`);
+    console.log(`domains: ${domainCount} configured over ${fillServices.length} services, ${DOMAINS - 1} hostnames loaded in Caddy before each measure; the ${DOMAINS - 2} fill domains took ${fmt(fillMs / 1000, 1)} s (${FILL_BATCH} at a time)`);
+    console.log(`new domain, each round (ms): slipway ${slipwayMs.map((v) => fmt(v)).join(', ')} (POST answered after ${postMs.map((v) => fmt(v)).join(', ')}); Caddy alone ${caddyMs.map((v) => fmt(v)).join(', ')}`);
+    const ratio = caddyRps / directRps;
+    console.log(
+      `\nCaddy/forwarder ${fmt(ratio, 2)}x ${ratio >= TARGET_RATIO ? 'PASS' : 'MISS'}; new domain median ${fmt(median(slipwayMs))} ms, max ${fmt(Math.max(...slipwayMs))} ms ${Math.max(...slipwayMs) < TARGET_DOMAIN_MS ? 'PASS' : 'MISS'}`,
+    );
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

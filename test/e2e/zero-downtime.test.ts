@@ -1,0 +1,257 @@
+import { Agent, request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { containersWithLabel, provisionDocker } from '../helpers/docker.js';
+import { deploy } from '../helpers/deployments.js';
+import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+
+/**
+ * Zero-downtime redeploys through a real Caddy: a keep-alive load runs against the domain while the
+ * service is redeployed, and not one request may fail, whether the new container takes over or
+ * never becomes healthy.
+ *
+ * A failure is an answer other than 200 `version N`, or a network error, with one exception: a
+ * request whose reused keep-alive connection was reset before any answer is sent once more, as
+ * browsers do, and counted apart (printed, not asserted). Every configuration load of Caddy 2.6
+ * closes its idle client connections and rebinds its listener, so a cutover (which reloads the
+ * routes) resets a few of them; ZERO_DOWNTIME_STRICT=1 counts those as failures too.
+ */
+let caddy: CaddyProcess;
+let server: ServerProcess;
+let call: ReturnType<typeof api>;
+let projectId: string;
+let service: { id: string; hostPort: number };
+let liveContainer: string;
+const hostname = `web-${randomBytes(4).toString('hex')}.zero-downtime.test`;
+const HEALTH_TIMEOUT_MS = 6_000;
+const STRICT = process.env.ZERO_DOWNTIME_STRICT === '1';
+
+/**
+ * A keep-alive HTTP server on $PORT (Node from the node stand-in image) answering `version $VERSION`;
+ * it closes gracefully on SIGTERM. Single quotes for sh: node reads VERSION from its environment.
+ */
+const NODE_SERVER = [
+  'const http = require("http");',
+  'const server = http.createServer((req, res) => { res.setHeader("content-type", "text/plain"); res.end("version " + process.env.VERSION + "\\n"); });',
+  'server.listen(Number(process.env.PORT));',
+  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
+].join(' ');
+const START_COMMAND = `exec node -e '${NODE_SERVER}'`;
+
+interface Failure {
+  at: number;
+  loop: number;
+  detail: string;
+}
+
+/**
+ * `loops` clients, each sending one request after the other on keep-alive connections to Caddy's
+ * HTTP port with the domain as Host, recording every answer that is not a 200 and every network error.
+ */
+class LoadGenerator {
+  total = 0;
+  readonly failures: Failure[] = [];
+  /** Requests sent again after their reused keep-alive connection was closed under them (see loop). */
+  readonly retried: Failure[] = [];
+  /** Moments worth seeing next to failures (when the routes were switched), printed with them. */
+  readonly marks: Array<{ at: number; label: string }> = [];
+  /** Per loop: the versions answered, in order. */
+  readonly versions: number[][];
+  private running = false;
+  private loopsDone: Promise<void>[] = [];
+  private readonly agent: Agent;
+  private startedAt = 0;
+  private stoppedAt = 0;
+
+  constructor(
+    private readonly port: number,
+    private readonly host: string,
+    private readonly loops = 16,
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: loops });
+    this.versions = Array.from({ length: loops }, () => []);
+  }
+
+  start(): void {
+    this.running = true;
+    this.startedAt = performance.now();
+    this.loopsDone = Array.from({ length: this.loops }, (_, i) => this.loop(i));
+  }
+
+  /** Stops the loops once their requests in flight are answered, and prints the figures. */
+  async stop(label: string): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loopsDone);
+    this.stoppedAt = performance.now();
+    this.agent.destroy();
+    const seconds = (this.stoppedAt - this.startedAt) / 1000;
+    console.log(
+      `zero-downtime: ${label}: ${this.total} requests in ${seconds.toFixed(1)} s (${(this.total / seconds).toFixed(0)} req/s, ` +
+        `${this.loops} keep-alive clients), ${this.failures.length} failed, ${this.retried.length} sent again after a reset of a reused connection`,
+    );
+    const nearest = (at: number) => {
+      const mark = [...this.marks].sort((a, b) => Math.abs(a.at - at) - Math.abs(b.at - at))[0];
+      return mark ? ` (${at - mark.at >= 0 ? '+' : ''}${at - mark.at} ms from ${mark.label})` : '';
+    };
+    for (const [name, list] of [['failed', this.failures], ['sent again', this.retried]] as const) {
+      if (list.length > 0) console.log(`${name}:`, list.slice(0, 20).map((f) => `${new Date(f.at).toISOString()} loop ${f.loop}: ${f.detail}${nearest(f.at)}`));
+    }
+  }
+
+  /** The version each loop saw last, and whether any loop went back to an older one after a newer. */
+  summary(): { seen: number[]; wentBack: string[] } {
+    const seen = new Set<number>();
+    const wentBack: string[] = [];
+    this.versions.forEach((list, loop) => {
+      for (let i = 0; i < list.length; i++) {
+        seen.add(list[i]!);
+        if (i > 0 && list[i]! < list[i - 1]!) wentBack.push(`loop ${loop}: ${list[i - 1]} then ${list[i]}`);
+      }
+    });
+    return { seen: [...seen].sort((a, b) => a - b), wentBack };
+  }
+
+  private async loop(index: number): Promise<void> {
+    while (this.running) {
+      let answer = await this.once();
+      this.total++;
+      // A keep-alive connection the proxy closed as this request went out on it (Caddy closes its idle
+      // client connections at every configuration load): no answer came, and HTTP clients (browsers,
+      // Go's) send such an idempotent request again (RFC 9112 9.3.1). ZERO_DOWNTIME_STRICT=1 does not.
+      if ('error' in answer && answer.reused && !answer.responded && !STRICT) {
+        this.retried.push({ at: Date.now(), loop: index, detail: answer.error });
+        answer = await this.once();
+      }
+      if ('error' in answer) {
+        this.failures.push({ at: Date.now(), loop: index, detail: answer.error });
+        await new Promise((r) => setTimeout(r, 10)); // no busy loop should the proxy be down
+        continue;
+      }
+      const match = /^version (\d+)$/.exec(answer.text.trim());
+      if (answer.status !== 200 || !match) {
+        this.failures.push({ at: Date.now(), loop: index, detail: `${answer.status} ${answer.text.slice(0, 200)}` });
+        continue;
+      }
+      const version = Number(match[1]);
+      const list = this.versions[index]!;
+      if (list.at(-1) !== version) list.push(version);
+    }
+  }
+
+  private once(): Promise<{ status: number; text: string } | { error: string; reused: boolean; responded: boolean }> {
+    return new Promise((resolve) => {
+      let responded = false;
+      const req = request(
+        { host: '127.0.0.1', port: this.port, path: '/', method: 'GET', headers: { Host: this.host }, agent: this.agent, timeout: 10_000 },
+        (res) => {
+          responded = true;
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on('error', (error) => resolve({ error: `response: ${error.message}`, reused: req.reusedSocket, responded }));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('timed out after 10 s')));
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        resolve({ error: `${error.code ?? ''} ${error.message} (${req.reusedSocket ? 'reused' : 'new'} connection)`, reused: req.reusedSocket, responded }),
+      );
+      req.end();
+    });
+  }
+}
+
+beforeAll(async () => {
+  await provisionDocker();
+  caddy = await startCaddy();
+  server = await startServerProcess({
+    ...caddy.platformEnv,
+    BUILD_CONCURRENCY: '2',
+    STOP_GRACE_SECONDS: '1',
+    HEALTH_TIMEOUT_MS: String(HEALTH_TIMEOUT_MS),
+  });
+  call = api(server.url, server.token);
+  projectId = (await call('POST', '/api/projects', { name: `zero-downtime-${Date.now()}` })).json.project.id;
+  const created = await call('POST', `/api/projects/${projectId}/services`, {
+    name: 'web',
+    repoUrl: 'container-image',
+    containerImage: 'node:22-bookworm-slim',
+    startCommand: START_COMMAND,
+    internalPort: 3000,
+    env: [{ key: 'VERSION', value: '0' }],
+  });
+  if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
+  service = created.json.service;
+  const first = await deploy(call, service.id, 60_000);
+  if (first.deployment.status !== 'succeeded') throw new Error(first.logs.join('\n'));
+  liveContainer = first.deployment.containerName!;
+  const domain = await call('POST', `/api/services/${service.id}/domains`, { hostname });
+  if (domain.status !== 201) throw new Error(`${domain.status} ${domain.text}`);
+  expect(domain.json.proxy.ok, domain.json.proxy.detail).toBe(true);
+  await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 0$/m });
+}, 20 * 60_000);
+
+afterAll(async () => {
+  if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
+  await server?.dispose();
+  await caddy?.stop();
+});
+
+it('serves every request during 5 consecutive redeploys, moving from each version to the next', async () => {
+  const load = new LoadGenerator(caddy.httpPort, hostname);
+  load.start();
+  const outcomes: Array<{ status: string; logs: string[] }> = [];
+  try {
+    for (let version = 1; version <= 5; version++) {
+      const set = await call('POST', `/api/services/${service.id}/env`, { key: 'VERSION', value: String(version) });
+      expect(set.status, set.text).toBeLessThan(300);
+      const result = await deploy(call, service.id, 60_000);
+      outcomes.push({ status: result.deployment.status, logs: result.logs });
+      expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
+      const name = result.deployment.containerName!;
+      expect(result.logs.some((l) => l.startsWith(`Routes switched to ${name}: `)), result.logs.join('\n')).toBe(true);
+      expect(result.logs.some((l) => new RegExp(`^Stopping the previous container ${liveContainer} \\(drained in \\d+ ms\\)$`).test(l)), result.logs.join('\n')).toBe(true);
+      liveContainer = name;
+      const lines = (await call('GET', `/api/deployments/${result.deployment.id}/logs`)).json.logs as Array<{ line: string; createdAt: string }>;
+      const switched = lines.find((l) => l.line.startsWith('Routes switched to'));
+      if (switched) load.marks.push({ at: Date.parse(switched.createdAt), label: `routes switched to version ${version}` });
+      // Once the deployment is over, the new version is what the domain serves.
+      expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe(`version ${version}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await load.stop('5 redeploys');
+  }
+  expect(outcomes.map((o) => o.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+  expect(load.failures).toEqual([]);
+  const { seen, wentBack } = load.summary();
+  expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
+  // A client that got the new version never gets the old one again.
+  expect(wentBack).toEqual([]);
+  expect(load.versions.every((list) => list.at(-1) === 5)).toBe(true);
+  expect(await containersWithLabel(`slipway.service=${service.id}`)).toEqual([liveContainer]);
+}, 90_000);
+
+it('fails a redeploy whose container never answers, and the old container serves throughout', async () => {
+  // Runs, but never listens: the health check cannot pass.
+  const patched = await call('PATCH', `/api/services/${service.id}`, { startCommand: 'exec sleep 600' });
+  expect(patched.status, patched.text).toBe(200);
+  const load = new LoadGenerator(caddy.httpPort, hostname);
+  load.start();
+  let result!: Awaited<ReturnType<typeof deploy>>;
+  try {
+    result = await deploy(call, service.id, 60_000);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await load.stop('a redeploy that never becomes healthy');
+  }
+  expect(result.deployment.status, result.logs.join('\n')).toBe('failed');
+  expect(result.logs.join('\n')).toContain(`Deployment failed: The container did not answer on port 3000 within ${HEALTH_TIMEOUT_MS / 1000} s`);
+  expect(result.logs.some((l) => l.startsWith('Routes switched to'))).toBe(false);
+  expect(load.failures).toEqual([]);
+  const { seen } = load.summary();
+  expect(seen).toEqual([5]);
+  expect(await containersWithLabel(`slipway.service=${service.id}`)).toEqual([liveContainer]);
+  expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 5');
+}, 60_000);
