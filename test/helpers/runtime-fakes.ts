@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createServices, DEFAULT_PLATFORM_CONFIG, type PlatformConfig, type Services } from '../../src/index.js';
+import { isTerminal } from '../../src/domain/deployment-state.js';
+import type { DeploymentRecord } from '../../src/domain/types.js';
+import { createServices, DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig, type Services } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/ports/clock.port.js';
 import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
@@ -581,4 +583,35 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5_000, what
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * What runner tests do with a harness: queue a deployment, wait until it ends, read it back.
+ * `harness` is read at each call, so a test file may make a new harness per test.
+ */
+export function runnerSteps(harness: () => RuntimeHarness, actor: Actor, finishTimeoutMs: number) {
+  const deployment = async (id: string): Promise<DeploymentRecord> => {
+    const record = await harness().database.store.getDeployment(id);
+    if (!record) throw new Error(`no deployment ${id}`);
+    return record;
+  };
+  return {
+    deployment,
+    logs: async (id: string): Promise<string[]> => (await harness().database.store.listLogs(id)).map((l) => l.line),
+    queue: async (serviceId: string): Promise<string> => (await harness().services.deployments.create(actor, serviceId)).id,
+    finished: (id: string, timeoutMs = finishTimeoutMs): Promise<DeploymentRecord> =>
+      until(
+        async () => {
+          const d = await deployment(id);
+          return isTerminal(d.status) ? d : null;
+        },
+        timeoutMs,
+        `deployment ${id} to finish`,
+      ),
+    container: (name: string | null): FakeContainer => {
+      const found = name ? harness().engine.byName(name) : undefined;
+      if (!found) throw new Error(`no container ${name}`);
+      return found;
+    },
+  };
 }

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { isTerminal } from '../../src/domain/deployment-state.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
-import { createRuntimeHarness, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
  * The runner's cutover with fakes: the old container is drained (connections counted until none
@@ -12,6 +11,7 @@ import { createRuntimeHarness, until, type FakeContainer, type RuntimeHarness } 
 const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };
 
 let h: RuntimeHarness;
+const { deployment, logs, queue, finished, container } = runnerSteps(() => h, admin, 10000);
 
 afterEach(async () => {
   await h?.close();
@@ -45,30 +45,9 @@ async function imageService(extra: Partial<CreateServiceInput> = {}): Promise<st
   return view.id;
 }
 
-async function logs(id: string): Promise<string[]> {
-  return (await h.database.store.listLogs(id)).map((l) => l.line);
-}
 
-async function deployment(id: string): Promise<DeploymentRecord> {
-  const record = await h.database.store.getDeployment(id);
-  if (!record) throw new Error(`no deployment ${id}`);
-  return record;
-}
 
-async function queue(serviceId: string): Promise<string> {
-  return (await h.services.deployments.create(admin, serviceId)).id;
-}
 
-async function finished(id: string, timeoutMs = 10_000): Promise<DeploymentRecord> {
-  return until(
-    async () => {
-      const d = await deployment(id);
-      return isTerminal(d.status) ? d : null;
-    },
-    timeoutMs,
-    `deployment ${id} to finish`,
-  );
-}
 
 async function deployOk(serviceId: string, timeoutMs?: number): Promise<DeploymentRecord> {
   const d = await finished(await queue(serviceId), timeoutMs);
@@ -76,11 +55,6 @@ async function deployOk(serviceId: string, timeoutMs?: number): Promise<Deployme
   return d;
 }
 
-function container(name: string | null): FakeContainer {
-  const found = name ? h.engine.byName(name) : undefined;
-  if (!found) throw new Error(`no container ${name}`);
-  return found;
-}
 
 /** Times of stopAndRemove and countConnections, by container name. */
 function watchEngine() {

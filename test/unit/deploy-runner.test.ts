@@ -1,10 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { isTerminal } from '../../src/domain/deployment-state.js';
 import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput } from '../../src/index.js';
 import type { DeployConfig } from '../../src/services/platform-config.js';
-import { createRuntimeHarness, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
  * The DeployRunner with the real pipeline, analyzer and services on SQLite in memory, over fakes
@@ -21,6 +20,7 @@ const EXPRESS_APP = {
 };
 
 let h: RuntimeHarness;
+const { deployment, logs, queue, finished, container } = runnerSteps(() => h, admin, 5000);
 
 afterEach(async () => {
   await h?.close();
@@ -65,30 +65,9 @@ async function service(id: string): Promise<ServiceRecord> {
   return record;
 }
 
-async function deployment(id: string): Promise<DeploymentRecord> {
-  const record = await h.database.store.getDeployment(id);
-  if (!record) throw new Error(`no deployment ${id}`);
-  return record;
-}
 
-async function logs(id: string): Promise<string[]> {
-  return (await h.database.store.listLogs(id)).map((l) => l.line);
-}
 
-async function queue(serviceId: string): Promise<string> {
-  return (await h.services.deployments.create(admin, serviceId)).id;
-}
 
-async function finished(id: string, timeoutMs = 5_000): Promise<DeploymentRecord> {
-  return until(
-    async () => {
-      const d = await deployment(id);
-      return isTerminal(d.status) ? d : null;
-    },
-    timeoutMs,
-    `deployment ${id} to finish`,
-  );
-}
 
 async function deploy(serviceId: string): Promise<DeploymentRecord> {
   return finished(await queue(serviceId));
@@ -106,11 +85,6 @@ async function deployFailed(serviceId: string): Promise<DeploymentRecord> {
   return d;
 }
 
-function container(name: string | null): FakeContainer {
-  const found = name ? h.engine.byName(name) : undefined;
-  if (!found) throw new Error(`no container ${name}`);
-  return found;
-}
 
 describe('a deployment from a repository', () => {
   it('goes queued -> running -> succeeded and makes the service active and reachable behind its host port', async () => {
