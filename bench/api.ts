@@ -17,7 +17,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +24,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { autocannon, type AutocannonResult } from './autocannon.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
@@ -50,30 +50,6 @@ const TARGET_P99_MS = 20;
 const TARGET_RSS_MB = 100;
 
 // ---------------------------------------------------------------------------------------------
-// autocannon ships no types; the subset used here.
-
-interface Histogram {
-  average: number;
-  mean: number;
-  stddev: number;
-  min: number;
-  max: number;
-  total: number;
-  p50: number;
-  p90: number;
-  p99: number;
-}
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  requests: Histogram & { sent: number };
-  latency: Histogram;
-  throughput: Histogram;
-}
-type Autocannon = (opts: { url: string; connections: number; duration: number; headers?: Record<string, string>; timeout?: number }) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 // ---------------------------------------------------------------------------------------------
 // /proc helpers (Linux)

@@ -19,8 +19,8 @@
  *
  * It is informational: whatever the figures, it exits 0 unless it crashes.
  */
-import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
@@ -29,6 +29,7 @@ import { promisify } from 'node:util';
 import { docker, provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
+import { autocannon, type AutocannonResult } from './autocannon.js';
 
 const CONNECTIONS = 50;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -47,35 +48,17 @@ const TARGET_RATIO = 0.8;
 const TARGET_DOMAIN_MS = 1000;
 
 // ---------------------------------------------------------------------------------------------
-// autocannon ships no types; the subset used here.
-
-interface Histogram {
-  average: number;
-  mean: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-interface AutocannonResult {
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  requests: Histogram & { total: number };
-  latency: Histogram;
-}
-type Autocannon = (opts: { url: string; connections: number; duration: number; headers?: Record<string, string>; timeout?: number }) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 const run = promisify(execFile);
 
 async function portRange(): Promise<string> {
-  const { stdout } = await run('cat', ['/proc/sys/net/ipv4/ip_local_port_range']).catch(() => ({ stdout: '?' }));
-  return stdout.trim().replace(/\s+/, '-');
+  const text = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '?');
+  return text.trim().replace(/\s+/, '-');
 }
 
 /** Connections to `ip:port` in TIME_WAIT on this machine: each one is an upstream connection opened and closed. */
 async function timeWaits(ip: string, port: number): Promise<number> {
-  const { stdout } = await run('sh', ['-c', `ss -Htan state time-wait dst ${ip}:${port} | wc -l`]).catch(() => ({ stdout: 'NaN' }));
-  return Number(stdout.trim());
+  const { stdout } = await run('ss', ['-Htan', 'state', 'time-wait', 'dst', `${ip}:${port}`]).catch(() => ({ stdout: null }));
+  return stdout === null ? Number.NaN : stdout.split('\n').filter((line) => line.trim()).length;
 }
 
 /** A keep-alive HTTP server on $PORT, answering a short text, closing gracefully on SIGTERM. */
