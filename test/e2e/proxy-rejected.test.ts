@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
-import { requestVia, startCaddy, waitUntilServed, type CaddyProcess, quietPort } from '../helpers/caddy.js';
+import { adminGet, requestVia, startCaddy, waitUntilServed, type CaddyProcess, quietPort } from '../helpers/caddy.js';
 
 /**
  * A configuration Caddy refuses (here: its new HTTP port is taken by another process) leaves the last
@@ -57,9 +57,9 @@ async function waitForOutput(server: ServerProcess, pattern: RegExp, timeoutMs: 
 
 /** What the running Caddy serves on, read from its admin API. */
 async function caddyListen(): Promise<unknown> {
-  const res = await fetch(`${caddy.adminUrl}/config/apps/http/servers/slipway/listen`, { signal: AbortSignal.timeout(5_000) });
+  const res = await adminGet(caddy.adminUrl, '/config/apps/http/servers/slipway/listen');
   expect(res.status).toBe(200);
-  return res.json();
+  return res.body;
 }
 
 it('keeps the last good configuration when Caddy rejects one, and loads the table once it can, with no API call', async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { request } from 'node:http';
+import { get, request } from 'node:http';
 
 /** A free TCP port on 127.0.0.1 (closed again before it is returned). */
 export async function freePort(): Promise<number> {
@@ -154,4 +154,19 @@ export async function waitUntilServed(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${hostname} was not served with ${expected.status} ${expected.text ?? ''} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+}
+
+/**
+ * GET on Caddy's admin API on its own connection: Caddy restarts its admin endpoint at every load
+ * (and after a rejected one), so a pooled keep-alive socket may be closed under the next request.
+ */
+export function adminGet(adminUrl: string, path: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    get(`${adminUrl}${path}`, { agent: false, timeout: 5_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+    }).on('error', reject);
+  });
 }

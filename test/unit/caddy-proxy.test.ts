@@ -7,7 +7,7 @@ import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from '../../ada
 import { CaddyContainer } from '../../adapters/proxy/caddy-container.js';
 import { CaddyReverseProxy, type ProxyHost } from '../../adapters/proxy/caddy.reverse-proxy.js';
 import type { ProxyState, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
-import { freePort, requestVia, startCaddy, type CaddyProcess } from '../helpers/caddy.js';
+import { adminGet as adminGetOnce, freePort, requestVia, startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { FakeContainerEngine } from '../helpers/runtime-fakes.js';
 
 /**
@@ -63,7 +63,7 @@ describe('buildCaddyConfig', () => {
         {
           handler: 'reverse_proxy',
           upstreams: [{ dial: '172.18.0.5:3000' }],
-          transport: { protocol: 'http', keep_alive: { idle_timeout: '2s' } },
+          transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
           load_balancing: { try_duration: '5s', try_interval: '250ms' },
         },
       ],
@@ -182,10 +182,8 @@ function fetchVia(port: number, hostname: string, path = '/'): Promise<{ status:
   });
 }
 
-async function adminGet(caddy: CaddyProcess, path: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${caddy.adminUrl}${path}`, { signal: AbortSignal.timeout(5_000) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
+function adminGet(caddy: Pick<CaddyProcess, 'adminUrl'>, path: string): Promise<{ status: number; body: any }> {
+  return adminGetOnce(caddy.adminUrl, path);
 }
 
 describe('CaddyReverseProxy against a real Caddy', () => {
@@ -334,7 +332,7 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
         ok: true,
         detail: `Caddy loaded 1 route (HTTPS on :${httpsPort} with automatic certificates, HTTP on :${httpPort} redirecting)`,
       });
-      const loaded = (await (await fetch(`${caddy.adminUrl}/config/`)).json()) as Json;
+      const loaded = (await adminGet(caddy, '/config/')).body as Json;
       expect(loaded.admin).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
       expect(loaded.apps.http.servers.slipway.listen).toEqual([`:${httpsPort}`]);
     } finally {
