@@ -16,8 +16,6 @@ export interface CaddyAdminOptions extends CaddyServeOptions {
   host?: ProxyHost | undefined;
 }
 
-class AdminUnreachable extends Error {}
-
 /**
  * Keeps a Caddy configured through its admin API: every load replaces the whole configuration,
  * which Caddy applies atomically (a rejected one leaves the previous one serving).
@@ -38,6 +36,7 @@ export class CaddyReverseProxy implements ReverseProxy {
     }
     try {
       const admin = await this.call('GET', '/config/admin', signal);
+      if (admin.status !== 200) return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
       const config = buildCaddyConfig(table, this.options, admin.body);
       const loaded = await this.call('POST', '/load', signal, config);
       if (loaded.status === 200) return { ok: true, detail: this.describe(table) };
@@ -72,16 +71,13 @@ export class CaddyReverseProxy implements ReverseProxy {
     try {
       answer = await adminRequest(`${this.adminUrl}${path}`, method, body === undefined ? null : JSON.stringify(body), withTimeout(signal, CALL_TIMEOUT_MS));
     } catch (error) {
-      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} is unreachable: ${messageOf(error)}`);
+      throw new Error(`Caddy's admin API at ${this.adminUrl} is unreachable: ${messageOf(error)}`);
     }
     let parsed: unknown = answer.text;
     try {
       parsed = answer.text ? JSON.parse(answer.text) : null;
     } catch {
       // Not JSON: keep the text, it is still the best description of what went wrong.
-    }
-    if (method === 'GET' && path === '/config/admin' && answer.status !== 200) {
-      throw new AdminUnreachable(`Caddy's admin API at ${this.adminUrl} answered ${answer.status} to GET /config/admin`);
     }
     return { status: answer.status, body: parsed };
   }

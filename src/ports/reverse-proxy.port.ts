@@ -31,6 +31,4 @@ export interface ReverseProxy {
   apply(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult>;
   /** Cheap: asked every few seconds, so a proxy that restarted empty gets its routes back. */
   check(version: string, signal?: AbortSignal): Promise<ProxyState>;
-  /** Releases what the adapter holds (timers, connections); the proxy itself keeps serving. */
-  close?(): Promise<void>;
 }

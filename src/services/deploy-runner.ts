@@ -320,11 +320,17 @@ export class DeployRunner {
    */
   private async collectImages(): Promise<void> {
     const prefix = `${this.deps.config.resourcePrefix}-`;
-    for (const tag of await this.runtime.engine.listImageTags(prefix)) {
+    const candidates = (await this.runtime.engine.listImageTags(prefix)).flatMap((tag) => {
       const match = /^(.+)-([a-z0-9]+)-([a-z0-9]+)(?::latest)?$/.exec(tag);
-      if (!match || match[1] !== this.deps.config.resourcePrefix || this.running.has(match[3]!)) continue;
-      const deployment = await this.deps.store.getDeployment(match[3]!);
-      if (!deployment || deployment.serviceId !== match[2] || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
+      if (!match || match[1] !== this.deps.config.resourcePrefix || this.running.has(match[3]!)) return [];
+      return [{ tag, serviceId: match[2]!, deploymentId: match[3]! }];
+    });
+    if (candidates.length === 0) return;
+    // One query for all of them: this runs every 10 s.
+    const deployments = new Map((await this.deps.store.listDeploymentsByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]));
+    for (const { tag, serviceId, deploymentId } of candidates) {
+      const deployment = deployments.get(deploymentId);
+      if (!deployment || deployment.serviceId !== serviceId || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
       await this.runtime.engine.removeImage(tag);
     }
   }

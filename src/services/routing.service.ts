@@ -179,6 +179,5 @@ export class RoutingService {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.inFlight?.catch(() => {});
-    await this.deps.proxy.close?.();
   }
 }

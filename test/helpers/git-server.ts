@@ -122,20 +122,13 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** The password of a Basic Authorization header, or undefined. */
-function basicPassword(header: string | undefined): string | undefined {
+/** User and password of a Basic Authorization header; null when there is none or it is malformed. */
+function basicCredentials(header: string | undefined): { user: string; password: string } | null {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
-  if (!m?.[1]) return undefined;
+  if (!m?.[1]) return null;
   const decoded = Buffer.from(m[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  return colon < 0 ? undefined : decoded.slice(colon + 1);
-}
-
-function basicUser(header: string | undefined): string {
-  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
-  if (!m?.[1]) return '';
-  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-  return decoded.slice(0, Math.max(0, decoded.indexOf(':')));
+  return colon < 0 ? null : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
 /**
@@ -208,13 +201,13 @@ export async function startGitServer(): Promise<GitServer> {
     if (typeof protocol === 'string') env.GIT_PROTOCOL = protocol;
 
     if (repo.token !== undefined) {
-      const password = basicPassword(req.headers.authorization);
-      if (password === undefined || !safeEqual(password, repo.token)) {
+      const credentials = basicCredentials(req.headers.authorization);
+      if (!credentials || !safeEqual(credentials.password, repo.token)) {
         res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="slipway-test"', 'Content-Type': 'text/plain' }).end('authentication required\n');
         req.resume();
         return;
       }
-      env.REMOTE_USER = basicUser(req.headers.authorization) || 'token';
+      env.REMOTE_USER = credentials.user || 'token';
       entry.user = env.REMOTE_USER;
       env.AUTH_TYPE = 'Basic';
     }
