@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import tar from 'tar-fs';
-import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
+import { LABELS, type BuildRequest, type ContainerEngine, type ContainerState, type DaemonRequest, type LineSink, type RunRequest } from '../../src/ports/container-engine.port.js';
 import { DockerFrameParser } from './docker-log-frames.js';
 
 const CALL_TIMEOUT_MS = 30_000;
@@ -92,6 +92,44 @@ export class DockerodeContainerEngine implements ContainerEngine {
     }
   }
 
+  async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
+    const previous = this.networkLocks.get(name) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(() => this.createSlotNetworkOnce(name, labels, subnet));
+    this.networkLocks.set(name, next.then(() => {}));
+    return next;
+  }
+
+  private async createSlotNetworkOnce(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
+    const existing = (await this.networksNamed(name))[0];
+    if (existing) {
+      const found = existing.IPAM?.Config?.[0]?.Subnet;
+      if (!found) throw new Error(`network ${name} exists without a subnet of its own; remove it (docker network rm ${name})`);
+      return found;
+    }
+    // 172.16.0.0/16 lies outside Docker's default address pools: /22 blocks of it, 510 slot pairs each.
+    const candidates = subnet === 'auto' ? Array.from({ length: 64 }, (_, i) => `172.16.${i * 4}.0/22`) : [subnet];
+    let lastError: unknown = null;
+    for (const candidate of candidates) {
+      try {
+        await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          Labels: labels,
+          CheckDuplicate: true,
+          IPAM: { Driver: 'default', Config: [{ Subnet: candidate }] },
+          Options: { 'com.docker.network.bridge.enable_icc': 'false' },
+          abortSignal: timeout(),
+        } as never);
+        return candidate;
+      } catch (error) {
+        lastError = error;
+        if (statusOf(error) === 409 && (await this.networksNamed(name)).length > 0) return this.createSlotNetworkOnce(name, labels, subnet);
+        if (!/overlap/i.test((error as Error).message)) throw error;
+      }
+    }
+    throw new Error(`no free subnet for the slot network ${name}: ${(lastError as Error | null)?.message ?? 'none tried'} (set SLOT_SUBNET)`);
+  }
+
   /** Exact-name matches: Docker's name filter also matches substrings. */
   private async networksNamed(name: string): Promise<Docker.NetworkInspectInfo[]> {
     const found: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout() } as Docker.NetworkListOptions);
@@ -116,6 +154,12 @@ export class DockerodeContainerEngine implements ContainerEngine {
       NetworkingConfig: { EndpointsConfig: { [request.network]: { Aliases: request.aliases } } },
       abortSignal: timeout(request.signal),
     } as Docker.ContainerCreateOptions);
+    // A second network can only be joined after creation (API < 1.44), and before start the address is not yet in use.
+    if (request.slot) {
+      await this.docker
+        .getNetwork(request.slot.network)
+        .connect({ Container: container.id, EndpointConfig: { IPAMConfig: { IPv4Address: request.slot.ip } }, abortSignal: timeout(request.signal) } as never);
+    }
     await container.start({ abortSignal: timeout(request.signal) } as never);
     const state = await this.inspect(container.id);
     if (!state) throw new Error(`container ${request.name} vanished right after it started`);
@@ -201,7 +245,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
         name: info.Name.replace(/^\//, ''),
         running: info.State.Running && !info.State.Restarting,
         exitCode: info.State.Running ? null : info.State.ExitCode,
-        ip: info.State.Running ? (networks.find((n) => n.IPAddress)?.IPAddress ?? null) : null,
+        ip: info.State.Running ? projectIp(networks, info.Config.Labels ?? {}) : null,
         labels: info.Config.Labels ?? {},
         image: info.Config.Image,
       };
@@ -248,7 +292,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
       name: (c.Names[0] ?? '').replace(/^\//, ''),
       running: c.State === 'running',
       exitCode: null,
-      ip: c.State === 'running' ? (Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null) : null,
+      ip: c.State === 'running' ? projectIp(Object.values(c.NetworkSettings?.Networks ?? {}), c.Labels ?? {}) : null,
       labels: c.Labels ?? {},
       image: c.Image,
     }));
@@ -346,4 +390,9 @@ function splitTag(ref: string): [string, string] {
 
 function statusOf(error: unknown): number | undefined {
   return (error as { statusCode?: number }).statusCode;
+}
+
+/** The address other services and the platform use: the slot address is the proxy's alone. */
+function projectIp(networks: Array<{ IPAddress?: string }>, labels: Record<string, string>): string | null {
+  return networks.find((n) => n.IPAddress && n.IPAddress !== labels[LABELS.slot])?.IPAddress ?? null;
 }

@@ -31,6 +31,11 @@ interface ProxyServing {
   httpsPort: number;
   autoHttps: boolean;
   acmeEmail: string | null;
+  /** The traffic gate's responder inside Caddy, on 127.0.0.1 (see TrafficGate). */
+  gatePort: number;
+  healthIntervalMs: number;
+  /** CIDR of the traffic slot network, or `auto`. */
+  slotSubnet: string;
 }
 
 /** Which Caddy the platform keeps configured: its own container (the default), an operator's, or none. */
@@ -51,6 +56,9 @@ function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
     httpsPort: int(env, 'PROXY_HTTPS_PORT', 443, 1, 65535),
     autoHttps,
     acmeEmail,
+    gatePort: int(env, 'PROXY_GATE_PORT', 2080, 1, 65535),
+    healthIntervalMs: int(env, 'PROXY_HEALTH_INTERVAL_MS', 500, 100, 10_000),
+    slotSubnet: slotSubnet(env.SLOT_SUBNET),
   };
   if (env.CADDY_ADMIN_URL) {
     let url: URL;
@@ -63,6 +71,15 @@ function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
     return { kind: 'external', adminUrl: url.toString().replace(/\/+$/, ''), ...serving };
   }
   return { kind: 'container', image: env.PROXY_IMAGE || 'caddy:2', adminPort: int(env, 'PROXY_ADMIN_PORT', 2019, 1, 65535), ...serving };
+}
+
+function slotSubnet(value: string | undefined): string {
+  if (!value || value === 'auto') return 'auto';
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value);
+  if (!match || match.slice(1, 5).some((n) => Number(n) > 255) || Number(match[5]) < 16 || Number(match[5]) > 28) {
+    throw new ConfigError(`SLOT_SUBNET must be an IPv4 CIDR from /16 to /28 (or auto), got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 /** Public URLs name the proxy's port only when it is not the scheme's own. */
@@ -182,6 +199,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),
         proxyTimeoutMs: DEFAULT_PLATFORM_CONFIG.routing.proxyTimeoutMs,
+        slotSubnet: proxy.kind === 'none' ? 'auto' : proxy.slotSubnet,
+        healthIntervalMs: proxy.kind === 'none' ? DEFAULT_PLATFORM_CONFIG.routing.healthIntervalMs : proxy.healthIntervalMs,
+        gatePort: proxy.kind === 'none' ? DEFAULT_PLATFORM_CONFIG.routing.gatePort : proxy.gatePort,
+        gateImage: env.GATE_IMAGE || DEFAULT_PLATFORM_CONFIG.routing.gateImage,
       },
     },
   };

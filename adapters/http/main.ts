@@ -5,7 +5,7 @@ import { log, startServer } from './server.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const running = await startServer(config);
-  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy) });
+  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy), instanceId: config.platform.instanceId });
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {

@@ -8,6 +8,7 @@ import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
+import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/ports/clock.port.js';
@@ -60,6 +61,10 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     git: new GitCliSource(),
     forwarder: new TcpPortForwarder(),
     health: new NetHealthProbe(),
+    // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
+    ...(config.proxy.kind !== 'none' && !overrides.proxy
+      ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
+      : {}),
   };
   const services = createServices({
     store: database.store,

@@ -7,6 +7,12 @@ export interface CaddyServeOptions {
   autoHttps: boolean;
   /** The ACME account's email; Caddy's default issuers when null. */
   acmeEmail: string | null;
+  /**
+   * The traffic gate's responder listens on 127.0.0.1:<gatePort>; Caddy checks each slot's gate every
+   * <healthIntervalMs> (see TrafficGate). Without it, routes to slots are refused.
+   */
+  gatePort?: number;
+  healthIntervalMs?: number;
 }
 
 /** The `@id` Caddy knows the loaded table by: `GET /id/<it>` answers 404 once another config replaced it. */
@@ -22,7 +28,7 @@ export function tableMarker(version: string): string {
 export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions, admin: unknown): Record<string, unknown> {
   const routes: unknown[] = table.routes.map((route) => ({
     match: [{ host: [route.hostname] }],
-    handle: [route.upstream ? reverseProxy(route.upstream) : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
+    handle: [route.upstream ? reverseProxy(route.upstream, options) : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
     terminal: true,
   }));
   routes.push({ '@id': tableMarker(table.version), handle: [plainResponse(404, 'No service is configured for this hostname.\n')] });
@@ -39,18 +45,33 @@ export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions
   if (options.autoHttps && options.acmeEmail) {
     apps.tls = { automation: { policies: [{ issuers: [{ module: 'acme', email: options.acmeEmail }] }] } };
   }
-  return { ...(admin ? { admin } : {}), apps };
+  // A closed slot fails its check every interval by design: not worth a log line each time.
+  const logging = options.gatePort ? { logging: { logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } } } : {};
+  return { ...(admin ? { admin } : {}), ...logging, apps };
 }
 
-function reverseProxy(upstream: string): Record<string, unknown> {
+function reverseProxy(upstream: string | string[], options: CaddyServeOptions): Record<string, unknown> {
+  const slots = Array.isArray(upstream) ? upstream : null;
+  if (slots && !options.gatePort) throw new Error('routes to traffic slots need the gate port');
   return {
     handler: 'reverse_proxy',
-    upstreams: [{ dial: upstream }],
+    upstreams: (slots ?? [upstream as string]).map((dial) => ({ dial })),
+    ...(slots
+      ? {
+          // The gate decides which slot is open; `first` sends everything to the first open one, so
+          // a client never goes back from the new container to the old one.
+          health_checks: {
+            active: { port: options.gatePort, uri: '/', interval: `${options.healthIntervalMs ?? 500}ms`, timeout: '1s', expect_status: 200 },
+          },
+        }
+      : {}),
     // Idle connections to a container being retired close soon, so its drain ends soon after its last request.
     // Setting keep_alive at all drops Go's idle pool to 2 per host unless the pool size is given too.
     transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
     // A request that could not reach the container is retried for a moment (it never got there).
-    load_balancing: { try_duration: '5s', try_interval: '250ms' },
+    load_balancing: slots
+      ? { selection_policy: { policy: 'first' }, try_duration: '5s', try_interval: '100ms' }
+      : { try_duration: '5s', try_interval: '250ms' },
   };
 }
 

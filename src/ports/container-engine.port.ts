@@ -25,6 +25,8 @@ export interface RunRequest {
   network: string;
   aliases: string[];
   volumes: Array<{ name: string; target: string }>;
+  /** The container's fixed address on the slot network, where the proxy reaches it (web services behind the proxy). */
+  slot?: { network: string; ip: string };
   signal: AbortSignal;
 }
 
@@ -45,7 +47,7 @@ export interface ContainerState {
   name: string;
   running: boolean;
   exitCode: number | null;
-  /** Address on the project network; null when not running. */
+  /** Address on the project network (never the slot address); null when not running. */
   ip: string | null;
   labels: Record<string, string>;
   image: string;
@@ -59,6 +61,12 @@ export interface ContainerEngine {
   /** Rejects with the builder's own error message when a step fails. */
   buildImage(request: BuildRequest): Promise<void>;
   ensureNetwork(name: string, labels: Record<string, string>): Promise<void>;
+  /**
+   * The network that holds traffic slots: fixed addresses need a subnet of our choosing, and its
+   * containers must not reach each other through it (projects stay apart). `subnet` is a CIDR, or
+   * `auto` for the first free one the engine accepts; resolves with the subnet it has.
+   */
+  ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string>;
   /** Starts with no restart policy, so a container that dies while it is being checked stays dead and keeps its log. */
   runContainer(request: RunRequest): Promise<ContainerState>;
   /** Once it serves, Docker brings it back after a crash or a reboot. */
@@ -93,6 +101,8 @@ export const LABELS = {
   service: 'slipway.service',
   deployment: 'slipway.deployment',
   project: 'slipway.project',
+  /** The container's fixed address on the slot network, when it has one. */
+  slot: 'slipway.slot',
   /** Set on the platform's own daemons (the proxy), which belong to no service. */
   role: 'slipway.role',
 } as const;

@@ -8,10 +8,11 @@ export interface RouteTarget {
   hostname: string;
   serviceId: string;
   /**
-   * `ip:port` of the service's current container; null while it has none, and the proxy answers
-   * 503 for the hostname rather than another site's content or a connection error.
+   * `ip:port` of the service's current container, or the `ip:port` of both its traffic slots (the
+   * gate tells the proxy which one is open: a cutover then changes nothing here); null while it has
+   * none, and the proxy answers 503 for the hostname rather than another site's content or a connection error.
    */
-  upstream: string | null;
+  upstream: string | string[] | null;
 }
 
 /** The whole routing table, as one value: the proxy never gets a partial update. */

@@ -8,6 +8,7 @@ import type { DeploymentService } from './deployment.service.js';
 import type { EnvService } from './env.service.js';
 import type { RoutingService } from './routing.service.js';
 import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { TrafficSlots, type SlotAssignment } from './traffic-slots.js';
 
 const POLL_MS = 500;
 const RECONCILE_MS = 10_000;
@@ -20,6 +21,11 @@ class AbortedByUser extends Error {}
 /** Web services and databases answer on their host port; workers do not. */
 function serves(service: ServiceRecord): boolean {
   return service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+}
+
+/** What the proxy routes to: web services that are not databases. */
+function isWeb(service: ServiceRecord): boolean {
+  return service.runtimeMode === 'web' && engineOf(service.repoFullName) === null;
 }
 class InterruptedByShutdown extends Error {}
 
@@ -35,7 +41,14 @@ export class DeployRunner {
   private ticking: Promise<void> | null = null;
   private reconciling: Promise<void> | null = null;
   private stopped = true;
+  /** Until recovery has sorted the containers out, a new deployment's container would look like a stray one. */
+  private recovered = false;
   private readonly pipeline: DeploymentPipeline;
+  /** Null without a traffic gate or a proxy: cutovers then reload the proxy with the new address. */
+  private readonly slots: TrafficSlots | null;
+  private slotsProblem = '';
+  /** Slots handed to deployments under way: a reconcile pass leaves them as they are. */
+  private readonly jobSlots = new Set<string>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -46,6 +59,7 @@ export class DeployRunner {
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {
     this.pipeline = new DeploymentPipeline(deps, runtime, env);
+    this.slots = runtime.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
     deployments.onAbort((id) => this.running.get(id)?.controller.abort(new AbortedByUser('aborted')));
     deployments.onCreated(() => this.wake());
   }
@@ -54,6 +68,7 @@ export class DeployRunner {
   async start(): Promise<void> {
     this.stopped = false;
     await this.recover().catch((error: Error) => this.log('recovery failed', { error: error.message }));
+    this.recovered = true;
     this.timer = setInterval(() => this.wake(), POLL_MS);
     this.reconcileTimer = setInterval(() => {
       // A pass may outlast the interval (a drain): never two at once.
@@ -79,7 +94,7 @@ export class DeployRunner {
   }
 
   wake(): void {
-    if (this.stopped || this.ticking) return;
+    if (this.stopped || !this.recovered || this.ticking) return;
     this.ticking = this.tick()
       .catch((error: Error) => this.log('runner tick failed', { error: error.message }))
       .finally(() => {
@@ -114,13 +129,16 @@ export class DeployRunner {
     const created: { image?: string; container?: string } = {};
     const service = await this.deps.store.getService(deployment.serviceId);
     const project = service ? await this.deps.store.getProject(service.projectId) : null;
+    let slot: SlotAssignment | undefined;
     try {
       if (!service || !project) throw new DeploymentFailure('The service was deleted');
       await this.deps.store.updateService(service.id, { status: service.status === 'active' ? 'active' : 'deploying' });
       log.write(`Deployment ${deployment.id} started`);
-      const result = await this.pipeline.run({ deployment, service, project, log, signal: controller.signal, created });
+      slot = await this.assignSlot(service);
+      if (slot) this.jobSlots.add(slot.ip);
+      const result = await this.pipeline.run({ deployment, service, project, log, signal: controller.signal, created, ...(slot ? { slot } : {}) });
       if (controller.signal.aborted) throw controller.signal.reason;
-      await this.cutover(service, deployment, result.container, log);
+      await this.cutover(service, deployment, result.container, log, slot);
       const now = this.deps.clock.now();
       await this.deps.store.updateService(service.id, {
         status: 'active',
@@ -141,6 +159,8 @@ export class DeployRunner {
             ? controller.signal.reason.message
             : `Internal error: ${(error as Error).message}`;
       log.write(aborted ? 'Deployment aborted; the previous container keeps serving' : `Deployment failed: ${reason}`, aborted ? 'stdout' : 'stderr');
+      // A cutover that failed half-way may have opened the new slot: traffic leaves it before it goes.
+      if (slot) await this.slots?.close([slot.ip]).catch((e: Error) => log.write(`Could not close traffic slot ${slot!.ip}: ${e.message}`, 'stderr'));
       await this.discard(created, log);
       if (service) {
         const current = await this.currentContainer(service);
@@ -148,7 +168,42 @@ export class DeployRunner {
       }
       await log.flush();
       await this.finish(deployment.id, aborted ? 'aborted' : 'failed', {});
+    } finally {
+      if (slot) {
+        this.slots?.release(slot.ip);
+        this.jobSlots.delete(slot.ip);
+      }
     }
+  }
+
+  /** A web service behind the proxy gets the free slot of its pair (see TrafficSlots). */
+  private async assignSlot(service: ServiceRecord): Promise<SlotAssignment | undefined> {
+    if (!this.slots?.ready || !isWeb(service)) return undefined;
+    const containers = await this.instanceContainers();
+    const current = (await this.pickCurrent(containers.filter((c) => c.labels[LABELS.service] === service.id))).get(service.id) ?? null;
+    return this.slots.assign(current, containers);
+  }
+
+  /** Creates the slot network and the gate's rules; until then cutovers reload the proxy. Said once per cause. */
+  private async prepareSlots(): Promise<void> {
+    if (!this.slots || this.slots.ready) return;
+    try {
+      await this.slots.prepare();
+      if (this.slotsProblem) this.log('traffic slots are ready: cutovers no longer reload the proxy');
+      this.slotsProblem = '';
+    } catch (error) {
+      const message = (error as Error).message;
+      if (message !== this.slotsProblem) this.log('traffic slots unavailable: cutovers reload the proxy until they are', { error: message });
+      this.slotsProblem = message;
+    }
+  }
+
+  /** The upstream the proxy gets for a service's current container: its slot pair, or its address. */
+  private upstreamFor(service: ServiceRecord, container: ContainerState | undefined): string | string[] | null {
+    if (!isWeb(service) || !container?.ip) return null;
+    const slotIp = container.labels[LABELS.slot];
+    if (slotIp && this.slots?.ready) return this.slots.pairOf(slotIp).map((ip) => `${ip}:${service.internalPort}`);
+    return `${container.ip}:${service.internalPort}`;
   }
 
   private async finish(id: string, status: 'succeeded' | 'failed' | 'aborted', patch: Partial<DeploymentRecord>): Promise<void> {
@@ -161,18 +216,28 @@ export class DeployRunner {
    * serving has finished. When the proxy did not take the new routes, it may still send traffic to
    * the old container, which then keeps running until the reconcile loop sees the routes loaded.
    */
-  private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter): Promise<void> {
+  private async cutover(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: DeploymentLogWriter, slot?: SlotAssignment): Promise<void> {
     await this.runtime.engine.keepRunning(container.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
     await this.runtime.forwarder.set(service.hostPort, upstream);
     if (upstream) log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
     await this.deps.store.updateDeployment(deployment.id, { containerName: container.name });
-    this.routing.setUpstream(service.id, service.runtimeMode === 'web' && upstream ? `${upstream.host}:${upstream.port}` : null);
-    const proxy = await this.routing.reload();
+    this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
+    // Between slots the table stays the same and the proxy is not reloaded: the gate moves the traffic.
+    const proxy = slot ? await this.routing.reloadIfChanged() : { ...(await this.routing.reload()), loaded: true };
     const routed = await this.routing.routesTo(service.id);
-    if (routed) log.write(proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
     const old = (await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })).filter((c) => c.id !== container.id);
+    if (slot && this.slots) {
+      const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip);
+      await this.slots.switchTo(slot.ip, closing, { wait: routed });
+      if (routed) {
+        const how = proxy.loaded ? proxy.detail : `traffic slot ${slot.ip} opened${closing.length ? `, ${closing.join(', ')} closed` : ''}; the proxy was not reloaded`;
+        log.write(proxy.ok ? `Routes switched to ${container.name}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
+      }
+    } else if (routed) {
+      log.write(proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
+    }
     const keepOld = old.length > 0 && routed && !proxy.ok;
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
     else for (const previous of old) await this.retire(service, previous, log);
@@ -259,14 +324,20 @@ export class DeployRunner {
       await this.finish(deployment.id, 'failed', {});
     }
     await this.runtime.engine.ping();
+    await this.prepareSlots();
     const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
+    const snapshot = this.slots?.snapshot() ?? 0;
     const all = await this.instanceContainers();
-    const keep = new Set([...(await this.pickCurrent(all)).values()].map((c) => c.id));
+    const currents = [...(await this.pickCurrent(all)).values()];
+    const keep = new Set(currents.map((c) => c.id));
+    // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes.
+    if (this.slots?.ready) await this.slots.reconcile(currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), new Set(), snapshot);
     for (const container of all) {
       const service = services.get(container.labels[LABELS.service] ?? '');
       if (!service || !keep.has(container.id)) {
         this.log('removing a stray container', { name: container.name });
-        await this.runtime.engine.stopAndRemove(container.id, 0);
+        if (service && container.running && container.labels[LABELS.slot]) await this.retire(service, container);
+        else await this.runtime.engine.stopAndRemove(container.id, 0);
       }
     }
     await this.reconcile();
@@ -279,21 +350,41 @@ export class DeployRunner {
    */
   async reconcile(): Promise<void> {
     await this.collectImages();
+    await this.prepareSlots();
+    const snapshot = this.slots?.snapshot() ?? 0;
     const containers = await this.instanceContainers();
     const currents = await this.pickCurrent(containers);
     const services = await this.deps.store.listAllServices();
     const deploying = new Set([...this.running.values()].map((job) => job.serviceId));
+    if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
     for (const service of services) {
       if (deploying.has(service.id)) continue;
       const current = currents.get(service.id);
       const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
-      this.routing.setUpstream(service.id, service.runtimeMode === 'web' && target ? `${target.host}:${target.port}` : null);
+      this.routing.setUpstream(service.id, this.upstreamFor(service, target ? current : undefined));
       if (service.status !== 'active') continue;
       await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
       if (serves(service) && !!current !== service.reachable) await this.deps.store.updateService(service.id, { reachable: !!current });
     }
     this.routing.markUpstreamsKnown();
     await this.retireLeftovers(services, containers, currents, deploying);
+  }
+
+  /** Open: the slots of current web containers; those of services being deployed stay as their cutover left them. */
+  private async reconcileSlots(
+    services: ServiceRecord[],
+    containers: ContainerState[],
+    currents: Map<string, ContainerState>,
+    deploying: Set<string>,
+    snapshot: number,
+  ): Promise<void> {
+    const wanted: string[] = [];
+    for (const service of services) {
+      const ip = currents.get(service.id)?.labels[LABELS.slot];
+      if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push(ip);
+    }
+    const keep = new Set([...this.jobSlots, ...containers.filter((c) => deploying.has(c.labels[LABELS.service] ?? '')).map((c) => c.labels[LABELS.slot] ?? '')]);
+    await this.slots!.reconcile(wanted, keep, snapshot);
   }
 
   private async retireLeftovers(services: ServiceRecord[], containers: ContainerState[], currents: Map<string, ContainerState>, deploying: Set<string>): Promise<void> {
@@ -347,7 +438,9 @@ export class DeployRunner {
     await this.stopDeploymentsOf([service.id]);
     this.routing.setUpstream(service.id, null);
     await this.runtime.forwarder.set(service.hostPort, null);
-    for (const container of await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id })) {
+    const containers = await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id });
+    await this.slots?.close(containers.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip)).catch(() => {});
+    for (const container of containers) {
       await this.runtime.engine.stopAndRemove(container.id, 0);
     }
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);

@@ -28,6 +28,8 @@ interface Context {
   signal: AbortSignal;
   /** Set once a candidate exists, so a failure can remove exactly what this deployment made. */
   created: { image?: string; container?: string };
+  /** The traffic slot the container takes, for a web service behind the proxy (see TrafficSlots). */
+  slot?: { network: string; ip: string };
 }
 
 /**
@@ -201,9 +203,11 @@ export class DeploymentPipeline {
           [LABELS.service]: service.id,
           [LABELS.deployment]: ctx.deployment.id,
           [LABELS.project]: service.projectId,
+          ...(ctx.slot ? { [LABELS.slot]: ctx.slot.ip } : {}),
         },
         network: names.network,
         aliases: [service.slug],
+        ...(ctx.slot ? { slot: ctx.slot } : {}),
         volumes: spec ? [{ name: names.volume, target: spec.dataDir }] : [],
         signal: ctx.signal,
       });

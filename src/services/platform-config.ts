@@ -33,6 +33,13 @@ export interface RoutingConfig {
   drainTimeoutMs: number;
   /** Timeout of one call to the proxy's admin API. */
   proxyTimeoutMs: number;
+  /** CIDR of the traffic slot network, or `auto` (see TrafficSlots). */
+  slotSubnet: string;
+  /** How often the proxy checks each slot's gate: a cutover waits about two of these per switch. */
+  healthIntervalMs: number;
+  /** The gate responder: its port on 127.0.0.1 and its image (a static HTTP server). */
+  gatePort: number;
+  gateImage: string;
 }
 
 /** The settings services need, resolved once at start by the composition root. */
@@ -89,5 +96,9 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     reconcileMs: 2_000,
     drainTimeoutMs: 30_000,
     proxyTimeoutMs: 10_000,
+    slotSubnet: 'auto',
+    healthIntervalMs: 500,
+    gatePort: 2080,
+    gateImage: 'busybox:1',
   },
 };

@@ -15,8 +15,8 @@ const NOT_READY: ProxyResult = {
  * restarted empty, came back, or lost the table. Always the whole table, so any load converges.
  */
 export class RoutingService {
-  /** serviceId -> `ip:port` of the container that serves it, kept by the deploy runner. */
-  private readonly upstreams = new Map<string, string>();
+  /** serviceId -> `ip:port` of the container that serves it (or of its two slots), kept by the deploy runner. */
+  private readonly upstreams = new Map<string, string | string[]>();
   private upstreamVersion = 0;
   /** Until the runner has listed the running containers, a table would send every hostname to 503. */
   private upstreamsKnown: boolean;
@@ -42,14 +42,14 @@ export class RoutingService {
     return this.deps.proxy.enabled;
   }
 
-  setUpstream(serviceId: string, upstream: string | null): void {
-    if ((this.upstreams.get(serviceId) ?? null) === upstream) return;
+  setUpstream(serviceId: string, upstream: string | string[] | null): void {
+    if (JSON.stringify(this.upstreams.get(serviceId) ?? null) === JSON.stringify(upstream)) return;
     if (upstream) this.upstreams.set(serviceId, upstream);
     else this.upstreams.delete(serviceId);
     this.upstreamVersion++;
   }
 
-  upstreamOf(serviceId: string): string | null {
+  upstreamOf(serviceId: string): string | string[] | null {
     return this.upstreams.get(serviceId) ?? null;
   }
 
@@ -97,6 +97,14 @@ export class RoutingService {
       return this.loadNow();
     });
     return this.queued;
+  }
+
+  /** Loads only when the table differs from the one the proxy has: a cutover between slots changes nothing. */
+  async reloadIfChanged(): Promise<ProxyResult & { loaded: boolean }> {
+    if (this.upstreamsKnown && !this.queued && !this.inFlight && this.loadedVersion === (await this.table()).version) {
+      return { ok: true, detail: 'routes unchanged', loaded: false };
+    }
+    return { ...(await this.reload()), loaded: true };
   }
 
   private loadNow(): Promise<ProxyResult> {

@@ -2,6 +2,7 @@ import type { ContainerEngine } from '../ports/container-engine.port.js';
 import type { GitSource } from '../ports/git-source.port.js';
 import type { HealthProbe } from '../ports/health-probe.port.js';
 import type { PortForwarder } from '../ports/port-forwarder.port.js';
+import type { TrafficGate } from '../ports/traffic-gate.port.js';
 
 /** The ports that run deployments: only the runner and the cleanup of removed services use them. */
 export interface RuntimeDeps {
@@ -9,6 +10,8 @@ export interface RuntimeDeps {
   git: GitSource;
   forwarder: PortForwarder;
   health: HealthProbe;
+  /** Absent: no slots, and a cutover reloads the proxy with the new container's address. */
+  gate?: TrafficGate;
 }
 
 export { LABELS } from '../ports/container-engine.port.js';

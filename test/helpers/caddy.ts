@@ -60,6 +60,9 @@ export interface CaddyProcess {
 export async function startCaddy(): Promise<CaddyProcess> {
   const adminPort = await freePort();
   const httpPort = await quietPort();
+  // The traffic gate's responder binds at the first load too.
+  let gatePort = await quietPort();
+  while (gatePort === httpPort) gatePort = await quietPort();
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-caddy-'));
   const config = path.join(dir, 'bootstrap.json');
   writeFileSync(config, JSON.stringify({ admin: { listen: `127.0.0.1:${adminPort}` } }));
@@ -99,7 +102,14 @@ export async function startCaddy(): Promise<CaddyProcess> {
     adminUrl,
     adminPort,
     httpPort,
-    platformEnv: { CADDY_ADMIN_URL: adminUrl, PROXY_HTTP_PORT: String(httpPort), PROXY_AUTO_HTTPS: 'false', PROXY: 'caddy' },
+    platformEnv: {
+      CADDY_ADMIN_URL: adminUrl,
+      PROXY_HTTP_PORT: String(httpPort),
+      PROXY_AUTO_HTTPS: 'false',
+      PROXY: 'caddy',
+      PROXY_GATE_PORT: String(gatePort),
+      PROXY_HEALTH_INTERVAL_MS: '250',
+    },
     kill: () => halt('SIGKILL'),
     restart: async () => {
       await halt('SIGKILL');

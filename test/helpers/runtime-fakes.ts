@@ -254,6 +254,11 @@ export class FakeContainerEngine implements ContainerEngine {
     if (!this.networks.has(name)) this.networks.set(name, labels);
   }
 
+  async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
+    if (!this.networks.has(name)) this.networks.set(name, labels);
+    return subnet === 'auto' ? '172.16.0.0/22' : subnet;
+  }
+
   async runContainer(request: RunRequest): Promise<ContainerState> {
     if (request.signal.aborted) throw abortError();
     this.runs.push(request);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { IptablesTrafficGate } from '../../adapters/net/iptables.traffic-gate.js';
 import { readResponse, type ApiResponse } from './http.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -97,9 +98,32 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
         child.kill('SIGKILL');
         await exited;
       }
-      if (!reuse) rmSync(dataDir, { recursive: true, force: true });
+      if (!reuse) {
+        rmSync(dataDir, { recursive: true, force: true });
+        await removeInstanceLeftovers(output);
+      }
     },
   };
+}
+
+/**
+ * What an install keeps beyond its data directory and containers: the traffic slot network and the
+ * gate's packet filter chains (see TrafficSlots). A test install that is gone for good leaves neither.
+ */
+async function removeInstanceLeftovers(output: string): Promise<void> {
+  const instance = /"instanceId":"([a-z0-9]+)"/.exec(output)?.[1];
+  if (!instance) return;
+  try {
+    execFileSync('docker', ['rm', '-f', `slipway-gate-${instance}`], { stdio: 'ignore' });
+  } catch {
+    // Never started: no slot was used.
+  }
+  try {
+    execFileSync('docker', ['network', 'rm', `slipway-slots-${instance}`], { stdio: 'ignore' });
+  } catch {
+    // Absent (no slot was ever used), or still in use by a container a test left: nothing to do.
+  }
+  await new IptablesTrafficGate({ instanceId: instance, gatePort: 1 }).remove().catch(() => {});
 }
 
 /** fetch with the key and JSON handling most tests want. */

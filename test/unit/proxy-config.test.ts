@@ -18,7 +18,7 @@ function configError(env: Record<string, string>): string {
 describe('proxy defaults', () => {
   it('runs its own Caddy container: caddy:2, admin on 2019, ports 80 and 443, automatic HTTPS, no ACME email', () => {
     const config = load();
-    expect(config.proxy).toEqual({ kind: 'container', image: 'caddy:2', adminPort: 2019, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null });
+    expect(config.proxy).toEqual({ kind: 'container', image: 'caddy:2', adminPort: 2019, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto' });
     expect(config.platform.publicScheme).toBe('https');
     expect(config.platform.routing).toEqual(DEFAULT_PLATFORM_CONFIG.routing);
   });
@@ -49,12 +49,15 @@ describe('proxy modes', () => {
       httpsPort: 8443,
       autoHttps: true,
       acmeEmail: 'ops@example.com',
+      gatePort: 2080,
+      healthIntervalMs: 500,
+      slotSubnet: 'auto',
     });
   });
 
   it('CADDY_ADMIN_URL: an external Caddy, with the serving settings and no image or admin port', () => {
     const config = load({ CADDY_ADMIN_URL: 'http://127.0.0.1:2019/', PROXY_HTTP_PORT: '8081', PROXY_AUTO_HTTPS: 'false', PROXY_IMAGE: 'ignored:1', PROXY_ADMIN_PORT: '3000' });
-    expect(config.proxy).toEqual({ kind: 'external', adminUrl: 'http://127.0.0.1:2019', httpPort: 8081, httpsPort: 443, autoHttps: false, acmeEmail: null });
+    expect(config.proxy).toEqual({ kind: 'external', adminUrl: 'http://127.0.0.1:2019', httpPort: 8081, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto' });
     expect(config.platform.publicScheme).toBe('http');
   });
 
@@ -81,8 +84,22 @@ describe('proxy modes', () => {
 
   it('routing timings: PROXY_RECONCILE_MS and DRAIN_TIMEOUT_MS', () => {
     const config = load({ PROXY_RECONCILE_MS: '500', DRAIN_TIMEOUT_MS: '0' });
-    expect(config.platform.routing).toEqual({ reconcileMs: 500, drainTimeoutMs: 0, proxyTimeoutMs: DEFAULT_PLATFORM_CONFIG.routing.proxyTimeoutMs });
+    expect(config.platform.routing).toEqual({ ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 500, drainTimeoutMs: 0 });
     expect(load({ PROXY_RECONCILE_MS: '60000', DRAIN_TIMEOUT_MS: '600000' }).platform.routing).toMatchObject({ reconcileMs: 60_000, drainTimeoutMs: 600_000 });
+  });
+});
+
+describe('traffic slots', () => {
+  it('PROXY_GATE_PORT, PROXY_HEALTH_INTERVAL_MS and SLOT_SUBNET reach the proxy and the routing settings', () => {
+    const config = load({ PROXY_GATE_PORT: '12080', PROXY_HEALTH_INTERVAL_MS: '250', SLOT_SUBNET: '172.16.8.0/22' });
+    expect(config.proxy).toMatchObject({ gatePort: 12080, healthIntervalMs: 250, slotSubnet: '172.16.8.0/22' });
+    expect(config.platform.routing).toMatchObject({ healthIntervalMs: 250, slotSubnet: '172.16.8.0/22' });
+  });
+
+  it('refuses a subnet that is not a CIDR from /16 to /28', () => {
+    expect(configError({ SLOT_SUBNET: '172.16.0.0' })).toMatch(/^SLOT_SUBNET must be an IPv4 CIDR/);
+    expect(configError({ SLOT_SUBNET: '172.16.0.0/30' })).toMatch(/^SLOT_SUBNET must be an IPv4 CIDR/);
+    expect(configError({ SLOT_SUBNET: '300.16.0.0/22' })).toMatch(/^SLOT_SUBNET must be an IPv4 CIDR/);
   });
 });
 

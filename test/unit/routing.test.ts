@@ -1,3 +1,4 @@
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/services/platform-config.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/index.js';
 import type { ProxyResult, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
@@ -450,7 +451,7 @@ describe('reconcile', () => {
   });
 
   it('start() runs reconcile on the configured interval; stop() ends it', async () => {
-    rh = await createRuntimeHarness({ config: { rootDomain: ROOT, routing: { reconcileMs: 100, drainTimeoutMs: 1_000, proxyTimeoutMs: 1_000 } } });
+    rh = await createRuntimeHarness({ config: { rootDomain: ROOT, routing: { ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 100, drainTimeoutMs: 1_000, proxyTimeoutMs: 1_000 } } });
     const r = rh;
     await r.runner.reconcile();
     r.services.routing.start();

@@ -1,0 +1,16 @@
+/**
+ * Opens and closes the proxy's way to each traffic slot (a fixed address on the slot network) without
+ * touching the proxy's configuration: a cutover that reloaded the proxy would rebind its listeners and
+ * close its idle client connections. The state lives outside the platform process (the kernel's packet
+ * filter), so traffic keeps flowing while the platform is stopped or restarting.
+ */
+export interface TrafficGate {
+  /**
+   * Makes `open` the whole set of open slots of `subnet`: the proxy's health check reaches its gate
+   * responder through an open slot only, and new connections to any other address of the subnet are
+   * refused at once (so a closed or empty slot is never waited on).
+   */
+  sync(subnet: string, open: string[], signal?: AbortSignal): Promise<void>;
+  /** Removes every rule of this installation (tests, uninstall). */
+  remove(signal?: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,206 @@
+import type { ContainerEngine, ContainerState } from '../ports/container-engine.port.js';
+import type { TrafficGate } from '../ports/traffic-gate.port.js';
+import type { PlatformConfig } from './platform-config.js';
+import { LABELS } from './runtime-deps.js';
+
+/** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
+export interface SlotAssignment {
+  network: string;
+  ip: string;
+  pair: [string, string];
+}
+
+function toInt(ip: string): number {
+  return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0) >>> 0;
+}
+
+function toIp(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}
+
+/**
+ * Zero-downtime cutovers without a proxy reload. Every web service behind the proxy owns two fixed
+ * addresses (a pair of slots) on one network of the install; the proxy routes each hostname to both,
+ * health-checks them through the traffic gate, and sends everything to the first open one. A cutover
+ * starts the new container in the free slot, opens its gate, closes the old one's, and waits two
+ * health intervals each time: the proxy moves new requests over by itself, finishes those in flight,
+ * and lets its idle connections to the old container expire, which the drain then sees.
+ */
+export class TrafficSlots {
+  private subnet: string | null = null;
+  private readonly open = new Set<string>();
+  /** Addresses handed out to deployments that have not started their container yet. */
+  private readonly reserved = new Set<string>();
+  private syncing: Promise<void> = Promise.resolve();
+  /** Bumped by every cutover's change: a reconcile pass that read the containers before one gives way. */
+  private generation = 0;
+
+  constructor(
+    private readonly engine: ContainerEngine,
+    private readonly gate: TrafficGate,
+    private readonly config: PlatformConfig,
+  ) {}
+
+  get network(): string {
+    return `${this.config.resourcePrefix}-slots-${this.config.instanceId}`;
+  }
+
+  get responderName(): string {
+    return `${this.config.resourcePrefix}-gate-${this.config.instanceId}`;
+  }
+
+  /** Creates the network and the responder once; throws when the engine or the packet filter cannot be used. */
+  async prepare(signal: AbortSignal = AbortSignal.timeout(120_000)): Promise<void> {
+    if (this.subnet) return;
+    await this.ensureResponder(signal);
+    const subnet = await this.engine.ensureSlotNetwork(
+      this.network,
+      { [LABELS.managed]: 'true', [LABELS.instance]: this.config.instanceId, [LABELS.role]: 'slots' },
+      this.config.routing.slotSubnet,
+    );
+    await this.gate.sync(subnet, [...this.open]);
+    this.subnet = subnet;
+  }
+
+  /**
+   * What the proxy's health checks reach through an open slot: a static HTTP server on the host's
+   * network, on 127.0.0.1, in a container of its own so that it keeps answering while the platform
+   * is down and while the proxy reloads (a listener inside the proxy was refused for a moment at each
+   * load, and closed every slot at once). It answers each request on a new connection and closes it.
+   */
+  private async ensureResponder(signal: AbortSignal): Promise<void> {
+    const { gateImage: image, gatePort: port } = this.config.routing;
+    const state = await this.engine.inspect(this.responderName);
+    const cmd = ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/tmp'];
+    if (state?.running && state.image === image && state.labels[LABELS.role] === `gate:${port}`) return;
+    if (state) await this.engine.stopAndRemove(this.responderName, 1);
+    if (!(await this.engine.imageExists(image))) await this.engine.pullImage(image, () => {}, signal);
+    await this.engine.runDaemon({
+      name: this.responderName,
+      image,
+      cmd,
+      env: {},
+      // No instance label: the runner owns every container that has one, and would remove this one as a stray.
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: `gate:${port}` },
+      volumes: [],
+      files: [{ path: '/tmp/index.html', content: 'open\n' }],
+      signal,
+    });
+  }
+
+  get ready(): boolean {
+    return this.subnet !== null;
+  }
+
+  /** The other slot of the service's current pair, or a free pair when it has none. */
+  /** The two slots an address belongs to. */
+  pairOf(ip: string): [string, string] {
+    if (!this.subnet) throw new Error('the slot network is not ready');
+    const base = toInt(this.subnet.split('/')[0]!);
+    const first = base + 2 + 2 * Math.floor((toInt(ip) - base - 2) / 2);
+    return [toIp(first), toIp(first + 1)];
+  }
+
+  assign(current: ContainerState | null, containers: ContainerState[]): SlotAssignment {
+    if (!this.subnet) throw new Error('the slot network is not ready');
+    const [network, bits] = this.subnet.split('/') as [string, string];
+    const base = toInt(network);
+    const size = 2 ** (32 - Number(bits));
+    const pairOf = (ip: string) => this.pairOf(ip);
+    const used = new Set([...containers.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), ...this.reserved]);
+    const currentIp = current?.labels[LABELS.slot];
+    if (currentIp) {
+      const pair = pairOf(currentIp);
+      const ip = pair[0] === currentIp ? pair[1] : pair[0];
+      if (!used.has(ip)) return this.reserve({ network: this.network, ip, pair });
+    }
+    // .0 is the network, .1 Docker's gateway, the last one the broadcast address.
+    for (let first = base + 2; first + 1 < base + size - 1; first += 2) {
+      const pair: [string, string] = [toIp(first), toIp(first + 1)];
+      if (!used.has(pair[0]) && !used.has(pair[1])) return this.reserve({ network: this.network, ip: pair[0], pair });
+    }
+    throw new Error(`every traffic slot of ${this.subnet} is taken; set SLOT_SUBNET to a larger network`);
+  }
+
+  private reserve(assignment: SlotAssignment): SlotAssignment {
+    this.reserved.add(assignment.ip);
+    return assignment;
+  }
+
+  /** The container holds the address now (or never will): Docker's view is the one that counts. */
+  release(ip: string): void {
+    this.reserved.delete(ip);
+  }
+
+  isOpen(ip: string): boolean {
+    return this.open.has(ip);
+  }
+
+  /**
+   * Moves the service's traffic to `next`: opens it, then closes `previous`, each time waiting until
+   * the proxy's health checks have seen the change.
+   */
+  async switchTo(next: string, previous: string[], options: { wait: boolean; signal?: AbortSignal }): Promise<void> {
+    this.generation++;
+    await this.set((open) => void open.add(next), options);
+    this.generation++;
+    await this.set((open) => previous.filter((ip) => ip !== next).forEach((ip) => open.delete(ip)), options);
+  }
+
+  /** Closes slots (a failed cutover, a removed service), waiting until the proxy has seen it. */
+  async close(ips: string[], signal?: AbortSignal): Promise<void> {
+    if (!ips.some((ip) => this.open.has(ip))) return;
+    this.generation++;
+    await this.set((open) => ips.forEach((ip) => open.delete(ip)), { wait: true, signal });
+  }
+
+  /** Taken before reading the containers that a reconcile pass is computed from. */
+  snapshot(): number {
+    return this.generation;
+  }
+
+  /**
+   * Opens exactly `wanted` plus what `keep` holds among the open slots (services being deployed),
+   * unless a cutover changed the gate since `snapshot` (the pass then read a world that is gone: the
+   * next one redoes it). Waits for the proxy only when something closed.
+   */
+  async reconcile(wanted: Iterable<string>, keep: Set<string>, snapshot: number, signal?: AbortSignal): Promise<void> {
+    const target = new Set(wanted);
+    await this.set(
+      (open) => {
+        if (this.generation !== snapshot) return 'skip';
+        const next = new Set([...target, ...[...open].filter((ip) => keep.has(ip))]);
+        const closes = [...open].some((ip) => !next.has(ip));
+        open.clear();
+        next.forEach((ip) => open.add(ip));
+        return closes ? 'wait' : 'no-wait';
+      },
+      { wait: false, signal },
+    );
+  }
+
+  /**
+   * One change at a time: each writes the whole set, so the last one written is the truth. `change`
+   * may say to skip the write, or whether to wait for the proxy after it.
+   */
+  private set(change: (open: Set<string>) => 'skip' | 'wait' | 'no-wait' | void, options: { wait: boolean; signal?: AbortSignal }): Promise<void> {
+    const run = this.syncing.then(async () => {
+      if (!this.subnet) throw new Error('the slot network is not ready');
+      const next = new Set(this.open);
+      const verdict = change(next);
+      if (verdict === 'skip') return;
+      if (next.size === this.open.size && [...next].every((ip) => this.open.has(ip))) return;
+      await this.gate.sync(this.subnet, [...next].sort(), options.signal);
+      this.open.clear();
+      next.forEach((ip) => this.open.add(ip));
+      if (verdict === 'wait' || (verdict === undefined && options.wait)) await new Promise((resolve) => setTimeout(resolve, this.settleMs));
+    });
+    this.syncing = run.catch(() => {});
+    return run;
+  }
+
+  /** Two health intervals: the proxy checks every slot once per interval. */
+  get settleMs(): number {
+    return 2 * this.config.routing.healthIntervalMs + 100;
+  }
+}
