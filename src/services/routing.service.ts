@@ -147,6 +147,12 @@ export class RoutingService {
     this.reconciling = true;
     try {
       const table = await this.table();
+      // After a restart of the platform, the proxy most likely still serves the table: a load would
+      // close its idle client connections for nothing.
+      if (this.loadedVersion === null && !this.lost) {
+        const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+        if (state.state === 'current') this.loadedVersion = table.version;
+      }
       let reason: string | null = table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
       if (!reason) {
         const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));

@@ -58,7 +58,8 @@ export class TrafficSlots {
       { [LABELS.managed]: 'true', [LABELS.instance]: this.config.instanceId, [LABELS.role]: 'slots' },
       this.config.routing.slotSubnet,
     );
-    await this.gate.sync(subnet, [...this.open]);
+    // No sync here: a platform that restarts knows no open slot yet, and writing none would close every
+    // one of them; the first reconcile writes what the containers say.
     this.subnet = subnet;
   }
 

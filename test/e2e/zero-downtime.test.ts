@@ -1,9 +1,10 @@
 import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { containersWithLabel, provisionDocker } from '../helpers/docker.js';
-import { deploy } from '../helpers/deployments.js';
+import { deploy, waitForDeployment, waitForLogLine } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 
 /**
@@ -19,6 +20,7 @@ import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../h
  */
 let caddy: CaddyProcess;
 let server: ServerProcess;
+let serverEnv: Record<string, string>;
 let call: ReturnType<typeof api>;
 let projectId: string;
 let service: { id: string; hostPort: number };
@@ -152,12 +154,13 @@ class LoadGenerator {
 beforeAll(async () => {
   await provisionDocker();
   caddy = await startCaddy();
-  server = await startServerProcess({
+  serverEnv = {
     ...caddy.platformEnv,
     BUILD_CONCURRENCY: '2',
     STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: String(HEALTH_TIMEOUT_MS),
-  });
+  };
+  server = await startServerProcess(serverEnv);
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `zero-downtime-${Date.now()}` })).json.project.id;
   const created = await call('POST', `/api/projects/${projectId}/services`, {
@@ -183,6 +186,11 @@ afterAll(async () => {
   if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
   if (process.env.ZD_DEBUG) console.log(server?.output(), caddy?.output().split('\n').filter((l) => !l.includes('admin.api')).join('\n'));
   await server?.dispose();
+  // The restarted process reused the data directory: it is this test's to remove.
+  if (server) {
+    rmSync(server.dataDir, { recursive: true, force: true });
+    await removeInstanceLeftovers(server.output());
+  }
   await caddy?.stop();
 });
 
@@ -243,3 +251,69 @@ it('fails a redeploy whose container never answers, and the old container serves
   expect(await containersWithLabel(`slipway.service=${service.id}`)).toEqual([liveContainer]);
   expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 5');
 }, 60_000);
+
+it('drops no request of a hostname while other domains are added and removed (each a proxy load)', async () => {
+  // The previous test left a start command that never listens: back to the server, version 6.
+  expect((await call('PATCH', `/api/services/${service.id}`, { startCommand: START_COMMAND })).status).toBe(200);
+  expect((await call('POST', `/api/services/${service.id}/env`, { key: 'VERSION', value: '6' })).status).toBeLessThan(300);
+  const redeployed = await deploy(call, service.id, 60_000);
+  expect(redeployed.deployment.status, redeployed.logs.join('\n')).toBe('succeeded');
+  liveContainer = redeployed.deployment.containerName!;
+  const load = new LoadGenerator(caddy.httpPort, hostname);
+  load.start();
+  try {
+    for (let round = 0; round < 5; round++) {
+      const other = `other-${round}-${randomBytes(3).toString('hex')}.zero-downtime.test`;
+      const added = await call('POST', `/api/services/${service.id}/domains`, { hostname: other });
+      expect(added.status, added.text).toBe(201);
+      expect(added.json.proxy.ok, added.json.proxy.detail).toBe(true);
+      load.marks.push({ at: Date.now(), label: `domain ${round} added` });
+      await new Promise((r) => setTimeout(r, 300));
+      const removed = await call('DELETE', `/api/services/${service.id}/domains/${added.json.domain.id}`);
+      expect(removed.status, removed.text).toBe(200);
+      load.marks.push({ at: Date.now(), label: `domain ${round} removed` });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  } finally {
+    await load.stop('10 proxy loads for other domains');
+  }
+  expect(load.failures).toEqual([]);
+  expect(load.summary().seen).toEqual([6]);
+}, 120_000);
+
+it('keeps serving when the platform is killed in the middle of a cutover, and sorts it out on restart', async () => {
+  expect((await call('POST', `/api/services/${service.id}/env`, { key: 'VERSION', value: '7' })).status).toBeLessThan(300);
+  const load = new LoadGenerator(caddy.httpPort, hostname);
+  load.start();
+  let deploymentId = '';
+  try {
+    const created = await call('POST', `/api/services/${service.id}/deployments`);
+    expect(created.status, created.text).toBe(201);
+    deploymentId = created.json.deployment.id;
+    // The new container serves and the cutover has begun: its slot opens next.
+    await waitForLogLine(call, deploymentId, /^Host port 127\.0\.0\.1:\d+ now forwards to /, 60_000);
+    await server.kill();
+    load.marks.push({ at: Date.now(), label: 'platform killed' });
+    // Caddy and the traffic gate keep serving without the platform.
+    await new Promise((r) => setTimeout(r, 2_000));
+    server = await startServerProcess(serverEnv, { dataDir: server.dataDir, token: server.token });
+    call = api(server.url, server.token);
+    load.marks.push({ at: Date.now(), label: 'platform restarted' });
+    const ended = await waitForDeployment(call, deploymentId, 60_000);
+    expect(ended.deployment.status, ended.logs.join('\n')).toBe('failed');
+    expect(ended.logs.join('\n')).toContain('The server stopped while this deployment was running');
+    // The interrupted container is drained and removed; only the live one is left.
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && (await containersWithLabel(`slipway.service=${service.id}`)).length > 1) await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    await load.stop('a cutover cut short by SIGKILL, then a restart');
+  }
+  expect(load.failures).toEqual([]);
+  expect(await containersWithLabel(`slipway.service=${service.id}`)).toEqual([liveContainer]);
+  expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 6');
+  // And the next deployment runs through normally.
+  const next = await deploy(call, service.id, 60_000);
+  expect(next.deployment.status, next.logs.join('\n')).toBe('succeeded');
+  expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 7');
+}, 180_000);

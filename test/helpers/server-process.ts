@@ -110,7 +110,7 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
  * What an install keeps beyond its data directory and containers: the traffic slot network and the
  * gate's packet filter chains (see TrafficSlots). A test install that is gone for good leaves neither.
  */
-async function removeInstanceLeftovers(output: string): Promise<void> {
+export async function removeInstanceLeftovers(output: string): Promise<void> {
   const instance = /"instanceId":"([a-z0-9]+)"/.exec(output)?.[1];
   if (!instance) return;
   try {
