@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   }
   const running = await startServer(config);
   log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy) });
+  if (running.initialApiKey) printInitialKey(running.initialApiKey, running.url);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -46,6 +47,29 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * The first start's key, for the person at the terminal: plain lines on stdout, never a JSON record
+ * (log shippers store those), never written again: later starts do not have it.
+ */
+function printInitialKey(token: string, url: string): void {
+  process.stdout.write(
+    [
+      '',
+      '================================================================================',
+      ' First start: an API key with write access to all projects was created.',
+      ' It is shown this once only. Keep it:',
+      '',
+      `     ${token}`,
+      '',
+      ` curl -H "Authorization: Bearer ${token}" ${url}/api/projects`,
+      ' More keys: npm run cli -- keys create --name <name> --access read|write',
+      '================================================================================',
+      '',
+      '',
+    ].join('\n'),
+  );
 }
 
 function describeProxy(proxy: ProxyConfig): string {
