@@ -11,6 +11,7 @@ import { ServiceCatalog } from './services/service-catalog.service.js';
 import { DeployRunner } from './services/deploy-runner.js';
 import { DnsService } from './services/dns.service.js';
 import { SettingsService } from './services/settings.service.js';
+import { HealthService } from './services/health.service.js';
 import type { DnsProvider } from './ports/dns-provider.port.js';
 import type { RuntimeDeps } from './services/runtime-deps.js';
 
@@ -62,6 +63,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     runtimeLogs: new RuntimeLogService(deps),
     routing,
     runner,
+    health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
 }
 

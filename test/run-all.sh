@@ -20,6 +20,10 @@ bash test/provision/images.sh
 echo "== provisioning Caddy (Debian's package) for the routing tests"
 bash test/provision/caddy.sh
 
+echo "== provisioning Chromium (the docs page test) and Docker Compose (the container image test)"
+bash test/provision/chromium.sh >/dev/null
+bash test/provision/compose.sh >/dev/null
+
 echo "== type-checking and building what npm start runs"
 npx tsc --noEmit -p .
 npm run -s build

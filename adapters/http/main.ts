@@ -1,11 +1,30 @@
+import Docker from 'dockerode';
+import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
+import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
 import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
 import { log, startServer } from './server.js';
+
+const ENGINE_PING_TIMEOUT_MS = 3_000;
 
 /** `npm start`: read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
+  const setup = await ensureEngine(config.dockerSocket, {
+    ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
+    ...hostFacts(),
+    provisionScript: findProvisionScript(),
+    provision: runProvisionScript,
+    log,
+  });
+  if (!setup.ok) {
+    // One plain line, not a JSON record: this is for the person at the terminal.
+    process.stderr.write(`${setup.line}\n`);
+    process.exit(1);
+  }
   const running = await startServer(config);
   log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy), instanceId: config.platform.instanceId });
+  if (running.initialApiKey) printInitialKey(running.initialApiKey, running.url);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -28,6 +47,29 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * The first start's key, for the person at the terminal: plain lines on stdout, never a JSON record
+ * (log shippers store those), never written again: later starts do not have it.
+ */
+function printInitialKey(token: string, url: string): void {
+  process.stdout.write(
+    [
+      '',
+      '================================================================================',
+      ' First start: an API key with write access to all projects was created.',
+      ' It is shown this once only. Keep it:',
+      '',
+      `     ${token}`,
+      '',
+      ` curl -H "Authorization: Bearer ${token}" ${url}/api/projects`,
+      ' More keys: npm run cli -- keys create --name <name> --access read|write',
+      '================================================================================',
+      '',
+      '',
+    ].join('\n'),
+  );
 }
 
 function describeProxy(proxy: ProxyConfig): string {

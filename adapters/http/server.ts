@@ -44,6 +44,8 @@ export interface RunningServer {
   url: string;
   services: Services;
   database: Database;
+  /** The token of the key made at the first start (no BOOTSTRAP_API_KEY, empty database): to be shown once. */
+  initialApiKey: string | null;
   close(): Promise<void>;
 }
 
@@ -85,7 +87,14 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     ],
   });
   await services.settings.load();
+  let initialApiKey: string | null = null;
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
+  else if (database.fresh && (await database.store.countApiKeys()) === 0) {
+    // Without it, a first start leaves no way in over HTTP. Only its id and prefix are logged.
+    const { apiKey, token } = await services.apiKeys.mint('initial', 'write', null);
+    log('initial API key created (all projects, write); its token is printed once, outside the log records', { id: apiKey.id, prefix: apiKey.prefix });
+    initialApiKey = token;
+  }
 
   const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });
   const createContext = (req: IncomingMessage): Context => ({
@@ -118,6 +127,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     url: `http://${host}:${address.port}`,
     services,
     database,
+    initialApiKey,
     close() {
       // In-flight requests finish; streams are told to end; then the database closes.
       closing ??= (async () => {

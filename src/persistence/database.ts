@@ -53,12 +53,15 @@ export function ormOptions(config: DatabaseConfig): Options {
 export interface Database {
   store: Store;
   kind: 'sqlite' | 'postgresql';
+  /** True when this open created the schema: the first start of an empty data directory (or database). */
+  fresh: boolean;
   close(): Promise<void>;
 }
 
 /** Opens the database and brings its schema up to date with the committed migrations. */
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
   const orm = await MikroORM.init(ormOptions(config));
+  let fresh = false;
   try {
     if (!isPostgresUrl(config.databaseUrl)) {
       // WAL lets readers go on while the runner writes log lines.
@@ -66,6 +69,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
       await orm.em.getConnection().execute('pragma busy_timeout = 5000');
       await orm.em.getConnection().execute('pragma foreign_keys = on');
     }
+    fresh = (await orm.getMigrator().getExecutedMigrations()).length === 0;
     await orm.getMigrator().up();
   } catch (error) {
     await orm.close(true);
@@ -75,6 +79,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
     // Both drivers are SQL drivers: their entity manager has the query builder the store reads with.
     store: new Store(orm.em as unknown as SqlEntityManager),
     kind: isPostgresUrl(config.databaseUrl) ? 'postgresql' : 'sqlite',
+    fresh,
     close: () => orm.close(true),
   };
 }

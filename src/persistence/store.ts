@@ -253,6 +253,15 @@ export class Store {
   }
 
   // API keys
+  /** A round trip to the database, for the health check. */
+  async ping(): Promise<void> {
+    await this.fork().getConnection().execute('select 1');
+  }
+
+  async countApiKeys(): Promise<number> {
+    return this.fork().count(ApiKey, {});
+  }
+
   async listApiKeys(): Promise<ApiKeyRecord[]> {
     return (await this.find(ApiKey, {}, { createdAt: 'asc', id: 'asc' })).map(withParsedJson);
   }

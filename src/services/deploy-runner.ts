@@ -13,6 +13,9 @@ import { TrafficSlots, type SlotAssignment } from './traffic-slots.js';
 const POLL_MS = 500;
 const RECONCILE_MS = 10_000;
 const DRAIN_POLL_MS = 100;
+/** While the engine is down, it is asked again at most this often (the claim loop ticks every 500 ms). */
+const ENGINE_RETRY_MS = 2_000;
+const ENGINE_PING_TIMEOUT_MS = 3_000;
 /** When a container's connections cannot be counted: long enough for a typical request to finish. */
 const DRAIN_FALLBACK_MS = 2_000;
 
@@ -41,14 +44,22 @@ export class DeployRunner {
   private ticking: Promise<void> | null = null;
   private reconciling: Promise<void> | null = null;
   private stopped = true;
-  /** Until recovery has sorted the containers out, a new deployment's container would look like a stray one. */
-  private recovered = false;
   private readonly pipeline: DeploymentPipeline;
   /** Null without a traffic gate or a proxy: cutovers then reload the proxy with the new address. */
   private readonly slots: TrafficSlots | null;
   private slotsProblem = '';
   /** Slots handed to deployments under way: a reconcile pass leaves them as they are. */
   private readonly jobSlots = new Set<string>();
+  /** Why the engine did not answer, while it does not; nothing is claimed then. */
+  private engineDown: string | null = null;
+  private engineCheckedAt = 0;
+  /**
+   * Recovery runs once the engine answers; until it has, nothing is claimed either (a new
+   * deployment's container would look like a stray one to it).
+   */
+  private recovered = false;
+  /** The last maintenance failure logged: a lasting one is logged once, not every pass. */
+  private lastFailure: string | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -67,19 +78,62 @@ export class DeployRunner {
   /** Recovers from whatever a previous process left, then starts taking work. */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.recover().catch((error: Error) => this.log('recovery failed', { error: error.message }));
-    this.recovered = true;
+    this.recovered = false;
+    await this.maintain();
     this.timer = setInterval(() => this.wake(), POLL_MS);
     this.reconcileTimer = setInterval(() => {
       // A pass may outlast the interval (a drain): never two at once.
       if (this.reconciling) return;
-      this.reconciling = this.reconcile()
-        .catch((error: Error) => this.log('reconcile failed', { error: error.message }))
-        .finally(() => {
-          this.reconciling = null;
-        });
+      this.reconciling = this.maintain().finally(() => {
+        this.reconciling = null;
+      });
     }, RECONCILE_MS);
     this.wake();
+  }
+
+  /**
+   * One maintenance pass: recovery until it has succeeded once, then reconcile. Skipped while the
+   * engine is unreachable; a failure that lasts is logged once, not every 10 s.
+   */
+  async maintain(): Promise<void> {
+    if (!(await this.engineReachable())) return;
+    const what = this.recovered ? 'reconcile failed' : 'recovery failed';
+    try {
+      if (this.recovered) await this.reconcile();
+      else {
+        await this.recover();
+        this.recovered = true;
+        this.wake();
+      }
+      this.lastFailure = null;
+    } catch (error) {
+      const message = (error as Error).message;
+      if (`${what}|${message}` !== this.lastFailure) this.log(what, { error: message });
+      this.lastFailure = `${what}|${message}`;
+    }
+  }
+
+  /**
+   * Whether the engine answers. While it does not, queued deployments wait (claiming them would only
+   * fail them) and it is asked again at most every ENGINE_RETRY_MS; the outage is logged once.
+   */
+  private async engineReachable(): Promise<boolean> {
+    if (this.engineDown !== null && Date.now() - this.engineCheckedAt < ENGINE_RETRY_MS) return false;
+    this.engineCheckedAt = Date.now();
+    try {
+      await this.runtime.engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS));
+    } catch (error) {
+      const reason = (error as Error).message;
+      if (this.engineDown === null) this.log('the Docker engine is unreachable; queued deployments wait for it', { error: reason });
+      this.engineDown = reason;
+      return false;
+    }
+    if (this.engineDown !== null) {
+      this.log('the Docker engine is reachable again');
+      this.engineDown = null;
+      this.lastFailure = null;
+    }
+    return true;
   }
 
   /** Stops taking work and interrupts what runs; those deployments end `failed`, saying why. */
@@ -107,9 +161,20 @@ export class DeployRunner {
     if (this.running.size >= limit) return;
     const queued = await this.deps.store.listDeploymentsByStatus(['queued']);
     const busy = new Set([...this.running.values()].map((job) => job.serviceId));
+    let engineAsked = false;
     for (const deployment of queued) {
       if (this.stopped || this.running.size >= limit) return;
       if (busy.has(deployment.serviceId)) continue;
+      // Asked only when there is something to claim, once per pass.
+      if (!engineAsked) {
+        engineAsked = true;
+        if (!(await this.engineReachable())) return;
+        // Recovery comes first: it removes containers no deployment owns, which a new one's would be.
+        if (!this.recovered) {
+          void this.maintainOnce();
+          return;
+        }
+      }
       busy.add(deployment.serviceId);
       const now = this.deps.clock.now();
       if (!(await this.deps.store.transitionDeployment(deployment.id, ['queued'], { status: 'running', startedAt: now }))) continue;
@@ -122,6 +187,14 @@ export class DeployRunner {
         this.wake();
       });
     }
+  }
+
+  /** Recovery as soon as the engine is back, without waiting for the 10-second loop. */
+  private maintainOnce(): Promise<void> {
+    this.reconciling ??= this.maintain().finally(() => {
+      this.reconciling = null;
+    });
+    return this.reconciling;
   }
 
   private async execute(deployment: DeploymentRecord, controller: AbortController): Promise<void> {

@@ -620,7 +620,8 @@ describe('the matrix covers every documented endpoint', () => {
   it('/api/health is public', async () => {
     const res = await api(server.url, undefined)('GET', '/api/health');
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ ok: true });
+    expect(res.json).toMatchObject({ ok: true, status: 'ok', engine: { status: 'up' }, proxy: { status: 'disabled' }, database: { status: 'up' } });
+    expect(Object.keys(res.json as object).sort()).toEqual(['checkedAt', 'database', 'engine', 'ok', 'proxy', 'status']);
   });
 });
 

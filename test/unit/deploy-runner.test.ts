@@ -457,12 +457,85 @@ describe('failures leave the live container alone', () => {
     });
   }
 
-  it('an unreachable container engine fails the deployment with the reason', async () => {
+  it('an engine that goes away after the claim fails the deployment with the reason', async () => {
     const { web } = await freshWeb({ startRunner: true });
-    h.engine.pingError = 'connect ENOENT /var/run/docker.sock';
+    // The runner's own look before claiming finds it; the pipeline's, a moment later, does not.
+    const ping = h.engine.ping.bind(h.engine);
+    let pings = 0;
+    h.engine.ping = async (signal) => {
+      if (++pings > 1) throw new Error('connect ENOENT /var/run/docker.sock');
+      return ping(signal);
+    };
     const d = await deployFailed(web.id);
     expect(await logs(d.id)).toContain('Deployment failed: The Docker engine is unreachable: connect ENOENT /var/run/docker.sock');
     expect(h.git.clones).toEqual([]);
+  });
+
+  it('while the engine is unreachable, queued deployments wait (claimed by nobody, failed by nothing) and run once it is back', async () => {
+    const { web } = await freshWeb({ startRunner: true });
+    const ping = h.engine.ping.bind(h.engine);
+    let pings = 0;
+    h.engine.ping = async (signal) => {
+      pings++;
+      return ping(signal);
+    };
+    h.engine.pingError = 'connect ENOENT /var/run/docker.sock';
+    const id = await queue(web.id);
+    await sleep(3_000);
+    expect((await deployment(id)).status).toBe('queued');
+    expect(h.git.clones).toEqual([]);
+    // The claim loop ticks every 500 ms; the engine is asked at most every 2 s while down.
+    expect(pings).toBeLessThanOrEqual(3);
+    expect(h.runnerLog.filter((l) => /Docker engine/.test(l.message))).toEqual([
+      { message: 'the Docker engine is unreachable; queued deployments wait for it', extra: { error: 'connect ENOENT /var/run/docker.sock' } },
+    ]);
+    h.engine.pingError = null;
+    const d = await finished(id, 8_000);
+    expect(d.status, (await logs(id)).join('\n')).toBe('succeeded');
+    expect(h.runnerLog.map((l) => l.message)).toContain('the Docker engine is reachable again');
+  });
+
+  it('a start with the engine down recovers once it answers, and logs the outage once however many passes it lasts', async () => {
+    const { p, web } = await freshWeb({ startRunner: false });
+    const stray = h.engine.addContainer({
+      name: 'slipway-gone-x',
+      image: 'slipway-gone-x',
+      labels: { 'slipway.managed': 'true', 'slipway.instance': h.config.instanceId, 'slipway.service': 'gone', 'slipway.deployment': 'x', 'slipway.project': p.id },
+    });
+    h.engine.pingError = 'connect ENOENT /var/run/docker.sock';
+    await h.runner.start();
+    const id = await queue(web.id);
+    for (let i = 0; i < 3; i++) await h.runner.maintain();
+    await sleep(2_100);
+    await h.runner.maintain();
+    expect(h.runnerLog.map((l) => l.message)).toEqual(['the Docker engine is unreachable; queued deployments wait for it']);
+    expect(h.engine.byName(stray.name)).toBeDefined();
+    expect((await deployment(id)).status).toBe('queued');
+
+    h.engine.pingError = null;
+    await sleep(2_100);
+    await h.runner.maintain();
+    expect(h.runnerLog.map((l) => l.message)).toContain('the Docker engine is reachable again');
+    expect(h.engine.byName(stray.name)).toBeUndefined();
+    expect((await finished(id)).status).toBe('succeeded');
+  });
+
+  it('a reconcile failure that lasts is logged once, and again only after it cleared', async () => {
+    const { web } = await freshWeb({ startRunner: true });
+    await deployOk(web.id);
+    const list = h.engine.listContainers.bind(h.engine);
+    let broken = true;
+    h.engine.listContainers = async (label) => {
+      if (broken) throw new Error('engine says no');
+      return list(label);
+    };
+    for (let i = 0; i < 3; i++) await h.runner.maintain();
+    expect(h.runnerLog.filter((l) => l.message === 'reconcile failed')).toEqual([{ message: 'reconcile failed', extra: { error: 'engine says no' } }]);
+    broken = false;
+    await h.runner.maintain();
+    broken = true;
+    await h.runner.maintain();
+    expect(h.runnerLog.filter((l) => l.message === 'reconcile failed')).toHaveLength(2);
   });
 
   it('a build that writes many lines has each of them in the log, in order', async () => {
