@@ -162,7 +162,7 @@ export class ServiceCatalog {
   async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
     const cached = this.overviewCache.get(serviceId);
     if (cached) {
-      assertProjectVisible(actor, cached.projectId);
+      assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
       return cached.overview;
     }
     const version = this.deps.store.version;
@@ -212,7 +212,6 @@ export class ServiceCatalog {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const target = await projectFor(this.deps.store, actor, targetProjectId);
-    assertProjectVisible(actor, service.projectId);
     if (target.id !== service.projectId) {
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
