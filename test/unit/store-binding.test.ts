@@ -50,3 +50,28 @@ describe('store binding', () => {
     expect(logged).not.toMatch(/insert into/i);
   });
 });
+
+describe('store binding on PostgreSQL', () => {
+  let pgDb: Database | undefined;
+  let scratch: { url: string; drop(): Promise<void> } | undefined;
+  beforeAll(async () => {
+    const { createScratchDatabase } = await import('../helpers/postgres.js');
+    scratch = await createScratchDatabase();
+    pgDb = await openDatabase({ databaseUrl: scratch.url, dataDir: ':memory:' });
+  }, 60_000);
+  afterAll(async () => {
+    await pgDb?.close();
+    await scratch?.drop();
+  });
+
+  it('stores quotes, backslashes, ? and dates exactly (PostgreSQL text cannot hold NUL; inputs refuse it)', async () => {
+    const odd = "' \" \\ ? ?? \\? $1 ); drop table projects; --";
+    await pgDb!.store.insertProject(project('bindingpg0000001', odd));
+    const read = await pgDb!.store.getProject('bindingpg0000001');
+    expect(read?.description).toBe(odd);
+    expect(read?.createdAt.toISOString()).toBe(now.toISOString());
+    await pgDb!.store.insertApiKey({ id: 'bindingpgkey0001', name: "o'k", access: 'write', projectIds: ["b'c"], prefix: 'slw_z', tokenHash: 'pg-h1', createdAt: now, lastUsedAt: null });
+    expect(await pgDb!.store.getApiKeyByHash('pg-h1')).toMatchObject({ name: "o'k", projectIds: ["b'c"], lastUsedAt: null });
+    expect(await pgDb!.store.transitionDeployment('nope', ['queued'], { status: 'running' })).toBe(false);
+  });
+});
