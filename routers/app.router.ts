@@ -11,7 +11,7 @@ import { createCallerFactory, publicProcedure, router } from './trpc.js';
 export const appRouter = router({
   health: publicProcedure
     .meta({ openapi: { method: 'GET', path: '/api/health', tags: ['System'], summary: 'Liveness: answers without a key', protect: false } })
-    .input(z.object({}).optional())
+    .input(z.strictObject({}).optional())
     .output(z.object({ ok: z.literal(true) }))
     .query(() => ({ ok: true as const })),
   projects: projectRouter,
