@@ -1,4 +1,5 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TRPCError } from '@trpc/server';
 import { toErrorBody, type ErrorBody } from '../../routers/trpc.js';
@@ -29,12 +30,21 @@ export const STATUS: Record<ErrorBody['error'], number> = {
 export function sendErrorAndClose(res: ServerResponse, status: number, body: ErrorBody): void {
   res.shouldKeepAlive = false;
   res.setHeader('Connection', 'close');
-  const socket = res.socket;
-  res.once('finish', () => {
-    if (!socket || socket.destroyed) return;
-    socket.end();
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
-  });
+  const socket = res.socket as (Socket & { destroySoon?: () => void }) | null;
+  if (socket) {
+    // Node destroys the socket as soon as a closing response is out, which resets a client still
+    // uploading before it reads the answer: half-close instead, drop what still arrives, then destroy.
+    socket.destroySoon = () => {
+      if (socket.writable) socket.end();
+      socket.resume();
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      timer.unref();
+      socket.once('end', () => {
+        clearTimeout(timer);
+        socket.destroy();
+      });
+    };
+  }
   sendError(res, status, body);
 }
 

@@ -162,7 +162,7 @@ describe('request bodies', () => {
     expect((await post('application/merge-patch+json', '{"name":"plus-json"}')).status).toBe(201);
     // fetch adds text/plain to a string body: a raw request without any Content-Type.
     const { text } = await rawExchange(
-      `POST /api/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nContent-Length: 17\r\nConnection: close\r\n\r\n{"name":"no-type"}`.replace('17', '18'),
+      `POST /api/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nContent-Length: ${'{"name":"no-type"}'.length}\r\nConnection: close\r\n\r\n{"name":"no-type"}`,
     );
     expect(parseRaw(text).status, text).toBe(201);
   });
