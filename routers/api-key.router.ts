@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { apiKeyView } from '../src/index.js';
-import { idParam, okTrue } from './schemas.js';
+import { idParam, line, okTrue } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
 const tags = ['API keys'];
@@ -9,8 +9,8 @@ export const apiKeyRouter = router({
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/api-keys', tags, summary: 'Create an API key; the token is shown once, in this response' } })
     .input(
-      z.object({
-        name: z.string().min(1).max(100),
+      z.strictObject({
+        name: line(100).min(1),
         access: z.enum(['read', 'write']),
         projectIds: z.array(idParam).max(1000).nullish().meta({ description: 'Projects the key may see; omitted or null: all projects' }),
       }),
@@ -20,13 +20,13 @@ export const apiKeyRouter = router({
 
   list: writeProcedure
     .meta({ openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' } })
-    .input(z.object({}).optional())
+    .input(z.strictObject({}).optional())
     .output(z.object({ apiKeys: z.array(apiKeyView) }))
     .query(async ({ ctx }) => ({ apiKeys: await ctx.services.apiKeys.list(ctx.actor) })),
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/api-keys/{id}', tags, summary: 'Revoke an API key' } })
-    .input(z.object({ id: idParam }))
+    .input(z.strictObject({ id: idParam }))
     .output(okTrue)
     .mutation(async ({ ctx, input }) => {
       await ctx.services.apiKeys.delete(ctx.actor, input.id);

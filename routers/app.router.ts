@@ -21,7 +21,7 @@ export const appRouter = router({
         protect: false,
       },
     })
-    .input(z.object({}).optional())
+    .input(z.strictObject({}).optional())
     .output(healthView)
     .query(({ ctx }) => ctx.services.health.check()),
   projects: projectRouter,

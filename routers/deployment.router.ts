@@ -12,25 +12,25 @@ const lastEventId = z.string().regex(/^\d+$/).nullish();
 export const deploymentRouter = router({
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/services/{serviceId}/deployments', tags, summary: 'Queue a deployment of the service' } })
-    .input(z.object({ serviceId: idParam }))
+    .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ deployment: deploymentView }))
     .mutation(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.create(ctx.actor, input.serviceId) })),
 
   list: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' } })
-    .input(z.object({ serviceId: idParam }))
+    .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ deployments: z.array(deploymentView) }))
     .query(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.list(ctx.actor, input.serviceId) })),
 
   get: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/deployments/{deploymentId}', tags, summary: 'One deployment' } })
-    .input(z.object({ deploymentId: idParam }))
+    .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ deployment: deploymentView }))
     .query(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.get(ctx.actor, input.deploymentId) })),
 
   abort: writeProcedure
     .meta({ openapi: { method: 'POST', path: '/api/deployments/{deploymentId}/abort', tags, summary: 'Abort a queued or running deployment (409 once finished)' } })
-    .input(z.object({ deploymentId: idParam }))
+    .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ accepted: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
       await ctx.services.deployments.abort(ctx.actor, input.deploymentId);
@@ -39,13 +39,13 @@ export const deploymentRouter = router({
 
   logs: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' } })
-    .input(z.object({ deploymentId: idParam }))
+    .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ logs: z.array(deploymentLogView) }))
     .query(async ({ ctx, input }) => ({ logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId) })),
 
   /** Served over SSE at GET /api/deployments/{deploymentId}/stream too (adapters/http/sse-bridge.ts). */
   stream: readProcedure
-    .input(z.object({ deploymentId: idParam, lastEventId }))
+    .input(z.strictObject({ deploymentId: idParam, lastEventId }))
     .subscription(async ({ ctx, input, signal }) => {
       const events = await ctx.services.deployments.stream(ctx.actor, input.deploymentId, {
         lastEventId: input.lastEventId ? Number(input.lastEventId) : undefined,
@@ -62,7 +62,7 @@ export const deploymentRouter = router({
 
   /** Served over SSE at GET /api/services/{serviceId}/runtime-logs/stream too. */
   runtimeLogs: readProcedure
-    .input(z.object({ serviceId: idParam, lastEventId, tail: strictInt(0, 10_000).optional() }))
+    .input(z.strictObject({ serviceId: idParam, lastEventId, tail: strictInt(0, 10_000).optional() }))
     .subscription(async ({ ctx, input, signal }) => {
       const events = await ctx.services.runtimeLogs.stream(ctx.actor, input.serviceId, {
         lastEventId: input.lastEventId ? Number(input.lastEventId) : undefined,

@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { dnsRecordResultView, domainView, proxyResultView } from '../src/index.js';
-import { idParam } from './schemas.js';
+import { idParam, line } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
 const tags = ['Domains'];
-const hostname = z.string().min(1).max(253);
+const hostname = line(253).min(1);
 const proxyAnswer = z.object({ ok: z.literal(true), proxy: proxyResultView });
 
 export const domainRouter = router({
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/services/{serviceId}/domains', tags, summary: 'Add a hostname to a web service and reload the proxy' } })
-    .input(z.object({ serviceId: idParam, hostname }))
+    .input(z.strictObject({ serviceId: idParam, hostname }))
     .output(proxyAnswer.extend({ domain: domainView }))
     .mutation(async ({ ctx, input }) => {
       return { ok: true as const, ...(await ctx.services.domains.create(ctx.actor, input.serviceId, input.hostname)) };
@@ -18,7 +18,7 @@ export const domainRouter = router({
 
   update: writeProcedure
     .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Change a hostname and reload the proxy' } })
-    .input(z.object({ serviceId: idParam, domainId: idParam, hostname }))
+    .input(z.strictObject({ serviceId: idParam, domainId: idParam, hostname }))
     .output(proxyAnswer)
     .mutation(async ({ ctx, input }) => ({
       ok: true as const,
@@ -34,13 +34,13 @@ export const domainRouter = router({
         summary: 'Create (or update, or leave) an A record for the hostname at a connected DNS provider',
       },
     })
-    .input(z.object({ serviceId: idParam, domainId: idParam, providerId: z.string().min(1).max(32) }))
+    .input(z.strictObject({ serviceId: idParam, domainId: idParam, providerId: line(32).min(1) }))
     .output(z.object({ ok: z.literal(true), result: dnsRecordResultView, domain: domainView }))
     .mutation(async ({ ctx, input }) => ({ ok: true as const, ...(await ctx.services.dns.createRecord(ctx.actor, input.serviceId, input.domainId, input.providerId)) })),
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Remove a hostname and reload the proxy' } })
-    .input(z.object({ serviceId: idParam, domainId: idParam }))
+    .input(z.strictObject({ serviceId: idParam, domainId: idParam }))
     .output(proxyAnswer)
     .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.domains.delete(ctx.actor, input.serviceId, input.domainId) })),
 });

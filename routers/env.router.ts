@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, okTrue, strictBoolean } from './schemas.js';
+import { idParam, line, okTrue, strictBoolean, text } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
 const tags = ['Environment variables'];
@@ -8,10 +8,10 @@ export const envRouter = router({
   set: writeProcedure
     .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/env', tags, summary: 'Create a variable or update its value; ${service_slug.KEY} references resolve at deploy time' } })
     .input(
-      z.object({
+      z.strictObject({
         serviceId: idParam,
-        key: z.string().max(255).meta({ description: 'Must match ^[A-Z_][A-Z0-9_]*$' }),
-        value: z.string(),
+        key: line(255).meta({ description: 'Must match ^[A-Z_][A-Z0-9_]*$' }),
+        value: text(),
         secret: strictBoolean().optional().meta({ description: 'Secret values are never shown again in responses' }),
       }),
     )
@@ -23,7 +23,7 @@ export const envRouter = router({
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/env/{envId}', tags, summary: 'Delete a variable' } })
-    .input(z.object({ serviceId: idParam, envId: idParam }))
+    .input(z.strictObject({ serviceId: idParam, envId: idParam }))
     .output(okTrue)
     .mutation(async ({ ctx, input }) => {
       await ctx.services.env.delete(ctx.actor, input.serviceId, input.envId);
@@ -32,7 +32,7 @@ export const envRouter = router({
 
   reveal: writeProcedure
     .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/env/{envId}/reveal', tags, summary: 'Read one variable in clear, secrets included (write keys only)' } })
-    .input(z.object({ serviceId: idParam, envId: idParam }))
+    .input(z.strictObject({ serviceId: idParam, envId: idParam }))
     .output(z.object({ key: z.string(), value: z.string(), resolvedValue: z.string() }))
     .mutation(async ({ ctx, input }) => ctx.services.env.reveal(ctx.actor, input.serviceId, input.envId)),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { projectView, proxyResultView, suggestionView } from '../src/index.js';
-import { idParam, trustedOutput } from './schemas.js';
+import { idParam, line, text, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Projects'];
@@ -8,25 +8,25 @@ const tags = ['Projects'];
 export const projectRouter = router({
   list: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/projects', tags, summary: 'List the projects visible to the key, with their services' } })
-    .input(z.object({}).optional())
+    .input(z.strictObject({}).optional())
     .output(trustedOutput('ProjectList', z.object({ projects: z.array(projectView) })))
     .query(async ({ ctx }) => ({ projects: await ctx.services.projects.list(ctx.actor) })),
 
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/projects', tags, summary: 'Create a project (all-project keys only)' } })
-    .input(z.object({ name: z.string().min(1).max(100), description: z.string().max(10_000).optional() }))
+    .input(z.strictObject({ name: line(100).min(1), description: text(10_000).optional() }))
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => ({ project: await ctx.services.projects.create(ctx.actor, input) })),
 
   bySlug: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug' } })
-    .input(z.object({ projectSlug: z.string().min(1).max(64) }))
+    .input(z.strictObject({ projectSlug: line(64).min(1) }))
     .output(z.object({ project: projectView }))
     .query(async ({ ctx, input }) => ({ project: await ctx.services.projects.getBySlug(ctx.actor, input.projectSlug) })),
 
   update: writeProcedure
     .meta({ openapi: { method: 'PATCH', path: '/api/projects/{projectId}', tags, summary: 'Rename a project or change its description' } })
-    .input(z.object({ projectId: idParam, name: z.string().min(1).max(100).optional(), description: z.string().max(10_000).optional() }))
+    .input(z.strictObject({ projectId: idParam, name: line(100).min(1).optional(), description: text(10_000).optional() }))
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => {
       const { projectId, ...patch } = input;
@@ -35,7 +35,7 @@ export const projectRouter = router({
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/projects/{projectId}', tags, summary: 'Delete a project with its services, domains, variables, deployments and logs' } })
-    .input(z.object({ projectId: idParam }))
+    .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.projects.delete(ctx.actor, input.projectId) })),
 
@@ -48,7 +48,7 @@ export const projectRouter = router({
         summary: 'Connection-URL variables for the database services of a project, written as ${slug.KEY} references',
       },
     })
-    .input(z.object({ projectId: idParam }))
+    .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ suggestions: z.array(suggestionView) }))
     .query(async ({ ctx, input }) => ({ suggestions: await ctx.services.projects.databaseVariableSuggestions(ctx.actor, input.projectId) })),
 });

@@ -1,32 +1,32 @@
 import { z } from 'zod';
 import { deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView } from '../src/index.js';
-import { buildMethod, idParam, nullableText, port, runtimeMode, strictBoolean, trustedOutput } from './schemas.js';
+import { buildMethod, idParam, line, nullableLine, nullableText, port, runtimeMode, strictBoolean, text, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Services'];
 
-const envEntry = z.object({ key: z.string().max(255), value: z.string(), secret: strictBoolean().optional() });
+const envEntry = z.strictObject({ key: line(255), value: text(), secret: strictBoolean().optional() });
 
-const createServiceInput = z.object({
+const createServiceInput = z.strictObject({
   projectId: idParam,
-  name: z.string().min(1).max(100),
-  repoFullName: nullableText(512),
-  repoUrl: nullableText(2048),
-  containerImage: nullableText(512),
-  branch: z.string().min(1).max(255).optional(),
-  rootDir: nullableText(1024),
-  gitToken: nullableText().meta({ description: 'Write-only: a token for private repositories; never returned (see hasGitToken)' }),
+  name: line(100).min(1),
+  repoFullName: nullableLine(512),
+  repoUrl: nullableLine(2048).meta({ description: 'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL' }),
+  containerImage: nullableLine(512),
+  branch: line(255).min(1).optional(),
+  rootDir: nullableLine(1024),
+  gitToken: nullableLine().meta({ description: 'Write-only: a token for private repositories; never returned (see hasGitToken)' }),
   installCommand: nullableText(),
   buildCommand: nullableText(),
   startCommand: nullableText(),
-  staticOutput: nullableText(1024),
+  staticOutput: nullableLine(1024),
   buildMethod: buildMethod.optional(),
-  dockerfilePath: nullableText(1024),
+  dockerfilePath: nullableLine(1024),
   runtimeMode: runtimeMode.optional(),
   internalPort: port.optional(),
   env: z.array(envEntry).max(500).optional(),
   databasePublicEnabled: strictBoolean().optional(),
-  databasePublicHostname: nullableText(253),
+  databasePublicHostname: nullableLine(253),
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
 });
 
@@ -59,7 +59,7 @@ export const serviceRouter = router({
 
   overview: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/overview', tags, summary: 'A service with its deployments, variables and domains' } })
-    .input(z.object({ serviceId: idParam }))
+    .input(z.strictObject({ serviceId: idParam }))
     .output(
       trustedOutput(
         'ServiceOverview',
@@ -79,19 +79,19 @@ export const serviceRouter = router({
 
   transfer: writeProcedure
     .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/transfer', tags, summary: 'Move a service to another project (the key must see both)' } })
-    .input(z.object({ serviceId: idParam, targetProjectId: idParam }))
+    .input(z.strictObject({ serviceId: idParam, targetProjectId: idParam }))
     .output(z.object({ service: serviceView, project: projectView, proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ctx.services.services.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
 
   delete: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}', tags, summary: 'Delete a service with its domains, variables, deployments and logs' } })
-    .input(z.object({ serviceId: idParam }))
+    .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.serviceId) })),
 
   suggestionKeys: readProcedure
     .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/suggestion-keys', tags, summary: 'Keys worth referencing from this service, and database connection variables' } })
-    .input(z.object({ serviceId: idParam }))
+    .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ suggestions: z.array(z.object({ key: z.string(), label: z.string() })), databaseVariables: z.array(suggestionView) }))
     .query(async ({ ctx, input }) => ctx.services.services.suggestionKeys(ctx.actor, input.serviceId)),
 });

@@ -36,6 +36,7 @@ const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   conflict: 'CONFLICT',
   rate_limited: 'TOO_MANY_REQUESTS',
   payload_too_large: 'PAYLOAD_TOO_LARGE',
+  unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
   upstream_error: 'BAD_GATEWAY',
   internal_error: 'INTERNAL_SERVER_ERROR',
 };
@@ -43,7 +44,7 @@ const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
 const CODE_OF: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   BAD_REQUEST: 'validation_error',
   PARSE_ERROR: 'validation_error',
-  UNSUPPORTED_MEDIA_TYPE: 'validation_error',
+  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
   UNAUTHORIZED: 'unauthorized',
   FORBIDDEN: 'forbidden',
   NOT_FOUND: 'not_found',
@@ -67,8 +68,11 @@ export function toErrorBody(error: TRPCError): ErrorBody {
   if (cause instanceof DomainError) return { error: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const issue = cause.issues[0];
-    const field = issue && issue.path.length > 0 ? issue.path.join('.') : 'body';
-    return { error: 'validation_error', message: `${field}: ${issue?.message ?? 'invalid input'}`, details: { field } };
+    // An unknown field is named itself (`env.0.colour`), not the object that holds it.
+    const path = issue?.code === 'unrecognized_keys' && issue.keys.length > 0 ? [...issue.path, issue.keys[0]!] : (issue?.path ?? []);
+    const field = path.length > 0 ? path.map(String).join('.') : 'body';
+    const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid input');
+    return { error: 'validation_error', message: `${field}: ${message}`, details: { field } };
   }
   const code = CODE_OF[error.code];
   if (code) return { error: code, message: error.message, details: code === 'validation_error' ? { field: 'body' } : {} };

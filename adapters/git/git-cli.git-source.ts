@@ -17,12 +17,15 @@ export class GitCliSource implements GitSource {
       GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
     };
     if (request.token) {
-      const basic = Buffer.from(`x-access-token:${request.token}`).toString('base64');
+      // `user:token` (from a repository URL's credential) is sent as is; a lone token with GitHub's user name.
+      const credentials = request.token.includes(':') ? request.token : `x-access-token:${request.token}`;
+      const basic = Buffer.from(credentials).toString('base64');
       env.GIT_CONFIG_COUNT = '1';
       env.GIT_CONFIG_KEY_0 = 'http.extraHeader';
       env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basic}`;
     }
-    const mask = (line: string) => (request.token ? line.split(request.token).join('***') : line);
+    const secrets = request.token ? [request.token, request.token.slice(request.token.indexOf(':') + 1)].filter((s) => s.length >= 4) : [];
+    const mask = (line: string) => secrets.reduce((masked, secret) => masked.split(secret).join('***'), line);
     await run(
       ['clone', '--depth', '1', '--single-branch', '--branch', request.branch, '--no-tags', '--', request.url, request.dest],
       env,

@@ -5,6 +5,8 @@ import type { AppRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
 import { sendError } from './error-response.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { loggableError } from '../../src/persistence/error-detail.js';
+import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
 import { matchSseRoute, type SseBridge } from './sse-bridge.js';
 
@@ -22,8 +24,8 @@ export interface KoaAppOptions {
  */
 export function createKoaApp(opts: KoaAppOptions): Koa {
   const app = new Koa();
-  const onInternalError = (error: unknown, path: string | undefined) =>
-    opts.log('internal error', { path, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  // Never a database statement's values: see loggableError.
+  const onInternalError = (error: unknown, path: string | undefined) => opts.log('internal error', { path, ...loggableError(error) });
   const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes, onInternalError });
   const trpc = createHTTPHandler({
     router: opts.router,
@@ -53,6 +55,18 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     }
   });
   app.silent = true;
+
+  // Before any routing: path parameters are opaque segments, never `.`/`..` or encoded separators.
+  app.use(async (ctx, next) => {
+    const problem = pathProblem(ctx.req.url ?? '/');
+    if (problem) {
+      ctx.respond = false;
+      const path = ctx.path.length > 2048 ? `${ctx.path.slice(0, 2048)}...` : ctx.path;
+      sendError(ctx.res, 400, { error: 'validation_error', message: `Invalid request path: ${problem}`, details: { field: 'path', path } });
+      return;
+    }
+    await next();
+  });
 
   app.use(async (ctx) => {
     const { req, res } = ctx;

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AppRouter } from '../../routers/app.router.js';
 import type { Context, ErrorBody } from '../../routers/trpc.js';
-import { errorBodyOf, sendError, STATUS } from './error-response.js';
-import { readJsonBody } from './request-body.js';
-import { ValidationError, type DomainError } from '../../src/domain/errors.js';
+import { errorBodyOf, sendError, sendErrorAndClose, STATUS } from './error-response.js';
+import { PayloadTooLargeError, readJsonBody } from './request-body.js';
+import { DomainError } from '../../src/domain/errors.js';
 
 export type BodyErrorCarrier = IncomingMessage & { slipwayBodyError?: DomainError };
 
@@ -42,12 +42,14 @@ export function createRestHandler(opts: {
         req.headers['content-type'] = 'application/json';
       }
     } catch (error) {
-      if (!(error instanceof ValidationError)) {
+      if (error instanceof PayloadTooLargeError || !(error instanceof DomainError)) {
+        // Refused before the key is read; the unread rest of the body means the connection cannot be reused.
         const { status, body } = errorBodyOf(error);
-        sendError(res, status, body);
+        if (error instanceof PayloadTooLargeError) sendErrorAndClose(res, status, body);
+        else sendError(res, status, body);
         return true;
       }
-      // Unreadable JSON is reported by the procedure, after the key and its access were checked.
+      // An unreadable body (bad JSON, too deep, not JSON at all) is reported by the procedure, after the key and its access were checked.
       (req as IncomingMessage & { body?: unknown }).body = {};
       (req as BodyErrorCarrier).slipwayBodyError = error;
       req.headers['content-type'] = 'application/json';

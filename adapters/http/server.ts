@@ -26,6 +26,7 @@ import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import type { AppConfig } from './config.js';
+import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
 import { NetPortProbe } from './net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
@@ -108,6 +109,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
+  answerParserRejections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

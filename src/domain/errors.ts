@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'conflict'
   | 'rate_limited'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'upstream_error'
   | 'internal_error';
 
@@ -43,6 +44,11 @@ export class NotFoundError extends DomainError {
   constructor(resource: string, id: string) {
     super(`${resource} ${JSON.stringify(id)} was not found`, { resource, id });
   }
+}
+
+/** A request body in a media type the API does not read (only JSON is). */
+export class UnsupportedMediaTypeError extends DomainError {
+  readonly code = 'unsupported_media_type' as const;
 }
 
 export class ConflictError extends DomainError {

@@ -37,6 +37,27 @@ export function assertRemoteGitUrl(url: string, field = 'repoUrl'): void {
   }
 }
 
+const HTTP_USERINFO = /^(https?:\/\/)([^@/?#]*)@/i;
+
+/**
+ * Splits the credential out of an http(s) repository URL (`https://user:token@host/repo.git`):
+ * the URL without it, and the credential as a git token (`user:token`, or the lone `token`).
+ * ssh and scp-like URLs keep their user name: it is a login, not a secret.
+ */
+export function splitGitUrlCredential(url: string): { url: string; credential: string | null } {
+  const match = HTTP_USERINFO.exec(url);
+  if (!match) return { url, credential: null };
+  let credential: string;
+  try {
+    const [user, ...rest] = match[2]!.split(':');
+    const password = rest.join(':');
+    credential = password ? `${decodeURIComponent(user!)}:${decodeURIComponent(password)}` : decodeURIComponent(user!);
+  } catch {
+    credential = match[2]!;
+  }
+  return { url: match[1]! + url.slice(match[0].length), credential: credential === '' || credential === ':' ? null : credential };
+}
+
 export const REPO_FULL_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
 /** Docker image reference: [registry[:port]/]name[:tag][@digest], lower-case repository. */

@@ -3,8 +3,7 @@ import path from 'node:path';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager as SqlEntityManager } from '@mikro-orm/knex';
-import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { BoundBetterSqliteDriver, BoundPostgreSqlDriver } from './bound-drivers.js';
 import { ALL_ENTITIES } from './entities.js';
 import { postgresqlMigrations } from './migrations/postgresql/index.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
@@ -35,7 +34,7 @@ export function ormOptions(config: DatabaseConfig): Options {
   if (isPostgresUrl(config.databaseUrl)) {
     return {
       ...common,
-      driver: PostgreSqlDriver,
+      driver: BoundPostgreSqlDriver,
       clientUrl: config.databaseUrl,
       migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
     } as Options;
@@ -44,7 +43,7 @@ export function ormOptions(config: DatabaseConfig): Options {
   if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
   return {
     ...common,
-    driver: BetterSqliteDriver,
+    driver: BoundBetterSqliteDriver,
     dbName,
     migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
   } as Options;

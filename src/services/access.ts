@@ -1,4 +1,4 @@
-import { ForbiddenError } from '../domain/errors.js';
+import { ForbiddenError, NotFoundError } from '../domain/errors.js';
 import type { Access } from '../domain/types.js';
 
 /** Who is asking: the API key behind a request, as every service method receives it. */
@@ -13,10 +13,12 @@ export function canSeeProject(actor: Actor, projectId: string): boolean {
   return actor.projectIds === null || actor.projectIds.includes(projectId);
 }
 
-export function assertProjectVisible(actor: Actor, projectId: string): void {
-  if (!canSeeProject(actor, projectId)) {
-    throw new ForbiddenError('This API key is not allowed to access this project', { projectId });
-  }
+/**
+ * What a key may not see does not exist for it: 404 for the resource as the caller addressed it
+ * (never naming the project it lives in), exactly as for an id that exists nowhere.
+ */
+export function assertProjectVisible(actor: Actor, projectId: string, resource: string, addressedAs: string): void {
+  if (!canSeeProject(actor, projectId)) throw new NotFoundError(resource, addressedAs);
 }
 
 export function assertWrite(actor: Actor): void {

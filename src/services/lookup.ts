@@ -4,21 +4,21 @@ import type { Store } from '../persistence/store.js';
 import { assertProjectVisible, type Actor } from './access.js';
 
 /*
- * Loading what a request addresses, in the order users see errors: 404 when it does not
- * exist, then 403 when it exists outside the key's project scope.
+ * Loading what a request addresses: 404 when it does not exist, and the same 404 when it exists
+ * outside the key's project scope (a scoped key cannot tell the two apart).
  */
 
 export async function projectFor(store: Store, actor: Actor, projectId: string): Promise<ProjectRecord> {
   const project = await store.getProject(projectId);
   if (!project) throw new NotFoundError('Project', projectId);
-  assertProjectVisible(actor, project.id);
+  assertProjectVisible(actor, project.id, 'Project', projectId);
   return project;
 }
 
 export async function serviceFor(store: Store, actor: Actor, serviceId: string): Promise<ServiceRecord> {
   const service = await store.getService(serviceId);
   if (!service) throw new NotFoundError('Service', serviceId);
-  assertProjectVisible(actor, service.projectId);
+  assertProjectVisible(actor, service.projectId, 'Service', serviceId);
   return service;
 }
 
@@ -27,6 +27,6 @@ export async function deploymentFor(store: Store, actor: Actor, deploymentId: st
   if (!deployment) throw new NotFoundError('Deployment', deploymentId);
   const service = await store.getService(deployment.serviceId);
   if (!service) throw new NotFoundError('Deployment', deploymentId);
-  assertProjectVisible(actor, service.projectId);
+  assertProjectVisible(actor, service.projectId, 'Deployment', deploymentId);
   return { deployment, service };
 }

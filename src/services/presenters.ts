@@ -1,4 +1,5 @@
 import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
+import { splitGitUrlCredential } from '../domain/validation.js';
 import type { PlatformConfig } from './platform-config.js';
 import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
 
@@ -27,7 +28,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     name: service.name,
     slug: service.slug,
     repoFullName: service.repoFullName,
-    repoUrl: service.repoUrl,
+    // Rows saved before credentials were split out of URLs still show none.
+    repoUrl: service.repoUrl && splitGitUrlCredential(service.repoUrl).url,
     containerImage: service.containerImage,
     branch: service.branch,
     rootDir: service.rootDir,

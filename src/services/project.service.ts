@@ -42,7 +42,7 @@ export class ProjectService {
   async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {
     const project = await this.deps.store.getProjectBySlug(slug);
     if (!project) throw new NotFoundError('Project', slug);
-    assertProjectVisible(actor, project.id);
+    assertProjectVisible(actor, project.id, 'Project', slug);
     return (await this.present([project]))[0]!;
   }
 

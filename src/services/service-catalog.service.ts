@@ -4,7 +4,7 @@ import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { BuildMethod, ProjectRecord, RuntimeMode, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
-import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME } from '../domain/validation.js';
+import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
 import { assertProjectVisible, assertWrite, type Actor } from './access.js';
 import type { ServiceDeps } from './deps.js';
 import type { EnvService } from './env.service.js';
@@ -73,7 +73,7 @@ const DEFAULT_INTERNAL_PORT = 3000;
 const OVERVIEW_DEPLOYMENTS = 50;
 
 type Variant =
-  | { kind: 'repository'; repoFullName: string | null; repoUrl: string | null }
+  | { kind: 'repository'; repoFullName: string | null; repoUrl: string | null; urlCredential: string | null }
   | { kind: 'image'; image: string }
   | { kind: 'database'; engine: DatabaseEngine };
 
@@ -115,7 +115,8 @@ export class ServiceCatalog {
         containerImage: variant.kind === 'image' ? variant.image : null,
         branch: cleanBranch(input.branch ?? 'main'),
         rootDir: relativePath(input.rootDir, 'rootDir'),
-        gitTokenEncrypted: input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null,
+        // A credential in the URL is the git token: encrypted, never shown, never in the URL we keep or log.
+        gitTokenEncrypted: gitToken(input, variant) ? this.deps.secrets.encrypt(gitToken(input, variant)!) : null,
         installCommand: blankToNull(input.installCommand),
         buildCommand: blankToNull(input.buildCommand),
         startCommand: blankToNull(input.startCommand),
@@ -162,7 +163,7 @@ export class ServiceCatalog {
   async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
     const cached = this.overviewCache.get(serviceId);
     if (cached) {
-      assertProjectVisible(actor, cached.projectId);
+      assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
       return cached.overview;
     }
     const version = this.deps.store.version;
@@ -212,7 +213,6 @@ export class ServiceCatalog {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const target = await projectFor(this.deps.store, actor, targetProjectId);
-    assertProjectVisible(actor, service.projectId);
     if (target.id !== service.projectId) {
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
@@ -278,10 +278,16 @@ function classify(input: CreateServiceInput): Variant {
   }
   if (repoFullName && !REPO_FULL_NAME.test(repoFullName)) throw new ValidationError('repoFullName', 'repoFullName must be "<owner>/<repo>"');
   if (repoUrl) assertRemoteGitUrl(repoUrl);
+  const { url, credential } = repoUrl ? splitGitUrlCredential(repoUrl) : { url: null, credential: null };
+  if (credential && input.gitToken) throw new ValidationError('repoUrl', 'Give the credential either in repoUrl or as gitToken, not both');
   if (!repoFullName && !repoUrl) {
     throw new ValidationError('repoFullName', 'A service needs a repository (repoFullName or repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")');
   }
-  return { kind: 'repository', repoFullName, repoUrl };
+  return { kind: 'repository', repoFullName, repoUrl: url, urlCredential: credential };
+}
+
+function gitToken(input: CreateServiceInput, variant: Variant): string | null {
+  return input.gitToken || (variant.kind === 'repository' ? variant.urlCredential : null) || null;
 }
 
 function blankToNull(value: string | null | undefined): string | null {

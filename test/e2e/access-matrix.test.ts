@@ -12,7 +12,8 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  *   read     read key, all projects                       -> 2xx on reads, 403 on writes
  *   write    write key, all projects                      -> 2xx
  *   other    write key scoped to project B only; every
- *            addressed resource lives in project A        -> 403
+ *            addressed resource lives in project A        -> 404 (what a key may not see does not
+ *            exist for it), 403 for all-project operations
  *
  * Each row prepares its own target per call when the call would change state, so rows (and
  * callers within a row) do not depend on each other. Refused calls are checked to have changed
@@ -28,6 +29,12 @@ const errorBodies: Array<{ label: string; status: number; text: string }> = [];
 function expectErrorBody(res: ApiResponse, status: number, label: string): void {
   errorBodies.push({ label, status, text: res.text });
   expectErrorShape(res, status, label);
+}
+
+/** A resource out of the key's scope: the 404 of an unknown one, naming none of the ids the key cannot see. */
+function expectHidden(res: ApiResponse, label: string, unseen: string[]): void {
+  expectErrorBody(res, 404, label);
+  for (const id of unseen) expect(res.text, label).not.toContain(id);
 }
 
 interface Project {
@@ -119,8 +126,8 @@ interface Row {
   /** 400 only where an allowed caller passes every access check and then meets a missing setting. */
   success: 200 | 201 | 400;
   sse?: boolean;
-  /** For the key scoped to project B: 403 (default) or a 200 that shows only B. */
-  other?: 'forbidden' | 'list-only-own';
+  /** For the key scoped to project B: 404 for project A's resources (default; 403 on admin rows) or a 200 that shows only B. */
+  other?: 'hidden' | 'list-only-own';
   prepare: () => Promise<Prepared>;
   /** Extra checks on a successful answer. */
   check?: (res: ApiResponse, caller: Caller) => void | Promise<void>;
@@ -560,7 +567,8 @@ function expectedStatus(row: Row, caller: Caller): number {
     case 'write':
       return row.success;
     case 'other':
-      return row.other === 'list-only-own' ? row.success : 403;
+      if (row.other === 'list-only-own') return row.success;
+      return row.access === 'admin' ? 403 : 404;
   }
 }
 
@@ -651,6 +659,7 @@ describe('access matrix', () => {
             await row.check?.(res, caller);
           } else {
             expectErrorBody(res, expected, label);
+            if (caller === 'other' && expected === 404 && !prepared.path.includes(f.A.id)) expect(res.text, label).not.toContain(f.A.id);
             await prepared.unchanged?.();
           }
         });
@@ -693,27 +702,32 @@ describe('scope rules', () => {
     expect((await call('GET', `/api/projects/${f.A.slug}`)).status).toBe(200);
     expect((await call('GET', `/api/services/${f.webId}/overview`)).status).toBe(200);
     expect((await call('POST', `/api/services/${f.webId}/deployments`)).status).toBe(201);
-    expectErrorBody(await call('GET', `/api/projects/${f.B.slug}`), 403, 'A-key GET project B');
+    expectHidden(await call('GET', `/api/projects/${f.B.slug}`), 'A-key GET project B', [f.B.id]);
   });
 
-  it('a read key scoped to another project is refused reads of project A (403), streams included', async () => {
+  it('a read key scoped to another project gets 404 for project A, as for an unknown id, streams included', async () => {
     const token = await mintKey('read', [f.B.id]);
     const call = api(server.url, token);
-    expectErrorBody(await call('GET', `/api/projects/${f.A.slug}`), 403, 'B-read GET project A');
-    expectErrorBody(await call('GET', `/api/services/${f.webId}/overview`), 403, 'B-read overview');
-    expectErrorBody(await call('GET', `/api/deployments/${f.deploymentId}/logs`), 403, 'B-read logs');
-    expectErrorBody(await openStream(server.url, `/api/deployments/${f.deploymentId}/stream`, token), 403, 'B-read stream');
-    expectErrorBody(await openStream(server.url, `/api/services/${f.webId}/runtime-logs/stream`, token), 403, 'B-read runtime stream');
+    expectHidden(await call('GET', `/api/projects/${f.A.slug}`), 'B-read GET project A', [f.A.id]);
+    expectHidden(await call('GET', `/api/services/${f.webId}/overview`), 'B-read overview', [f.A.id, f.A.slug]);
+    expectHidden(await call('GET', `/api/deployments/${f.deploymentId}/logs`), 'B-read logs', [f.A.id, f.webId]);
+    expectHidden(await openStream(server.url, `/api/deployments/${f.deploymentId}/stream`, token), 'B-read stream', [f.A.id, f.webId]);
+    expectHidden(await openStream(server.url, `/api/services/${f.webId}/runtime-logs/stream`, token), 'B-read runtime stream', [f.A.id]);
+    // An existing slug of another project and a slug that exists nowhere answer alike.
+    const real = await call('GET', `/api/projects/${f.A.slug}`);
+    const unknown = await call('GET', `/api/projects/no-such-${f.A.slug}`);
+    expect(real.status).toBe(unknown.status);
+    expect(real.json.message.replace(f.A.slug, 'X')).toBe(unknown.json.message.replace(`no-such-${f.A.slug}`, 'X'));
   });
 
-  it('transfer needs both projects visible: a key for only the source or only the target gets 403', async () => {
+  it('transfer needs both projects visible: a key for only the source or only the target gets 404', async () => {
     const service = await freshService();
     for (const [who, projectIds] of [
       ['source only', [f.A.id]],
       ['target only', [f.B.id]],
     ] as const) {
       const res = await api(server.url, await mintKey('write', [...projectIds]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });
-      expectErrorBody(res, 403, `transfer with a key for the ${who}`);
+      expectHidden(res, `transfer with a key for the ${who}`, who === 'source only' ? [] : [f.A.id]);
       expect((await overview(service.id)).service.projectId).toBe(f.A.id);
     }
     const res = await api(server.url, await mintKey('write', [f.A.id, f.B.id]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });

@@ -80,6 +80,30 @@ describe('start, restart and stop', () => {
     expect(found.json.project.id).toBe(project.id);
   });
 
+  it('160 acknowledged writes in a burst survive SIGKILL: 0 lost', async () => {
+    const first = await start();
+    const call = api(first.url, first.token);
+    const acknowledged: string[] = [];
+    // 16 writers at once; the kill lands while later writes are still in flight.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < 160) {
+          next++;
+          const res = await call('POST', '/api/projects', { name: `burst ${next}` });
+          if (res.status === 201) acknowledged.push(res.json.project.id);
+        }
+      }),
+    );
+    const inFlight = Array.from({ length: 16 }, (_, i) => call('POST', '/api/projects', { name: `late ${i}` }).catch(() => undefined));
+    await first.kill();
+    await Promise.all(inFlight);
+    expect(acknowledged).toHaveLength(160);
+    const second = await start({}, { dataDir: first.dataDir, token: first.token });
+    const ids = new Set(((await api(second.url, second.token)('GET', '/api/projects')).json.projects as Array<{ id: string }>).map((p) => p.id));
+    expect(acknowledged.filter((id) => !ids.has(id))).toEqual([]);
+  }, 60_000);
+
   it('refuses a bad configuration with a clear message', async () => {
     await expect(startServerProcess({ HOST_PORT_RANGE: 'lots' })).rejects.toThrow(/HOST_PORT_RANGE must look like/);
   });

@@ -16,6 +16,8 @@ export const ERROR_CODE_OF_STATUS: Record<number, string> = {
   404: 'not_found',
   409: 'conflict',
   413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  431: 'payload_too_large',
   429: 'rate_limited',
   500: 'internal_error',
 };

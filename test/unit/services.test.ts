@@ -889,8 +889,9 @@ describe('deployment log stream', () => {
 
   it('checks access before streaming', async () => {
     const other = await project('Other');
+    // Out of the key's scope reads as unknown (docs/decisions.md).
     await expect(h.services.deployments.stream(scoped(other.id), deploymentId, { signal: new AbortController().signal })).rejects.toBeInstanceOf(
-      ForbiddenError,
+      NotFoundError,
     );
     await expect(h.services.deployments.stream(admin, 'nope', { signal: new AbortController().signal })).rejects.toBeInstanceOf(NotFoundError);
   });
@@ -994,7 +995,7 @@ describe('runtime log stream', () => {
   it('checks access and existence before streaming', async () => {
     const other = await project('Other');
     const signal = new AbortController().signal;
-    await expect(h.services.runtimeLogs.stream(scoped(other.id), serviceId, { signal })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(h.services.runtimeLogs.stream(scoped(other.id), serviceId, { signal })).rejects.toBeInstanceOf(NotFoundError);
     await expect(h.services.runtimeLogs.stream(admin, 'nope', { signal })).rejects.toBeInstanceOf(NotFoundError);
     expect(h.runtimeLogs.opened).toEqual([]);
   });
@@ -1077,10 +1078,18 @@ describe('access control', () => {
       ['deployment logs', () => h.services.deployments.logs(key, d2)],
       ['abort deployment', () => h.services.deployments.abort(key, d2)],
       ['database suggestions', () => h.services.projects.databaseVariableSuggestions(key, p2)],
+    ];
+    // What the key may not see does not exist for it: 404, naming only what the caller sent.
+    for (const [what, call] of calls) {
+      const error = await rejection(call());
+      expect(error, what).toBeInstanceOf(NotFoundError);
+      expect(Object.keys((error as NotFoundError).details).sort(), what).toEqual(['id', 'resource']);
+    }
+    // Capabilities the key lacks are still a 403.
+    for (const [what, call] of [
       ['create project', () => h.services.projects.create(key, { name: 'X' })],
       ['list api keys', () => h.services.apiKeys.list(key)],
-    ];
-    for (const [what, call] of calls) {
+    ] as Array<[string, () => Promise<unknown>]>) {
       expect(await rejection(call()), what).toBeInstanceOf(ForbiddenError);
     }
     expect((await h.services.projects.list(key)).map((p) => p.id)).toEqual([p1]);
@@ -1089,8 +1098,8 @@ describe('access control', () => {
   });
 
   it('a transfer needs access to both projects', async () => {
-    await expect(h.services.services.transfer(scoped(p2), s1, p2)).rejects.toBeInstanceOf(ForbiddenError);
-    await expect(h.services.services.transfer(scoped(p1), s1, p2)).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(h.services.services.transfer(scoped(p2), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(h.services.services.transfer(scoped(p1), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
     const moved = await h.services.services.transfer(scoped(p1, p2), s1, p2);
     // The slug "web" is taken in the target project.
     expect(moved.service).toMatchObject({ projectId: p2, slug: 'web-2' });

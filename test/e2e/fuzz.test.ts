@@ -1,0 +1,171 @@
+import { Agent, request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Fuzzer, operationsOf, type FuzzRequest } from '../helpers/fuzz.js';
+import { ok } from '../helpers/http.js';
+import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+
+/*
+ * A seeded fuzz of every operation of /api/openapi.json (read at run time, so new operations join
+ * by themselves) against the server as `npm start` runs it. Bodies come from each operation's
+ * schema and are then broken; path parameters get real ids, traversal, encoded separators and
+ * injection strings. Asserts: no 5xx, no request over 5 s, a JSON `{error, message, details}` body
+ * on every 4xx, the process alive at the end, and no stack trace in its output.
+ *
+ * Replay a run with FUZZ_SEED=<seed printed below>; FUZZ_REQUESTS sets the count (default 10,400).
+ * The deploy runner is paused (BUILD_CONCURRENCY=0, as in every API test): POST deployments only
+ * queues rows, so no build runs. DELETE operations never get the fixture project or service id
+ * (they would delete the targets every other request needs); they get every other kind of value.
+ */
+
+const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
+const TOTAL = Number(process.env.FUZZ_REQUESTS ?? 10_400);
+const CONCURRENCY = 8;
+const HANG_MS = 5_000;
+
+let server: ServerProcess;
+const real: Record<string, string> = {};
+
+beforeAll(async () => {
+  server = await startServerProcess({ RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '100000' });
+  const admin = api(server.url, server.token);
+  const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
+  const other = (await ok(admin('POST', '/api/projects', { name: 'Fuzz other' }), 'other project')).project;
+  const service = (await ok(admin('POST', `/api/projects/${project.id}/services`, { name: 'web', repoFullName: 'acme/web' }), 'service')).service;
+  await ok(admin('POST', `/api/services/${service.id}/env`, { key: 'GREETING', value: 'hi', secret: true }), 'env');
+  const domain = (await ok(admin('POST', `/api/services/${service.id}/domains`, { hostname: 'www.fuzz.test' }), 'domain')).domain;
+  const deployment = (await ok(admin('POST', `/api/services/${service.id}/deployments`), 'deployment')).deployment;
+  const overview = await ok(admin('GET', `/api/services/${service.id}/overview`), 'overview');
+  Object.assign(real, {
+    projectId: project.id,
+    projectSlug: project.slug,
+    serviceId: service.id,
+    envId: overview.env[0].id,
+    domainId: domain.id,
+    deploymentId: deployment.id,
+    targetProjectId: other.id,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.dispose();
+}, 30_000);
+
+interface Outcome {
+  status: number;
+  ms: number;
+  text: string;
+  contentType: string;
+}
+
+function send(agent: Agent, base: URL, req: FuzzRequest): Promise<Outcome> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const body = req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body);
+    const outgoing = request(
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method: req.method,
+        path: req.path,
+        headers: { authorization: `Bearer ${server.token}`, ...req.headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+        timeout: HANG_MS,
+      },
+      (res) => {
+        const contentType = String(res.headers['content-type'] ?? '');
+        // A stream that opened is a success; it would run until the deployment ends.
+        if (res.statusCode === 200 && contentType.startsWith('text/event-stream')) {
+          res.destroy();
+          resolve({ status: 200, ms: Date.now() - started, text: '', contentType });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started, text: Buffer.concat(chunks).toString('utf8'), contentType }));
+        res.on('error', () => resolve({ status: -1, ms: Date.now() - started, text: 'response error', contentType }));
+      },
+    );
+    outgoing.on('timeout', () => {
+      outgoing.destroy();
+      resolve({ status: -2, ms: Date.now() - started, text: 'hung', contentType: '' });
+    });
+    outgoing.on('error', (error) => resolve({ status: -1, ms: Date.now() - started, text: error.message, contentType: '' }));
+    outgoing.end(body);
+  });
+}
+
+function errorShapeProblem(outcome: Outcome): string | null {
+  if (!outcome.contentType.startsWith('application/json')) return `content type ${outcome.contentType}`;
+  try {
+    const body = JSON.parse(outcome.text) as Record<string, unknown>;
+    const keys = Object.keys(body).sort().join(',');
+    if (keys !== 'details,error,message') return `keys ${keys}`;
+    if (typeof body.error !== 'string' || typeof body.message !== 'string' || !body.details || typeof body.details !== 'object') return 'types';
+    return null;
+  } catch {
+    return 'not JSON';
+  }
+}
+
+describe('fuzz', () => {
+  it(`${TOTAL} broken requests across every operation: no 5xx, no hang, JSON errors, no stack trace`, async () => {
+    const doc = await ok(api(server.url, undefined)('GET', '/api/openapi.json'), 'document');
+    const operations = operationsOf(doc);
+    expect(operations.length).toBeGreaterThan(20);
+    console.log(`fuzz: seed ${SEED} (replay with FUZZ_SEED=${SEED}), ${TOTAL} requests over ${operations.length} operations`);
+    // Generated up front, in order, so a seed always gives the same requests whatever the timing.
+    const requests = Array.from({ length: TOTAL }, (_, i) => {
+      const op = operations[i % operations.length]!;
+      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '' } : {};
+      return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...safeReal }).request(op) };
+    });
+
+    const base = new URL(server.url);
+    const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    const perOperation = new Map<string, number>();
+    let slowest = 0;
+    let closedEarly = 0;
+    let next = 0;
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < requests.length) {
+          const { op, req } = requests[next++]!;
+          const outcome = await send(agent, base, req);
+          statuses.set(outcome.status, (statuses.get(outcome.status) ?? 0) + 1);
+          perOperation.set(op, (perOperation.get(op) ?? 0) + 1);
+          slowest = Math.max(slowest, outcome.ms);
+          const label = `${req.method} ${req.path.slice(0, 200)} [${req.label}]`;
+          // Past the body limit the server answers 413 and closes without reading on; a client still writing may see the close first.
+          if (outcome.status === -1 && req.label === 'too large' && /EPIPE|ECONNRESET/.test(outcome.text)) closedEarly++;
+          else if (outcome.status < 0) failures.push(`${label}: ${outcome.text} after ${outcome.ms} ms`);
+          else if (outcome.status >= 500) failures.push(`${label}: ${outcome.status} ${outcome.text.slice(0, 300)}`);
+          else if (outcome.ms > HANG_MS) failures.push(`${label}: took ${outcome.ms} ms`);
+          else if (outcome.status >= 400) {
+            const problem = errorShapeProblem(outcome);
+            if (problem) failures.push(`${label}: ${outcome.status} ${problem}: ${outcome.text.slice(0, 200)}`);
+          }
+        }
+      }),
+    );
+    agent.destroy();
+    const seconds = (Date.now() - started) / 1000;
+    console.log(
+      `fuzz: seed ${SEED}, ${requests.length} requests in ${seconds.toFixed(1)} s, slowest ${slowest} ms, ${closedEarly} oversized uploads cut by the 413 close, statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+    );
+    expect(failures.slice(0, 20), `seed ${SEED}: ${failures.length} failures`).toEqual([]);
+    expect(requests.length).toBeGreaterThanOrEqual(10_000 * Math.min(1, TOTAL / 10_400));
+    for (const op of operations) expect(perOperation.get(`${op.method} ${op.path}`) ?? 0, op.path).toBeGreaterThan(0);
+    // Deep code was reached: real ids gave successes, not only refusals.
+    expect([...statuses].filter(([s]) => s >= 200 && s < 300).reduce((n, [, c]) => n + c, 0)).toBeGreaterThan(100);
+
+    // Alive, answering, and no stack trace or internal error in what it printed.
+    expect(server.child.exitCode).toBeNull();
+    expect((await api(server.url, undefined)('GET', '/api/health')).status).toBe(200);
+    const output = server.output();
+    expect(output).not.toMatch(/\n\s+at\s+\S|\bat\s+\S+\s+\(\S+:\d+:\d+\)/);
+    expect(output).not.toContain('internal error');
+  }, 300_000);
+});
