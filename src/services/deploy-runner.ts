@@ -404,7 +404,10 @@ export class DeployRunner {
     const currents = [...(await this.pickCurrent(all)).values()];
     const keep = new Set(currents.map((c) => c.id));
     // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes.
-    if (this.slots?.ready) await this.slots.reconcile(currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), new Set(), snapshot);
+    // Written even when memory says nothing changed: the kernel's rules are the truth to restore.
+    if (this.slots?.ready) {
+      await this.slots.reconcile(currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), new Set(), snapshot, { force: true });
+    }
     for (const container of all) {
       const service = services.get(container.labels[LABELS.service] ?? '');
       if (!service || !keep.has(container.id)) {

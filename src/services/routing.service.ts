@@ -151,7 +151,10 @@ export class RoutingService {
       // close its idle client connections for nothing.
       if (this.loadedVersion === null && !this.lost) {
         const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
-        if (state.state === 'current') this.loadedVersion = table.version;
+        if (state.state === 'current') {
+          this.loadedVersion = table.version;
+          return;
+        }
       }
       let reason: string | null = table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
       if (!reason) {

@@ -165,7 +165,7 @@ export class TrafficSlots {
    * unless a cutover changed the gate since `snapshot` (the pass then read a world that is gone: the
    * next one redoes it). Waits for the proxy only when something closed.
    */
-  async reconcile(wanted: Iterable<string>, keep: Set<string>, snapshot: number, signal?: AbortSignal): Promise<void> {
+  async reconcile(wanted: Iterable<string>, keep: Set<string>, snapshot: number, options: { force?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     const target = new Set(wanted);
     await this.set(
       (open) => {
@@ -174,9 +174,10 @@ export class TrafficSlots {
         const closes = [...open].some((ip) => !next.has(ip));
         open.clear();
         next.forEach((ip) => open.add(ip));
-        return closes ? 'wait' : 'no-wait';
+        // A forced write (a restart) may close what only the kernel knew was open.
+        return closes || options.force ? 'wait' : 'no-wait';
       },
-      { wait: false, signal },
+      { wait: false, signal: options.signal, force: options.force ?? false },
     );
   }
 
@@ -184,13 +185,16 @@ export class TrafficSlots {
    * One change at a time: each writes the whole set, so the last one written is the truth. `change`
    * may say to skip the write, or whether to wait for the proxy after it.
    */
-  private set(change: (open: Set<string>) => 'skip' | 'wait' | 'no-wait' | void, options: { wait: boolean; signal?: AbortSignal }): Promise<void> {
+  private set(
+    change: (open: Set<string>) => 'skip' | 'wait' | 'no-wait' | void,
+    options: { wait: boolean; signal?: AbortSignal; force?: boolean },
+  ): Promise<void> {
     const run = this.syncing.then(async () => {
       if (!this.subnet) throw new Error('the slot network is not ready');
       const next = new Set(this.open);
       const verdict = change(next);
       if (verdict === 'skip') return;
-      if (next.size === this.open.size && [...next].every((ip) => this.open.has(ip))) return;
+      if (!options.force && next.size === this.open.size && [...next].every((ip) => this.open.has(ip))) return;
       await this.gate.sync(this.subnet, [...next].sort(), options.signal);
       this.open.clear();
       next.forEach((ip) => this.open.add(ip));

@@ -11,6 +11,7 @@ import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, Line
 import type { CloneRequest, GitSource } from '../../src/ports/git-source.port.js';
 import type { HealthProbe } from '../../src/ports/health-probe.port.js';
 import type { PortForwarder } from '../../src/ports/port-forwarder.port.js';
+import type { TrafficGate } from '../../src/ports/traffic-gate.port.js';
 import type { DeployRunner } from '../../src/services/deploy-runner.js';
 import { LogBus } from '../../src/services/log-bus.js';
 import type { DeployConfig } from '../../src/services/platform-config.js';
@@ -493,6 +494,8 @@ export interface RuntimeHarness {
   git: FakeGitSource;
   forwarder: FakePortForwarder;
   health: FakeHealthProbe;
+  /** Present with `gate: true`: cutovers then go through traffic slots. */
+  gate: FakeTrafficGate | undefined;
   proxy: RecordingReverseProxy;
   journal: Journal;
   config: PlatformConfig;
@@ -506,8 +509,22 @@ export interface RuntimeHarness {
  * createHarness's services on SQLite in memory, plus a DeployRunner over fakes of the runtime
  * ports, with deploy settings short enough for unit tests.
  */
+/** Records every set of open slots it is given, in the journal too: `gate.sync <ip,ip>`. */
+export class FakeTrafficGate implements TrafficGate {
+  readonly syncs: Array<{ subnet: string; open: string[] }> = [];
+  constructor(private readonly journal: Journal) {}
+  async sync(subnet: string, open: string[]): Promise<void> {
+    this.syncs.push({ subnet, open: [...open] });
+    this.journal.add(`gate.sync ${open.join(',')}`);
+  }
+  async remove(): Promise<void> {}
+  get open(): string[] {
+    return this.syncs.at(-1)?.open ?? [];
+  }
+}
+
 export async function createRuntimeHarness(
-  opts: { config?: Partial<PlatformConfig>; deploy?: Partial<DeployConfig>; clock?: Clock } = {},
+  opts: { config?: Partial<PlatformConfig>; deploy?: Partial<DeployConfig>; clock?: Clock; gate?: boolean } = {},
 ): Promise<RuntimeHarness> {
   const database = await openDatabase({ dataDir: ':memory:' });
   const buildsDir = await mkdtemp(path.join(tmpdir(), 'slipway-runner-'));
@@ -517,6 +534,9 @@ export async function createRuntimeHarness(
   const forwarder = new FakePortForwarder(journal);
   const health = new FakeHealthProbe(engine);
   const proxy = new RecordingReverseProxy();
+  const gate = opts.gate ? new FakeTrafficGate(journal) : undefined;
+  // The gate responder's image is there, as production pulls it once.
+  if (gate) engine.addImage('busybox:1');
   const runnerLog: RuntimeHarness['runnerLog'] = [];
   const config: PlatformConfig = {
     ...DEFAULT_PLATFORM_CONFIG,
@@ -544,7 +564,7 @@ export async function createRuntimeHarness(
       logBus: new LogBus(),
       config,
     },
-    { runtime: { engine, git, forwarder, health }, log: (message, extra) => runnerLog.push({ message, extra }) },
+    { runtime: { engine, git, forwarder, health, ...(gate ? { gate } : {}) }, log: (message, extra) => runnerLog.push({ message, extra }) },
   );
   const runner = services.runner;
   if (!runner) throw new Error('createServices made no runner although runtime ports were given');
@@ -558,6 +578,7 @@ export async function createRuntimeHarness(
     forwarder,
     health,
     proxy,
+    gate,
     journal,
     config,
     buildsDir,

@@ -1047,7 +1047,7 @@ describe('access control', () => {
       expect(await rejection(call()), what).toBeInstanceOf(ForbiddenError);
     }
     // Nothing changed.
-    expect((await h.database.store.listProjects(null)).map((p) => p.name)).toEqual(['One', 'Two']);
+    expect((await h.database.store.listProjects(null)).map((p) => p.name).sort()).toEqual(['One', 'Two']);
     expect(await h.database.store.listAllServices()).toHaveLength(2);
     expect((await h.database.store.getDeployment(d2))!.status).toBe('queued');
     expect((await h.database.store.listDomains(null)).map((d) => d.hostname)).toEqual(['two.example.com']);

@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { afterAll, expect, it } from 'vitest';
+import { IptablesTrafficGate } from '../../adapters/net/iptables.traffic-gate.js';
+
+/**
+ * The traffic gate against the real packet filter (root and iptables, as `npm test` provisions with
+ * Docker): each sync replaces the installation's two chains whole, the jumps from OUTPUT are added
+ * once, and remove() leaves nothing behind. No traffic is sent: the rules only name a test subnet.
+ */
+const gate = new IptablesTrafficGate({ instanceId: 'gatetest0001', gatePort: 2999 });
+const rules = (table: string) => execFileSync('iptables', ['--wait', '-t', table, '-S'], { encoding: 'utf8' }).split('\n');
+const ours = (table: string) => rules(table).filter((r) => r.includes('GATETEST0001'));
+
+afterAll(async () => {
+  await gate.remove();
+});
+
+it('writes the open slots, refuses new connections to the rest of the subnet, and redirects open slots\' checks', async () => {
+  await gate.sync('172.16.252.0/24', ['172.16.252.2', '172.16.252.5']);
+  expect(ours('filter')).toEqual([
+    '-N SLIPWAY-EDGE-GATETEST0001',
+    '-A OUTPUT -d 172.16.252.0/24 -j SLIPWAY-EDGE-GATETEST0001',
+    '-A SLIPWAY-EDGE-GATETEST0001 -d 172.16.252.2/32 -j RETURN',
+    '-A SLIPWAY-EDGE-GATETEST0001 -d 172.16.252.5/32 -j RETURN',
+    '-A SLIPWAY-EDGE-GATETEST0001 -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j REJECT --reject-with tcp-reset',
+  ]);
+  expect(ours('nat')).toEqual([
+    '-N SLIPWAY-GATE-GATETEST0001',
+    '-A OUTPUT -d 172.16.252.0/24 -p tcp -m tcp --dport 2999 -j SLIPWAY-GATE-GATETEST0001',
+    '-A SLIPWAY-GATE-GATETEST0001 -d 172.16.252.2/32 -p tcp -m tcp --dport 2999 -j REDIRECT --to-ports 2999',
+    '-A SLIPWAY-GATE-GATETEST0001 -d 172.16.252.5/32 -p tcp -m tcp --dport 2999 -j REDIRECT --to-ports 2999',
+  ]);
+});
+
+it('replaces the whole set at each sync and adds the jumps only once', async () => {
+  await gate.sync('172.16.252.0/24', ['172.16.252.3']);
+  await gate.sync('172.16.252.0/24', ['172.16.252.3']);
+  expect(ours('filter').filter((r) => r.startsWith('-A OUTPUT'))).toHaveLength(1);
+  expect(ours('nat').filter((r) => r.startsWith('-A OUTPUT'))).toHaveLength(1);
+  expect(ours('filter').filter((r) => r.includes('RETURN'))).toEqual(['-A SLIPWAY-EDGE-GATETEST0001 -d 172.16.252.3/32 -j RETURN']);
+  await gate.sync('172.16.252.0/24', []);
+  expect(ours('nat').filter((r) => r.includes('REDIRECT'))).toEqual([]);
+});
+
+it('refuses what is not an address, and remove() leaves no rule or chain', async () => {
+  await expect(gate.sync('172.16.252.0/24', ['172.16.252.3 -j ACCEPT'])).rejects.toThrow(/not an IPv4 address/);
+  await expect(gate.sync('any', [])).rejects.toThrow(/not an IPv4 subnet/);
+  await gate.remove();
+  expect(ours('filter')).toEqual([]);
+  expect(ours('nat')).toEqual([]);
+});

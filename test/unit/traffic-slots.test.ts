@@ -1,0 +1,161 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildCaddyConfig } from '../../adapters/proxy/caddy-config.js';
+import type { DeploymentRecord } from '../../src/domain/types.js';
+import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
+import type { ContainerState } from '../../src/ports/container-engine.port.js';
+import { LABELS } from '../../src/services/runtime-deps.js';
+import { TrafficSlots } from '../../src/services/traffic-slots.js';
+import { createRuntimeHarness, FakeContainerEngine, FakeTrafficGate, Journal, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+
+/**
+ * Traffic slots: a cutover opens the new container's slot, then closes the old one's, through the
+ * gate, and never reloads the proxy; a restart puts traffic back on the current containers before a
+ * cut-short cutover's container goes.
+ */
+const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };
+const config: PlatformConfig = {
+  ...DEFAULT_PLATFORM_CONFIG,
+  instanceId: 'inst1',
+  routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, slotSubnet: '172.16.40.0/22' },
+};
+
+function container(id: string, labels: Record<string, string>): ContainerState {
+  return { id, name: id, running: true, exitCode: null, ip: '172.20.0.9', labels, image: 'x' };
+}
+
+describe('TrafficSlots', () => {
+  async function slots() {
+    const journal = new Journal();
+    const engine = new FakeContainerEngine(journal);
+    engine.addImage('busybox:1');
+    const gate = new FakeTrafficGate(journal);
+    const s = new TrafficSlots(engine, gate, config);
+    await s.prepare();
+    return { s, gate, engine, journal };
+  }
+
+  it('starts the gate responder on 127.0.0.1 at the gate port, in a container of its own with no instance label', async () => {
+    const { engine } = await slots();
+    expect(engine.daemons).toHaveLength(1);
+    expect(engine.daemons[0]).toMatchObject({ name: 'slipway-gate-inst1', image: 'busybox:1', cmd: ['httpd', '-f', '-p', '127.0.0.1:2080', '-h', '/tmp'] });
+    expect(engine.daemons[0]!.labels[LABELS.instance]).toBeUndefined();
+  });
+
+  it('gives a first deployment the first free pair, and the next one the other slot of its pair', async () => {
+    const { s } = await slots();
+    const first = s.assign(null, []);
+    expect(first).toEqual({ network: 'slipway-slots-inst1', ip: '172.16.40.2', pair: ['172.16.40.2', '172.16.40.3'] });
+    const current = container('a', { [LABELS.slot]: '172.16.40.2' });
+    s.release(first.ip);
+    expect(s.assign(current, [current]).ip).toBe('172.16.40.3');
+    // Another service: the next pair, since both of the first are spoken for (one used, one reserved).
+    expect(s.assign(null, [current]).pair).toEqual(['172.16.40.4', '172.16.40.5']);
+    // The pair of an address is the same whichever slot is asked.
+    expect(s.pairOf('172.16.40.5')).toEqual(['172.16.40.4', '172.16.40.5']);
+  });
+
+  it('switches by opening the new slot, then closing the old one, and says every set in full', async () => {
+    const { s, gate } = await slots();
+    await s.switchTo('172.16.40.2', [], { wait: true });
+    await s.switchTo('172.16.40.3', ['172.16.40.2'], { wait: true });
+    expect(gate.syncs.map((x) => x.open)).toEqual([['172.16.40.2'], ['172.16.40.2', '172.16.40.3'], ['172.16.40.3']]);
+    expect(gate.syncs.every((x) => x.subnet === '172.16.40.0/22')).toBe(true);
+  });
+
+  it('a reconcile pass that read the containers before a cutover changed the gate gives way', async () => {
+    const { s, gate } = await slots();
+    await s.switchTo('172.16.40.2', [], { wait: false });
+    const before = s.snapshot();
+    await s.switchTo('172.16.40.3', ['172.16.40.2'], { wait: false });
+    await s.reconcile(['172.16.40.2'], new Set(), before);
+    expect(gate.open).toEqual(['172.16.40.3']);
+    // A fresh pass writes what the containers say, and keeps what a cutover under way holds open.
+    await s.reconcile(['172.16.40.4'], new Set(['172.16.40.3']), s.snapshot());
+    expect(gate.open).toEqual(['172.16.40.3', '172.16.40.4']);
+  });
+});
+
+describe('Caddy routes to slots', () => {
+  it('lists both slots, health-checks them through the gate port, and sends everything to the first open one', () => {
+    const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
+    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null) as {
+      apps: { http: { servers: { slipway: { routes: Array<{ handle: Array<Record<string, unknown>> }> } } } };
+      logging: unknown;
+    };
+    const handler = built.apps.http.servers.slipway.routes[0]!.handle[0]!;
+    expect(handler.upstreams).toEqual([{ dial: '172.16.40.2:3000' }, { dial: '172.16.40.3:3000' }]);
+    expect(handler.health_checks).toEqual({ active: { port: 2080, uri: '/', interval: '500ms', timeout: '1s', expect_status: 200 } });
+    expect(handler.load_balancing).toMatchObject({ selection_policy: { policy: 'first' } });
+    expect(built.logging).toEqual({ logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } });
+  });
+
+  it('refuses slots without a gate port', () => {
+    const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
+    expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null)).toThrow(/gate port/);
+  });
+});
+
+describe('the runner with a traffic gate', () => {
+  let h: RuntimeHarness;
+  const { queue, finished, logs } = runnerSteps(() => h, admin, 10_000);
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  async function setup(): Promise<string> {
+    h = await createRuntimeHarness({ gate: true, config: { rootDomain: 'apps.test', routing: config.routing } });
+    await h.runner.start();
+    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const view = await h.services.services.create(admin, project.id, { name: 'web', repoUrl: 'container-image', containerImage: 'nginx:1.27', internalPort: 80 } as CreateServiceInput);
+    return view.id;
+  }
+
+  async function deployOk(serviceId: string): Promise<DeploymentRecord> {
+    const d = await finished(await queue(serviceId));
+    expect(d.status, (await logs(d.id)).join('\n')).toBe('succeeded');
+    return d;
+  }
+
+  it('moves traffic between the slots of a pair without reloading the proxy, and stops the old container after', async () => {
+    const serviceId = await setup();
+    const first = await deployOk(serviceId);
+    expect(h.gate!.open).toEqual(['172.16.40.2']);
+    const loads = h.proxy.applied.length;
+    const second = await deployOk(serviceId);
+    // The table (both slots) did not change: no load.
+    expect(h.proxy.applied.length).toBe(loads);
+    expect(h.proxy.last).toContainEqual({ hostname: 'web-shop.apps.test', serviceId, upstream: ['172.16.40.2:80', '172.16.40.3:80'] });
+    const j = h.journal;
+    const opened = j.indexOf('gate.sync 172.16.40.2,172.16.40.3');
+    const closed = j.indexOf('gate.sync 172.16.40.3');
+    const stopped = j.indexOf(`engine.stopAndRemove ${first.containerName}`);
+    expect(opened).toBeGreaterThan(-1);
+    expect(closed).toBeGreaterThan(opened);
+    expect(stopped).toBeGreaterThan(closed);
+    expect((await logs(second.id)).some((l) => /^Routes switched to .*: traffic slot 172\.16\.40\.3 opened, 172\.16\.40\.2 closed; the proxy was not reloaded$/.test(l))).toBe(true);
+    const third = await deployOk(serviceId);
+    expect(h.gate!.open).toEqual(['172.16.40.2']);
+    expect((await logs(third.id)).join('\n')).toContain('traffic slot 172.16.40.2 opened, 172.16.40.3 closed');
+  });
+
+  it('on restart, opens only the current containers\' slots before the container of a cut-short cutover goes', async () => {
+    const serviceId = await setup();
+    const live = await deployOk(serviceId);
+    // What a crash mid-cutover leaves: a second container in the other slot, its slot open too.
+    const stray = h.engine.addContainer({
+      name: 'slipway-stray',
+      image: 'nginx:1.27',
+      labels: { [LABELS.managed]: 'true', [LABELS.instance]: h.config.instanceId, [LABELS.service]: serviceId, [LABELS.deployment]: 'zzzz', [LABELS.slot]: '172.16.40.3' },
+    });
+    await h.gate!.sync('172.16.40.0/22', ['172.16.40.2', '172.16.40.3']);
+    await h.runner.stop();
+    h.journal.entries.length = 0;
+    await h.runner.start();
+    const reopened = h.journal.indexOf('gate.sync 172.16.40.2');
+    const removed = h.journal.indexOf(`engine.stopAndRemove ${stray.name}`);
+    expect(reopened).toBeGreaterThan(-1);
+    expect(removed).toBeGreaterThan(reopened);
+    expect(h.gate!.open).toEqual(['172.16.40.2']);
+    expect(await h.engine.listContainers({ key: LABELS.service, value: serviceId })).toEqual([expect.objectContaining({ name: live.containerName })]);
+  });
+});
