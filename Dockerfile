@@ -21,8 +21,9 @@ RUN node /opt/npm/bin/npm-cli.js rebuild better-sqlite3 --offline --foreground-s
 
 FROM ${BASE_IMAGE}
 ARG NODE_VERSION
-# git clones repositories; the engine is reached through the mounted socket (dockerode), not a CLI.
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*
+# git clones repositories; iptables writes the traffic gate; the engine is reached through the
+# mounted socket (dockerode), not a CLI.
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git ca-certificates iptables >/dev/null && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/node/bin/node /usr/local/bin/node
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
