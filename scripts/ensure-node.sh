@@ -79,6 +79,4 @@ fi
 # prestart passes --quiet, so only its start step says it.
 [ "$quiet" = 1 ] || echo "ensure-node: this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+); running under Node $("$bin/node" --version) from .node/$major" >&2
 export PATH="$bin:$PATH"
-# Native add-ons built from now on build against this Node's headers, not the machine's.
-export npm_config_nodedir="$pkg"
 exec "$@"
