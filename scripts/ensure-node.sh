@@ -51,6 +51,7 @@ if [ -z "$major" ] && [ "$print_bin" = 0 ] && [ -n "$current" ] && supported "$c
   [ "$newest" = 1 ] && [ "$current_major" -lt "$DEFAULT_MAJOR" ] || exec "$@"
 fi
 
+asked=$major
 major=${major:-$DEFAULT_MAJOR}
 pin="$ROOT/scripts/node-runtime/node-$major"
 [ -f "$pin/package-lock.json" ] || { echo "ensure-node: no pinned Node $major (scripts/node-runtime/node-$major)" >&2; exit 1; }
@@ -63,15 +64,23 @@ dir="$ROOT/.node/$major"
 pkg="$dir/node_modules/node-linux-$arch"
 bin="$pkg/bin"
 
-# Re-fetch when the pin changed (a new lockfile) or a previous fetch was interrupted.
-if [ ! -x "$bin/node" ] || ! cmp -s "$pin/package-lock.json" "$dir/package-lock.json"; then
+fresh() { [ -x "$bin/node" ] && cmp -s "$pin/package-lock.json" "$dir/package-lock.json"; }
+
+# Re-fetch when the pin changed (a new lockfile) or a previous fetch was interrupted. Under a lock (in a
+# subshell, so the command run afterwards does not hold it): two commands starting at once fetch once.
+if ! fresh; then
   command -v npm >/dev/null || { echo "ensure-node: Node.js ${MIN_MAJOR}.${MIN_MINOR}+ is needed and npm is not there to fetch it; install Node.js ${MIN_MAJOR}.${MIN_MINOR}+" >&2; exit 1; }
-  echo "ensure-node: fetching Node $major for linux-$arch from the npm registry into .node/$major (pinned in scripts/node-runtime/node-$major/package-lock.json)" >&2
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  cp "$pin/package.json" "$pin/package-lock.json" "$dir/"
-  # The package has no install script; --ignore-scripts keeps it that way whatever npm does.
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  mkdir -p "$ROOT/.node"
+  (
+    flock 9
+    fresh && exit 0
+    echo "ensure-node: fetching Node $major for linux-$arch from the npm registry into .node/$major (pinned in scripts/node-runtime/node-$major/package-lock.json)" >&2
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cp "$pin/package.json" "$pin/package-lock.json" "$dir/"
+    # The package has no install script; --ignore-scripts keeps it that way whatever npm does.
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  ) 9>"$ROOT/.node/.fetch-$major.lock"
   [ -x "$bin/node" ] || { echo "ensure-node: npm did not install node-linux-$arch into .node/$major" >&2; exit 1; }
 fi
 
@@ -82,7 +91,9 @@ fi
 
 # Said once: nested calls (npm test -> npm ci, npx) find this Node first on PATH and stay quiet; npm start's
 # prestart passes --quiet, so only its start step says it.
-if [ -n "$current" ] && supported "$current"; then
+if [ -n "$asked" ] && [ -n "$current" ] && supported "$current"; then
+  why="this machine's Node is $current; Node $major was asked for"
+elif [ -n "$current" ] && supported "$current"; then
   why="this machine's Node is $current; this runs on the newest supported major"
 else
   why="this machine's Node is ${current:-missing} (Slipway needs ${MIN_MAJOR}.${MIN_MINOR}+)"
