@@ -2,8 +2,11 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import type { EntityManager as SqlEntityManager } from '@mikro-orm/knex';
-import { BoundBetterSqliteDriver, BoundPostgreSqlDriver } from './bound-drivers.js';
+import type { EntityManager as SqlEntityManager } from '@mikro-orm/sql';
+// @mikro-orm/sqlite runs on better-sqlite3 13 (Node-API, prebuilt in the package): the
+// ObjectWrap-based 11.x that @mikro-orm/better-sqlite pinned aborts on Node 24 and does not build on 26.
+import { SqliteDriver } from '@mikro-orm/sqlite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { ALL_ENTITIES } from './entities.js';
 import { postgresqlMigrations } from './migrations/postgresql/index.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
@@ -22,7 +25,7 @@ export function isPostgresUrl(url: string | undefined): url is string {
 }
 
 /** MikroORM options for a configuration; also what `mikro-orm.config.ts` exports for the CLI. */
-export function ormOptions(config: DatabaseConfig): Options {
+export function ormOptions(config: DatabaseConfig): Partial<Options> {
   const common = {
     entities: ALL_ENTITIES,
     debug: config.debug ?? false,
@@ -34,19 +37,19 @@ export function ormOptions(config: DatabaseConfig): Options {
   if (isPostgresUrl(config.databaseUrl)) {
     return {
       ...common,
-      driver: BoundPostgreSqlDriver,
+      driver: PostgreSqlDriver,
       clientUrl: config.databaseUrl,
       migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
-    } as Options;
+    };
   }
   const dbName = config.dataDir === ':memory:' ? ':memory:' : path.join(config.dataDir, 'slipway.db');
   if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
   return {
     ...common,
-    driver: BoundBetterSqliteDriver,
+    driver: SqliteDriver,
     dbName,
     migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
-  } as Options;
+  };
 }
 
 export interface Database {
@@ -68,8 +71,8 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
       await orm.em.getConnection().execute('pragma busy_timeout = 5000');
       await orm.em.getConnection().execute('pragma foreign_keys = on');
     }
-    fresh = (await orm.getMigrator().getExecutedMigrations()).length === 0;
-    await orm.getMigrator().up();
+    fresh = (await orm.migrator.getExecuted()).length === 0;
+    await orm.migrator.up();
   } catch (error) {
     await orm.close(true);
     throw error;

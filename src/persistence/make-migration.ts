@@ -11,9 +11,9 @@ async function make(databaseUrl: string | undefined, path: string): Promise<void
   const options = ormOptions({ databaseUrl, dataDir: ':memory:' });
   const orm = await MikroORM.init({ ...options, migrations: { ...options.migrations, path, emit: 'ts', snapshot: false } });
   try {
-    if (databaseUrl) await orm.schema.dropSchema({ dropMigrationsTable: true });
-    await orm.getMigrator().up();
-    const result = await orm.getMigrator().createMigration(path, false, false);
+    if (databaseUrl) await orm.schema.drop({ dropMigrationsTable: true });
+    await orm.migrator.up();
+    const result = await orm.migrator.create(path, false, false);
     console.log(result.fileName ? `${path}/${result.fileName}` : `${path}: no changes`);
   } finally {
     await orm.close(true);

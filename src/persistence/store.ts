@@ -1,5 +1,5 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/knex';
+import type { EntityManager } from '@mikro-orm/sql';
 import { ConflictError } from '../domain/errors.js';
 import type {
   ApiKeyRecord,

@@ -45,7 +45,7 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
     proxy,
     runtimeLogs,
     portProbe,
-    clock: opts.clock ?? { now: () => new Date() },
+    clock: opts.clock ?? monotonicClock(),
     logBus,
     config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
   }, { dnsProviders: opts.dnsProviders });
@@ -67,4 +67,14 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
       Object.fromEntries((await database.store.listEnv([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
     close: () => database.close(),
   };
+}
+
+/**
+ * Wall-clock time that never repeats a millisecond: lists sort by createdAt, then by a random id, so
+ * two records created in the same millisecond (MikroORM 7 on SQLite in memory is fast enough for that)
+ * would come back in a random order and make order assertions flaky.
+ */
+function monotonicClock(): Clock {
+  let last = 0;
+  return { now: () => new Date((last = Math.max(Date.now(), last + 1))) };
 }

@@ -14,7 +14,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  */
 export function startArgs(): string[] {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
-  const [command, ...args] = start.split(/\s+/);
+  // `npm start` goes through scripts/ensure-node.sh, which picks a supported Node; the tests already run on one (process.execPath).
+  const [command, ...args] = start.replace(/^bash scripts\/ensure-node\.sh\s+/, '').split(/\s+/);
   if (command !== 'node') throw new Error(`npm start is expected to run node, not ${command}`);
   const entry = path.join(ROOT, args.at(-1)!);
   if (!existsSync(entry) || process.env.SLIPWAY_TEST_BUILT !== '1') buildOnce();

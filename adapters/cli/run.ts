@@ -1,0 +1,81 @@
+import { parseArgs } from 'node:util';
+import { createServices } from '../../src/index.js';
+import { openDatabase } from '../../src/persistence/database.js';
+import { systemClock } from '../../src/ports/clock.port.js';
+import { LogBus } from '../../src/services/log-bus.js';
+import { SecretBox } from '../../src/services/secret-box.js';
+import { ConfigError, loadConfig } from '../http/config.js';
+import { NetPortProbe } from '../http/net-port-probe.js';
+import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
+
+const USAGE = `usage: npm run cli -- keys create --name <name> --access read|write [--project <id>]...
+       npm run cli -- keys list
+       npm run cli -- keys delete <id>
+Works on the database of this host (DATA_DIR or DATABASE_URL), with or without the server running.`;
+
+/** Operator commands on the server's host: whoever can run them already owns the data. */
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, access: { type: 'string' }, project: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [group, command, ...rest] = positionals;
+  if (values.help || group !== 'keys' || !command) {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    const services = createServices({
+      store: database.store,
+      secrets: SecretBox.fromSecret(config.secretKey),
+      proxy: new UnconfiguredReverseProxy(),
+      runtimeLogs: { follow: async function* () {} },
+      portProbe: new NetPortProbe(),
+      clock: systemClock,
+      logBus: new LogBus(),
+      config: config.platform,
+    });
+    const operator = { keyId: 'cli', access: 'write' as const, projectIds: null };
+    switch (command) {
+      case 'create': {
+        if (!values.name || (values.access !== 'read' && values.access !== 'write')) {
+          console.error('keys create needs --name and --access read|write');
+          return 2;
+        }
+        const { apiKey, token } = await services.apiKeys.create(operator, { name: values.name, access: values.access, projectIds: values.project ?? null });
+        console.error(`created API key ${apiKey.id} (${apiKey.access}, ${apiKey.projectIds ? `projects ${apiKey.projectIds.join(', ')}` : 'all projects'}); the token is shown once:`);
+        console.log(token);
+        return 0;
+      }
+      case 'list':
+        for (const key of await services.apiKeys.list(operator)) {
+          console.log([key.id, key.prefix, key.access, key.projectIds?.join(',') ?? '*', key.name, key.lastUsedAt ?? 'never'].join('\t'));
+        }
+        return 0;
+      case 'delete':
+        if (!rest[0]) {
+          console.error('keys delete needs an id');
+          return 2;
+        }
+        await services.apiKeys.delete(operator, rest[0]);
+        console.error(`deleted API key ${rest[0]}`);
+        return 0;
+      default:
+        console.log(USAGE);
+        return 2;
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof ConfigError || error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,85 @@
+import Docker from 'dockerode';
+import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
+import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
+import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
+import { log, startServer } from './server.js';
+
+const ENGINE_PING_TIMEOUT_MS = 3_000;
+
+/** Loaded by main.ts on a supported Node (`npm start`): read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
+  const setup = await ensureEngine(config.dockerSocket, {
+    ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
+    ...hostFacts(),
+    provisionScript: findProvisionScript(),
+    provision: runProvisionScript,
+    log,
+  });
+  if (!setup.ok) {
+    // One plain line, not a JSON record: this is for the person at the terminal.
+    process.stderr.write(`${setup.line}\n`);
+    process.exit(1);
+  }
+  const running = await startServer(config);
+  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy), instanceId: config.platform.instanceId });
+  if (running.initialApiKey) printInitialKey(running.initialApiKey, running.url);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // A second Ctrl-C means "now"; a repeated SIGTERM (supervisors resend) changes nothing.
+      if (signal === 'SIGINT') process.exit(130);
+      return;
+    }
+    stopping = true;
+    log('shutting down', { signal });
+    running.close().then(
+      () => {
+        log('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log('shutdown failed', { error: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * The first start's key, for the person at the terminal: plain lines on stdout, never a JSON record
+ * (log shippers store those), never written again: later starts do not have it.
+ */
+function printInitialKey(token: string, url: string): void {
+  process.stdout.write(
+    [
+      '',
+      '================================================================================',
+      ' First start: an API key with write access to all projects was created.',
+      ' It is shown this once only. Keep it:',
+      '',
+      `     ${token}`,
+      '',
+      ` curl -H "Authorization: Bearer ${token}" ${url}/api/projects`,
+      ' More keys: npm run cli -- keys create --name <name> --access read|write',
+      '================================================================================',
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+function describeProxy(proxy: ProxyConfig): string {
+  if (proxy.kind === 'none') return 'none';
+  const serving = proxy.autoHttps ? `https :${proxy.httpsPort} and http :${proxy.httpPort}` : `plain http :${proxy.httpPort}`;
+  return proxy.kind === 'external' ? `caddy at ${proxy.adminUrl}, ${serving}` : `caddy container ${proxy.image}, ${serving}`;
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof ConfigError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  log('failed to start', { error: message });
+  process.exit(1);
+});
