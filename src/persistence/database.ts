@@ -5,8 +5,8 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager as SqlEntityManager } from '@mikro-orm/sql';
 // @mikro-orm/sqlite runs on better-sqlite3 13 (Node-API, prebuilt in the package): the
 // ObjectWrap-based 11.x that @mikro-orm/better-sqlite pinned aborts on Node 24 and does not build on 26.
-import { SqliteDriver } from '@mikro-orm/sqlite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+// Its drivers, with values bound rather than written into the SQL text (see bound-drivers.ts).
+import { BoundPostgreSqlDriver, BoundSqliteDriver } from './bound-drivers.js';
 import { ALL_ENTITIES } from './entities.js';
 import { postgresqlMigrations } from './migrations/postgresql/index.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
@@ -37,7 +37,7 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
   if (isPostgresUrl(config.databaseUrl)) {
     return {
       ...common,
-      driver: PostgreSqlDriver,
+      driver: BoundPostgreSqlDriver,
       clientUrl: config.databaseUrl,
       migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
     };
@@ -46,7 +46,7 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
   if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
   return {
     ...common,
-    driver: SqliteDriver,
+    driver: BoundSqliteDriver,
     dbName,
     migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
   };

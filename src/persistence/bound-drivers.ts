@@ -1,0 +1,129 @@
+import type { Configuration, Platform, Transaction } from '@mikro-orm/core';
+import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { SqliteConnection, SqliteDriver } from '@mikro-orm/sqlite';
+import { CompiledQuery } from 'kysely';
+
+/*
+ * MikroORM (6 and 7 alike) runs each statement through `Platform.formatQuery`, which writes every value
+ * into the SQL text as an escaped literal and sends no parameters. Escaping is not binding: SQLite
+ * stops reading a statement at a NUL byte, so `description: "a\u0000b"` became a truncated statement
+ * (a 500), and every value ended up in the statement text that errors carry. These connections send
+ * strings, the values users type, as bound parameters; the rest (numbers, dates, booleans, JSON the
+ * platform serialises, raw fragments) is written as MikroORM writes it.
+ */
+
+interface Prepared {
+  query: string;
+  params: unknown[];
+  formatted: string;
+}
+
+interface ConnectionInternals {
+  ensureConnection(): Promise<void>;
+  prepareQuery(query: unknown, params?: unknown[]): Prepared;
+  getSql(query: string, formatted: string, loggerContext?: unknown): string;
+  executeQuery<T>(sql: string, cb: () => Promise<T>, context?: unknown): Promise<T>;
+  transformRawResult<T>(res: unknown, method: 'all' | 'get' | 'run'): T;
+  getClient(): { executeQuery(query: CompiledQuery, abort?: unknown): Promise<unknown> };
+  readonly platform: Platform;
+}
+
+/** formatQuery's walk over `?` (value), `??` (identifier) and `\?` (a literal `?`), binding strings. */
+export function bindStrings(platform: Platform, sql: string, params: readonly unknown[], placeholder: (n: number) => string): { sql: string; parameters: unknown[] } {
+  const parameters: unknown[] = [];
+  if (params.length === 0) return { sql, parameters };
+  let j = 0;
+  let out = '';
+  const value = (v: unknown) => {
+    if (typeof v !== 'string') return String(platform.quoteValue(v));
+    parameters.push(v);
+    return placeholder(parameters.length);
+  };
+  let pos = 0;
+  if (sql.startsWith('??')) {
+    out += platform.quoteIdentifier(params[j++] as string);
+    pos = 2;
+  } else if (sql.startsWith('?')) {
+    out += value(params[j++]);
+    pos = 1;
+  }
+  while (pos < sql.length) {
+    const idx = sql.indexOf('?', pos + 1);
+    if (idx === -1) {
+      out += sql.substring(pos);
+      break;
+    }
+    if (sql.substring(idx - 1, idx + 1) === '\\?') {
+      out += `${sql.substring(pos, idx - 1)}?`;
+      pos = idx + 1;
+    } else if (sql.substring(idx, idx + 2) === '??') {
+      out += sql.substring(pos, idx) + platform.quoteIdentifier(params[j++] as string);
+      pos = idx + 2;
+    } else {
+      out += sql.substring(pos, idx) + value(params[j++]);
+      pos = idx + 1;
+    }
+  }
+  return { sql: out, parameters };
+}
+
+/** Cancellation controls ride on the logger context (see AbstractSqlConnection): passed on, not logged. */
+function splitAbort(loggerContext: Record<string, unknown> | undefined): { abort?: unknown; rest?: Record<string, unknown> } {
+  if (loggerContext?.signal == null && loggerContext?.inflightQueryAbortStrategy == null) return { rest: loggerContext };
+  const { signal, inflightQueryAbortStrategy, ...rest } = loggerContext;
+  return { abort: { signal, inflightQueryAbortStrategy }, rest };
+}
+
+function boundExecute(placeholder: (n: number) => string) {
+  return async function execute(
+    this: ConnectionInternals,
+    query: unknown,
+    params: unknown[] = [],
+    method: 'all' | 'get' | 'run' = 'all',
+    ctx?: Transaction,
+    loggerContext?: Record<string, unknown>,
+  ): Promise<unknown> {
+    await this.ensureConnection();
+    const q = this.prepareQuery(query, params);
+    const sql = this.getSql(q.query, q.formatted, loggerContext);
+    const { abort, rest } = splitAbort(loggerContext);
+    return this.executeQuery(
+      sql,
+      async () => {
+        const bound = bindStrings(this.platform, q.query, q.params, placeholder);
+        const client = (ctx as unknown as ReturnType<ConnectionInternals['getClient']> | undefined) ?? this.getClient();
+        const res = await client.executeQuery(CompiledQuery.raw(bound.sql, bound.parameters), abort);
+        return this.transformRawResult(res, method);
+      },
+      { ...q, ...rest },
+    );
+  };
+}
+
+class BoundSqliteConnection extends SqliteConnection {}
+Object.defineProperty(BoundSqliteConnection.prototype, 'execute', { value: boundExecute(() => '?'), writable: true, configurable: true });
+
+class BoundPostgreSqlConnection extends PostgreSqlConnection {}
+Object.defineProperty(BoundPostgreSqlConnection.prototype, 'execute', { value: boundExecute((n) => `$${n}`), writable: true, configurable: true });
+
+type DriverInternals = { connection: unknown; replicas: unknown[]; config: Configuration };
+
+/** SqliteDriver with every string bound. */
+export class BoundSqliteDriver extends SqliteDriver {
+  constructor(config: Configuration) {
+    super(config);
+    const self = this as unknown as DriverInternals;
+    self.connection = new BoundSqliteConnection(self.config);
+    self.replicas = [];
+  }
+}
+
+/** PostgreSqlDriver with every string bound. */
+export class BoundPostgreSqlDriver extends PostgreSqlDriver {
+  constructor(config: Configuration) {
+    super(config);
+    const self = this as unknown as DriverInternals;
+    self.connection = new BoundPostgreSqlConnection(self.config);
+    self.replicas = [];
+  }
+}
