@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RoutingTable } from '../../src/ports/reverse-proxy.port.js';
 
 export interface CaddyServeOptions {
@@ -21,6 +22,16 @@ export function tableMarker(version: string): string {
 }
 
 /**
+ * The `@id` of how the table is served (ports, HTTPS, the gate): a platform restarted with other
+ * settings finds the same table served the old way, and must load it again.
+ */
+export function servingMarker(options: CaddyServeOptions): string {
+  const { httpPort, httpsPort, autoHttps, acmeEmail, gatePort, healthIntervalMs } = options;
+  const digest = createHash('sha256').update(JSON.stringify([httpPort, httpsPort, autoHttps, acmeEmail, gatePort ?? null, healthIntervalMs ?? null])).digest('hex');
+  return `slipway-serving-${digest.slice(0, 16)}`;
+}
+
+/**
  * Caddy's native JSON configuration for a routing table: one route per hostname to its service's
  * container, a 503 for a service with no container, a 404 for hostnames nobody configured.
  * `admin` is whatever the running Caddy has, so a load never moves its admin endpoint.
@@ -34,6 +45,7 @@ export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions
   routes.push({ '@id': tableMarker(table.version), handle: [plainResponse(404, 'No service is configured for this hostname.\n')] });
 
   const server: Record<string, unknown> = {
+    '@id': servingMarker(options),
     listen: [`:${options.autoHttps ? options.httpsPort : options.httpPort}`],
     routes,
   };

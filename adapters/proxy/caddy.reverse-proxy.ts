@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
-import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from './caddy-config.js';
+import { buildCaddyConfig, servingMarker, tableMarker, type CaddyServeOptions } from './caddy-config.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 
@@ -50,8 +50,9 @@ export class CaddyReverseProxy implements ReverseProxy {
   async check(version: string, signal?: AbortSignal): Promise<ProxyState> {
     try {
       const answer = await this.call('GET', `/id/${tableMarker(version)}`, signal);
-      if (answer.status === 200) return { state: 'current' };
-      return { state: 'stale' };
+      if (answer.status !== 200) return { state: 'stale' };
+      const serving = await this.call('GET', `/id/${servingMarker(this.options)}`, signal);
+      return serving.status === 200 ? { state: 'current' } : { state: 'stale' };
     } catch (error) {
       if (this.options.host) await this.options.host.ensure(withTimeout(signal, 120_000)).catch(() => {});
       return { state: 'unreachable', detail: messageOf(error) };

@@ -293,6 +293,13 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(200);
   });
 
+  it('check says stale for the same table served with other settings (a platform restarted on another port)', async () => {
+    expect((await proxy.apply(v1)).ok).toBe(true);
+    expect(await proxy.check(v1.version)).toEqual({ state: 'current' });
+    const moved = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort: await freePort(), httpsPort: await freePort(), autoHttps: false, acmeEmail: null });
+    expect(await moved.check(v1.version)).toEqual({ state: 'stale' });
+  });
+
   it('unreachable: apply answers ok:false saying so, check answers unreachable, neither throws', async () => {
     await caddy.kill();
     const result = await proxy.apply(v1);
