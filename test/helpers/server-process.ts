@@ -114,16 +114,19 @@ export async function startServerProcess(env: Record<string, string> = {}, reuse
 export async function removeInstanceLeftovers(output: string): Promise<void> {
   const instance = /"instanceId":"([a-z0-9]+)"/.exec(output)?.[1];
   if (!instance) return;
-  try {
-    execFileSync('docker', ['rm', '-f', `slipway-gate-${instance}`], { stdio: 'ignore' });
-  } catch {
-    // Never started: no slot was used.
-  }
-  try {
-    execFileSync('docker', ['network', 'rm', `slipway-slots-${instance}`], { stdio: 'ignore' });
-  } catch {
-    // Absent (no slot was ever used), or still in use by a container a test left: nothing to do.
-  }
+  const docker = (...args: string[]) => {
+    try {
+      return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n').filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+  // The install is gone with its data directory: its containers (a test may leave some), its gate
+  // responder, then its networks (the slot network and any project network), which nothing uses now.
+  const containers = [...docker('ps', '-aq', '--filter', `label=slipway.instance=${instance}`), ...docker('ps', '-aq', '--filter', `name=-gate-${instance}$`)];
+  if (containers.length > 0) docker('rm', '-f', ...containers);
+  const networks = docker('network', 'ls', '-q', '--filter', `label=slipway.instance=${instance}`);
+  if (networks.length > 0) docker('network', 'rm', ...networks);
   await new IptablesTrafficGate({ instanceId: instance, gatePort: 1 }).remove().catch(() => {});
 }
 
