@@ -163,7 +163,11 @@ async function main(): Promise<void> {
     const domain = await call('POST', `/api/services/${web.id}/domains`, { hostname });
     if (domain.status !== 201 || !domain.json.proxy.ok) throw new Error(`${domain.status} ${domain.text}`);
     await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: BODY });
-    const containerIp = await docker('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', deployed.deployment.containerName!);
+    // Its project-network address: the slot address is Caddy's alone (the gate refuses anyone else's new connections).
+    const slot = await docker('inspect', '-f', '{{index .Config.Labels "slipway.slot"}}', deployed.deployment.containerName!);
+    const containerIp = (await docker('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', deployed.deployment.containerName!))
+      .split(' ')
+      .find((ip) => ip && ip !== slot.trim())!;
 
     // ---- (a) through Caddy vs (b) the host port's forwarder -----------------------------------
     const viaCaddy = `http://127.0.0.1:${caddy.httpPort}/`;
@@ -215,7 +219,8 @@ async function main(): Promise<void> {
     let domainCount = 0;
     for (const id of fillServices) domainCount += (await call('GET', `/api/services/${id}/overview`)).json.domains.length as number;
     const routesPath = '/config/apps/http/servers/slipway/routes';
-    const loadedRoutes = ((await caddyAdmin(caddy, 'GET', routesPath)) as CaddyRoute[]).filter((r) => r.match).length;
+    // A service routed to traffic slots has one route for all its hostnames.
+    const loadedRoutes = ((await caddyAdmin(caddy, 'GET', routesPath)) as CaddyRoute[]).reduce((n, r) => n + (r.match?.[0]?.host?.length ?? 0), 0);
     if (loadedRoutes !== DOMAINS - 1) throw new Error(`Caddy serves ${loadedRoutes} hostnames, expected ${DOMAINS - 1}`);
 
     const slipwayMs: number[] = [];

@@ -33,21 +33,40 @@ export function servingMarker(options: CaddyServeOptions): string {
 
 /**
  * Caddy's native JSON configuration for a routing table: one route per hostname to its service's
- * container, a 503 for a service with no container, a 404 for hostnames nobody configured.
+ * container (one per service to its slots), a 503 for a service with no container, a 404 for
+ * hostnames nobody configured.
  * `admin` is whatever the running Caddy has, so a load never moves its admin endpoint.
  */
 export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions, admin: unknown): Record<string, unknown> {
-  const routes: unknown[] = table.routes.map((route) => ({
-    match: [{ host: [route.hostname] }],
-    handle: [route.upstream ? reverseProxy(route.upstream, options) : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
-    terminal: true,
-  }));
-  routes.push({ '@id': tableMarker(table.version), handle: [plainResponse(404, 'No service is configured for this hostname.\n')] });
+  // A service's hostnames share one route when it routes to slots: each reverse_proxy handler runs its own
+  // health checks, so one per hostname would multiply them by the number of domains.
+  const routes: Array<{ match: Array<{ host: string[] }>; handle: unknown[]; terminal: boolean }> = [];
+  const bySlots = new Map<string, { host: string[] }>();
+  for (const route of table.routes) {
+    if (Array.isArray(route.upstream)) {
+      const key = `${route.serviceId}|${route.upstream.join(',')}`;
+      const shared = bySlots.get(key);
+      if (shared) {
+        shared.host.push(route.hostname);
+        continue;
+      }
+      const match = { host: [route.hostname] };
+      bySlots.set(key, match);
+      routes.push({ match: [match], handle: [reverseProxy(route.upstream, options)], terminal: true });
+      continue;
+    }
+    routes.push({
+      match: [{ host: [route.hostname] }],
+      handle: [route.upstream ? reverseProxy(route.upstream, options) : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
+      terminal: true,
+    });
+  }
+  const fallback = { '@id': tableMarker(table.version), handle: [plainResponse(404, 'No service is configured for this hostname.\n')] };
 
   const server: Record<string, unknown> = {
     '@id': servingMarker(options),
     listen: [`:${options.autoHttps ? options.httpsPort : options.httpPort}`],
-    routes,
+    routes: [...routes, fallback],
   };
   if (!options.autoHttps) server.automatic_https = { disable: true };
 

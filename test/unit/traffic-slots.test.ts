@@ -89,6 +89,24 @@ describe('Caddy routes to slots', () => {
     expect(built.logging).toEqual({ logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } });
   });
 
+  it('gives a service one route for all its hostnames, so its slots are checked once, not once per domain', () => {
+    const slots = ['172.16.40.2:3000', '172.16.40.3:3000'];
+    const table = {
+      version: 'v2',
+      routes: [
+        { hostname: 'a.test', serviceId: 's1', upstream: slots },
+        { hostname: 'b.test', serviceId: 's2', upstream: ['172.16.40.4:80', '172.16.40.5:80'] },
+        { hostname: 'c.test', serviceId: 's1', upstream: slots },
+        { hostname: 'd.test', serviceId: 's3', upstream: null },
+      ],
+    };
+    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null) as {
+      apps: { http: { servers: { slipway: { routes: Array<{ match?: Array<{ host: string[] }>; '@id'?: string }> } } } };
+    };
+    const routes = built.apps.http.servers.slipway.routes;
+    expect(routes.map((r) => r.match?.[0]?.host ?? r['@id'])).toEqual([['a.test', 'c.test'], ['b.test'], ['d.test'], 'slipway-routes-v2']);
+  });
+
   it('refuses slots without a gate port', () => {
     const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
     expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null)).toThrow(/gate port/);
