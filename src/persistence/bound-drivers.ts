@@ -108,13 +108,18 @@ Object.defineProperty(BoundPostgreSqlConnection.prototype, 'execute', { value: b
 
 type DriverInternals = { connection: unknown; replicas: unknown[]; config: Configuration };
 
+/** Swaps the driver's connection for the binding one (no replicas are configured). */
+function useConnection(driver: object, Connection: new (config: Configuration) => unknown): void {
+  const self = driver as DriverInternals;
+  self.connection = new Connection(self.config);
+  self.replicas = [];
+}
+
 /** SqliteDriver with every string bound. */
 export class BoundSqliteDriver extends SqliteDriver {
   constructor(config: Configuration) {
     super(config);
-    const self = this as unknown as DriverInternals;
-    self.connection = new BoundSqliteConnection(self.config);
-    self.replicas = [];
+    useConnection(this, BoundSqliteConnection);
   }
 }
 
@@ -122,8 +127,6 @@ export class BoundSqliteDriver extends SqliteDriver {
 export class BoundPostgreSqlDriver extends PostgreSqlDriver {
   constructor(config: Configuration) {
     super(config);
-    const self = this as unknown as DriverInternals;
-    self.connection = new BoundPostgreSqlConnection(self.config);
-    self.replicas = [];
+    useConnection(this, BoundPostgreSqlConnection);
   }
 }

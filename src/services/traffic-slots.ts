@@ -107,11 +107,10 @@ export class TrafficSlots {
     const [network, bits] = this.subnet.split('/') as [string, string];
     const base = toInt(network);
     const size = 2 ** (32 - Number(bits));
-    const pairOf = (ip: string) => this.pairOf(ip);
     const used = new Set([...containers.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), ...this.reserved]);
     const currentIp = current?.labels[LABELS.slot];
     if (currentIp) {
-      const pair = pairOf(currentIp);
+      const pair = this.pairOf(currentIp);
       const ip = pair[0] === currentIp ? pair[1] : pair[0];
       if (!used.has(ip)) return this.reserve({ network: this.network, ip, pair });
     }

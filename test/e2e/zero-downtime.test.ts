@@ -184,7 +184,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
-  if (process.env.ZD_DEBUG) console.log(server?.output(), caddy?.output().split('\n').filter((l) => !l.includes('admin.api')).join('\n'));
   await server?.dispose();
   // The restarted process reused the data directory: it is this test's to remove.
   if (server) {
