@@ -23,7 +23,7 @@ let projectId: string | undefined;
 
 interface Inspected {
   Id: string;
-  State: { Running: boolean; StartedAt: string };
+  State: { Running: boolean; StartedAt: string; FinishedAt: string };
   HostConfig: { NetworkMode: string; RestartPolicy: { Name: string } };
   Config: { Image: string; Labels: Record<string, string> };
   Mounts: Array<{ Type: string; Name?: string; Destination: string }>;
@@ -126,8 +126,8 @@ it('a stopped proxy container is started again and gets its routes back within 1
   expect(before?.State.Running).toBe(true);
   await docker('stop', caddyName);
   const stoppedAt = Date.now();
-  expect((await inspectCaddy())?.State.Running).toBe(false);
-  expect(await requestVia(httpPort, hostname, '/', 1_000)).toBeNull();
+  // Sampled right after the stop, "not running" raced the platform starting it again (seen once in 8
+  // runs, 0.6 s later): that it stopped is read from its exit time below instead.
 
   const back = await waitUntilServed(httpPort, hostname, { status: 200, text: /^hi\n?$/ }, Math.max(1_000, 10_000 - (Date.now() - stoppedAt)));
   const elapsed = Date.now() - stoppedAt;
@@ -138,5 +138,8 @@ it('a stopped proxy container is started again and gets its routes back within 1
   expect(after?.Id).toBe(before!.Id);
   expect(after?.State.Running).toBe(true);
   expect(after?.State.StartedAt).not.toBe(before!.State.StartedAt);
+  // It did stop: it finished after it had started, and before it started again.
+  expect(Date.parse(after!.State.FinishedAt)).toBeGreaterThan(Date.parse(before!.State.StartedAt));
+  expect(Date.parse(after!.State.FinishedAt)).toBeLessThanOrEqual(Date.parse(after!.State.StartedAt));
   expect(server!.output()).toMatch(/starting the stopped proxy container/);
 }, 60_000);
