@@ -38,6 +38,8 @@ const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   payload_too_large: 'PAYLOAD_TOO_LARGE',
   unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
   upstream_error: 'BAD_GATEWAY',
+  query_error: 'BAD_REQUEST',
+  not_running: 'CONFLICT',
   internal_error: 'INTERNAL_SERVER_ERROR',
 };
 

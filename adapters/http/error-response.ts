@@ -20,6 +20,8 @@ export const STATUS: Record<ErrorBody['error'], number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   upstream_error: 502,
+  query_error: 400,
+  not_running: 409,
   internal_error: 500,
 };
 

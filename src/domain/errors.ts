@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'upstream_error'
+  | 'query_error'
+  | 'not_running'
   | 'internal_error';
 
 export abstract class DomainError extends Error {
@@ -65,4 +67,14 @@ export class RateLimitedError extends DomainError {
 /** A third-party API (a DNS provider) failed or refused: its message, for the user to act on. */
 export class UpstreamError extends DomainError {
   readonly code = 'upstream_error' as const;
+}
+
+/** A user's database refused a statement or a value: the engine's own message, for the user to act on. */
+export class QueryError extends DomainError {
+  readonly code = 'query_error' as const;
+}
+
+/** The database service has no running container (never deployed, stopped, or just deleted). */
+export class NotRunningError extends DomainError {
+  readonly code = 'not_running' as const;
 }

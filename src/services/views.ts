@@ -145,7 +145,7 @@ export type ApiKeyView = z.infer<typeof apiKeyView>;
 
 export const errorView = z
   .object({
-    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'unsupported_media_type', 'upstream_error', 'internal_error']),
+    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'unsupported_media_type', 'upstream_error', 'query_error', 'not_running', 'internal_error']),
     message: z.string(),
     details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
   })

@@ -1,0 +1,84 @@
+import type { DatabaseEngine } from '../domain/database-engines.js';
+
+/** How to reach one running database service, with the credentials from its own env. */
+export interface DatabaseEndpoint {
+  /** Connections are pooled per service: the pool's key starts with it. */
+  serviceId: string;
+  engine: DatabaseEngine;
+  host: string;
+  port: number;
+  /** The service's env (`POSTGRES_USER`, `REDIS_PASSWORD`, ...): each adapter reads its engine's keys. */
+  env: Readonly<Record<string, string>>;
+}
+
+/**
+ * A value as the API carries it. What JSON cannot carry comes back as one string form (docs/decisions.md):
+ * integers beyond 2^53 and decimals as their decimal digits, binary as `\x` + lower-case hex,
+ * timestamps and dates as ISO 8601 (`Z` when the engine stores the zone), ObjectId as its 24 hex digits.
+ */
+export type CellValue = string | number | boolean | null | CellValue[] | { [key: string]: CellValue };
+export type Row = Record<string, CellValue>;
+
+/** `id` is `<schema>.<name>`: a table is named by splitting its id at the first dot. */
+export interface TableEntry {
+  id: string;
+  name: string;
+  schema: string;
+  rowCount: number;
+}
+
+export interface TableRef {
+  schema: string;
+  name: string;
+}
+
+/** `type` is the engine's own type name (`integer`, `varchar(255)`, `String`, `hash`...). */
+export interface ColumnInfo {
+  name: string;
+  type: string;
+  primary: boolean;
+}
+
+export interface RowsPage {
+  columns: ColumnInfo[];
+  rows: Row[];
+  total: number;
+}
+
+export interface QueryLimits {
+  /** The statement is cancelled by the engine after this long. */
+  timeoutMs: number;
+  /** Rows beyond this are not read (and not held in memory): `truncated` says so. */
+  rowCap: number;
+}
+
+export interface QueryResult {
+  columns: Array<{ name: string; type: string }>;
+  rows: Row[];
+  rowCount: number;
+  truncated: boolean;
+}
+
+/**
+ * Administration of a user's database, one adapter per engine family. Identifiers are checked against
+ * the engine's catalog (an unknown table is `NotFoundError('table', id)`); values are always bound;
+ * an engine's refusal is `QueryError` with the engine's message; a connection that cannot be made is
+ * `NotRunningError`. Every call honours its AbortSignal.
+ */
+export interface DatabaseAdmin {
+  /** The engine's own readiness check (a query, PING, hello): resolves with what answered, for the log. */
+  checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string>;
+  /** `logicalDatabase`: Redis's database number (default 0); other engines ignore it. */
+  listTables(db: DatabaseEndpoint, options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]>;
+  readRows(db: DatabaseEndpoint, table: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage>;
+  /** One statement (SQL), one command line (Redis) or one JSON command document (MongoDB). */
+  query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult>;
+  /** Resolves with the new row's id: its primary key value (an object when the key has several columns). */
+  insertRow(db: DatabaseEndpoint, table: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }>;
+  /** A table without a primary key: `ValidationError('table', ...)`. A key that matches nothing: `NotFoundError('row', ...)`. */
+  updateRow(db: DatabaseEndpoint, table: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void>;
+  deleteRow(db: DatabaseEndpoint, table: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void>;
+  /** Closes the pooled connections of one service (stopped, deleted, credentials changed). */
+  release(serviceId: string): Promise<void>;
+  closeAll(): Promise<void>;
+}
