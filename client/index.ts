@@ -4,7 +4,7 @@ import superjson from 'superjson';
 import type { AppRouter } from '../routers/app.router.js';
 
 export type { AppRouter } from '../routers/app.router.js';
-export type * from '../src/services/views.js';
+export type * from '../src/platform/views.js';
 
 export interface ClientOptions {
   /** Where Slipway listens, e.g. `http://127.0.0.1:3000`. */

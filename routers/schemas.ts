@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Inputs shared by several routers. Outputs live in src/services/views.ts. */
+/** Inputs shared by several routers. Outputs live in src/platform/views.ts. */
 
 /*
  * Control characters: none in names, ids, keys, hostnames, paths and tokens (C0 and DEL); free text

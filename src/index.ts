@@ -1,19 +1,19 @@
 import type { ServiceRecord } from './domain/types.js';
-import { ApiKeyService } from './services/api-key.service.js';
-import type { ServiceDeps } from './services/deps.js';
-import { DeploymentService } from './services/deployment.service.js';
-import { DomainService } from './services/domain.service.js';
-import { EnvService } from './services/env.service.js';
-import { ProjectService } from './services/project.service.js';
-import { RoutingService } from './services/routing.service.js';
-import { RuntimeLogService } from './services/runtime-log.service.js';
-import { ServiceCatalog } from './services/service-catalog.service.js';
-import { DeployRunner } from './services/deploy-runner.js';
-import { DnsService } from './services/dns.service.js';
-import { SettingsService } from './services/settings.service.js';
-import { HealthService } from './services/health.service.js';
-import type { DnsProvider } from './ports/dns-provider.port.js';
-import type { RuntimeDeps } from './services/runtime-deps.js';
+import { ApiKeyService } from './accounts/api-key.service.js';
+import type { ServiceDeps } from './platform/deps.js';
+import { DeploymentService } from './deployments/deployment.service.js';
+import { DomainService } from './routing/domain.service.js';
+import { EnvService } from './env/env.service.js';
+import { ProjectService } from './projects/project.service.js';
+import { RoutingService } from './routing/routing.service.js';
+import { RuntimeLogService } from './deployments/runtime-log.service.js';
+import { ServiceCatalog } from './projects/service-catalog.service.js';
+import { DeployRunner } from './deployments/deploy-runner.js';
+import { DnsService } from './routing/dns.service.js';
+import { SettingsService } from './settings/settings.service.js';
+import { HealthService } from './health/health.service.js';
+import type { DnsProvider } from './routing/dns-provider.port.js';
+import type { RuntimeDeps } from './deployments/runtime-deps.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -69,17 +69,17 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
 
 export type Services = ReturnType<typeof createServices>;
 
-export type { Actor } from './services/access.js';
-export type { ServiceDeps } from './services/deps.js';
-export type { PlatformConfig } from './services/platform-config.js';
-export { DEFAULT_PLATFORM_CONFIG } from './services/platform-config.js';
+export type { Actor } from './domain/access.js';
+export type { ServiceDeps } from './platform/deps.js';
+export type { PlatformConfig } from './settings/platform-config.js';
+export { DEFAULT_PLATFORM_CONFIG } from './settings/platform-config.js';
 export { DomainError } from './domain/errors.js';
 export type { ErrorCode } from './domain/errors.js';
-export * from './services/views.js';
-export type { DeploymentStreamEvent } from './services/deployment.service.js';
-export type { RuntimeStreamEvent } from './services/runtime-log.service.js';
-export type { CreateServiceInput, UpdateServiceInput } from './services/service-catalog.service.js';
-export type { SettingsInput } from './services/settings.service.js';
+export * from './platform/views.js';
+export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
+export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
+export type { CreateServiceInput, UpdateServiceInput } from './projects/service-catalog.service.js';
+export type { SettingsInput } from './settings/settings.service.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
-export type { RuntimeDeps } from './services/runtime-deps.js';
+export type { RuntimeDeps } from './deployments/runtime-deps.js';

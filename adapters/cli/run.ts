@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import { createServices } from '../../src/index.js';
 import { openDatabase } from '../../src/persistence/database.js';
-import { systemClock } from '../../src/ports/clock.port.js';
-import { LogBus } from '../../src/services/log-bus.js';
-import { SecretBox } from '../../src/services/secret-box.js';
+import { systemClock } from '../../src/platform/clock.port.js';
+import { LogBus } from '../../src/platform/log-bus.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
 import { ConfigError, loadConfig } from '../http/config.js';
 import { NetPortProbe } from '../http/net-port-probe.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';

@@ -1,4 +1,4 @@
-import type { ARecordRequest, ARecordResult, DnsProvider } from '../../src/ports/dns-provider.port.js';
+import type { ARecordRequest, ARecordResult, DnsProvider } from '../../src/routing/dns-provider.port.js';
 import { DEFAULT_DNS_TIMEOUT_MS, MAX_ZONE_PAGES, dnsRequest, noZone, pickZone, type DnsHttpRequest, type DnsProviderOptions } from './dns-http.js';
 
 /** Where the record goes: the zone the hostname falls in, its label there (`@` for the apex) and full name. */

@@ -1,4 +1,4 @@
-import { DnsProviderError } from '../../src/ports/dns-provider.port.js';
+import { DnsProviderError } from '../../src/routing/dns-provider.port.js';
 
 /** What every DNS adapter takes: the API's base URL (for stand-ins and proxies) and a per-request timeout. */
 export interface DnsProviderOptions {

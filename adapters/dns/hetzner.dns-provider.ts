@@ -1,4 +1,4 @@
-import type { ARecordRequest } from '../../src/ports/dns-provider.port.js';
+import type { ARecordRequest } from '../../src/routing/dns-provider.port.js';
 import { ARecordProvider, allPages, type RecordTarget } from './a-record-provider.js';
 import { isRecord, malformed, type DnsProviderOptions } from './dns-http.js';
 

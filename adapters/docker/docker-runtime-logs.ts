@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import { LABELS } from '../../src/ports/container-engine.port.js';
-import type { RuntimeLogEvent, RuntimeLogLine, RuntimeLogSource } from '../../src/ports/runtime-logs.port.js';
+import { LABELS } from '../../src/deployments/container-engine.port.js';
+import type { RuntimeLogEvent, RuntimeLogLine, RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
 import { DockerFrameParser, splitTimestamp } from './docker-log-frames.js';
 
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import tar from 'tar-fs';
-import { LABELS, type BuildRequest, type ContainerEngine, type ContainerState, type DaemonRequest, type LineSink, type RunRequest } from '../../src/ports/container-engine.port.js';
+import { LABELS, type BuildRequest, type ContainerEngine, type ContainerState, type DaemonRequest, type LineSink, type RunRequest } from '../../src/deployments/container-engine.port.js';
 import { DockerFrameParser } from './docker-log-frames.js';
 
 const CALL_TIMEOUT_MS = 30_000;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { LogStream } from '../../src/domain/types.js';
-import type { CloneRequest, GitSource } from '../../src/ports/git-source.port.js';
+import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 
 const CLONE_TIMEOUT_MS = 10 * 60_000;
 

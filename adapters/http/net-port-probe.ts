@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import type { PortProbe } from '../../src/ports/port-probe.port.js';
+import type { PortProbe } from '../../src/projects/port-probe.port.js';
 
 /** A port is free when we can bind it on every interface for a moment. */
 export class NetPortProbe implements PortProbe {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { TrafficGate } from '../../src/ports/traffic-gate.port.js';
+import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import type { HealthProbe } from '../../src/ports/health-probe.port.js';
+import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 
 const ATTEMPT_TIMEOUT_MS = 2000;
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import type { RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 
 export interface CaddyServeOptions {
   httpPort: number;

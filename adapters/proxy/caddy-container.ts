@@ -1,5 +1,5 @@
-import type { ContainerEngine } from '../../src/ports/container-engine.port.js';
-import { LABELS } from '../../src/ports/container-engine.port.js';
+import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
+import { LABELS } from '../../src/deployments/container-engine.port.js';
 import type { ProxyHost } from './caddy.reverse-proxy.js';
 
 const BOOTSTRAP_PATH = '/etc/caddy/slipway-bootstrap.json';

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 import { buildCaddyConfig, servingMarker, tableMarker, type CaddyServeOptions } from './caddy-config.js';
 
 const CALL_TIMEOUT_MS = 10_000;

@@ -1,4 +1,4 @@
-import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 
 export const UNCONFIGURED_DETAIL = 'no reverse proxy configured (PROXY=none)';
 

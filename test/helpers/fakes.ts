@@ -1,6 +1,6 @@
-import type { PortProbe } from '../../src/ports/port-probe.port.js';
-import type { ProxyResult, ProxyState, ReverseProxy, RouteTarget, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
-import type { RuntimeLogEvent, RuntimeLogSource } from '../../src/ports/runtime-logs.port.js';
+import type { PortProbe } from '../../src/projects/port-probe.port.js';
+import type { ProxyResult, ProxyState, ReverseProxy, RouteTarget, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
+import type { RuntimeLogEvent, RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
 
 /**
  * Records every routing table it is given; serves the last one it accepted, like Caddy, until

@@ -1,9 +1,9 @@
 import { createServices, type Services, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
-import type { Clock } from '../../src/ports/clock.port.js';
-import type { DnsProvider } from '../../src/ports/dns-provider.port.js';
-import { LogBus } from '../../src/services/log-bus.js';
-import { SecretBox } from '../../src/services/secret-box.js';
+import type { Clock } from '../../src/platform/clock.port.js';
+import type { DnsProvider } from '../../src/routing/dns-provider.port.js';
+import { LogBus } from '../../src/platform/log-bus.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
 import { createCaller } from '../../routers/app.router.js';
 import type { RequestLimiter } from '../../routers/trpc.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';

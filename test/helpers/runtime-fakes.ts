@@ -6,16 +6,16 @@ import { isTerminal } from '../../src/domain/deployment-state.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { createServices, DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig, type Services } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
-import type { Clock } from '../../src/ports/clock.port.js';
-import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/ports/container-engine.port.js';
-import type { CloneRequest, GitSource } from '../../src/ports/git-source.port.js';
-import type { HealthProbe } from '../../src/ports/health-probe.port.js';
-import type { PortForwarder } from '../../src/ports/port-forwarder.port.js';
-import type { TrafficGate } from '../../src/ports/traffic-gate.port.js';
-import type { DeployRunner } from '../../src/services/deploy-runner.js';
-import { LogBus } from '../../src/services/log-bus.js';
-import type { DeployConfig } from '../../src/services/platform-config.js';
-import { SecretBox } from '../../src/services/secret-box.js';
+import type { Clock } from '../../src/platform/clock.port.js';
+import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/deployments/container-engine.port.js';
+import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
+import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
+import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
+import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
+import { LogBus } from '../../src/platform/log-bus.js';
+import type { DeployConfig } from '../../src/settings/platform-config.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
 /** One ordered record of what every runtime fake was asked, so tests can check the order across ports. */

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TRPCError } from '@trpc/server';
-import { DnsProviderError, type ARecordRequest, type DnsProvider } from '../../src/ports/dns-provider.port.js';
+import { DnsProviderError, type ARecordRequest, type DnsProvider } from '../../src/routing/dns-provider.port.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /** Settings and DNS records through the routers, with a recording stand-in for the provider port. */

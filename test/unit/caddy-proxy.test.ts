@@ -6,7 +6,7 @@ import { countEstablished } from '../../adapters/docker/dockerode.container-engi
 import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from '../../adapters/proxy/caddy-config.js';
 import { CaddyContainer } from '../../adapters/proxy/caddy-container.js';
 import { CaddyReverseProxy, type ProxyHost } from '../../adapters/proxy/caddy.reverse-proxy.js';
-import type { ProxyState, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyState, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 import { adminGet as adminGetOnce, freePort, requestVia, startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { FakeContainerEngine } from '../helpers/runtime-fakes.js';
 

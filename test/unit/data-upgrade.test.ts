@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
-import { SecretBox } from '../../src/services/secret-box.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 
 /*

@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput } from '../../src/index.js';
-import type { DeployConfig } from '../../src/services/platform-config.js';
+import type { DeployConfig } from '../../src/settings/platform-config.js';
 import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**

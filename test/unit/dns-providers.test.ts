@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DnsProviderError, type ARecordResult, type DnsProvider } from '../../src/ports/dns-provider.port.js';
+import { DnsProviderError, type ARecordResult, type DnsProvider } from '../../src/routing/dns-provider.port.js';
 import { CloudflareDnsProvider } from '../../adapters/dns/cloudflare.dns-provider.js';
 import { DigitalOceanDnsProvider } from '../../adapters/dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../../adapters/dns/hetzner.dns-provider.js';

@@ -1,7 +1,7 @@
-import { DEFAULT_PLATFORM_CONFIG } from '../../src/services/platform-config.js';
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/settings/platform-config.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/index.js';
-import type { ProxyResult, RoutingTable } from '../../src/ports/reverse-proxy.port.js';
+import type { ProxyResult, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { createRuntimeHarness, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 

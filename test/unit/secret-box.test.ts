@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generatePassword, SecretBox } from '../../src/services/secret-box.js';
+import { generatePassword, SecretBox } from '../../src/platform/secret-box.js';
 
 const PASSWORD_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 

@@ -3,8 +3,8 @@ import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, Valida
 import { DATABASE_ENGINES, type DatabaseEngine } from '../../src/domain/database-engines.js';
 import type { ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput, DeploymentStreamEvent, RuntimeStreamEvent } from '../../src/index.js';
-import type { RuntimeLogLine } from '../../src/ports/runtime-logs.port.js';
-import { hashToken } from '../../src/services/api-key.service.js';
+import type { RuntimeLogLine } from '../../src/deployments/runtime-logs.port.js';
+import { hashToken } from '../../src/accounts/api-key.service.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildCaddyConfig } from '../../adapters/proxy/caddy-config.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
-import type { ContainerState } from '../../src/ports/container-engine.port.js';
-import { LABELS } from '../../src/services/runtime-deps.js';
-import { TrafficSlots } from '../../src/services/traffic-slots.js';
+import type { ContainerState } from '../../src/deployments/container-engine.port.js';
+import { LABELS } from '../../src/deployments/runtime-deps.js';
+import { TrafficSlots } from '../../src/routing/traffic-slots.js';
 import { createRuntimeHarness, FakeContainerEngine, FakeTrafficGate, Journal, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**

@@ -1,8 +1,8 @@
-import type { Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { serviceFor } from './lookup.js';
-import type { RuntimeLogView } from './views.js';
-import type { RuntimeLogLine } from '../ports/runtime-logs.port.js';
+import type { Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { serviceFor } from '../platform/lookup.js';
+import type { RuntimeLogView } from '../platform/views.js';
+import type { RuntimeLogLine } from './runtime-logs.port.js';
 
 interface StreamOptions {
   lastEventId?: number | undefined;

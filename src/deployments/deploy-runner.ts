@@ -1,14 +1,14 @@
 import { engineOf } from '../domain/database-engines.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
-import type { ContainerState } from '../ports/container-engine.port.js';
-import type { ServiceDeps } from './deps.js';
+import type { ContainerState } from './container-engine.port.js';
+import type { ServiceDeps } from '../platform/deps.js';
 import { DeploymentLogWriter } from './deployment-log-writer.js';
 import { DeploymentFailure, DeploymentPipeline } from './deployment-pipeline.js';
 import type { DeploymentService } from './deployment.service.js';
-import type { EnvService } from './env.service.js';
-import type { RoutingService } from './routing.service.js';
+import type { EnvService } from '../env/env.service.js';
+import type { RoutingService } from '../routing/routing.service.js';
 import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
-import { TrafficSlots, type SlotAssignment } from './traffic-slots.js';
+import { TrafficSlots, type SlotAssignment } from '../routing/traffic-slots.js';
 
 const POLL_MS = 500;
 const RECONCILE_MS = 10_000;

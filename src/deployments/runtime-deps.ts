@@ -1,8 +1,8 @@
-import type { ContainerEngine } from '../ports/container-engine.port.js';
-import type { GitSource } from '../ports/git-source.port.js';
-import type { HealthProbe } from '../ports/health-probe.port.js';
-import type { PortForwarder } from '../ports/port-forwarder.port.js';
-import type { TrafficGate } from '../ports/traffic-gate.port.js';
+import type { ContainerEngine } from './container-engine.port.js';
+import type { GitSource } from './git-source.port.js';
+import type { HealthProbe } from './health-probe.port.js';
+import type { PortForwarder } from '../routing/port-forwarder.port.js';
+import type { TrafficGate } from '../routing/traffic-gate.port.js';
 
 /** The ports that run deployments: only the runner and the cleanup of removed services use them. */
 export interface RuntimeDeps {
@@ -14,7 +14,7 @@ export interface RuntimeDeps {
   gate?: TrafficGate;
 }
 
-export { LABELS } from '../ports/container-engine.port.js';
+export { LABELS } from './container-engine.port.js';
 
 /** Names of what the platform creates for a deployment. */
 export function resourceNames(prefix: string, serviceId: string, deploymentId: string, projectId: string) {

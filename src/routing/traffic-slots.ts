@@ -1,7 +1,7 @@
-import type { ContainerEngine, ContainerState } from '../ports/container-engine.port.js';
-import type { TrafficGate } from '../ports/traffic-gate.port.js';
-import type { PlatformConfig } from './platform-config.js';
-import { LABELS } from './runtime-deps.js';
+import type { ContainerEngine, ContainerState } from '../deployments/container-engine.port.js';
+import type { TrafficGate } from './traffic-gate.port.js';
+import type { PlatformConfig } from '../settings/platform-config.js';
+import { LABELS } from '../deployments/runtime-deps.js';
 
 /** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
 export interface SlotAssignment {

@@ -1,5 +1,5 @@
-import { ForbiddenError, NotFoundError } from '../domain/errors.js';
-import type { Access } from '../domain/types.js';
+import { ForbiddenError, NotFoundError } from './errors.js';
+import type { Access } from './types.js';
 
 /** Who is asking: the API key behind a request, as every service method receives it. */
 export interface Actor {

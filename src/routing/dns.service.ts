@@ -1,11 +1,11 @@
 import { NotFoundError, UpstreamError, ValidationError } from '../domain/errors.js';
-import { DnsProviderError, type DnsProvider } from '../ports/dns-provider.port.js';
-import { assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
+import { DnsProviderError, type DnsProvider } from './dns-provider.port.js';
+import { assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
 import type { DomainService } from './domain.service.js';
-import { presentDomain } from './presenters.js';
-import { PROVIDER_NAMES, type SettingsService } from './settings.service.js';
-import { DNS_PROVIDER_IDS, type DnsRecordResultView, type DomainView } from './views.js';
+import { presentDomain } from '../platform/presenters.js';
+import { PROVIDER_NAMES, type SettingsService } from '../settings/settings.service.js';
+import { DNS_PROVIDER_IDS, type DnsRecordResultView, type DomainView } from '../platform/views.js';
 
 /** Points a domain's hostname at the platform's public IP at a connected DNS provider. */
 export class DnsService {

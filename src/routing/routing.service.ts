@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { engineOf } from '../domain/database-engines.js';
-import type { ProxyResult, RouteTarget, RoutingTable } from '../ports/reverse-proxy.port.js';
-import type { ServiceDeps } from './deps.js';
-import { generatedHostname } from './presenters.js';
+import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { generatedHostname } from '../platform/presenters.js';
 
 const NOT_READY: ProxyResult = {
   ok: false,

@@ -1,6 +1,6 @@
 import { ConflictError } from '../domain/errors.js';
 import type { Store } from '../persistence/store.js';
-import type { PortProbe } from '../ports/port-probe.port.js';
+import type { PortProbe } from './port-probe.port.js';
 
 /**
  * Picks the lowest port of the range that no service holds and nothing else on the host is

@@ -2,10 +2,10 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Access, ApiKeyRecord } from '../domain/types.js';
-import { assertAllProjects, assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { VersionedCache } from './versioned-cache.js';
-import type { ApiKeyView } from './views.js';
+import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+import type { ApiKeyView } from '../platform/views.js';
 
 const TOKEN_PREFIX = 'slw_';
 /** lastUsedAt is a hint, not an audit log: writing it on every request would cost a write per read. */

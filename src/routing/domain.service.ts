@@ -3,12 +3,12 @@ import { engineOf } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import type { DomainRecord, ServiceRecord } from '../domain/types.js';
 import { normalizeHostname } from '../domain/validation.js';
-import { assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { serviceFor } from './lookup.js';
+import { assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { serviceFor } from '../platform/lookup.js';
 import type { RoutingService } from './routing.service.js';
-import { presentDomain } from './presenters.js';
-import type { DomainView, ProxyResultView } from './views.js';
+import { presentDomain } from '../platform/presenters.js';
+import type { DomainView, ProxyResultView } from '../platform/views.js';
 
 /** Hostnames of services. Every change is saved first, then the proxy is reloaded and its result reported. */
 export class DomainService {

@@ -1,10 +1,10 @@
 import type { Store } from '../persistence/store.js';
-import type { Clock } from '../ports/clock.port.js';
-import type { PortProbe } from '../ports/port-probe.port.js';
-import type { ReverseProxy } from '../ports/reverse-proxy.port.js';
-import type { RuntimeLogSource } from '../ports/runtime-logs.port.js';
+import type { Clock } from './clock.port.js';
+import type { PortProbe } from '../projects/port-probe.port.js';
+import type { ReverseProxy } from '../routing/reverse-proxy.port.js';
+import type { RuntimeLogSource } from '../deployments/runtime-logs.port.js';
 import type { LogBus } from './log-bus.js';
-import type { PlatformConfig } from './platform-config.js';
+import type { PlatformConfig } from '../settings/platform-config.js';
 import type { SecretBox } from './secret-box.js';
 
 /** What the use cases are built from: the store, the ports, and the resolved settings. */

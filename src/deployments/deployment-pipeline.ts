@@ -2,12 +2,12 @@ import { appendFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
 import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
-import type { ContainerState } from '../ports/container-engine.port.js';
+import type { ContainerState } from './container-engine.port.js';
 import { analyze } from './analyzer/analyzer.js';
 import { directoryTree } from './analyzer/source-tree.js';
-import type { ServiceDeps } from './deps.js';
+import type { ServiceDeps } from '../platform/deps.js';
 import type { DeploymentLogWriter } from './deployment-log-writer.js';
-import type { EnvService } from './env.service.js';
+import type { EnvService } from '../env/env.service.js';
 import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /** A step failed for a reason the user can act on; the message goes to the log as is. */

@@ -1,8 +1,8 @@
 import { ValidationError } from '../domain/errors.js';
 import { normalizeHostname } from '../domain/validation.js';
-import { assertAllProjects, assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { DNS_PROVIDER_IDS, type SettingsView } from './views.js';
+import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { DNS_PROVIDER_IDS, type SettingsView } from '../platform/views.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 

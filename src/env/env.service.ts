@@ -4,10 +4,10 @@ import { newId } from '../domain/ids.js';
 import type { EnvVarRecord, ServiceRecord } from '../domain/types.js';
 import { assertEnvKey } from '../domain/validation.js';
 import type { Store } from '../persistence/store.js';
-import { assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { serviceFor } from './lookup.js';
-import type { EnvVarView } from './views.js';
+import { assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { serviceFor } from '../platform/lookup.js';
+import type { EnvVarView } from '../platform/views.js';
 
 const MAX_VALUE_LENGTH = 64 * 1024;
 

@@ -5,17 +5,17 @@ import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { BuildMethod, ProjectRecord, RuntimeMode, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
-import { assertProjectVisible, assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import type { EnvService } from './env.service.js';
+import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { EnvService } from '../env/env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
-import { projectFor, serviceFor } from './lookup.js';
-import { generatedHostname, presentDeployment, presentDomain, presentService } from './presenters.js';
+import { projectFor, serviceFor } from '../platform/lookup.js';
+import { generatedHostname, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
 import { cleanName, type ProjectService } from './project.service.js';
-import type { RoutingService } from './routing.service.js';
-import { generatePassword } from './secret-box.js';
-import { VersionedCache } from './versioned-cache.js';
-import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from './views.js';
+import type { RoutingService } from '../routing/routing.service.js';
+import { generatePassword } from '../platform/secret-box.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from '../platform/views.js';
 
 export interface EnvEntryInput {
   key: string;

@@ -3,14 +3,14 @@ import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
 import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
-import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from './access.js';
-import type { ServiceDeps } from './deps.js';
-import { projectFor } from './lookup.js';
-import { VersionedCache } from './versioned-cache.js';
-import { presentProject, presentService } from './presenters.js';
-import type { RoutingService } from './routing.service.js';
+import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { projectFor } from '../platform/lookup.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+import { presentProject, presentService } from '../platform/presenters.js';
+import type { RoutingService } from '../routing/routing.service.js';
 import type { ServiceRemovalHooks } from './service-catalog.service.js';
-import type { ProjectView, ProxyResultView, SuggestionView } from './views.js';
+import type { ProjectView, ProxyResultView, SuggestionView } from '../platform/views.js';
 import { NotFoundError } from '../domain/errors.js';
 
 export interface ProjectInput {

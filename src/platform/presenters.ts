@@ -1,6 +1,6 @@
 import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
-import type { PlatformConfig } from './platform-config.js';
+import type { PlatformConfig } from '../settings/platform-config.js';
 import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
 
 const iso = (d: Date) => d.toISOString();

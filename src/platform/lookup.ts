@@ -1,7 +1,7 @@
 import { NotFoundError } from '../domain/errors.js';
 import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
-import { assertProjectVisible, type Actor } from './access.js';
+import { assertProjectVisible, type Actor } from '../domain/access.js';
 
 /*
  * Loading what a request addresses: 404 when it does not exist, and the same 404 when it exists

@@ -2,13 +2,13 @@ import { isAbortable, isTerminal } from '../domain/deployment-state.js';
 import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
-import { assertWrite, type Actor } from './access.js';
-import { AsyncQueue } from './async-queue.js';
-import type { ServiceDeps } from './deps.js';
-import type { DeploymentEvent } from './log-bus.js';
-import { deploymentFor, serviceFor } from './lookup.js';
-import { presentDeployment, presentLogLine } from './presenters.js';
-import type { DeploymentLogView, DeploymentView } from './views.js';
+import { assertWrite, type Actor } from '../domain/access.js';
+import { AsyncQueue } from '../platform/async-queue.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { DeploymentEvent } from '../platform/log-bus.js';
+import { deploymentFor, serviceFor } from '../platform/lookup.js';
+import { presentDeployment, presentLogLine } from '../platform/presenters.js';
+import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
 
 export type DeploymentStreamEvent =
   | { type: 'snapshot'; lines: DeploymentLogView[]; lastId: number }
