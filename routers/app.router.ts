@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { apiKeyRouter } from './api-key.router.js';
+import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
 import { envRouter } from './env.router.js';
@@ -31,6 +32,7 @@ export const appRouter = router({
   deployments: deploymentRouter,
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
+  databases: databaseRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -14,6 +14,8 @@ import { SettingsService } from './settings/settings.service.js';
 import { HealthService } from './health/health.service.js';
 import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
+import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
+import type { DatabaseAdmin } from './databases/database-admin.port.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -23,6 +25,8 @@ export interface ServicesOptions {
   /** The DNS providers this installation can talk to. */
   dnsProviders?: DnsProvider[];
   log?: (message: string, extra?: Record<string, unknown>) => void;
+  /** Database administration without a runtime (router tests), or other limits than the defaults. */
+  databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -32,6 +36,21 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
   const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;
+  const runnerLocator: DatabaseLocator | null = runner
+    ? {
+        locate: async (service) => {
+          const ip = (await runner.currentContainer(service))?.ip;
+          return ip ? { host: ip } : null;
+        },
+      }
+    : null;
+  const databases = new DatabaseAdminService(
+    deps,
+    env,
+    options.databases?.admin ?? options.runtime?.databaseAdmin ?? null,
+    options.databases?.locator ?? runnerLocator,
+    options.databases?.limits,
+  );
   const removal = {
     before: async (removed: ServiceRecord[]) => {
       if (runner) await runner.stopDeploymentsOf(removed.map((s) => s.id));
@@ -44,6 +63,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
           await runner.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
         }
       }
+      await databases.release(removed.map((s) => s.id));
       await options.onServicesRemoved?.(removed);
     },
   };
@@ -63,6 +83,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     runtimeLogs: new RuntimeLogService(deps),
     routing,
     runner,
+    databases,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
 }
@@ -76,6 +97,7 @@ export { DEFAULT_PLATFORM_CONFIG } from './settings/platform-config.js';
 export { DomainError } from './domain/errors.js';
 export type { ErrorCode } from './domain/errors.js';
 export * from './platform/views.js';
+export * from './databases/database-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export type { CreateServiceInput, UpdateServiceInput } from './projects/service-catalog.service.js';

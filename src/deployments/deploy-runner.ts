@@ -358,7 +358,7 @@ export class DeployRunner {
   }
 
   /** The running container of the service's latest successful deployment that still runs; never one that was not checked. */
-  private async currentContainer(service: ServiceRecord): Promise<ContainerState | null> {
+  async currentContainer(service: ServiceRecord): Promise<ContainerState | null> {
     const containers = await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id });
     return (await this.pickCurrent(containers)).get(service.id) ?? null;
   }

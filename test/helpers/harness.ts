@@ -1,4 +1,4 @@
-import { createServices, type Services, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { createServices, type Services, type ServicesOptions, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
 import type { DnsProvider } from '../../src/routing/dns-provider.port.js';
@@ -32,7 +32,7 @@ export interface Harness {
 }
 
 /** The services on a real SQLite database in memory, with fakes of the outside ports. */
-export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string; dnsProviders?: DnsProvider[] } = {}): Promise<Harness> {
+export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string; dnsProviders?: DnsProvider[]; databases?: ServicesOptions['databases'] } = {}): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
   const proxy = new RecordingReverseProxy();
   const portProbe = new FakePortProbe();
@@ -48,7 +48,7 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
     clock: opts.clock ?? monotonicClock(),
     logBus,
     config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
-  }, { dnsProviders: opts.dnsProviders });
+  }, { dnsProviders: opts.dnsProviders, databases: opts.databases });
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
   const adminToken = await mintKey('write');

@@ -1,0 +1,111 @@
+import { assertWrite, type Actor } from '../domain/access.js';
+import { engineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import { NotFoundError, NotRunningError, ValidationError } from '../domain/errors.js';
+import type { ServiceRecord } from '../domain/types.js';
+import type { EnvService } from '../env/env.service.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { serviceFor } from '../platform/lookup.js';
+import type { CellValue, DatabaseAdmin, DatabaseEndpoint, Row, TableRef } from './database-admin.port.js';
+import type { QueryResultView, RowsView, TablesView } from './database-views.js';
+
+/** Where a database service's container answers, from the platform: null when none runs. */
+export interface DatabaseLocator {
+  locate(service: ServiceRecord): Promise<{ host: string } | null>;
+}
+
+export interface DatabaseQueryLimits {
+  /** Statement timeout of POST query; every other call is bounded by it too. */
+  timeoutMs: number;
+  /** Rows of a POST query beyond this are not read; the result says `truncated`. */
+  rowCap: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: DatabaseQueryLimits = { timeoutMs: 30_000, rowCap: 1_000 };
+
+/**
+ * The spec's database administration: tables, rows, one statement, row edits. The same rules for
+ * every engine; what differs lives in the DatabaseAdmin adapter of its family.
+ */
+export class DatabaseAdminService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly env: EnvService,
+    private readonly admin: DatabaseAdmin | null,
+    private readonly locator: DatabaseLocator | null,
+    private readonly limits: DatabaseQueryLimits = DEFAULT_QUERY_LIMITS,
+  ) {}
+
+  async tables(actor: Actor, serviceId: string, options: { database?: number | undefined }, signal?: AbortSignal): Promise<TablesView> {
+    const { admin, db } = await this.open(actor, serviceId, 'read');
+    return this.bounded(signal, async (s) => ({ engine: db.engine, tables: await admin.listTables(db, { logicalDatabase: options.database ?? 0 }, s) }));
+  }
+
+  async rows(actor: Actor, serviceId: string, input: { table: string; limit: number; offset: number }, signal?: AbortSignal): Promise<RowsView> {
+    const table = parseTable(input.table);
+    const { admin, db } = await this.open(actor, serviceId, 'read');
+    const page = await this.bounded(signal, (s) => admin.readRows(db, table, { limit: input.limit, offset: input.offset }, s));
+    return { engine: db.engine, table: input.table, columns: page.columns, rows: page.rows, limit: input.limit, offset: input.offset, total: page.total };
+  }
+
+  async query(actor: Actor, serviceId: string, text: string, signal?: AbortSignal): Promise<QueryResultView> {
+    if (!text.trim()) throw new ValidationError('sql', 'sql must not be empty');
+    const { admin, db } = await this.open(actor, serviceId, 'write');
+    return this.bounded(signal, (s) => admin.query(db, text, this.limits, s));
+  }
+
+  async insertRow(actor: Actor, serviceId: string, input: { table: string; values: Row }, signal?: AbortSignal): Promise<{ ok: true; table: string; id: CellValue }> {
+    const table = parseTable(input.table);
+    const { admin, db } = await this.open(actor, serviceId, 'write');
+    const { id } = await this.bounded(signal, (s) => admin.insertRow(db, table, input.values, s));
+    return { ok: true, table: input.table, id };
+  }
+
+  async updateRow(actor: Actor, serviceId: string, input: { table: string; primaryKey: Row; values: Row }, signal?: AbortSignal): Promise<void> {
+    const table = parseTable(input.table);
+    if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
+    if (Object.keys(input.values).length === 0) throw new ValidationError('values', 'values must set at least one column');
+    const { admin, db } = await this.open(actor, serviceId, 'write');
+    await this.bounded(signal, (s) => admin.updateRow(db, table, input.primaryKey, input.values, s));
+  }
+
+  async deleteRow(actor: Actor, serviceId: string, input: { table: string; primaryKey: Row }, signal?: AbortSignal): Promise<void> {
+    const table = parseTable(input.table);
+    if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
+    const { admin, db } = await this.open(actor, serviceId, 'write');
+    await this.bounded(signal, (s) => admin.deleteRow(db, table, input.primaryKey, s));
+  }
+
+  /** Pools of services that are gone or stopped are closed at once, not when they fall idle. */
+  async release(serviceIds: string[]): Promise<void> {
+    if (!this.admin) return;
+    for (const id of serviceIds) await this.admin.release(id);
+  }
+
+  private async open(actor: Actor, serviceId: string, access: 'read' | 'write'): Promise<{ admin: DatabaseAdmin; db: DatabaseEndpoint }> {
+    if (access === 'write') assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const engine = engineOf(service.repoFullName);
+    if (!engine) throw new NotFoundError('Database of service', serviceId);
+    const location = this.admin && this.locator ? await this.locator.locate(service) : null;
+    if (!this.admin || !location) throw notRunning(service, engine);
+    const { env } = await this.env.resolvedFor(service);
+    return { admin: this.admin, db: { serviceId: service.id, engine, host: location.host, port: service.internalPort, env } };
+  }
+
+  /** Every call ends by the statement timeout (plus a margin for the engine to cancel), or with the request. */
+  private bounded<T>(signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const timeout = AbortSignal.timeout(this.limits.timeoutMs + 5_000);
+    return work(signal ? AbortSignal.any([signal, timeout]) : timeout);
+  }
+}
+
+function notRunning(service: ServiceRecord, engine: DatabaseEngine): NotRunningError {
+  return new NotRunningError(`The ${engine} database "${service.name}" is not running: deploy it first`, { serviceId: service.id });
+}
+
+/** `<schema>.<name>`, split at the first dot (names may hold dots: Redis keys, MongoDB collections). */
+export function parseTable(id: string): TableRef {
+  const dot = id.indexOf('.');
+  if (dot <= 0 || dot === id.length - 1) throw new ValidationError('table', 'table must be "<schema>.<name>", as the tables endpoint lists it');
+  return { schema: id.slice(0, dot), name: id.slice(dot + 1) };
+}

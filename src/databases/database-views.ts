@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { DATABASE_ENGINES } from '../domain/database-engines.js';
+
+/** The spec's Databases shapes (Table entry, Column, rows), as the routers answer them. */
+const engine = z.enum(DATABASE_ENGINES);
+/** A cell: JSON's own values, or the documented string form of what JSON cannot carry (docs/decisions.md). */
+const row = z.record(z.string(), z.unknown());
+
+export const tableEntryView = z.object({
+  id: z.string().meta({ description: '`<schema>.<name>`: the table is named by splitting at the first dot' }),
+  name: z.string(),
+  schema: z.string(),
+  rowCount: z.number().int(),
+});
+
+export const columnView = z.object({
+  name: z.string(),
+  type: z.string().meta({ description: "The engine's own type name" }),
+  primary: z.boolean(),
+});
+
+export const tablesView = z.object({ engine, tables: z.array(tableEntryView) });
+
+export const rowsView = z.object({
+  engine,
+  table: z.string(),
+  columns: z.array(columnView),
+  rows: z.array(row),
+  limit: z.number().int(),
+  offset: z.number().int(),
+  total: z.number().int(),
+});
+
+export const queryResultView = z.object({
+  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  rows: z.array(row),
+  rowCount: z.number().int().meta({ description: 'Rows returned (at most the row cap)' }),
+  truncated: z.boolean().meta({ description: 'True when the result had more rows than the cap and was cut' }),
+});
+
+export const insertedRowView = z.object({ ok: z.literal(true), table: z.string(), id: z.unknown() });
+
+export type TablesView = z.infer<typeof tablesView>;
+export type RowsView = z.infer<typeof rowsView>;
+export type QueryResultView = z.infer<typeof queryResultView>;
