@@ -16,6 +16,7 @@ interface Pair {
 
 interface Listener {
   server: Server;
+  bindHost: string;
   target: Target;
   pairs: Set<Pair>;
   retireTimer: NodeJS.Timeout | null;
@@ -25,21 +26,27 @@ interface Listener {
 const RETIRE_IDLE_MS = 1_000;
 
 /**
- * One TCP listener per host port on 127.0.0.1, forwarding each connection to the service's
+ * One TCP listener per host port on 127.0.0.1 (every interface when public), forwarding each connection to the service's
  * current container. Switching the target affects new connections only: in-flight ones finish
  * on the old container, and idle keep-alive ones are closed so their clients come back to the new one.
  */
 export class TcpPortForwarder implements PortForwarder {
   private readonly listeners = new Map<number, Listener>();
 
-  constructor(private readonly bindHost = '127.0.0.1') {}
+  constructor(
+    private readonly bindHost = '127.0.0.1',
+    private readonly publicHost = '0.0.0.0',
+  ) {}
 
-  async set(hostPort: number, target: { host: string; port: number } | null): Promise<void> {
-    const existing = this.listeners.get(hostPort);
-    if (!target) {
-      if (existing) await this.close(hostPort, existing);
-      return;
+  async set(hostPort: number, target: { host: string; port: number } | null, exposure: 'local' | 'public' = 'local'): Promise<void> {
+    let existing = this.listeners.get(hostPort);
+    const bindHost = exposure === 'public' ? this.publicHost : this.bindHost;
+    // Another exposure is another listening address: the port is closed and opened again there.
+    if (existing && (!target || existing.bindHost !== bindHost)) {
+      await this.close(hostPort, existing);
+      existing = undefined;
     }
+    if (!target) return;
     if (existing) {
       if (existing.target.host !== target.host || existing.target.port !== target.port) {
         existing.target = target;
@@ -47,11 +54,11 @@ export class TcpPortForwarder implements PortForwarder {
       }
       return;
     }
-    const listener: Listener = { server: createServer(), target, pairs: new Set(), retireTimer: null };
+    const listener: Listener = { server: createServer(), bindHost, target, pairs: new Set(), retireTimer: null };
     listener.server.on('connection', (client) => this.forward(listener, client));
     await new Promise<void>((resolve, reject) => {
       listener.server.once('error', reject);
-      listener.server.listen({ port: hostPort, host: this.bindHost }, () => {
+      listener.server.listen({ port: hostPort, host: bindHost }, () => {
         listener.server.off('error', reject);
         resolve();
       });

@@ -53,3 +53,42 @@ it('after a switch, a request in flight finishes on the old target and idle keep
   expect(await get(hostPort, '/', new Agent())).toBe('new');
   agent.destroy();
 });
+
+/** An address of this machine other than loopback: where a stranger on the network would connect. */
+async function externalAddress(): Promise<string> {
+  const { networkInterfaces } = await import('node:os');
+  const found = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+  if (!found) throw new Error('this machine has no non-loopback IPv4 address to test exposure with');
+  return found.address;
+}
+
+function connects(host: string, port: number): Promise<boolean> {
+  return import('node:net').then(
+    ({ connect }) =>
+      new Promise((resolve) => {
+        const socket = connect({ host, port });
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      }),
+  );
+}
+
+it('listens on loopback only unless the port is public, and moves between the two when told', async () => {
+  const { port: target } = await backend('db');
+  const hostPort = await freePort();
+  const outside = await externalAddress();
+  await forwarder.set(hostPort, { host: '127.0.0.1', port: target });
+  expect(await connects('127.0.0.1', hostPort)).toBe(true);
+  expect(await connects(outside, hostPort)).toBe(false);
+
+  await forwarder.set(hostPort, { host: '127.0.0.1', port: target }, 'public');
+  expect(await connects(outside, hostPort)).toBe(true);
+  expect(await get(hostPort, '/', new Agent())).toBe('db');
+
+  await forwarder.set(hostPort, { host: '127.0.0.1', port: target }, 'local');
+  expect(await connects(outside, hostPort)).toBe(false);
+  expect(await connects('127.0.0.1', hostPort)).toBe(true);
+});
