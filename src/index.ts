@@ -49,7 +49,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     env,
     options.databases?.admin ?? options.runtime?.databaseAdmin ?? null,
     options.databases?.locator ?? runnerLocator,
-    options.databases?.limits,
+    options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
   const removal = {
     before: async (removed: ServiceRecord[]) => {

@@ -164,6 +164,19 @@ function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
   };
 }
 
+function databasesConfig(env: NodeJS.ProcessEnv): PlatformConfig['databases'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.databases;
+  // DATABASE_IMAGE_POSTGRES, DATABASE_IMAGE_TIMESCALE, ... override each engine's public default.
+  const images = Object.fromEntries(
+    Object.entries(defaults.images).map(([engine, image]) => [engine, env[`DATABASE_IMAGE_${engine.toUpperCase()}`] || image]),
+  ) as PlatformConfig['databases']['images'];
+  return {
+    images,
+    queryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 100, 600_000),
+    queryRowCap: int(env, 'DATABASE_QUERY_ROW_CAP', defaults.queryRowCap, 1, 100_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
@@ -195,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
+      databases: databasesConfig(env),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),

@@ -1,3 +1,5 @@
+import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
+
 /** Base images the analyzer builds from; production pulls them when missing. */
 export interface AnalyzerImageSettings {
   node: string;
@@ -42,6 +44,16 @@ export interface RoutingConfig {
   gateImage: string;
 }
 
+/** Database services: what they run and how far their administration may go. */
+export interface DatabasesConfig {
+  /** The image each engine runs; production pulls it when missing. */
+  images: Record<DatabaseEngine, string>;
+  /** Statement timeout of POST query (and the bound of every other admin call). */
+  queryTimeoutMs: number;
+  /** Rows of a POST query beyond this are not read: the result says `truncated`. */
+  queryRowCap: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -64,6 +76,7 @@ export interface PlatformConfig {
   runtimeLogTail: number;
   deploy: DeployConfig;
   routing: RoutingConfig;
+  databases: DatabasesConfig;
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -100,5 +113,10 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     healthIntervalMs: 500,
     gatePort: 2080,
     gateImage: 'busybox:1',
+  },
+  databases: {
+    images: Object.fromEntries(DATABASE_ENGINES.map((engine) => [engine, ENGINE_SPECS[engine].image])) as Record<DatabaseEngine, string>,
+    queryTimeoutMs: 30_000,
+    queryRowCap: 1_000,
   },
 };
