@@ -21,9 +21,10 @@ export async function imageTags(prefix: string): Promise<string[]> {
 }
 
 /** Provisions the engine and the stand-in images the deployment tests need; throws when it cannot. */
-export async function provisionDocker(): Promise<void> {
+export async function provisionDocker(options: { images?: string } = {}): Promise<void> {
   await run('bash', ['test/provision/docker.sh'], { maxBuffer: 16 * 1024 * 1024 });
-  await run('bash', ['test/provision/images.sh'], { maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60_000 });
+  const env = options.images ? { ...process.env, SLIPWAY_TEST_IMAGES: options.images } : process.env;
+  await run('bash', ['test/provision/images.sh'], { maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60_000, env });
 }
 
 export async function httpText(url: string, timeoutMs = 5000): Promise<{ status: number; text: string } | null> {
