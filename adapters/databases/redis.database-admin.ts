@@ -196,10 +196,14 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
     return this.run(db, signal, async (service) => {
       const { client, key, kind } = await this.resolveTable(service, table);
       const columns = COLUMNS[kind];
+      if (limit === 0) {
+        // Only the count: a range of offset..offset-1 would read the whole key (0..-1 is "all").
+        return { columns, rows: [], total: Number(await client.call(LENGTH_COMMAND[kind] ?? 'exists', key)) };
+      }
       switch (kind) {
         case 'string': {
           const value = (await client.callBuffer('get', key)) as Buffer | null;
-          const rows = value !== null && offset === 0 && limit > 0 ? [{ value: bytesCell(value) }] : [];
+          const rows = value !== null && offset === 0 ? [{ value: bytesCell(value) }] : [];
           return { columns, rows, total: value === null ? 0 : 1 };
         }
         case 'list': {
@@ -207,7 +211,7 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
             ['llen', key],
             ['lrange', key, offset, offset + limit - 1],
           ]);
-          const rows = limit === 0 ? [] : (values as Buffer[]).map((value, i) => ({ index: offset + i, value: bytesCell(value) }));
+          const rows = (values as Buffer[]).map((value, i) => ({ index: offset + i, value: bytesCell(value) }));
           return { columns, rows, total: Number(total) };
         }
         case 'zset': {
@@ -215,7 +219,7 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
             ['zcard', key],
             ['zrange', key, offset, offset + limit - 1, 'WITHSCORES'],
           ]);
-          const rows = limit === 0 ? [] : scoredPairs(pairs).map(([member, score]) => ({ member: bytesCell(member), score: numberCell(String(score)) }));
+          const rows = scoredPairs(pairs).map(([member, score]) => ({ member: bytesCell(member), score: numberCell(String(score)) }));
           return { columns, rows, total: Number(total) };
         }
         case 'set': {
@@ -225,7 +229,7 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
             ['scard', key],
             ['sort', key, 'LIMIT', offset, limit, 'ALPHA'],
           ]);
-          const rows = limit === 0 ? [] : (members as Buffer[]).map((member) => ({ member: bytesCell(member) }));
+          const rows = (members as Buffer[]).map((member) => ({ member: bytesCell(member) }));
           return { columns, rows, total: Number(total) };
         }
         case 'hash': {
@@ -242,7 +246,7 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
             ['xlen', key],
             ['xrange', key, '-', '+', 'COUNT', offset + limit],
           ]);
-          const rows = limit === 0 ? [] : (entries as Array<[Buffer, Buffer[]]>).slice(offset).map(([id, flat]) => ({ id: id.toString(), fields: fieldsCell(flat) }));
+          const rows = (entries as Array<[Buffer, Buffer[]]>).slice(offset).map(([id, flat]) => ({ id: id.toString(), fields: fieldsCell(flat) }));
           return { columns, rows, total: Number(total) };
         }
       }
@@ -503,7 +507,7 @@ class RedisService {
    * written cannot be killed, as in redis-cli).
    */
   async query(command: string, args: Buffer[], timeoutMs: number, signal: AbortSignal): Promise<unknown> {
-    const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(Math.min(timeoutMs, 2_147_483_647))]);
     const failure = () => (signal.aborted ? signal.reason : new QueryError(`${command} timed out after ${timeoutMs} ms: its connection was closed.`));
     let client: Redis;
     try {

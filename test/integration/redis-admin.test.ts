@@ -131,6 +131,11 @@ describe('tables and rows', () => {
     expect(page.rows).toEqual([3, 4, 5, 6].map((i) => ({ index: i, value: `item-${i}` })));
     expect(page.total).toBe(10);
     expect((await admin.readRows(db, t('list'), { limit: 5, offset: 8 }, never)).rows.map((r) => r.index)).toEqual([8, 9]);
+    for (const name of ['list', 'scores', 'tags', 'events', 'greeting', 'user:1.profile name']) {
+      const counted = await admin.readRows(db, t(name), { limit: 0, offset: 0 }, never);
+      expect(counted.rows, name).toEqual([]);
+      expect(counted.total, name).toBe((await admin.readRows(db, t(name), { limit: 100, offset: 0 }, never)).total);
+    }
   });
 
   it('pages a set in one stable order', async () => {
