@@ -31,7 +31,7 @@ if [ "$(id -u)" = 0 ]; then
       echo "    <$CLICKHOUSE_USER>"
       echo '      <profile>default</profile>'
       echo '      <networks><ip>::/0</ip></networks>'
-      echo "      <password>$(xml "$CLICKHOUSE_PASSWORD")</password>"
+      printf '      <password>%s</password>\n' "$(xml "$CLICKHOUSE_PASSWORD")"
       echo '      <quota>default</quota>'
       echo "    </$CLICKHOUSE_USER>"
       echo '  </users>'

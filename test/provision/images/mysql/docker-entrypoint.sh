@@ -19,7 +19,8 @@ if [ "$(id -u)" = 0 ]; then
   exec setpriv --reuid=mysql --regid=mysql --init-groups "$0" "$@"
 fi
 
-# SQL string and identifier literals.
+# SQL string and identifier literals; sql prints a statement as it is (dash's echo would read backslashes).
+sql() { printf '%s\n' "$*"; }
 str() { printf "'%s'" "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")"; }
 ident() { printf '`%s`' "$(printf '%s' "$1" | sed -e 's/`/``/g')"; }
 
@@ -52,24 +53,24 @@ if [ ! -d "$DATADIR/mysql" ]; then
 
   {
     # Only root@localhost (with the password) and root@MYSQL_ROOT_HOST; no anonymous users.
-    echo "DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host NOT IN ('localhost'));"
-    echo "FLUSH PRIVILEGES;"
-    echo "ALTER USER 'root'@'localhost' IDENTIFIED BY $(str "$root_pw");"
+    sql "DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host <> 'localhost');"
+    sql "DELETE FROM mysql.proxies_priv WHERE NOT (User = 'root' AND Host = 'localhost');"
+    sql "FLUSH PRIVILEGES;"
+    sql "ALTER USER 'root'@'localhost' IDENTIFIED BY $(str "$root_pw");"
     if [ "$root_host" != localhost ]; then
-      echo "CREATE USER 'root'@$(str "$root_host") IDENTIFIED BY $(str "$root_pw");"
-      echo "GRANT ALL ON *.* TO 'root'@$(str "$root_host") WITH GRANT OPTION;"
-      echo "GRANT PROXY ON ''@'%' TO 'root'@$(str "$root_host") WITH GRANT OPTION;"
+      sql "CREATE USER 'root'@$(str "$root_host") IDENTIFIED BY $(str "$root_pw");"
+      sql "GRANT ALL ON *.* TO 'root'@$(str "$root_host") WITH GRANT OPTION;"
     fi
     if [ -n "${MYSQL_DATABASE:-}" ]; then
-      echo "CREATE DATABASE IF NOT EXISTS $(ident "$MYSQL_DATABASE");"
+      sql "CREATE DATABASE IF NOT EXISTS $(ident "$MYSQL_DATABASE");"
     fi
     if [ -n "${MYSQL_USER:-}" ] && [ -n "${MYSQL_PASSWORD:-}" ]; then
-      echo "CREATE USER $(str "$MYSQL_USER")@'%' IDENTIFIED BY $(str "$MYSQL_PASSWORD");"
+      sql "CREATE USER $(str "$MYSQL_USER")@'%' IDENTIFIED BY $(str "$MYSQL_PASSWORD");"
       if [ -n "${MYSQL_DATABASE:-}" ]; then
-        echo "GRANT ALL ON $(ident "$MYSQL_DATABASE").* TO $(str "$MYSQL_USER")@'%';"
+        sql "GRANT ALL ON $(ident "$MYSQL_DATABASE").* TO $(str "$MYSQL_USER")@'%';"
       fi
     fi
-    echo "FLUSH PRIVILEGES;"
+    sql "FLUSH PRIVILEGES;"
   } | mariadb --protocol=socket --socket="$SOCKET" -uroot
 
   for f in /docker-entrypoint-initdb.d/*; do
