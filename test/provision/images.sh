@@ -9,21 +9,52 @@
 #     = debian:bookworm-slim
 #   node:22-bookworm-slim              debian root + Debian's nodejs and npm (Node 18: a stand-in)
 #   caddy:2                            debian root + Debian's caddy (2.6)
-#   python:3.12-slim-bookworm          debian root + Debian's python3 (3.11), pip, venv; only when
-#                                      SLIPWAY_TEST_IMAGES contains "python"
+#   python:3.12-slim-bookworm          debian root + Debian's python3 (3.11), pip, venv
 #
-# SLIPWAY_TEST_IMAGES: comma-separated subset of busybox,debian,node,caddy,python
+# The database images the platform pulls (src/domain/database-engines.ts), each on the debian root
+# with a small entrypoint from test/provision/images/<item>/ that gives it the official image's data
+# directory, env, user, command conventions and PID-1 server logging to the container's output:
+#   postgres:17                        Debian's PostgreSQL 15 (postgresql-15). /var/lib/postgresql/data;
+#     = timescale/timescaledb:latest-pg17  POSTGRES_DB/USER/PASSWORD, scram-sha-256 from any host, 5432;
+#                                      `postgres -c wal_level=logical` as the command works. The
+#                                      timescale name is the same image: Debian has no TimescaleDB.
+#   mysql:8.4                          Debian's MariaDB 10.11 (mariadb-server-core, -client-core: the
+#                                      `mysql` client). /var/lib/mysql; MYSQL_DATABASE/USER/PASSWORD/
+#                                      ROOT_PASSWORD, users from any host ('%'), utf8mb4, 3306.
+#   redis:7                            Debian's Redis 7.0. WORKDIR /data, `sh` and `redis-server` on
+#                                      PATH (the platform's `sh -c 'exec redis-server ...'`), every
+#                                      interface, protected mode off, 6379.
+#   clickhouse/clickhouse-server:24    Debian's ClickHouse 18.16 (old: no SQL users, fewer functions).
+#                                      /var/lib/clickhouse; CLICKHOUSE_DB/USER/PASSWORD (a users.d/ file
+#                                      written at start; ..._DEFAULT_ACCESS_MANAGEMENT has no effect),
+#                                      HTTP 8123 and native 9000 on every interface.
+#   mongo:7                            a MongoDB wire-protocol stand-in in Node (test/standins/mongo-wire,
+#                                      with node_modules/bson, in /opt/mongo-wire) on Debian's nodejs
+#                                      (18): `mongod` runs `node server.mjs --port 27017 --dbpath /data/db
+#                                      --bind_ip_all`; MONGO_INITDB_ROOT_USERNAME/PASSWORD.
+#
+# SLIPWAY_TEST_IMAGES: comma-separated subset of busybox,debian,node,caddy,python,postgres,timescale,
+#   mysql,redis,clickhouse,mongo, or "all" (the same as `images.sh --all`: every image above)
 #   (default busybox,debian,node,caddy). SLIPWAY_TEST_IMAGES_REBUILD=1 rebuilds our images anyway.
 # SLIPWAY_DEBIAN_MIRROR / SLIPWAY_DEBIAN_SECURITY_MIRROR override the mirrors read from the host's
 # apt sources. Prints what it does, timings and sizes to stderr; fails loudly when it cannot.
 set -euo pipefail
 
+KNOWN=busybox,debian,node,caddy,python,postgres,timescale,mysql,redis,clickhouse,mongo
+case ${1:-} in
+  --all) SLIPWAY_TEST_IMAGES=all ;;
+  "") ;;
+  *) echo "usage: images.sh [--all]  (or SLIPWAY_TEST_IMAGES=item,item...; known: $KNOWN)" >&2; exit 2 ;;
+esac
 RECIPE_LABEL=org.slipway.test.recipe
-WANTED=",${SLIPWAY_TEST_IMAGES:-busybox,debian,node,caddy},"
+WANTED=${SLIPWAY_TEST_IMAGES:-busybox,debian,node,caddy}
+[ "$WANTED" = all ] && WANTED=$KNOWN
+WANTED=",$WANTED,"
 REBUILD=${SLIPWAY_TEST_IMAGES_REBUILD:-0}
 LOCK=${SLIPWAY_TEST_IMAGES_LOCK:-/tmp/slipway-test-images.lock}
 SUPERSEDED=${LOCK%.lock}.superseded # IDs of our replaced images still in use when replaced
 PROVISION_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO_DIR=$(cd "$PROVISION_DIR/../.." && pwd)
 
 log() { echo "images: $*" >&2; }
 die() { echo "images: ERROR: $*" >&2; exit 1; }
@@ -32,7 +63,7 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 wants() { [[ $WANTED == *",$1,"* ]]; }
 
 for item in ${WANTED//,/ }; do
-  case $item in busybox|debian|node|caddy|python) ;; *) die "unknown image '$item' in SLIPWAY_TEST_IMAGES (known: busybox,debian,node,caddy,python)";; esac
+  [[ ",$KNOWN," == *",$item,"* ]] || die "unknown image '$item' in SLIPWAY_TEST_IMAGES (known: $KNOWN, or all)"
 done
 
 # A Docker engine first (installs/starts dockerd when missing).
@@ -107,7 +138,7 @@ tag_all() {
 }
 
 declare -a SUMMARY=()
-record() { SUMMARY+=("$(printf '%-28s %-8s %6s s' "$1" "$2" "$3")"); }
+record() { SUMMARY+=("$(printf '%-34s %-8s %6s s' "$1" "$2" "$3")"); }
 
 # build_dockerfile NAME DOCKERFILE_TEXT TAG...: docker build in a temp context, cached by recipe.
 build_dockerfile() {
@@ -209,7 +240,7 @@ slim_root() {
 
 DEBIAN_TAG=slipway-test/debian:bookworm
 ROOTFS_RECIPE=$(printf 'debootstrap minbase bookworm slim v2\n' | sha)
-needs_debian() { wants debian || wants node || wants caddy || wants python; }
+needs_debian() { local i; for i in debian node caddy python postgres timescale mysql redis clickhouse mongo; do wants "$i" && return 0; done; return 1; }
 
 if needs_debian; then
   if is_current "$ROOTFS_RECIPE" "$DEBIAN_TAG"; then
@@ -324,6 +355,162 @@ RUN apt-get update \\
 CMD ["python3"]
 EOF
 )" python:3.12-slim-bookworm
+fi
+
+# --- database stand-ins ----------------------------------------------------------------------------
+# Each from the debian root + Debian's server, with its files (entrypoint, config) from
+# test/provision/images/<item>/ copied into the build context; their hash is part of the recipe.
+STANDIN_DIR=$PROVISION_DIR/images
+# tree_hash DIR...: one hash of the names, modes and contents of the files under each DIR (no node_modules/).
+tree_hash() {
+  local d
+  for d in "$@"; do
+    [ -d "$d" ] || die "tree_hash: $d is missing"
+    (cd "$d" && find -L . -type f ! -path './node_modules/*' -printf '%m %p\n' | LC_ALL=C sort &&
+      find -L . -type f ! -path './node_modules/*' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+  done | sha
+}
+standin_context() { cp -a "$STANDIN_DIR/$STANDIN/." "$1/"; }
+# Users as in the official images (the same UIDs, so a volume's files keep their owner either way).
+# While packages install, no service may start (invoke-rc.d asks policy-rc.d).
+APT_NO_START='printf "#!/bin/sh\nexit 101\n" >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+APT_INSTALL='DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends'
+
+if wants postgres || wants timescale; then
+  # postgresql-common first, to turn off the cluster Debian would create; the sample config listens
+  # everywhere, so every initdb'd $PGDATA does, as in the official image.
+  pg_tags=()
+  wants postgres && pg_tags+=(postgres:17)
+  wants timescale && pg_tags+=(timescale/timescaledb:latest-pg17)
+  STANDIN=postgres CONTEXT_SETUP=standin_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/postgres") build_dockerfile postgres "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN groupadd -r postgres --gid=999 \\
+ && useradd -r -g postgres --uid=999 --home-dir=/var/lib/postgresql --shell=/bin/bash postgres \\
+ && mkdir -p /var/lib/postgresql && chown postgres:postgres /var/lib/postgresql \\
+ && $APT_NO_START \\
+ && apt-get update \\
+ && $APT_INSTALL postgresql-common \\
+ && sed -ri 's/#(create_main_cluster) .*\$/\\1 = false/' /etc/postgresql-common/createcluster.conf \\
+ && $APT_INSTALL postgresql-15 \\
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d \\
+ && sed -ri "s!^#?(listen_addresses)\\s*=\\s*\\S+.*!\\1 = '*'!" /usr/share/postgresql/15/postgresql.conf.sample \\
+ && grep -q "^listen_addresses = '\\*'" /usr/share/postgresql/15/postgresql.conf.sample \\
+ && mkdir -p /var/run/postgresql /var/lib/postgresql/data /docker-entrypoint-initdb.d \\
+ && chown postgres:postgres /var/run/postgresql /var/lib/postgresql/data \\
+ && chmod 3777 /var/run/postgresql && chmod 700 /var/lib/postgresql/data \\
+ && /usr/lib/postgresql/15/bin/postgres --version
+ENV PATH=/usr/lib/postgresql/15/bin:\$PATH PGDATA=/var/lib/postgresql/data LANG=C.UTF-8
+COPY docker-entrypoint.sh /usr/local/bin/
+VOLUME /var/lib/postgresql/data
+ENTRYPOINT ["docker-entrypoint.sh"]
+STOPSIGNAL SIGINT
+EXPOSE 5432
+CMD ["postgres"]
+EOF
+)" "${pg_tags[@]}"
+  # The timescale name is the postgres build (Debian has no TimescaleDB): one line for it too.
+  if wants postgres && wants timescale; then record timescale/timescaledb:latest-pg17 "=pg:17" 0.0; fi
+fi
+
+if wants mysql; then
+  # The server and the client cores: no perl, galera or mysqld_safe (the server runs as PID 1). The
+  # datadir Debian's install leaves is emptied: the entrypoint initializes it on first start.
+  STANDIN=mysql CONTEXT_SETUP=standin_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/mysql") build_dockerfile mysql "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN groupadd -r mysql --gid=999 \\
+ && useradd -r -g mysql --uid=999 --home-dir=/var/lib/mysql --shell=/bin/false mysql \\
+ && $APT_NO_START \\
+ && apt-get update \\
+ && $APT_INSTALL mariadb-server-core mariadb-client-core \\
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d /var/lib/mysql \\
+ && mkdir -p /var/lib/mysql /run/mysqld /docker-entrypoint-initdb.d \\
+ && chown mysql:mysql /var/lib/mysql /run/mysqld && chmod 1777 /run/mysqld \\
+ && mariadbd --version
+COPY docker.cnf /etc/mysql/conf.d/docker.cnf
+COPY docker-entrypoint.sh /usr/local/bin/
+VOLUME /var/lib/mysql
+ENTRYPOINT ["docker-entrypoint.sh"]
+EXPOSE 3306
+CMD ["mysqld"]
+EOF
+)" mysql:8.4
+fi
+
+if wants redis; then
+  STANDIN=redis CONTEXT_SETUP=standin_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/redis") build_dockerfile redis "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN groupadd -r redis --gid=999 \\
+ && useradd -r -g redis --uid=999 --home-dir=/var/lib/redis --shell=/usr/sbin/nologin redis \\
+ && $APT_NO_START \\
+ && apt-get update \\
+ && $APT_INSTALL redis-server \\
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d \\
+ && mkdir -p /data && chown redis:redis /data \\
+ && redis-server --version
+COPY docker-entrypoint.sh redis-server /usr/local/bin/
+VOLUME /data
+WORKDIR /data
+ENTRYPOINT ["docker-entrypoint.sh"]
+EXPOSE 6379
+CMD ["redis-server"]
+EOF
+)" redis:7
+fi
+
+if wants clickhouse; then
+  # bookworm still has ClickHouse (18.16, Debian's last); clickhouse-client for the entrypoint's
+  # init and for `docker exec ... clickhouse-client`, as in the official image.
+  STANDIN=clickhouse CONTEXT_SETUP=standin_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/clickhouse") build_dockerfile clickhouse "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN groupadd -r clickhouse --gid=101 \\
+ && useradd -r -g clickhouse --uid=101 --home-dir=/var/lib/clickhouse --shell=/bin/bash clickhouse \\
+ && $APT_NO_START \\
+ && apt-get update \\
+ && $APT_INSTALL clickhouse-server clickhouse-client \\
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d \\
+ && mkdir -p /var/lib/clickhouse /var/log/clickhouse-server /etc/clickhouse-server/config.d \\
+      /etc/clickhouse-server/users.d /docker-entrypoint-initdb.d \\
+ && chown clickhouse:clickhouse /var/lib/clickhouse /var/log/clickhouse-server \\
+ && clickhouse-client --version
+COPY docker.xml /etc/clickhouse-server/config.d/docker.xml
+COPY entrypoint.sh /entrypoint.sh
+VOLUME /var/lib/clickhouse
+ENTRYPOINT ["/entrypoint.sh"]
+EXPOSE 8123 9000 9009
+EOF
+)" clickhouse/clickhouse-server:24
+fi
+
+if wants mongo; then
+  MONGO_WIRE=$REPO_DIR/test/standins/mongo-wire
+  BSON_DIR=$REPO_DIR/node_modules/bson
+  [ -f "$MONGO_WIRE/server.mjs" ] || die "mongo: $MONGO_WIRE/server.mjs is missing"
+  [ -f "$BSON_DIR/package.json" ] || die "mongo: $BSON_DIR is missing (npm ci first)"
+  # The server's files (not a node_modules/ of its own) and the repo's bson beside them.
+  mongo_context() {
+    standin_context "$1"
+    mkdir -p "$1/mongo-wire/node_modules"
+    tar -C "$MONGO_WIRE" --exclude=./node_modules -cf - . | tar -C "$1/mongo-wire" -xf -
+    cp -rL "$BSON_DIR" "$1/mongo-wire/node_modules/bson"
+  }
+  STANDIN=mongo CONTEXT_SETUP=mongo_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/mongo" "$MONGO_WIRE" "$BSON_DIR") build_dockerfile mongo "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN groupadd -r mongodb --gid=999 \\
+ && useradd -r -g mongodb --uid=999 --home-dir=/data/db --shell=/bin/bash mongodb \\
+ && apt-get update \\
+ && $APT_INSTALL nodejs \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /data/db /data/configdb /docker-entrypoint-initdb.d \\
+ && chown mongodb:mongodb /data/db /data/configdb \\
+ && node --version
+COPY mongo-wire/ /opt/mongo-wire/
+COPY docker-entrypoint.sh mongod /usr/local/bin/
+VOLUME /data/db /data/configdb
+ENTRYPOINT ["docker-entrypoint.sh"]
+EXPOSE 27017
+CMD ["mongod"]
+EOF
+)" mongo:7
 fi
 
 # --- sweep: images of ours superseded earlier, once nothing names or uses them --------------------
