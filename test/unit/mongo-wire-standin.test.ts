@@ -272,7 +272,7 @@ describe('CRUD through the driver', () => {
     expect(await items.findOne({ _id: 9 as never })).toEqual({ _id: 9, kind: 'x', qty: 1, created: true });
     await expect(items.updateOne({ _id: 2 as never }, { $set: { _id: 5 } })).rejects.toMatchObject({ code: 66 }); // write errors carry no codeName
     await expect(items.updateOne({ _id: 2 as never }, { $inc: { name: 1 } })).rejects.toMatchObject({ code: 14 });
-    await expect(items.updateOne({ _id: 2 as never }, { $push: { list: 1 } })).rejects.toMatchObject({ code: 238 });
+    await expect(items.updateOne({ _id: 2 as never }, { $push: { list: 1 } } as never)).rejects.toMatchObject({ code: 238 });
 
     expect(await items.deleteOne({ qty: { $gt: 0 } })).toMatchObject({ deletedCount: 1 });
     expect(await items.deleteMany({})).toMatchObject({ deletedCount: 3 });

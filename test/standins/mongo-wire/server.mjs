@@ -2687,6 +2687,9 @@ async function main() {
     process.exit(1);
   }
   const server = new StandinServer({ ...opts, rootUser, rootPassword, log: !opts.quiet });
+  // A stand-in bug must cost one request, not the server: logged, and the server keeps serving.
+  process.on('uncaughtException', (e) => server.log('E', 'CONTROL', 4757800, 'Unexpected error', { error: String(e?.stack ?? e) }));
+  process.on('unhandledRejection', (e) => server.log('E', 'CONTROL', 4757800, 'Unexpected error', { error: String(e?.stack ?? e) }));
   try {
     await server.start();
   } catch (e) {
