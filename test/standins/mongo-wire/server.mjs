@@ -2184,10 +2184,12 @@ const COMMANDS = {
     async run(ctx) {
       const { cmd } = ctx;
       const ms = numberArg('sleep', 'millis', cmd.millis, { min: 0 }) ?? (numberArg('sleep', 'secs', cmd.secs, { min: 0 }) ?? 100) * 1000;
-      const until = Math.min(Date.now() + ms, ctx.deadline);
-      const cut = await ctx.conn.wait(Math.max(0, until - Date.now()));
+      const end = Date.now() + ms;
+      // Cut by maxTimeMS: the deadline is the end, whether or not the clock has passed it when the timer fires.
+      const expires = ctx.deadline < end;
+      const cut = await ctx.conn.wait(Math.max(0, (expires ? ctx.deadline : end) - Date.now()));
       if (cut) return { ok: new Double(0), errmsg: 'operation was interrupted', code: 11601, codeName: 'Interrupted' };
-      ctx.checkTime();
+      if (expires) throw fail(50, 'MaxTimeMSExpired', 'operation exceeded time limit');
       return { ok: OK() };
     },
   },
