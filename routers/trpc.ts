@@ -28,34 +28,31 @@ export interface SlipwayMeta extends OpenApiMeta {
   created?: boolean;
 }
 
-const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
-  validation_error: 'BAD_REQUEST',
-  unauthorized: 'UNAUTHORIZED',
-  forbidden: 'FORBIDDEN',
-  not_found: 'NOT_FOUND',
-  conflict: 'CONFLICT',
-  rate_limited: 'TOO_MANY_REQUESTS',
-  payload_too_large: 'PAYLOAD_TOO_LARGE',
-  unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
-  upstream_error: 'BAD_GATEWAY',
-  query_error: 'BAD_REQUEST',
-  not_running: 'CONFLICT',
-  internal_error: 'INTERNAL_SERVER_ERROR',
-};
+/**
+ * The one table of error codes: the tRPC code the typed client gets and the HTTP status REST and
+ * SSE answer. `also`: tRPC's own errors (a body it could not parse, a GET of a mutation) that read as this code.
+ */
+export const ERRORS = {
+  validation_error: { trpc: 'BAD_REQUEST', http: 400, also: ['PARSE_ERROR'] },
+  unauthorized: { trpc: 'UNAUTHORIZED', http: 401 },
+  forbidden: { trpc: 'FORBIDDEN', http: 403 },
+  not_found: { trpc: 'NOT_FOUND', http: 404, also: ['METHOD_NOT_SUPPORTED'] },
+  conflict: { trpc: 'CONFLICT', http: 409 },
+  rate_limited: { trpc: 'TOO_MANY_REQUESTS', http: 429 },
+  payload_too_large: { trpc: 'PAYLOAD_TOO_LARGE', http: 413 },
+  unsupported_media_type: { trpc: 'UNSUPPORTED_MEDIA_TYPE', http: 415 },
+  upstream_error: { trpc: 'BAD_GATEWAY', http: 502 },
+  query_error: { trpc: 'BAD_REQUEST', http: 400 },
+  not_running: { trpc: 'CONFLICT', http: 409 },
+  internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
+} as const satisfies Record<ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number; also?: readonly TRPC_ERROR_CODE_KEY[] }>;
 
-const CODE_OF: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
-  BAD_REQUEST: 'validation_error',
-  PARSE_ERROR: 'validation_error',
-  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
-  UNAUTHORIZED: 'unauthorized',
-  FORBIDDEN: 'forbidden',
-  NOT_FOUND: 'not_found',
-  METHOD_NOT_SUPPORTED: 'not_found',
-  CONFLICT: 'conflict',
-  TOO_MANY_REQUESTS: 'rate_limited',
-  PAYLOAD_TOO_LARGE: 'payload_too_large',
-  BAD_GATEWAY: 'upstream_error',
-};
+/** An error tRPC raised itself, by the first code of the table with its tRPC code; never internal_error, whose message is not for users. */
+const CODE_OF = new Map<TRPC_ERROR_CODE_KEY, ErrorCode>();
+for (const [code, entry] of Object.entries(ERRORS) as Array<[ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; also?: readonly TRPC_ERROR_CODE_KEY[] }]>) {
+  if (code === 'internal_error') continue;
+  for (const trpc of [entry.trpc, ...(entry.also ?? [])]) if (!CODE_OF.has(trpc)) CODE_OF.set(trpc, code);
+}
 
 /** The spec's error body, as both the typed client (in `data`) and REST (rewritten at the edge) see it. */
 export interface ErrorBody {
@@ -64,9 +61,9 @@ export interface ErrorBody {
   details: Record<string, unknown>;
 }
 
-/** The one place errors become `{error, message, details}`. */
-export function toErrorBody(error: TRPCError): ErrorBody {
-  const cause = error.cause;
+/** The one place errors become `{error, message, details}`: a domain error says it all; anything unknown is a 500. */
+export function toErrorBody(error: unknown): ErrorBody {
+  const cause = error instanceof TRPCError ? error.cause : error;
   if (cause instanceof DomainError) return { error: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const issue = cause.issues[0];
@@ -76,8 +73,10 @@ export function toErrorBody(error: TRPCError): ErrorBody {
     const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid input');
     return { error: 'validation_error', message: `${field}: ${message}`, details: { field } };
   }
-  const code = CODE_OF[error.code];
-  if (code) return { error: code, message: error.message, details: code === 'validation_error' ? { field: 'body' } : {} };
+  if (error instanceof TRPCError) {
+    const code = CODE_OF.get(error.code);
+    if (code) return { error: code, message: error.message, details: code === 'validation_error' ? { field: 'body' } : {} };
+  }
   // Anything else is our fault: say so without a stack trace, SQL or driver message.
   return { error: 'internal_error', message: 'Internal server error', details: {} };
 }
@@ -96,12 +95,12 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Domain errors become tRPC errors with the matching HTTP status; everything else is a 500. */
+/** Domain errors become tRPC errors with the code of the table; everything else is a 500. */
 const mapDomainErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (!result.ok && result.error.cause instanceof DomainError) {
     const cause = result.error.cause;
-    throw new TRPCError({ code: STATUS_OF[cause.code], message: cause.message, cause });
+    throw new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
   }
   return result;
 });

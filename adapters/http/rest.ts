@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import type { AppRouter } from '../../routers/app.router.js';
-import type { Context, ErrorBody } from '../../routers/trpc.js';
-import { errorBodyOf, sendError, sendErrorAndClose, STATUS } from './error-response.js';
+import { ERRORS, type Context, type ErrorBody } from '../../routers/trpc.js';
+import { errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
 import { PayloadTooLargeError, readJsonBody } from './request-body.js';
 import { DomainError } from '../../src/domain/errors.js';
 
@@ -73,7 +73,7 @@ function rewriteErrorBodies(res: ServerResponse): void {
         const data = parsed.data;
         if (data?.error) {
           const body: ErrorBody = { error: data.error, message: data.message ?? '', details: data.details ?? {} };
-          res.statusCode = STATUS[body.error];
+          res.statusCode = ERRORS[body.error].http;
           const retryAfter = body.details.retryAfterSeconds;
           if (typeof retryAfter === 'number') res.setHeader('Retry-After', String(retryAfter));
           return end(JSON.stringify(body));
