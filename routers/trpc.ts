@@ -1,4 +1,4 @@
-import { initTRPC, TRPCError } from '@trpc/server';
+import { initTRPC, TRPCError, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
@@ -19,13 +19,16 @@ export interface Context {
   token: string | undefined;
   ip: string;
   limiter: RequestLimiter;
-  /** A body the edge could not read: reported after authentication and access, so 401/403 come first. */
-  bodyError?: DomainError | undefined;
 }
 
 export interface SlipwayMeta extends OpenApiMeta {
   /** Answer 201 instead of 200 over REST: the call created a resource. */
   created?: boolean;
+}
+
+/** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
+export function proceduresOf(router: AnyTRPCRouter): Array<{ path: string; meta: SlipwayMeta }> {
+  return Object.entries(router._def.procedures).map(([path, procedure]) => ({ path, meta: ((procedure as AnyTRPCProcedure)._def.meta ?? {}) as SlipwayMeta }));
 }
 
 /**
@@ -54,7 +57,7 @@ for (const [code, entry] of Object.entries(ERRORS) as Array<[ErrorCode, { trpc: 
   for (const trpc of [entry.trpc, ...(entry.also ?? [])]) if (!CODE_OF.has(trpc)) CODE_OF.set(trpc, code);
 }
 
-/** The spec's error body, as both the typed client (in `data`) and REST (rewritten at the edge) see it. */
+/** The spec's error body, as both the typed client (in `data`) and REST and SSE see it. */
 export interface ErrorBody {
   error: ErrorCode;
   message: string;
@@ -79,6 +82,16 @@ export function toErrorBody(error: unknown): ErrorBody {
   }
   // Anything else is our fault: say so without a stack trace, SQL or driver message.
   return { error: 'internal_error', message: 'Internal server error', details: {} };
+}
+
+/**
+ * A request body the edge could not read (bad JSON, too deep, not JSON at all), handed over as the
+ * procedure's input: write procedures report it once the key and its access were checked, so 401
+ * and 403 come first. A symbol key, so no JSON body can look like one.
+ */
+const UNREADABLE = Symbol('unreadable body');
+export function unreadableBody(error: DomainError): Record<PropertyKey, unknown> {
+  return { [UNREADABLE]: error };
 }
 
 const t = initTRPC
@@ -121,11 +134,12 @@ export const readProcedure = publicProcedure.use(async ({ ctx, next }) => {
   return next({ ctx: { actor } });
 });
 
-/** Checked before the input is parsed: a read key learns it is read-only, not what its body lacked. */
-export const writeProcedure = readProcedure.use(({ ctx, next }) => {
+/** Checked before the input is read: a read key learns it is read-only, not what its body lacked. */
+export const writeProcedure = readProcedure.use(async ({ ctx, getRawInput, next }) => {
   if (ctx.actor.access !== 'write') {
     throw new TRPCError({ code: 'FORBIDDEN', message: 'This API key is read-only; this operation needs a write key' });
   }
-  if (ctx.bodyError) throw ctx.bodyError;
+  const input = await getRawInput();
+  if (typeof input === 'object' && input !== null && UNREADABLE in input) throw (input as { [UNREADABLE]: DomainError })[UNREADABLE];
   return next();
 });

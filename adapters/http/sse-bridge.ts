@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrackedEnvelope } from '@trpc/server';
 import { createCaller } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
-import { errorBodyOf, sendError } from './error-response.js';
 
 type Route = { kind: 'deployment'; deploymentId: string } | { kind: 'runtime'; serviceId: string };
 
@@ -30,7 +29,7 @@ function decodeSegment(segment: string): string {
 /**
  * The documented SSE paths: the same tRPC subscriptions the typed client uses, called through a
  * server-side caller and written as `event:`/`data:`/`id:` lines. Errors before the first event
- * (401, 403, 404) are ordinary JSON error responses.
+ * (401, 403, 404) are thrown to the app, which answers them as JSON (koa-app.ts).
  */
 export class SseBridge {
   private readonly open = new Set<AbortController>();
@@ -63,18 +62,12 @@ export class SseBridge {
         const [id, event] = isTrackedEnvelope(item) ? [item[0], item[1]] : [undefined, item];
         res.write(frame(event as { type: string } & Record<string, unknown>, id));
       }
-    } catch (error) {
-      if (!res.headersSent) {
-        const { status, body } = errorBodyOf(error);
-        sendError(res, status, body);
-        return;
-      }
+      res.end();
     } finally {
       this.open.delete(controller);
       req.off('close', onClose);
       controller.abort();
     }
-    if (!res.writableEnded) res.end();
   }
 
   /** Ends every open stream: on shutdown, so the server can close. */
