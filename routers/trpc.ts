@@ -21,9 +21,20 @@ export interface Context {
   limiter: RequestLimiter;
 }
 
+/** A procedure served over Server-Sent Events at `path` (adapters/http/sse-bridge.ts), and documented there. */
+export interface SseMeta {
+  /** A GET path; each `{name}` segment is the input field of that name. */
+  path: string;
+  summary: string;
+  description: string;
+  /** Query parameters read as integers into the input of the same name (digits only; anything else is left out). */
+  query?: readonly string[];
+}
+
 export interface SlipwayMeta extends OpenApiMeta {
   /** Answer 201 instead of 200 over REST: the call created a resource. */
   created?: boolean;
+  sse?: SseMeta;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */

@@ -9,7 +9,7 @@ import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
-import { matchSseRoute, type SseBridge } from './sse-bridge.js';
+import type { SseBridge } from './sse-bridge.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -93,7 +93,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       trpc(req, res);
       return;
     }
-    const sseRoute = matchSseRoute(ctx.method, pathname);
+    const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
       return;
