@@ -1,33 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrackedEnvelope } from '@trpc/server';
 import { appRouter, createCaller } from '../../routers/app.router.js';
-import { proceduresOf, type Context, type SseMeta } from '../../routers/trpc.js';
+import { proceduresOf, type Context } from '../../routers/trpc.js';
 
-interface SseProcedure {
-  /** The procedure's path in the router: `deployments.stream`. */
-  path: string;
-  sse: SseMeta;
-  pattern: RegExp;
-  params: string[];
-}
+/** `/api/deployments/{deploymentId}/stream` as a pattern, a named group per parameter; a trailing slash is allowed. */
+const pathPattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}/?$`);
 
-/** A matched request: the procedure and the input its path named. */
+/** The subscriptions that declare `meta.sse`: `path` is the procedure's (`deployments.stream`). */
+const SSE_PROCEDURES = proceduresOf(appRouter).flatMap(({ path, meta: { sse } }) => (sse ? [{ path, sse, pattern: pathPattern(sse.path) }] : []));
+
+/** A matched request: the procedure and the parameters its path named. */
 export interface SseRoute {
-  procedure: SseProcedure;
+  procedure: (typeof SSE_PROCEDURES)[number];
   params: Record<string, string>;
-}
-
-/** The subscriptions that declare `meta.sse`, with their GET paths as patterns (a trailing slash is allowed). */
-function sseProcedures(): SseProcedure[] {
-  return proceduresOf(appRouter).flatMap(({ path, meta: { sse } }) => {
-    if (!sse) return [];
-    const params: string[] = [];
-    const source = sse.path
-      .split(/\{(\w+)\}/)
-      .map((part, i) => (i % 2 === 1 ? (params.push(part), '([^/]+)') : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
-      .join('');
-    return [{ path, sse, pattern: new RegExp(`^${source}/?$`), params }];
-  });
 }
 
 /**
@@ -36,14 +21,13 @@ function sseProcedures(): SseProcedure[] {
  * first event (401, 403, 404) are thrown to the app, which answers them as JSON (koa-app.ts).
  */
 export class SseBridge {
-  private readonly procedures = sseProcedures();
   private readonly open = new Set<AbortController>();
 
   match(method: string | undefined, pathname: string): SseRoute | null {
     if (method !== 'GET') return null;
-    for (const procedure of this.procedures) {
+    for (const procedure of SSE_PROCEDURES) {
       const match = procedure.pattern.exec(pathname);
-      if (match) return { procedure, params: Object.fromEntries(procedure.params.map((name, i) => [name, decodeSegment(match[i + 1]!)])) };
+      if (match) return { procedure, params: Object.fromEntries(Object.entries(match.groups ?? {}).map(([name, value]) => [name, decodeSegment(value)])) };
     }
     return null;
   }
@@ -95,6 +79,7 @@ function inputOf(route: SseRoute, req: IncomingMessage, url: URL): Record<string
   return input;
 }
 
+/** Calls the subscription at `path` (`deployments.stream`) on the caller. */
 function subscribe(caller: ReturnType<typeof createCaller>, path: string, input: Record<string, unknown>): Promise<AsyncIterable<unknown>> {
   const procedure = path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], caller);
   return (procedure as (input: unknown) => Promise<AsyncIterable<unknown>>)(input);
