@@ -43,25 +43,41 @@ export const deploymentRouter = router({
     .output(z.object({ logs: z.array(deploymentLogView) }))
     .query(async ({ ctx, input }) => ({ logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId) })),
 
-  /** Served over SSE at GET /api/deployments/{deploymentId}/stream too (adapters/http/sse-bridge.ts). */
   stream: readProcedure
+    .meta({
+      sse: {
+        path: '/api/deployments/{deploymentId}/stream',
+        summary: 'Stream a deployment log',
+        description:
+          'Events: `snapshot` (array of DeploymentLogLine, first), `log` (one DeploymentLogLine, with `id:`), `ping` `{t}` every 15 s. Ends once the deployment has finished. Resume with Last-Event-ID.',
+      },
+    })
     .input(z.strictObject({ deploymentId: idParam, lastEventId }))
     .subscription(async ({ ctx, input, signal }) => {
       const events = await ctx.services.deployments.stream(ctx.actor, input.deploymentId, {
         lastEventId: input.lastEventId ? Number(input.lastEventId) : undefined,
         signal: signal ?? new AbortController().signal,
       });
+      // Log lines carry their id, and the snapshot the id it ends at: a client resumes after either.
       return (async function* () {
         for await (const event of events) {
-          if (event.type === 'snapshot') yield tracked(String(event.lastId), { type: 'snapshot' as const, lines: event.lines });
-          else if (event.type === 'log') yield tracked(String(event.line.id), { type: 'log' as const, line: event.line });
-          else yield { type: 'ping' as const, t: event.t };
+          if (event.type === 'snapshot') yield tracked(String(event.lastId), { type: event.type, lines: event.lines });
+          else if (event.type === 'log') yield tracked(String(event.line.id), event);
+          else yield event;
         }
       })();
     }),
 
-  /** Served over SSE at GET /api/services/{serviceId}/runtime-logs/stream too. */
   runtimeLogs: readProcedure
+    .meta({
+      sse: {
+        path: '/api/services/{serviceId}/runtime-logs/stream',
+        summary: 'Stream the running container log of a service',
+        description:
+          'Events: `snapshot` (array of RuntimeLogLine; the last 200 lines by default, `?tail=N`), `log` (one RuntimeLogLine), `status` `{ok, closed}`; closed true ends the stream.',
+        query: ['tail'],
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, lastEventId, tail: strictInt(0, 10_000).optional() }))
     .subscription(async ({ ctx, input, signal }) => {
       const events = await ctx.services.runtimeLogs.stream(ctx.actor, input.serviceId, {
@@ -71,7 +87,7 @@ export const deploymentRouter = router({
       });
       return (async function* () {
         for await (const event of events) {
-          if (event.type === 'log') yield tracked(String(event.line.id), { type: 'log' as const, line: event.line });
+          if (event.type === 'log') yield tracked(String(event.line.id), event);
           else yield event;
         }
       })();

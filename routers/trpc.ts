@@ -1,4 +1,4 @@
-import { initTRPC, TRPCError } from '@trpc/server';
+import { initTRPC, TRPCError, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
@@ -19,54 +19,65 @@ export interface Context {
   token: string | undefined;
   ip: string;
   limiter: RequestLimiter;
-  /** A body the edge could not read: reported after authentication and access, so 401/403 come first. */
-  bodyError?: DomainError | undefined;
+}
+
+/** A procedure served over Server-Sent Events at `path` (adapters/http/sse-bridge.ts), and documented there. */
+export interface SseMeta {
+  /** A GET path; each `{name}` segment is the input field of that name. */
+  path: string;
+  summary: string;
+  description: string;
+  /** Query parameters read as integers into the input of the same name (digits only; anything else is left out). */
+  query?: readonly string[];
 }
 
 export interface SlipwayMeta extends OpenApiMeta {
   /** Answer 201 instead of 200 over REST: the call created a resource. */
   created?: boolean;
+  sse?: SseMeta;
 }
 
-const STATUS_OF: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
-  validation_error: 'BAD_REQUEST',
-  unauthorized: 'UNAUTHORIZED',
-  forbidden: 'FORBIDDEN',
-  not_found: 'NOT_FOUND',
-  conflict: 'CONFLICT',
-  rate_limited: 'TOO_MANY_REQUESTS',
-  payload_too_large: 'PAYLOAD_TOO_LARGE',
-  unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
-  upstream_error: 'BAD_GATEWAY',
-  query_error: 'BAD_REQUEST',
-  not_running: 'CONFLICT',
-  internal_error: 'INTERNAL_SERVER_ERROR',
-};
+/** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
+export function proceduresOf(router: AnyTRPCRouter): Array<{ path: string; meta: SlipwayMeta }> {
+  return Object.entries(router._def.procedures).map(([path, procedure]) => ({ path, meta: ((procedure as AnyTRPCProcedure)._def.meta ?? {}) as SlipwayMeta }));
+}
 
-const CODE_OF: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
-  BAD_REQUEST: 'validation_error',
-  PARSE_ERROR: 'validation_error',
-  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
-  UNAUTHORIZED: 'unauthorized',
-  FORBIDDEN: 'forbidden',
-  NOT_FOUND: 'not_found',
-  METHOD_NOT_SUPPORTED: 'not_found',
-  CONFLICT: 'conflict',
-  TOO_MANY_REQUESTS: 'rate_limited',
-  PAYLOAD_TOO_LARGE: 'payload_too_large',
-  BAD_GATEWAY: 'upstream_error',
-};
+/**
+ * The one table of error codes: the tRPC code the typed client gets and the HTTP status REST and
+ * SSE answer. `also`: tRPC's own errors (a body it could not parse, a GET of a mutation) that read as this code.
+ */
+export const ERRORS = {
+  validation_error: { trpc: 'BAD_REQUEST', http: 400, also: ['PARSE_ERROR'] },
+  unauthorized: { trpc: 'UNAUTHORIZED', http: 401 },
+  forbidden: { trpc: 'FORBIDDEN', http: 403 },
+  not_found: { trpc: 'NOT_FOUND', http: 404, also: ['METHOD_NOT_SUPPORTED'] },
+  conflict: { trpc: 'CONFLICT', http: 409 },
+  rate_limited: { trpc: 'TOO_MANY_REQUESTS', http: 429 },
+  payload_too_large: { trpc: 'PAYLOAD_TOO_LARGE', http: 413 },
+  unsupported_media_type: { trpc: 'UNSUPPORTED_MEDIA_TYPE', http: 415 },
+  upstream_error: { trpc: 'BAD_GATEWAY', http: 502 },
+  query_error: { trpc: 'BAD_REQUEST', http: 400 },
+  not_running: { trpc: 'CONFLICT', http: 409 },
+  internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
+} as const satisfies Record<ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number; also?: readonly TRPC_ERROR_CODE_KEY[] }>;
 
-/** The spec's error body, as both the typed client (in `data`) and REST (rewritten at the edge) see it. */
+/** An error tRPC raised itself, by the first code of the table with its tRPC code; never internal_error, whose message is not for users. */
+const CODE_OF = new Map<TRPC_ERROR_CODE_KEY, ErrorCode>();
+for (const [code, entry] of Object.entries(ERRORS) as Array<[ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; also?: readonly TRPC_ERROR_CODE_KEY[] }]>) {
+  if (code === 'internal_error') continue;
+  for (const trpc of [entry.trpc, ...(entry.also ?? [])]) if (!CODE_OF.has(trpc)) CODE_OF.set(trpc, code);
+}
+
+/** The spec's error body, as both the typed client (in `data`) and REST and SSE see it. */
 export interface ErrorBody {
   error: ErrorCode;
   message: string;
   details: Record<string, unknown>;
 }
 
-/** The one place errors become `{error, message, details}`. */
-export function toErrorBody(error: TRPCError): ErrorBody {
-  const cause = error.cause;
+/** The one place errors become `{error, message, details}`: a domain error says it all; anything unknown is a 500. */
+export function toErrorBody(error: unknown): ErrorBody {
+  const cause = error instanceof TRPCError ? error.cause : error;
   if (cause instanceof DomainError) return { error: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const issue = cause.issues[0];
@@ -76,10 +87,22 @@ export function toErrorBody(error: TRPCError): ErrorBody {
     const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid input');
     return { error: 'validation_error', message: `${field}: ${message}`, details: { field } };
   }
-  const code = CODE_OF[error.code];
-  if (code) return { error: code, message: error.message, details: code === 'validation_error' ? { field: 'body' } : {} };
+  if (error instanceof TRPCError) {
+    const code = CODE_OF.get(error.code);
+    if (code) return { error: code, message: error.message, details: code === 'validation_error' ? { field: 'body' } : {} };
+  }
   // Anything else is our fault: say so without a stack trace, SQL or driver message.
   return { error: 'internal_error', message: 'Internal server error', details: {} };
+}
+
+/**
+ * A request body the edge could not read (bad JSON, too deep, not JSON at all), handed over as the
+ * procedure's input: write procedures report it once the key and its access were checked, so 401
+ * and 403 come first. A symbol key, so no JSON body can look like one.
+ */
+const UNREADABLE = Symbol('unreadable body');
+export function unreadableBody(error: DomainError): Record<PropertyKey, unknown> {
+  return { [UNREADABLE]: error };
 }
 
 const t = initTRPC
@@ -96,12 +119,12 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Domain errors become tRPC errors with the matching HTTP status; everything else is a 500. */
+/** Domain errors become tRPC errors with the code of the table; everything else is a 500. */
 const mapDomainErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (!result.ok && result.error.cause instanceof DomainError) {
     const cause = result.error.cause;
-    throw new TRPCError({ code: STATUS_OF[cause.code], message: cause.message, cause });
+    throw new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
   }
   return result;
 });
@@ -122,11 +145,12 @@ export const readProcedure = publicProcedure.use(async ({ ctx, next }) => {
   return next({ ctx: { actor } });
 });
 
-/** Checked before the input is parsed: a read key learns it is read-only, not what its body lacked. */
-export const writeProcedure = readProcedure.use(({ ctx, next }) => {
+/** Checked before the input is read: a read key learns it is read-only, not what its body lacked. */
+export const writeProcedure = readProcedure.use(async ({ ctx, getRawInput, next }) => {
   if (ctx.actor.access !== 'write') {
     throw new TRPCError({ code: 'FORBIDDEN', message: 'This API key is read-only; this operation needs a write key' });
   }
-  if (ctx.bodyError) throw ctx.bodyError;
+  const input = await getRawInput();
+  if (typeof input === 'object' && input !== null && UNREADABLE in input) throw (input as { [UNREADABLE]: DomainError })[UNREADABLE];
   return next();
 });

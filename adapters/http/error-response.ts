@@ -1,29 +1,13 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { TRPCError } from '@trpc/server';
-import { toErrorBody, type ErrorBody } from '../../routers/trpc.js';
+import { ERRORS, toErrorBody, type ErrorBody } from '../../routers/trpc.js';
 
-/** toErrorBody looks at a domain error first, so wrapping anything else as a 500 is enough. */
+/** An error's answer: the spec's body, with the status of its code. */
 export function errorBodyOf(error: unknown): { status: number; body: ErrorBody } {
-  const body = toErrorBody(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error instanceof Error ? error : undefined }));
-  return { status: STATUS[body.error], body };
+  const body = toErrorBody(error);
+  return { status: ERRORS[body.error].http, body };
 }
-
-export const STATUS: Record<ErrorBody['error'], number> = {
-  validation_error: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  rate_limited: 429,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  upstream_error: 502,
-  query_error: 400,
-  not_running: 409,
-  internal_error: 500,
-};
 
 /**
  * Answers with `Connection: close` and then closes, for a request whose body was not read to its

@@ -1,14 +1,15 @@
 import type { IncomingMessage } from 'node:http';
 import Koa from 'koa';
+import { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import type { AppRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
-import { sendError } from './error-response.js';
+import { errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
-import { matchSseRoute, type SseBridge } from './sse-bridge.js';
+import type { SseBridge } from './sse-bridge.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -26,7 +27,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
   const app = new Koa();
   // Never a database statement's values: see loggableError.
   const onInternalError = (error: unknown, path: string | undefined) => opts.log('internal error', { path, ...loggableError(error) });
-  const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes, onInternalError });
+  const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes });
   const trpc = createHTTPHandler({
     router: opts.router,
     basePath: '/trpc/',
@@ -44,14 +45,18 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     return docCache;
   };
 
-  // Whatever escapes a handler is our fault: the spec's 500 body, no detail, and the cause in our log.
+  // Every error of REST and SSE is answered here with the spec's body and the status of its code.
+  // Anything but a known error is our fault: a 500 without detail, and the cause in our log.
   app.use(async (ctx, next) => {
     try {
       await next();
     } catch (error) {
-      onInternalError(error, ctx.path);
-      if (!ctx.res.headersSent) sendError(ctx.res, 500, { error: 'internal_error', message: 'Internal server error', details: {} });
-      else ctx.res.destroy();
+      const { status, body } = errorBodyOf(error);
+      if (status === 500) onInternalError(error instanceof TRPCError ? (error.cause ?? error) : error, ctx.path);
+      if (ctx.res.headersSent) ctx.res.destroy();
+      // A 413 is sent before the body was read to its end: the connection cannot be reused.
+      else if (status === 413) sendErrorAndClose(ctx.res, status, body);
+      else sendError(ctx.res, status, body);
     }
   });
   app.silent = true;
@@ -88,7 +93,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       trpc(req, res);
       return;
     }
-    const sseRoute = matchSseRoute(ctx.method, pathname);
+    const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
       return;

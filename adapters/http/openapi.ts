@@ -3,6 +3,7 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { deploymentLogView, errorView, runtimeLogView } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
 import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
+import { proceduresOf, type SseMeta } from '../../routers/trpc.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
@@ -14,27 +15,29 @@ const ERROR_STATUSES: Record<string, string> = {
   '500': 'Internal error',
 };
 
-const sse = (summary: string, description: string, param: string) => ({
+/** A procedure served over SSE (`meta.sse`): a GET answering `text/event-stream`. */
+const ssePath = ({ path, summary, description }: SseMeta) => ({
   get: {
     tags: ['Streams'],
     summary,
     description,
     security: [{ bearerAuth: [] }],
     requestParams: {
-      path: z.object({ [param]: z.string() }),
+      path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))),
       header: z.object({ 'last-event-id': z.string().optional().meta({ description: 'Resume after this event id' }) }),
     },
     responses: {
       '200': {
-        description: description,
+        description,
         content: { 'text/event-stream': { schema: z.string().meta({ description: 'Server-Sent Events: `event:` and `data:` (JSON) lines' }) } },
       },
     },
   },
 });
 
-/** The OpenAPI 3.1 document, generated from the routers plus the SSE paths they cannot describe themselves. */
+/** The OpenAPI 3.1 document, generated from the routers, with the SSE paths their procedures declare. */
 export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAPIObject {
+  const procedures = proceduresOf(router);
   const doc = generateOpenApiDocument(router, {
     title: 'Slipway Platform API',
     description:
@@ -45,18 +48,7 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     baseUrl,
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },
     defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView, ...TRUSTED_OUTPUTS },
-    paths: {
-      '/api/deployments/{deploymentId}/stream': sse(
-        'Stream a deployment log',
-        'Events: `snapshot` (array of DeploymentLogLine, first), `log` (one DeploymentLogLine, with `id:`), `ping` `{t}` every 15 s. Ends once the deployment has finished. Resume with Last-Event-ID.',
-        'deploymentId',
-      ),
-      '/api/services/{serviceId}/runtime-logs/stream': sse(
-        'Stream the running container log of a service',
-        'Events: `snapshot` (array of RuntimeLogLine; the last 200 lines by default, `?tail=N`), `log` (one RuntimeLogLine), `status` `{ok, closed}`; closed true ends the stream.',
-        'serviceId',
-      ),
-    },
+    paths: Object.fromEntries(procedures.flatMap(({ meta: { sse } }) => (sse ? [[sse.path, ssePath(sse)]] : []))),
   });
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>)) {
@@ -68,20 +60,14 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
         if (status === '409' && method === 'get') continue;
         responses[status] = { description: ERROR_STATUSES[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
       }
-      if (createdOperation(router, path, method) && responses['200']) {
+      const created = procedures.some(({ meta }) => meta.created && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method);
+      if (created && responses['200']) {
         responses['201'] = responses['200'];
         delete responses['200'];
       }
     }
   }
   return doc;
-}
-
-function createdOperation(router: AppRouter, path: string, method: string): boolean {
-  return Object.values(router._def.procedures).some((procedure) => {
-    const meta = (procedure as { _def: { meta?: { created?: boolean; openapi?: { path: string; method: string } } } })._def.meta;
-    return meta?.created === true && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method;
-  });
 }
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);

@@ -30,7 +30,6 @@ import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
 import { NetPortProbe } from './net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
-import type { BodyErrorCarrier } from './rest.js';
 import { SseBridge } from './sse-bridge.js';
 
 export interface Overrides {
@@ -103,7 +102,6 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     token: bearerToken(req.headers.authorization),
     ip: clientIp(req, config.trustProxy),
     limiter,
-    bodyError: (req as BodyErrorCarrier).slipwayBodyError,
   });
   const sse = new SseBridge();
   const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });

@@ -1,54 +1,45 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isTrackedEnvelope } from '@trpc/server';
-import { createCaller } from '../../routers/app.router.js';
-import type { Context } from '../../routers/trpc.js';
-import { errorBodyOf, sendError } from './error-response.js';
+import { appRouter, createCaller } from '../../routers/app.router.js';
+import { proceduresOf, type Context } from '../../routers/trpc.js';
 
-type Route = { kind: 'deployment'; deploymentId: string } | { kind: 'runtime'; serviceId: string };
+/** `/api/deployments/{deploymentId}/stream` as a pattern, a named group per parameter; a trailing slash is allowed. */
+const pathPattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}/?$`);
 
-const DEPLOYMENT_STREAM = /^\/api\/deployments\/([^/]+)\/stream\/?$/;
-const RUNTIME_STREAM = /^\/api\/services\/([^/]+)\/runtime-logs\/stream\/?$/;
+/** The subscriptions that declare `meta.sse`: `path` is the procedure's (`deployments.stream`). */
+const SSE_PROCEDURES = proceduresOf(appRouter).flatMap(({ path, meta: { sse } }) => (sse ? [{ path, sse, pattern: pathPattern(sse.path) }] : []));
 
-export function matchSseRoute(method: string | undefined, pathname: string): Route | null {
-  if (method !== 'GET') return null;
-  const deployment = DEPLOYMENT_STREAM.exec(pathname);
-  if (deployment) return { kind: 'deployment', deploymentId: decodeSegment(deployment[1]!) };
-  const runtime = RUNTIME_STREAM.exec(pathname);
-  if (runtime) return { kind: 'runtime', serviceId: decodeSegment(runtime[1]!) };
-  return null;
-}
-
-/** A malformed escape cannot name anything that exists: keep it as is and let the lookup answer 404. */
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
+/** A matched request: the procedure and the parameters its path named. */
+export interface SseRoute {
+  procedure: (typeof SSE_PROCEDURES)[number];
+  params: Record<string, string>;
 }
 
 /**
  * The documented SSE paths: the same tRPC subscriptions the typed client uses, called through a
- * server-side caller and written as `event:`/`data:`/`id:` lines. Errors before the first event
- * (401, 403, 404) are ordinary JSON error responses.
+ * server-side caller, their events written as `event:`/`data:`/`id:` lines. Errors before the
+ * first event (401, 403, 404) are thrown to the app, which answers them as JSON (koa-app.ts).
  */
 export class SseBridge {
   private readonly open = new Set<AbortController>();
-  async serve(route: Route, req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL): Promise<void> {
+
+  match(method: string | undefined, pathname: string): SseRoute | null {
+    if (method !== 'GET') return null;
+    for (const procedure of SSE_PROCEDURES) {
+      const match = procedure.pattern.exec(pathname);
+      if (match) return { procedure, params: Object.fromEntries(Object.entries(match.groups ?? {}).map(([name, value]) => [name, decodeSegment(value)])) };
+    }
+    return null;
+  }
+
+  async serve(route: SseRoute, req: IncomingMessage, res: ServerResponse, ctx: Context, url: URL): Promise<void> {
     const controller = new AbortController();
     const onClose = () => controller.abort();
     req.on('close', onClose);
     res.on('close', onClose);
     this.open.add(controller);
-    const lastEventId = headerValue(req.headers['last-event-id']) ?? url.searchParams.get('lastEventId') ?? undefined;
-    const validId = lastEventId && /^\d+$/.test(lastEventId) ? lastEventId : undefined;
     try {
-      const caller = createCaller(ctx, { signal: controller.signal });
-      const tail = url.searchParams.get('tail');
-      const iterable =
-        route.kind === 'deployment'
-          ? await caller.deployments.stream({ deploymentId: route.deploymentId, lastEventId: validId })
-          : await caller.deployments.runtimeLogs({ serviceId: route.serviceId, lastEventId: validId, tail: tail && /^\d+$/.test(tail) ? Number(tail) : undefined });
+      const events = await subscribe(createCaller(ctx, { signal: controller.signal }), route.procedure.path, inputOf(route, req, url));
       res.writeHead(200, {
         'Content-Type': 'text/event-stream; charset=utf-8',
         'Cache-Control': 'no-cache, no-transform',
@@ -58,23 +49,16 @@ export class SseBridge {
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.flushHeaders();
-      for await (const item of iterable as AsyncIterable<unknown>) {
+      for await (const item of events) {
         if (controller.signal.aborted) break;
-        const [id, event] = isTrackedEnvelope(item) ? [item[0], item[1]] : [undefined, item];
-        res.write(frame(event as { type: string } & Record<string, unknown>, id));
+        res.write(frame(item));
       }
-    } catch (error) {
-      if (!res.headersSent) {
-        const { status, body } = errorBodyOf(error);
-        sendError(res, status, body);
-        return;
-      }
+      res.end();
     } finally {
       this.open.delete(controller);
       req.off('close', onClose);
       controller.abort();
     }
-    if (!res.writableEnded) res.end();
   }
 
   /** Ends every open stream: on shutdown, so the server can close. */
@@ -83,28 +67,40 @@ export class SseBridge {
   }
 }
 
-/** The spec's events: snapshot and log carry lines; ping `{t}`; status `{ok, closed}`. */
-function frame(event: { type: string } & Record<string, unknown>, id: string | undefined): string {
-  let data: unknown;
-  switch (event.type) {
-    case 'snapshot':
-      data = event.lines;
-      break;
-    case 'log':
-      data = event.line;
-      break;
-    case 'ping':
-      data = { t: event.t };
-      break;
-    case 'status':
-      data = { ok: event.ok, closed: event.closed, ...(event.reason ? { reason: event.reason } : {}) };
-      break;
-    default:
-      data = event;
+/** The path's parameters, Last-Event-ID (header or `?lastEventId=`) and the declared integer query parameters. */
+function inputOf(route: SseRoute, req: IncomingMessage, url: URL): Record<string, unknown> {
+  const header = req.headers['last-event-id'];
+  const lastEventId = (Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('lastEventId') ?? undefined;
+  const input: Record<string, unknown> = { ...route.params, lastEventId: lastEventId && /^\d+$/.test(lastEventId) ? lastEventId : undefined };
+  for (const name of route.procedure.sse.query ?? []) {
+    const value = url.searchParams.get(name);
+    input[name] = value && /^\d+$/.test(value) ? Number(value) : undefined;
   }
-  return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return input;
 }
 
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+/** Calls the subscription at `path` (`deployments.stream`) on the caller. */
+function subscribe(caller: ReturnType<typeof createCaller>, path: string, input: Record<string, unknown>): Promise<AsyncIterable<unknown>> {
+  const procedure = path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], caller);
+  return (procedure as (input: unknown) => Promise<AsyncIterable<unknown>>)(input);
+}
+
+/**
+ * The router's events as the spec's (platform-api.md, section 6): the event is the `type`; the data
+ * is the lines of a snapshot, the line of a log, or else the other fields (`{t}`, `{ok, closed}`).
+ */
+function frame(item: unknown): string {
+  const [id, event] = isTrackedEnvelope(item) ? item : [undefined, item];
+  const { type, ...fields } = event as { type: string } & Record<string, unknown>;
+  const data = 'lines' in fields ? fields.lines : 'line' in fields ? fields.line : fields;
+  return `${id !== undefined ? `id: ${id}\n` : ''}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** A malformed escape cannot name anything that exists: keep it as is and let the lookup answer 404. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
