@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BUILD_METHODS, RUNTIME_MODES } from '../src/index.js';
 
 /** Inputs shared by several routers. Outputs live in src/platform/views.ts. */
 
@@ -40,8 +41,8 @@ export const strictInt = (min: number, max: number) =>
     .max(max)
     .transform((value) => value);
 
-export const buildMethod = z.enum(['auto', 'dockerfile', 'analyzer']);
-export const runtimeMode = z.enum(['web', 'worker']);
+export const buildMethod = z.enum(BUILD_METHODS);
+export const runtimeMode = z.enum(RUNTIME_MODES);
 export const port = strictInt(1, 65535);
 
 /**

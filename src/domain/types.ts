@@ -1,12 +1,25 @@
 import type { DeploymentStatus } from './deployment-state.js';
 
 /** Records as the services see them: plain data, no ORM. Timestamps are Date; the edge renders ISO strings. */
-export type Access = 'read' | 'write';
-export type BuildMethod = 'auto' | 'dockerfile' | 'analyzer';
-export type RuntimeMode = 'web' | 'worker';
-export type ProjectStatus = 'idle' | 'active';
-export type ServiceStatus = 'idle' | 'deploying' | 'active' | 'failed';
-export type LogStream = 'stdout' | 'stderr';
+export const ACCESS_LEVELS = ['read', 'write'] as const;
+export type Access = (typeof ACCESS_LEVELS)[number];
+export const BUILD_METHODS = ['auto', 'dockerfile', 'analyzer'] as const;
+export type BuildMethod = (typeof BUILD_METHODS)[number];
+/** What `auto` resolved to at the last build. */
+export const DETECTED_BUILD_METHODS = ['dockerfile', 'analyzer'] as const;
+export type DetectedBuildMethod = (typeof DETECTED_BUILD_METHODS)[number];
+export const RUNTIME_MODES = ['web', 'worker'] as const;
+export type RuntimeMode = (typeof RUNTIME_MODES)[number];
+export const PROJECT_STATUSES = ['idle', 'active'] as const;
+export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed'] as const;
+export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
+export const LOG_STREAMS = ['stdout', 'stderr'] as const;
+export type LogStream = (typeof LOG_STREAMS)[number];
+export const DOMAIN_STATUSES = ['active'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+export const DEPLOYMENT_TRIGGERS = ['manual'] as const;
+export type DeploymentTrigger = (typeof DEPLOYMENT_TRIGGERS)[number];
 
 export interface ProjectRecord {
   id: string;
@@ -35,7 +48,7 @@ export interface ServiceRecord {
   staticOutput: string | null;
   buildMethod: BuildMethod;
   dockerfilePath: string | null;
-  detectedBuildMethod: 'dockerfile' | 'analyzer' | null;
+  detectedBuildMethod: DetectedBuildMethod | null;
   runtimeMode: RuntimeMode;
   internalPort: number;
   hostPort: number;
@@ -66,7 +79,7 @@ export interface DomainRecord {
   id: string;
   serviceId: string;
   hostname: string;
-  status: 'active';
+  status: DomainStatus;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -76,7 +89,7 @@ export interface DeploymentRecord {
   serviceId: string;
   commitSha: string | null;
   status: DeploymentStatus;
-  trigger: 'manual';
+  trigger: DeploymentTrigger;
   imageTag: string | null;
   containerName: string | null;
   /** Set by abort while running: the runner watches it and stops the work. */
