@@ -106,7 +106,7 @@ export class DeploymentPipeline {
         this.check(ctx);
         throw new DeploymentFailure(`Could not clone ${url} at branch ${service.branch}: ${(error as Error).message}`);
       }
-      await this.deps.store.updateDeployment(ctx.deployment.id, { commitSha });
+      await this.deps.store.deployments.update(ctx.deployment.id, { commitSha });
       log.write(`Checked out ${commitSha}`);
       this.check(ctx);
 
@@ -153,7 +153,7 @@ export class DeploymentPipeline {
         for (const line of analysis.dockerfile.split('\n')) log.write(`  ${line}`);
         for (const base of baseImages(analysis.dockerfile)) await this.ensureImage(ctx, base);
       }
-      await this.deps.store.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
+      await this.deps.store.projects.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
       this.check(ctx);
 
       log.write(`Building image ${tag}`);
@@ -215,7 +215,7 @@ export class DeploymentPipeline {
       this.check(ctx);
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
-    await this.deps.store.updateDeployment(ctx.deployment.id, { containerName: names.container, imageTag: image });
+    await this.deps.store.deployments.update(ctx.deployment.id, { containerName: names.container, imageTag: image });
     return this.waitUntilServing(ctx, container, spec !== null);
   }
 

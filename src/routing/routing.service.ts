@@ -61,9 +61,9 @@ export class RoutingService {
     const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
     if (this.cached?.key === key) return this.cached.table;
     const [domains, services, projects] = await Promise.all([
-      this.deps.store.listDomains(null),
-      this.deps.store.listAllServices(),
-      this.deps.store.listProjects(null),
+      this.deps.store.domains.list(null),
+      this.deps.store.projects.listAllServices(),
+      this.deps.store.projects.list(null),
     ]);
     const projectSlugs = new Map(projects.map((p) => [p.id, p.slug]));
     const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !engineOf(s.repoFullName)).map((s) => [s.id, s]));

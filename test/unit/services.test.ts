@@ -34,7 +34,7 @@ async function project(name = 'Shop') {
 }
 
 async function record(serviceId: string): Promise<ServiceRecord> {
-  const service = await h.database.store.getService(serviceId);
+  const service = await h.database.store.projects.getService(serviceId);
   if (!service) throw new Error(`no service ${serviceId}`);
   return service;
 }
@@ -157,7 +157,7 @@ describe('host port allocation', () => {
     const ports: number[] = [];
     for (let i = 0; i < 6; i++) ports.push((await h.services.services.create(admin, i % 2 ? p1.id : p2.id, repo(`svc${i}`))).hostPort);
     expect(new Set(ports).size).toBe(6);
-    const stored = (await h.database.store.listAllServices()).map((s) => s.hostPort);
+    const stored = (await h.database.store.projects.listAllServices()).map((s) => s.hostPort);
     expect(new Set(stored).size).toBe(stored.length);
   });
 
@@ -187,7 +187,7 @@ describe('host port allocation', () => {
     const p = await project();
     expect((await h.services.services.create(admin, p.id, repo('a'))).hostPort).toBe(30000);
     await expect(h.services.services.create(admin, p.id, repo('b'))).rejects.toBeInstanceOf(ConflictError);
-    expect(await h.database.store.listAllServices()).toHaveLength(1);
+    expect(await h.database.store.projects.listAllServices()).toHaveLength(1);
   });
 });
 
@@ -212,7 +212,7 @@ describe('service creation', () => {
     await expect(h.services.services.create(admin, p.id, { name: 'x', repoUrl: 'container-image', containerImage: 'Bad Image' })).rejects.toBeInstanceOf(
       ValidationError,
     );
-    expect(await h.database.store.listAllServices()).toHaveLength(0);
+    expect(await h.database.store.projects.listAllServices()).toHaveLength(0);
   });
 });
 
@@ -232,7 +232,7 @@ describe('database services', () => {
     const service = await h.services.services.create(admin, p.id, database('Main DB', engine));
     expect(service).toMatchObject({ status: 'idle', repoFullName: `database:${engine}`, repoUrl: 'database', internalPort: ports[engine] });
 
-    const rows = await h.database.store.listEnv([service.id]);
+    const rows = await h.database.store.env.list([service.id]);
     expect(rows.map((r) => r.key).sort()).toEqual([...initialKeys[engine]].sort());
     const values = await h.envValues(service.id);
     for (const row of rows) {
@@ -330,7 +330,7 @@ describe('environment variables', () => {
       h.services.env.set(admin, web.id, { key: 'RACE', value: 'two' }),
     ]);
     expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
-    const rows = await h.database.store.listEnv([web.id]);
+    const rows = await h.database.store.env.list([web.id]);
     expect(rows.map((r) => r.key)).toEqual(['RACE']);
     expect(['one', 'two']).toContain(h.secrets.decrypt(rows[0]!.valueEncrypted));
   });
@@ -342,7 +342,7 @@ describe('environment variables', () => {
 
   it('refuses an invalid key', async () => {
     await expect(h.services.env.set(admin, web.id, { key: 'bad-key', value: 'x' })).rejects.toBeInstanceOf(ValidationError);
-    expect(await h.database.store.listEnv([web.id])).toHaveLength(0);
+    expect(await h.database.store.env.list([web.id])).toHaveLength(0);
   });
 
   it('deletes a variable; an unknown or foreign id is not found', async () => {
@@ -412,7 +412,7 @@ describe('environment variables', () => {
     const plain = 'very-recognisable-plaintext-value';
     await h.services.env.set(admin, web.id, { key: 'PLAIN', value: plain });
     await h.services.env.set(admin, web.id, { key: 'SECRET', value: `${plain}-secret`, secret: true });
-    const rows = await h.database.store.listEnv([web.id]);
+    const rows = await h.database.store.env.list([web.id]);
     expect(rows).toHaveLength(2);
     for (const row of rows) {
       expect(row.valueEncrypted).not.toContain(plain);
@@ -423,7 +423,7 @@ describe('environment variables', () => {
 
   it('encrypts generated database passwords at rest too', async () => {
     const db = await h.services.services.create(admin, projectId, database('db', 'redis'));
-    const [row] = await h.database.store.listEnv([db.id]);
+    const [row] = await h.database.store.env.list([db.id]);
     const password = h.secrets.decrypt(row!.valueEncrypted);
     expect(password).toMatch(PASSWORD_ALPHABET);
     expect(row!.valueEncrypted).not.toContain(password);
@@ -493,7 +493,7 @@ describe('domains and routing', () => {
   it('refuses an invalid hostname without saving or routing anything', async () => {
     await expect(h.services.domains.create(admin, webId, 'not a host')).rejects.toBeInstanceOf(ValidationError);
     await expect(h.services.domains.create(admin, webId, '10.0.0.1')).rejects.toBeInstanceOf(ValidationError);
-    expect(await h.database.store.listDomains(null)).toEqual([]);
+    expect(await h.database.store.domains.list(null)).toEqual([]);
     expect(h.proxy.applied).toHaveLength(0);
   });
 
@@ -502,7 +502,7 @@ describe('domains and routing', () => {
     const api = await h.services.services.create(admin, projectId, repo('api'));
     await expect(h.services.domains.create(admin, webId, 'shop.example.com')).rejects.toBeInstanceOf(ConflictError);
     await expect(h.services.domains.create(admin, api.id, 'SHOP.example.com')).rejects.toBeInstanceOf(ConflictError);
-    expect(await h.database.store.listDomains(null)).toHaveLength(1);
+    expect(await h.database.store.domains.list(null)).toHaveLength(1);
   });
 
   it('refuses domains on a worker and on a database service', async () => {
@@ -510,7 +510,7 @@ describe('domains and routing', () => {
     await expect(h.services.domains.create(admin, worker.id, 'jobs.example.com')).rejects.toBeInstanceOf(ConflictError);
     const db = await h.services.services.create(admin, projectId, database('db', 'postgres'));
     await expect(h.services.domains.create(admin, db.id, 'db.example.com')).rejects.toBeInstanceOf(ConflictError);
-    expect(await h.database.store.listDomains(null)).toEqual([]);
+    expect(await h.database.store.domains.list(null)).toEqual([]);
   });
 
   it('refuses to turn a service with domains into a worker', async () => {
@@ -596,21 +596,21 @@ describe('domains and routing', () => {
     const created = await h.services.domains.create(admin, webId, 'shop.example.com');
     expect(created.proxy.ok).toBe(false);
     expect(created.proxy.detail).toContain('caddy is down');
-    expect((await h.database.store.listDomains([webId])).map((d) => d.hostname)).toEqual(['shop.example.com']);
+    expect((await h.database.store.domains.list([webId])).map((d) => d.hostname)).toEqual(['shop.example.com']);
 
     const updated = await h.services.domains.update(admin, webId, created.domain.id, 'www.example.com');
     expect(updated).toMatchObject({ ok: false });
-    expect((await h.database.store.getDomain(created.domain.id))!.hostname).toBe('www.example.com');
+    expect((await h.database.store.domains.get(created.domain.id))!.hostname).toBe('www.example.com');
 
     const deleted = await h.services.domains.delete(admin, webId, created.domain.id);
     expect(deleted).toMatchObject({ ok: false });
-    expect(await h.database.store.getDomain(created.domain.id)).toBeNull();
+    expect(await h.database.store.domains.get(created.domain.id)).toBeNull();
 
     expect(await h.services.services.delete(admin, webId)).toMatchObject({ ok: false });
-    expect(await h.database.store.getService(webId)).toBeNull();
+    expect(await h.database.store.projects.getService(webId)).toBeNull();
 
     expect(await h.services.projects.delete(admin, projectId)).toMatchObject({ ok: false });
-    expect(await h.database.store.getProject(projectId)).toBeNull();
+    expect(await h.database.store.projects.get(projectId)).toBeNull();
   });
 });
 
@@ -631,21 +631,21 @@ describe('project deletion', () => {
     expect(proxy).toEqual({ ok: true, detail: 'loaded' });
 
     const store = h.database.store;
-    expect(await store.getProject(doomed.id)).toBeNull();
-    expect(await store.getService(web.id)).toBeNull();
-    expect(await store.getService(db.id)).toBeNull();
-    expect(await store.listServicesOfProjects([doomed.id])).toEqual([]);
-    expect(await store.listEnv([web.id, db.id])).toEqual([]);
-    expect(await store.listDomains([web.id, db.id])).toEqual([]);
-    expect(await store.getDeployment(deployment.id)).toBeNull();
-    expect(await store.listDeployments(web.id)).toEqual([]);
-    expect(await store.listLogs(deployment.id)).toEqual([]);
+    expect(await store.projects.get(doomed.id)).toBeNull();
+    expect(await store.projects.getService(web.id)).toBeNull();
+    expect(await store.projects.getService(db.id)).toBeNull();
+    expect(await store.projects.listServices([doomed.id])).toEqual([]);
+    expect(await store.env.list([web.id, db.id])).toEqual([]);
+    expect(await store.domains.list([web.id, db.id])).toEqual([]);
+    expect(await store.deployments.get(deployment.id)).toBeNull();
+    expect(await store.deployments.list(web.id)).toEqual([]);
+    expect(await store.deployments.listLogs(deployment.id)).toEqual([]);
 
-    expect(await store.getProject(kept.id)).not.toBeNull();
-    expect(await store.getService(survivor.id)).not.toBeNull();
-    expect((await store.listEnv([survivor.id])).map((v) => v.key)).toEqual(['B']);
-    expect((await store.listDomains(null)).map((d) => d.hostname)).toEqual(['kept.example.com']);
-    expect(await store.getDeployment(keptDeployment.id)).not.toBeNull();
+    expect(await store.projects.get(kept.id)).not.toBeNull();
+    expect(await store.projects.getService(survivor.id)).not.toBeNull();
+    expect((await store.env.list([survivor.id])).map((v) => v.key)).toEqual(['B']);
+    expect((await store.domains.list(null)).map((d) => d.hostname)).toEqual(['kept.example.com']);
+    expect(await store.deployments.get(keptDeployment.id)).not.toBeNull();
     expect(h.proxy.last!.map((r) => r.hostname)).toEqual(['kept.example.com']);
 
     await expect(h.services.projects.get(admin, doomed.id)).rejects.toBeInstanceOf(NotFoundError);
@@ -700,7 +700,7 @@ describe('deployments', () => {
     expect(new Date(d.createdAt).toISOString()).toBe(d.createdAt);
     expect((await h.services.deployments.list(admin, serviceId)).map((x) => x.id)).toEqual([d.id]);
     expect(await h.services.deployments.get(admin, d.id)).toEqual(d);
-    const row = await h.database.store.getDeployment(d.id);
+    const row = await h.database.store.deployments.get(d.id);
     expect(row).toMatchObject({ status: 'queued', abortRequested: false });
   });
 
@@ -708,7 +708,7 @@ describe('deployments', () => {
     const d = await h.services.deployments.create(admin, serviceId);
     const before = await h.services.deployments.logs(admin, d.id);
     await h.services.deployments.abort(admin, d.id);
-    const row = await h.database.store.getDeployment(d.id);
+    const row = await h.database.store.deployments.get(d.id);
     expect(row).toMatchObject({ status: 'aborted', abortRequested: true });
     expect(row!.finishedAt).toBeInstanceOf(Date);
     const logs = await h.services.deployments.logs(admin, d.id);
@@ -718,7 +718,7 @@ describe('deployments', () => {
 
     const error = await rejection(h.services.deployments.abort(admin, d.id));
     expect(error).toBeInstanceOf(ConflictError);
-    expect((await h.database.store.getDeployment(d.id))!.status).toBe('aborted');
+    expect((await h.database.store.deployments.get(d.id))!.status).toBe('aborted');
     expect(await h.services.deployments.logs(admin, d.id)).toHaveLength(logs.length);
   });
 
@@ -732,25 +732,25 @@ describe('deployments', () => {
 
   it.each(['succeeded', 'failed'] as const)('a %s deployment cannot be aborted', async (status) => {
     const d = await h.services.deployments.create(admin, serviceId);
-    await h.database.store.updateDeployment(d.id, { status });
+    await h.database.store.deployments.update(d.id, { status });
     await expect(h.services.deployments.abort(admin, d.id)).rejects.toBeInstanceOf(ConflictError);
-    expect((await h.database.store.getDeployment(d.id))!).toMatchObject({ status, abortRequested: false });
+    expect((await h.database.store.deployments.get(d.id))!).toMatchObject({ status, abortRequested: false });
   });
 
   it('aborting a running deployment flags it and tells the abort listeners', async () => {
     const d = await h.services.deployments.create(admin, serviceId);
-    await h.database.store.updateDeployment(d.id, { status: 'running', startedAt: new Date() });
+    await h.database.store.deployments.update(d.id, { status: 'running', startedAt: new Date() });
     const told: string[] = [];
     const unsubscribe = h.services.deployments.onAbort((id) => told.push(id));
     await h.services.deployments.abort(admin, d.id);
     expect(told).toEqual([d.id]);
-    const row = await h.database.store.getDeployment(d.id);
+    const row = await h.database.store.deployments.get(d.id);
     // The runner finishes the move to aborted once its work has stopped.
     expect(row).toMatchObject({ status: 'running', abortRequested: true, finishedAt: null });
     expect((await h.services.deployments.logs(admin, d.id)).at(-1)!.line.toLowerCase()).toContain('abort');
 
     unsubscribe();
-    await h.database.store.updateDeployment(d.id, { status: 'aborted' });
+    await h.database.store.deployments.update(d.id, { status: 'aborted' });
     await expect(h.services.deployments.abort(admin, d.id)).rejects.toBeInstanceOf(ConflictError);
     expect(told).toEqual([d.id]);
   });
@@ -847,7 +847,7 @@ describe('deployment log stream', () => {
     const stream = await open();
     await nextEvent(stream);
     await h.services.deployments.appendLog(deploymentId, 'stdout', 'finishing');
-    await h.database.store.updateDeployment(deploymentId, { status: 'succeeded' });
+    await h.database.store.deployments.update(deploymentId, { status: 'succeeded' });
     h.logBus.publish(deploymentId, { type: 'status', status: 'succeeded' });
     const rest = await collect(stream);
     expect(rest.filter((e) => e.type !== 'ping')).toEqual([{ type: 'log', line: expect.objectContaining({ line: 'finishing' }) }]);
@@ -1017,7 +1017,7 @@ describe('access control', () => {
     d2 = (await h.services.deployments.create(admin, s2)).id;
     dom2 = (await h.services.domains.create(admin, s2, 'two.example.com')).domain.id;
     await h.services.env.set(admin, s2, { key: 'K', value: 'v' });
-    env2 = (await h.database.store.listEnv([s2]))[0]!.id;
+    env2 = (await h.database.store.env.list([s2]))[0]!.id;
   });
 
   it('a read key can read but not change anything', async () => {
@@ -1047,10 +1047,10 @@ describe('access control', () => {
       expect(await rejection(call()), what).toBeInstanceOf(ForbiddenError);
     }
     // Nothing changed.
-    expect((await h.database.store.listProjects(null)).map((p) => p.name).sort()).toEqual(['One', 'Two']);
-    expect(await h.database.store.listAllServices()).toHaveLength(2);
-    expect((await h.database.store.getDeployment(d2))!.status).toBe('queued');
-    expect((await h.database.store.listDomains(null)).map((d) => d.hostname)).toEqual(['two.example.com']);
+    expect((await h.database.store.projects.list(null)).map((p) => p.name).sort()).toEqual(['One', 'Two']);
+    expect(await h.database.store.projects.listAllServices()).toHaveLength(2);
+    expect((await h.database.store.deployments.get(d2))!.status).toBe('queued');
+    expect((await h.database.store.domains.list(null)).map((d) => d.hostname)).toEqual(['two.example.com']);
   });
 
   it("a key scoped to one project cannot touch another project's services", async () => {
@@ -1093,8 +1093,8 @@ describe('access control', () => {
       expect(await rejection(call()), what).toBeInstanceOf(ForbiddenError);
     }
     expect((await h.services.projects.list(key)).map((p) => p.id)).toEqual([p1]);
-    expect(await h.database.store.getService(s2)).not.toBeNull();
-    expect((await h.database.store.getDeployment(d2))!.status).toBe('queued');
+    expect(await h.database.store.projects.getService(s2)).not.toBeNull();
+    expect((await h.database.store.deployments.get(d2))!.status).toBe('queued');
   });
 
   it('a transfer needs access to both projects', async () => {
@@ -1156,7 +1156,7 @@ describe('API keys', () => {
 
   it('stores tokens hashed, keeping only a short prefix in clear', async () => {
     const { token, apiKey } = await h.services.apiKeys.mint('ci', 'write', null);
-    const rows = await h.database.store.listApiKeys();
+    const rows = await h.database.store.apiKeys.list();
     const row = rows.find((r) => r.id === apiKey.id)!;
     expect(row.tokenHash).not.toBe(token);
     expect(row.tokenHash).not.toContain(token);
@@ -1182,11 +1182,11 @@ describe('API keys', () => {
 
   it('bootstrap is idempotent and makes an all-project write key', async () => {
     const token = 'bootstrap-token-0123456789abcdef';
-    const before = (await h.database.store.listApiKeys()).length;
+    const before = (await h.database.store.apiKeys.list()).length;
     await h.services.apiKeys.bootstrap(token);
     await h.services.apiKeys.bootstrap(token);
     await h.services.apiKeys.bootstrap(token);
-    const rows = await h.database.store.listApiKeys();
+    const rows = await h.database.store.apiKeys.list();
     expect(rows).toHaveLength(before + 1);
     const row = rows.find((r) => r.tokenHash === hashToken(token))!;
     expect(row).toMatchObject({ name: 'bootstrap', access: 'write', projectIds: null });
