@@ -1,5 +1,5 @@
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
-import { Deployment, DeploymentLog } from '../persistence/entities.js';
+import { Deployment, DeploymentLog, type DeploymentLogRow } from '../persistence/entities.js';
 import { Repository, type Patch } from '../persistence/repository.js';
 
 /** Deployments and their log lines. */
@@ -46,7 +46,7 @@ export class DeploymentRepository extends Repository {
     const records: DeploymentLogRecord[] = [];
     await this.fork().transactional(async (tx) => {
       for (const line of lines) {
-        const id = await tx.insert(DeploymentLog, { deploymentId, ...line } as DeploymentLog);
+        const id = await tx.insert(DeploymentLog, { deploymentId, ...line } as DeploymentLogRow);
         records.push({ id: Number(id), deploymentId, ...line });
       }
     });

@@ -1,11 +1,8 @@
-import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type EntityName, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/sql';
 import { ConflictError } from '../domain/errors.js';
 
 export type Patch<T> = Partial<Omit<T, 'id'>>;
-
-/** An entity as the repositories name it: its class (or defined entity) with the row type it maps. */
-export type EntityName<T extends object> = new () => T;
 
 /**
  * What the repositories of one store share: the entity manager (the transaction's inside one), whether
@@ -63,7 +60,7 @@ export abstract class Repository {
     if (Object.keys(patch).length === 0) return;
     try {
       this.written();
-      await this.fork().nativeUpdate(entity, { id } as FilterQuery<T>, patch as never);
+      await this.fork().nativeUpdate(entity, { id } as never, patch as never);
     } catch (error) {
       throw uniqueToConflict(error, what);
     }
@@ -71,7 +68,7 @@ export abstract class Repository {
 
   protected async deleteRows<T extends object>(entity: EntityName<T>, where: FilterQuery<T>): Promise<void> {
     this.written();
-    await this.fork().nativeDelete(entity, where);
+    await this.fork().nativeDelete(entity, where as never);
   }
 }
 

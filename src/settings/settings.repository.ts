@@ -1,4 +1,4 @@
-import { Setting } from '../persistence/entities.js';
+import { Setting, type SettingRow } from '../persistence/entities.js';
 import { Repository } from '../persistence/repository.js';
 
 /** Platform-wide settings, one JSON value per key. */
@@ -8,6 +8,6 @@ export class SettingsRepository extends Repository {
   }
   async put(key: string, value: string, now: Date): Promise<void> {
     this.written();
-    await this.fork().upsert(Setting, { key, value, updatedAt: now } as Setting);
+    await this.fork().upsert(Setting, { key, value, updatedAt: now } as SettingRow);
   }
 }
