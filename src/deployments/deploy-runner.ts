@@ -1,4 +1,4 @@
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import type { ContainerState } from './container-engine.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -23,12 +23,12 @@ class AbortedByUser extends Error {}
 
 /** Web services and databases answer on their host port; workers do not. */
 function serves(service: ServiceRecord): boolean {
-  return service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+  return service.runtimeMode === 'web' || databaseEngineOf(service) !== null;
 }
 
 /** What the proxy routes to: web services that are not databases. */
 function isWeb(service: ServiceRecord): boolean {
-  return service.runtimeMode === 'web' && engineOf(service.repoFullName) === null;
+  return service.runtimeMode === 'web' && databaseEngineOf(service) === null;
 }
 class InterruptedByShutdown extends Error {}
 
@@ -325,7 +325,7 @@ export class DeployRunner {
     const deadline = started + this.deps.config.routing.drainTimeoutMs;
     let open: number | null = 0;
     // Only web traffic is drained: a database's clients reconnect, and a worker serves none.
-    if (previous.running && service.runtimeMode === 'web' && !engineOf(service.repoFullName)) {
+    if (previous.running && service.runtimeMode === 'web' && !databaseEngineOf(service)) {
       // Twice in a row: a connection may be opening as the first look finds none.
       let idleLooks = 0;
       while (Date.now() < deadline && idleLooks < 2 && !this.stopped) {
@@ -521,7 +521,7 @@ export class DeployRunner {
     }
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
-    if (engineOf(service.repoFullName)) await this.runtime.engine.removeVolume(names.volume);
+    if (databaseEngineOf(service)) await this.runtime.engine.removeVolume(names.volume);
   }
 
   async removeProjectNetwork(projectId: string): Promise<void> {

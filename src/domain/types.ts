@@ -1,3 +1,4 @@
+import type { DatabaseEngine } from './database-engines.js';
 import type { DeploymentStatus } from './deployment-state.js';
 
 /** Records as the services see them: plain data, no ORM. Timestamps are Date; the edge renders ISO strings. */
@@ -31,14 +32,50 @@ export interface ProjectRecord {
   updatedAt: Date;
 }
 
+/**
+ * Where a service's container comes from. The wire spells it with placeholder strings (repoUrl
+ * `container-image` / `database`, repoFullName `image:<ref>` / `database:<engine>`): those are
+ * read once when a service is created and written once by the presenter, nowhere else.
+ */
+export type ServiceSource = RepositorySource | ImageSource | DatabaseSource;
+export const SERVICE_SOURCE_KINDS = ['repository', 'image', 'database'] as const;
+export type ServiceSourceKind = (typeof SERVICE_SOURCE_KINDS)[number];
+
+/** Built from `<owner>/<repo>` (on the configured git host) or a direct Git URL; at least one is set. */
+export interface RepositorySource {
+  kind: 'repository';
+  repoFullName: string | null;
+  /** Without credentials: a token given in the URL is kept as the service's git token. */
+  repoUrl: string | null;
+}
+
+/** Where a repository is cloned from: its direct URL, else `<gitBaseUrl>/<owner>/<repo>.git`. */
+export function cloneUrlOf(source: RepositorySource, gitBaseUrl: string): string {
+  return source.repoUrl ?? `${gitBaseUrl}/${source.repoFullName}.git`;
+}
+
+/** Run from a pulled image. */
+export interface ImageSource {
+  kind: 'image';
+  image: string;
+}
+
+/** One of the database engines, with what only databases have. */
+export interface DatabaseSource {
+  kind: 'database';
+  engine: DatabaseEngine;
+  publicEnabled: boolean;
+  publicHostname: string | null;
+  /** postgres and timescale only: starts the server with wal_level=logical. */
+  logicalReplicationEnabled: boolean;
+}
+
 export interface ServiceRecord {
   id: string;
   projectId: string;
   name: string;
   slug: string;
-  repoFullName: string | null;
-  repoUrl: string | null;
-  containerImage: string | null;
+  source: ServiceSource;
   branch: string;
   rootDir: string | null;
   gitTokenEncrypted: string | null;
@@ -52,9 +89,6 @@ export interface ServiceRecord {
   runtimeMode: RuntimeMode;
   internalPort: number;
   hostPort: number;
-  databasePublicEnabled: boolean;
-  databasePublicHostname: string | null;
-  postgresLogicalReplicationEnabled: boolean;
   status: ServiceStatus;
   reachable: boolean;
   preferredDomain: string | null;

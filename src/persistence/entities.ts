@@ -1,9 +1,11 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type {
   Access,
   ApiKeyRecord,
   BuildMethod,
+  DatabaseSource,
   DeploymentLogRecord,
   DeploymentRecord,
   DeploymentTrigger,
@@ -14,8 +16,10 @@ import type {
   LogStream,
   ProjectRecord,
   ProjectStatus,
+  RepositorySource,
   RuntimeMode,
   ServiceRecord,
+  ServiceSourceKind,
   ServiceStatus,
 } from '../domain/types.js';
 
@@ -57,6 +61,9 @@ export const Service = defineEntity({
     projectId: fk(),
     name: str(),
     slug: str(64),
+    // What the service runs: `repository` (repoFullName and/or repoUrl), `image` (containerImage)
+    // or `database` (its row in service_databases).
+    source: str(16).$type<ServiceSourceKind>(),
     repoFullName: nullableStr(512),
     repoUrl: nullableText(),
     containerImage: nullableStr(512),
@@ -74,9 +81,6 @@ export const Service = defineEntity({
     internalPort: p.integer(),
     // Unique: a host port is never handed to two services at once.
     hostPort: p.integer().unique(),
-    databasePublicEnabled: p.boolean(),
-    databasePublicHostname: nullableStr(253),
-    postgresLogicalReplicationEnabled: p.boolean(),
     status: str(16).$type<ServiceStatus>(),
     reachable: p.boolean(),
     preferredDomain: nullableStr(253),
@@ -84,6 +88,19 @@ export const Service = defineEntity({
     lastDeployedAt: nullableDate(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
+  },
+});
+
+/** What only database services have, one row per database service. */
+export const ServiceDatabase = defineEntity({
+  name: 'ServiceDatabase',
+  tableName: 'service_databases',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    engine: str(16).$type<DatabaseEngine>(),
+    publicEnabled: p.boolean(),
+    publicHostname: nullableStr(253),
+    logicalReplicationEnabled: p.boolean(),
   },
 });
 
@@ -173,13 +190,14 @@ export const Setting = defineEntity({
   },
 });
 
-export const ALL_ENTITIES = [Setting, Project, Service, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
+export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
 export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 
 export type ProjectRow = Row<typeof Project>;
 export type ServiceRow = Row<typeof Service>;
+export type ServiceDatabaseRow = Row<typeof ServiceDatabase>;
 export type EnvVarRow = Row<typeof EnvVar>;
 export type DomainRow = Row<typeof Domain>;
 export type DeploymentRow = Row<typeof Deployment>;
@@ -199,7 +217,8 @@ type Same<A, B> = [keyof A] extends [keyof B]
   : false;
 function same<_ extends true>(): void {}
 same<Same<ProjectRow, ProjectRecord>>();
-same<Same<ServiceRow, ServiceRecord>>();
+same<Same<ServiceRow, Omit<ServiceRecord, 'source'> & { source: ServiceSourceKind } & Omit<RepositorySource, 'kind'> & { containerImage: string | null }>>();
+same<Same<ServiceDatabaseRow, Omit<DatabaseSource, 'kind'> & { serviceId: string }>>();
 same<Same<EnvVarRow, EnvVarRecord>>();
 same<Same<DomainRow, DomainRecord>>();
 same<Same<DeploymentRow, DeploymentRecord>>();

@@ -56,7 +56,7 @@ export abstract class Repository {
     }
   }
 
-  protected async updateRow<T extends object>(entity: EntityName<T>, id: string, patch: Patch<T>, what: string): Promise<void> {
+  protected async updateRow<T extends object>(entity: EntityName<T>, id: string, patch: Patch<NoInfer<T>>, what: string): Promise<void> {
     if (Object.keys(patch).length === 0) return;
     try {
       this.written();

@@ -2,7 +2,7 @@ import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
-import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
+import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
@@ -104,7 +104,7 @@ export class ProjectService {
   async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
     const suggestions: SuggestionView[] = [];
     for (const service of services) {
-      const engine = engineOf(service.repoFullName);
+      const engine = databaseEngineOf(service);
       if (!engine) continue;
       const spec = ENGINE_SPECS[engine];
       // References, not literal values: the URL resolves at deploy time and no password is echoed.

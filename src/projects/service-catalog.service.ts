@@ -101,10 +101,6 @@ export class ServiceCatalog {
         projectId: project.id,
         name,
         slug,
-        repoFullName:
-          variant.kind === 'repository' ? variant.repoFullName : variant.kind === 'image' ? `image:${variant.image}` : `database:${variant.engine}`,
-        repoUrl: variant.kind === 'repository' ? variant.repoUrl : variant.kind === 'image' ? 'container-image' : 'database',
-        containerImage: variant.kind === 'image' ? variant.image : null,
         branch: cleanBranch(input.branch ?? 'main'),
         rootDir: relativePath(input.rootDir, 'rootDir'),
         // A credential in the URL is the git token: encrypted, never shown, never in the URL we keep or log.
@@ -119,13 +115,20 @@ export class ServiceCatalog {
         runtimeMode,
         internalPort: input.internalPort ?? (engine ? ENGINE_SPECS[engine].internalPort : DEFAULT_INTERNAL_PORT),
         hostPort,
-        databasePublicEnabled: engine ? (input.databasePublicEnabled ?? false) : false,
-        databasePublicHostname: engine
-          ? input.databasePublicHostname
-            ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
-            : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain)
-          : null,
-        postgresLogicalReplicationEnabled: engine === 'postgres' || engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+        source:
+          variant.kind === 'repository'
+            ? { kind: 'repository', repoFullName: variant.repoFullName, repoUrl: variant.repoUrl }
+            : variant.kind === 'image'
+              ? { kind: 'image', image: variant.image }
+              : {
+                  kind: 'database',
+                  engine: variant.engine,
+                  publicEnabled: input.databasePublicEnabled ?? false,
+                  publicHostname: input.databasePublicHostname
+                    ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
+                    : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain),
+                  logicalReplicationEnabled: variant.engine === 'postgres' || variant.engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+                },
         status: 'idle',
         reachable: false,
         preferredDomain: null,

@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import type { DomainRecord, ServiceRecord } from '../domain/types.js';
 import { normalizeHostname } from '../domain/validation.js';
@@ -84,7 +84,7 @@ export class DomainService {
 
 function assertRoutable(service: ServiceRecord): void {
   if (service.runtimeMode === 'worker') throw new ConflictError('Workers do not accept custom domains', { field: 'hostname' });
-  if (engineOf(service.repoFullName)) {
+  if (databaseEngineOf(service)) {
     throw new ConflictError('Database services are reached through databasePublicHostname, not custom domains', { field: 'hostname' });
   }
 }

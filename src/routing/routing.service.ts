@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname } from '../platform/presenters.js';
@@ -66,7 +66,7 @@ export class RoutingService {
       this.deps.store.projects.list(null),
     ]);
     const projectSlugs = new Map(projects.map((p) => [p.id, p.slug]));
-    const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !engineOf(s.repoFullName)).map((s) => [s.id, s]));
+    const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !databaseEngineOf(s)).map((s) => [s.id, s]));
     const routes = new Map<string, RouteTarget>();
     for (const domain of domains) {
       if (web.has(domain.serviceId)) routes.set(domain.hostname, { hostname: domain.hostname, serviceId: domain.serviceId, upstream: this.upstreamOf(domain.serviceId) });

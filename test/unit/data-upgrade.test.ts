@@ -5,6 +5,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
+import { wireSource } from '../../src/platform/presenters.js';
+import type { ServiceRecord } from '../../src/domain/types.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 
 /*
@@ -33,16 +35,23 @@ function expected(kind: 'sqlite' | 'postgresql'): Expected {
   return JSON.parse(readFileSync(path.join(FIXTURE, `${kind}-expected.json`), 'utf8')) as Expected;
 }
 
+/**
+ * A service as release 0.1.0 stored it: the source in the wire's placeholder spelling (what the
+ * presenter still answers with), the database settings on every service.
+ */
+const asOldRow = ({ source, ...rest }: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
+
 /** Records as JSON carries them (dates as ISO strings), the form the expected rows were saved in. */
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
 async function checkEveryRow(database: Database, want: Expected): Promise<void> {
   const store = database.store;
   const services = await store.projects.listAllServices();
+  const serviceRows = services.map(asOldRow);
   const serviceIds = services.map((s) => s.id);
   const deployments = (await Promise.all(serviceIds.map((id) => store.deployments.list(id)))).flat();
   expect(asJson(await store.projects.list(null))).toEqual(want.projects);
-  expect(asJson(services)).toEqual(want.services);
+  expect(asJson(serviceRows)).toEqual(want.services);
   expect(asJson(await store.env.list(serviceIds))).toEqual(want.env);
   expect(asJson(await store.domains.list(null))).toEqual(want.domains);
   expect(asJson(deployments)).toEqual(want.deployments);
