@@ -11,13 +11,9 @@ import { cleanName } from '../domain/validation.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import { presentProject, presentService } from '../platform/presenters.js';
 import type { ServiceRemoval } from './service-removal.js';
+import type { ProjectInput, ProjectPatchInput } from './project.inputs.js';
 import type { ProjectView, ProxyResultView, SuggestionView } from '../platform/views.js';
 import { NotFoundError } from '../domain/errors.js';
-
-export interface ProjectInput {
-  name: string;
-  description?: string | undefined;
-}
 
 export class ProjectService {
   private readonly listCache = new VersionedCache<'all', ProjectView[]>(() => this.deps.store.version, 1);
@@ -78,7 +74,7 @@ export class ProjectService {
   }
 
   /** Renaming keeps the slug: URLs and scripts that use it keep working. */
-  async update(actor: Actor, projectId: string, input: Partial<ProjectInput>): Promise<ProjectView> {
+  async update(actor: Actor, projectId: string, input: ProjectPatchInput): Promise<ProjectView> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
     const patch: Partial<ProjectRecord> = { updatedAt: this.deps.clock.now() };

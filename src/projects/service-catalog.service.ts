@@ -2,7 +2,7 @@ import { ConflictError, ValidationError } from '../domain/errors.js';
 import { ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
-import type { BuildMethod, ProjectRecord, RuntimeMode, ServiceRecord } from '../domain/types.js';
+import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import { assertEnvKey, assertImageReference, assertRemoteGitUrl, cleanName, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
 import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
@@ -12,46 +12,12 @@ import { allocateHostPort } from './host-port-allocator.js';
 import { projectFor, serviceFor } from '../platform/lookup.js';
 import { generatedHostname, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
 import type { ProjectService } from './project.service.js';
+import type { CreateServiceInput, UpdateServiceInput } from './project.inputs.js';
 import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { generatePassword } from '../platform/secret-box.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from '../platform/views.js';
-
-export interface EnvEntryInput {
-  key: string;
-  value: string;
-  secret?: boolean | undefined;
-}
-
-export interface CreateServiceInput {
-  name: string;
-  repoFullName?: string | null | undefined;
-  repoUrl?: string | null | undefined;
-  containerImage?: string | null | undefined;
-  branch?: string | undefined;
-  rootDir?: string | null | undefined;
-  gitToken?: string | null | undefined;
-  installCommand?: string | null | undefined;
-  buildCommand?: string | null | undefined;
-  startCommand?: string | null | undefined;
-  staticOutput?: string | null | undefined;
-  buildMethod?: BuildMethod | undefined;
-  dockerfilePath?: string | null | undefined;
-  runtimeMode?: RuntimeMode | undefined;
-  internalPort?: number | undefined;
-  env?: EnvEntryInput[] | undefined;
-  databasePublicEnabled?: boolean | undefined;
-  databasePublicHostname?: string | null | undefined;
-  postgresLogicalReplicationEnabled?: boolean | undefined;
-}
-
-export type UpdateServiceInput = Partial<
-  Pick<
-    CreateServiceInput,
-    'branch' | 'rootDir' | 'installCommand' | 'buildCommand' | 'startCommand' | 'staticOutput' | 'buildMethod' | 'dockerfilePath' | 'runtimeMode' | 'internalPort' | 'gitToken'
-  >
->;
 
 export interface ServiceOverview {
   service: ServiceView;

@@ -3,6 +3,7 @@ import { normalizeHostname } from '../domain/validation.js';
 import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
+import type { SettingsInput } from './settings.inputs.js';
 import { DNS_PROVIDER_IDS, type SettingsView } from '../platform/views.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
@@ -17,13 +18,6 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
-}
-
-export interface SettingsInput {
-  publicIp?: string | null | undefined;
-  rootDomain?: string | null | undefined;
-  /** Replaces the list; an entry without apiToken keeps the token it had. */
-  dnsProviders?: Array<{ providerId: ProviderId; apiToken?: string | undefined }> | undefined;
 }
 
 const KEY = 'platform';
