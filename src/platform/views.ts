@@ -133,9 +133,8 @@ export const deploymentLogView = z
   .meta({ id: 'DeploymentLogLine' });
 export type DeploymentLogView = z.infer<typeof deploymentLogView>;
 
-export const runtimeLogView = z
-  .object({ id: z.number().int(), line: z.string(), stream: z.enum(LOG_STREAMS), createdAt: timestamp })
-  .meta({ id: 'RuntimeLogLine' });
+/** A container's output line: a deployment log line without the deployment. */
+export const runtimeLogView = deploymentLogView.omit({ deploymentId: true }).meta({ id: 'RuntimeLogLine' });
 export type RuntimeLogView = z.infer<typeof runtimeLogView>;
 
 export const suggestionView = z
