@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { apiKeyView } from '../src/index.js';
+import { ACCESS_LEVELS, apiKeyView } from '../src/index.js';
 import { idParam, line, okTrue } from './schemas.js';
 import { router, writeProcedure } from './trpc.js';
 
@@ -11,7 +11,7 @@ export const apiKeyRouter = router({
     .input(
       z.strictObject({
         name: line(100).min(1),
-        access: z.enum(['read', 'write']),
+        access: z.enum(ACCESS_LEVELS),
         projectIds: z.array(idParam).max(1000).nullish().meta({ description: 'Projects the key may see; omitted or null: all projects' }),
       }),
     )

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { projectView, proxyResultView, suggestionView } from '../src/index.js';
-import { idParam, line, text, trustedOutput } from './schemas.js';
+import { projectInput, projectPatchInput, projectView, proxyResultView, suggestionView } from '../src/index.js';
+import { idParam, line, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Projects'];
@@ -14,7 +14,7 @@ export const projectRouter = router({
 
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/projects', tags, summary: 'Create a project (all-project keys only)' } })
-    .input(z.strictObject({ name: line(100).min(1), description: text(10_000).optional() }))
+    .input(projectInput)
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => ({ project: await ctx.services.projects.create(ctx.actor, input) })),
 
@@ -26,7 +26,7 @@ export const projectRouter = router({
 
   update: writeProcedure
     .meta({ openapi: { method: 'PATCH', path: '/api/projects/{projectId}', tags, summary: 'Rename a project or change its description' } })
-    .input(z.strictObject({ projectId: idParam, name: line(100).min(1).optional(), description: text(10_000).optional() }))
+    .input(z.strictObject({ projectId: idParam, ...projectPatchInput.shape }))
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => {
       const { projectId, ...patch } = input;

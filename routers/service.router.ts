@@ -1,56 +1,17 @@
 import { z } from 'zod';
-import { deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView } from '../src/index.js';
-import { buildMethod, idParam, line, nullableLine, nullableText, port, runtimeMode, strictBoolean, text, trustedOutput } from './schemas.js';
+import { createServiceInput, deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView, updateServiceInput } from '../src/index.js';
+import { idParam, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Services'];
 
-const envEntry = z.strictObject({ key: line(255), value: text(), secret: strictBoolean().optional() });
-
-const createServiceInput = z.strictObject({
-  projectId: idParam,
-  name: line(100).min(1),
-  repoFullName: nullableLine(512),
-  repoUrl: nullableLine(2048).meta({ description: 'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL' }),
-  containerImage: nullableLine(512),
-  branch: line(255).min(1).optional(),
-  rootDir: nullableLine(1024),
-  gitToken: nullableLine().meta({ description: 'Write-only: a token for private repositories; never returned (see hasGitToken)' }),
-  installCommand: nullableText(),
-  buildCommand: nullableText(),
-  startCommand: nullableText(),
-  staticOutput: nullableLine(1024),
-  buildMethod: buildMethod.optional(),
-  dockerfilePath: nullableLine(1024),
-  runtimeMode: runtimeMode.optional(),
-  internalPort: port.optional(),
-  env: z.array(envEntry).max(500).optional(),
-  databasePublicEnabled: strictBoolean().optional(),
-  databasePublicHostname: nullableLine(253),
-  postgresLogicalReplicationEnabled: strictBoolean().optional(),
-});
-
-/** PATCH takes the build and run settings of creation, each optional. */
-const updateServiceInput = createServiceInput
-  .pick({
-    branch: true,
-    rootDir: true,
-    gitToken: true,
-    installCommand: true,
-    buildCommand: true,
-    startCommand: true,
-    staticOutput: true,
-    buildMethod: true,
-    dockerfilePath: true,
-    runtimeMode: true,
-    internalPort: true,
-  })
-  .extend({ serviceId: idParam });
+const createInput = z.strictObject({ projectId: idParam, ...createServiceInput.shape });
+const updateInput = z.strictObject({ ...updateServiceInput.shape, serviceId: idParam });
 
 export const serviceRouter = router({
   create: writeProcedure
     .meta({ created: true, openapi: { method: 'POST', path: '/api/projects/{projectId}/services', tags, summary: 'Create a repository, container-image, database, worker or static-site service' } })
-    .input(createServiceInput)
+    .input(createInput)
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { projectId, ...rest } = input;
@@ -70,7 +31,7 @@ export const serviceRouter = router({
 
   update: writeProcedure
     .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}', tags, summary: 'Change how a service is built and run' } })
-    .input(updateServiceInput)
+    .input(updateInput)
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { serviceId, ...patch } = input;

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { DNS_PROVIDER_IDS, settingsView } from '../src/index.js';
-import { line } from './schemas.js';
+import { settingsInput, settingsView } from '../src/index.js';
 import { router, writeProcedure } from './trpc.js';
 
 const tags = ['Settings'];
@@ -14,22 +13,7 @@ export const settingsRouter = router({
 
   update: writeProcedure
     .meta({ openapi: { method: 'PUT', path: '/api/settings', tags, summary: 'Change platform settings; provider tokens are write-only' } })
-    .input(
-      z.strictObject({
-        publicIp: line(64).nullish(),
-        rootDomain: line(253).nullish(),
-        dnsProviders: z
-          .array(
-            z.strictObject({
-              providerId: z.enum(DNS_PROVIDER_IDS),
-              apiToken: line(4096).min(1).optional().meta({ description: 'Write-only; omit to keep the stored token' }),
-            }),
-          )
-          .max(10)
-          .optional()
-          .meta({ description: 'Replaces the connected providers' }),
-      }),
-    )
+    .input(settingsInput)
     .output(z.object({ settings: settingsView }))
     .mutation(async ({ ctx, input }) => ({ settings: await ctx.services.settings.update(ctx.actor, input) })),
 });

@@ -8,9 +8,11 @@ import { ProjectService } from './projects/project.service.js';
 import { RoutingService } from './routing/routing.service.js';
 import { RuntimeLogService } from './deployments/runtime-log.service.js';
 import { ServiceCatalog } from './projects/service-catalog.service.js';
+import { ServiceRemoval } from './projects/service-removal.js';
 import { DeployRunner } from './deployments/deploy-runner.js';
 import { DnsService } from './routing/dns.service.js';
 import { SettingsService } from './settings/settings.service.js';
+import { LiveConfig } from './settings/live-config.js';
 import { HealthService } from './health/health.service.js';
 import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
@@ -30,7 +32,16 @@ export interface ServicesOptions {
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
-export function createServices(deps: ServiceDeps, options: ServicesOptions = {}) {
+export function createServices(startupDeps: ServiceDeps, options: ServicesOptions = {}) {
+  // Every use case reads the configuration through this getter: the stored settings, applied by
+  // SettingsService, replace the snapshot it returns; the caller's config object is never written to.
+  const live = new LiveConfig(startupDeps.config);
+  const deps: ServiceDeps = {
+    ...startupDeps,
+    get config() {
+      return live.current();
+    },
+  };
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
@@ -51,26 +62,18 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     options.databases?.locator ?? runnerLocator,
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
-  const removal = {
-    before: async (removed: ServiceRecord[]) => {
-      if (runner) await runner.stopDeploymentsOf(removed.map((s) => s.id));
-    },
-    // The records are gone by now: a runtime leftover is logged (and collected later), never a failed delete.
-    after: async (removed: ServiceRecord[]) => {
-      if (runner) {
-        for (const service of removed) await runner.removeService(service).catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
-        for (const projectId of new Set(removed.map((s) => s.projectId))) {
-          await runner.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
-        }
-      }
+  // A deleted database's pools close at once, not when they fall idle.
+  const removal = new ServiceRemoval(deps, routing, runner, {
+    ...options,
+    onServicesRemoved: async (removed) => {
       await databases.release(removed.map((s) => s.id));
       await options.onServicesRemoved?.(removed);
     },
-  };
-  const projects = new ProjectService(deps, routing, removal);
+  });
+  const projects = new ProjectService(deps, removal);
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
-  const settings = new SettingsService(deps, () => routing.reload());
+  const settings = new SettingsService(deps, live, () => routing.reload());
   return {
     apiKeys: new ApiKeyService(deps),
     projects,
@@ -95,13 +98,15 @@ export type { ServiceDeps } from './platform/deps.js';
 export type { PlatformConfig } from './settings/platform-config.js';
 export { DEFAULT_PLATFORM_CONFIG } from './settings/platform-config.js';
 export { DomainError } from './domain/errors.js';
-export type { ErrorCode } from './domain/errors.js';
+export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
+export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
-export type { CreateServiceInput, UpdateServiceInput } from './projects/service-catalog.service.js';
-export type { SettingsInput } from './settings/settings.service.js';
+export * from './platform/input-schemas.js';
+export { createServiceInput, updateServiceInput, projectInput, projectPatchInput, type CreateServiceInput, type UpdateServiceInput, type ProjectInput } from './projects/project.inputs.js';
+export { settingsInput, type SettingsInput } from './settings/settings.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';

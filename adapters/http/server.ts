@@ -28,7 +28,7 @@ import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js
 import type { AppConfig } from './config.js';
 import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
-import { NetPortProbe } from './net-port-probe.js';
+import { NetPortProbe } from '../net/net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
 
@@ -89,7 +89,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   await services.settings.load();
   let initialApiKey: string | null = null;
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
-  else if (database.fresh && (await database.store.countApiKeys()) === 0) {
+  else if (database.fresh && (await database.store.apiKeys.count()) === 0) {
     // Without it, a first start leaves no way in over HTTP. Only its id and prefix are logged.
     const { apiKey, token } = await services.apiKeys.mint('initial', 'write', null);
     log('initial API key created (all projects, write); its token is printed once, outside the log records', { id: apiKey.id, prefix: apiKey.prefix });

@@ -44,7 +44,7 @@ export class ApiKeyService {
     const version = this.deps.store.version;
     let key = this.keyCache.get(hash);
     if (!key) {
-      key = (await this.deps.store.getApiKeyByHash(hash)) ?? undefined;
+      key = (await this.deps.store.apiKeys.getByHash(hash)) ?? undefined;
       if (key) this.keyCache.set(hash, key, version);
     }
     if (!key || !timingSafeEqual(Buffer.from(key.tokenHash), Buffer.from(hash))) {
@@ -52,7 +52,7 @@ export class ApiKeyService {
     }
     const now = this.deps.clock.now();
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-      await this.deps.store.updateApiKey(key.id, { lastUsedAt: now });
+      await this.deps.store.apiKeys.update(key.id, { lastUsedAt: now });
     }
     return { keyId: key.id, access: key.access, projectIds: key.projectIds };
   }
@@ -61,8 +61,8 @@ export class ApiKeyService {
   async bootstrap(token: string): Promise<void> {
     if (token.length < 16) throw new ValidationError('BOOTSTRAP_API_KEY', 'BOOTSTRAP_API_KEY must be at least 16 characters');
     const hash = hashToken(token);
-    if (await this.deps.store.getApiKeyByHash(hash)) return;
-    await this.deps.store.insertApiKey({
+    if (await this.deps.store.apiKeys.getByHash(hash)) return;
+    await this.deps.store.apiKeys.insert({
       id: newId(),
       name: 'bootstrap',
       access: 'write',
@@ -83,7 +83,7 @@ export class ApiKeyService {
     const projectIds = input.projectIds ? [...new Set(input.projectIds)] : null;
     if (projectIds) {
       for (const [i, id] of projectIds.entries()) {
-        if (!(await this.deps.store.getProject(id))) throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);
+        if (!(await this.deps.store.projects.get(id))) throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);
       }
     }
     return this.mint(input.name, input.access, projectIds);
@@ -102,19 +102,19 @@ export class ApiKeyService {
       createdAt: this.deps.clock.now(),
       lastUsedAt: null,
     };
-    await this.deps.store.insertApiKey(record);
+    await this.deps.store.apiKeys.insert(record);
     return { apiKey: presentApiKey(record), token };
   }
 
   async list(actor: Actor): Promise<ApiKeyView[]> {
     this.assertAdmin(actor);
-    return (await this.deps.store.listApiKeys()).map(presentApiKey);
+    return (await this.deps.store.apiKeys.list()).map(presentApiKey);
   }
 
   async delete(actor: Actor, id: string): Promise<void> {
     this.assertAdmin(actor);
-    if (!(await this.deps.store.getApiKey(id))) throw new NotFoundError('API key', id);
-    await this.deps.store.deleteApiKey(id);
+    if (!(await this.deps.store.apiKeys.get(id))) throw new NotFoundError('API key', id);
+    await this.deps.store.apiKeys.delete(id);
   }
 
   private assertAdmin(actor: Actor): void {

@@ -1,4 +1,4 @@
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import type { ContainerState } from './container-engine.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -23,12 +23,12 @@ class AbortedByUser extends Error {}
 
 /** Web services and databases answer on their host port; workers do not. */
 function serves(service: ServiceRecord): boolean {
-  return service.runtimeMode === 'web' || engineOf(service.repoFullName) !== null;
+  return service.runtimeMode === 'web' || databaseEngineOf(service) !== null;
 }
 
 /** What the proxy routes to: web services that are not databases. */
 function isWeb(service: ServiceRecord): boolean {
-  return service.runtimeMode === 'web' && engineOf(service.repoFullName) === null;
+  return service.runtimeMode === 'web' && databaseEngineOf(service) === null;
 }
 class InterruptedByShutdown extends Error {}
 
@@ -159,7 +159,7 @@ export class DeployRunner {
   private async tick(): Promise<void> {
     const limit = this.deps.config.deploy.buildConcurrency;
     if (this.running.size >= limit) return;
-    const queued = await this.deps.store.listDeploymentsByStatus(['queued']);
+    const queued = await this.deps.store.deployments.listByStatus(['queued']);
     const busy = new Set([...this.running.values()].map((job) => job.serviceId));
     let engineAsked = false;
     for (const deployment of queued) {
@@ -177,7 +177,7 @@ export class DeployRunner {
       }
       busy.add(deployment.serviceId);
       const now = this.deps.clock.now();
-      if (!(await this.deps.store.transitionDeployment(deployment.id, ['queued'], { status: 'running', startedAt: now }))) continue;
+      if (!(await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'running', startedAt: now }))) continue;
       this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
       const controller = new AbortController();
       const job = { serviceId: deployment.serviceId, controller, done: Promise.resolve() };
@@ -200,12 +200,12 @@ export class DeployRunner {
   private async execute(deployment: DeploymentRecord, controller: AbortController): Promise<void> {
     const log = new DeploymentLogWriter(deployment.id, this.deployments);
     const created: { image?: string; container?: string } = {};
-    const service = await this.deps.store.getService(deployment.serviceId);
-    const project = service ? await this.deps.store.getProject(service.projectId) : null;
+    const service = await this.deps.store.projects.getService(deployment.serviceId);
+    const project = service ? await this.deps.store.projects.get(service.projectId) : null;
     let slot: SlotAssignment | undefined;
     try {
       if (!service || !project) throw new DeploymentFailure('The service was deleted');
-      await this.deps.store.updateService(service.id, { status: service.status === 'active' ? 'active' : 'deploying' });
+      await this.deps.store.projects.updateService(service.id, { status: service.status === 'active' ? 'active' : 'deploying' });
       log.write(`Deployment ${deployment.id} started`);
       slot = await this.assignSlot(service);
       if (slot) this.jobSlots.add(slot.ip);
@@ -213,13 +213,13 @@ export class DeployRunner {
       if (controller.signal.aborted) throw controller.signal.reason;
       await this.cutover(service, deployment, result.container, log, slot);
       const now = this.deps.clock.now();
-      await this.deps.store.updateService(service.id, {
+      await this.deps.store.projects.updateService(service.id, {
         status: 'active',
         reachable: serves(service),
         lastDeployedAt: now,
         updatedAt: now,
       });
-      await this.deps.store.updateProject(project.id, { status: 'active', updatedAt: now });
+      await this.deps.store.projects.update(project.id, { status: 'active', updatedAt: now });
       log.write(`Deployment succeeded: ${result.container.name}`);
       await log.flush();
       await this.finish(deployment.id, 'succeeded', { imageTag: result.imageTag, containerName: result.container.name });
@@ -237,7 +237,7 @@ export class DeployRunner {
       await this.discard(created, log);
       if (service) {
         const current = await this.currentContainer(service);
-        if (!current) await this.deps.store.updateService(service.id, { status: 'failed', reachable: false });
+        if (!current) await this.deps.store.projects.updateService(service.id, { status: 'failed', reachable: false });
       }
       await log.flush();
       await this.finish(deployment.id, aborted ? 'aborted' : 'failed', {});
@@ -280,7 +280,7 @@ export class DeployRunner {
   }
 
   private async finish(id: string, status: 'succeeded' | 'failed' | 'aborted', patch: Partial<DeploymentRecord>): Promise<void> {
-    await this.deps.store.transitionDeployment(id, ['running'], { ...patch, status, finishedAt: this.deps.clock.now() });
+    await this.deps.store.deployments.transition(id, ['running'], { ...patch, status, finishedAt: this.deps.clock.now() });
     this.deps.logBus.publish(id, { type: 'status', status });
   }
 
@@ -295,7 +295,7 @@ export class DeployRunner {
     // A worker (maybe a web service until now) publishes nothing.
     await this.runtime.forwarder.set(service.hostPort, upstream);
     if (upstream) log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
-    await this.deps.store.updateDeployment(deployment.id, { containerName: container.name });
+    await this.deps.store.deployments.update(deployment.id, { containerName: container.name });
     this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
     // Between slots the table stays the same and the proxy is not reloaded: the gate moves the traffic.
     const proxy = slot ? await this.routing.reloadIfChanged() : { ...(await this.routing.reload()), loaded: true };
@@ -325,7 +325,7 @@ export class DeployRunner {
     const deadline = started + this.deps.config.routing.drainTimeoutMs;
     let open: number | null = 0;
     // Only web traffic is drained: a database's clients reconnect, and a worker serves none.
-    if (previous.running && service.runtimeMode === 'web' && !engineOf(service.repoFullName)) {
+    if (previous.running && service.runtimeMode === 'web' && !databaseEngineOf(service)) {
       // Twice in a row: a connection may be opening as the first look finds none.
       let idleLooks = 0;
       while (Date.now() < deadline && idleLooks < 2 && !this.stopped) {
@@ -369,7 +369,7 @@ export class DeployRunner {
    */
   private async pickCurrent(containers: ContainerState[]): Promise<Map<string, ContainerState>> {
     const running = containers.filter((c) => c.running && c.labels[LABELS.deployment]);
-    const deployments = await this.deps.store.listDeploymentsByIds([...new Set(running.map((c) => c.labels[LABELS.deployment]!))]);
+    const deployments = await this.deps.store.deployments.listByIds([...new Set(running.map((c) => c.labels[LABELS.deployment]!))]);
     const succeeded = new Map(deployments.filter((d) => d.status === 'succeeded').map((d) => [d.id, d.createdAt.getTime()]));
     const current = new Map<string, { container: ContainerState; at: number }>();
     for (const container of running) {
@@ -391,14 +391,14 @@ export class DeployRunner {
    * owns any more go, and the host ports point at the containers that kept running.
    */
   async recover(): Promise<void> {
-    for (const deployment of await this.deps.store.listDeploymentsByStatus(['running'])) {
+    for (const deployment of await this.deps.store.deployments.listByStatus(['running'])) {
       if (this.running.has(deployment.id)) continue;
       await this.deployments.appendLog(deployment.id, 'stderr', 'The server stopped while this deployment was running; it was not finished. Deploy again.');
       await this.finish(deployment.id, 'failed', {});
     }
     await this.runtime.engine.ping();
     await this.prepareSlots();
-    const services = new Map((await this.deps.store.listAllServices()).map((s) => [s.id, s]));
+    const services = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s]));
     const snapshot = this.slots?.snapshot() ?? 0;
     const all = await this.instanceContainers();
     const currents = [...(await this.pickCurrent(all)).values()];
@@ -430,7 +430,7 @@ export class DeployRunner {
     const snapshot = this.slots?.snapshot() ?? 0;
     const containers = await this.instanceContainers();
     const currents = await this.pickCurrent(containers);
-    const services = await this.deps.store.listAllServices();
+    const services = await this.deps.store.projects.listAllServices();
     const deploying = new Set([...this.running.values()].map((job) => job.serviceId));
     if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
     for (const service of services) {
@@ -440,7 +440,7 @@ export class DeployRunner {
       this.routing.setUpstream(service.id, this.upstreamFor(service, target ? current : undefined));
       if (service.status !== 'active') continue;
       await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
-      if (serves(service) && !!current !== service.reachable) await this.deps.store.updateService(service.id, { reachable: !!current });
+      if (serves(service) && !!current !== service.reachable) await this.deps.store.projects.updateService(service.id, { reachable: !!current });
     }
     this.routing.markUpstreamsKnown();
     await this.retireLeftovers(services, containers, currents, deploying);
@@ -494,7 +494,7 @@ export class DeployRunner {
     });
     if (candidates.length === 0) return;
     // One query for all of them: this runs every 10 s.
-    const deployments = new Map((await this.deps.store.listDeploymentsByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]));
+    const deployments = new Map((await this.deps.store.deployments.listByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]));
     for (const { tag, serviceId, deploymentId } of candidates) {
       const deployment = deployments.get(deploymentId);
       if (!deployment || deployment.serviceId !== serviceId || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
@@ -521,7 +521,7 @@ export class DeployRunner {
     }
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
-    if (engineOf(service.repoFullName)) await this.runtime.engine.removeVolume(names.volume);
+    if (databaseEngineOf(service)) await this.runtime.engine.removeVolume(names.volume);
   }
 
   async removeProjectNetwork(projectId: string): Promise<void> {

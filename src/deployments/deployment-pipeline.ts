@@ -1,7 +1,7 @@
 import { appendFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
-import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
+import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
+import { cloneUrlOf, type DeploymentRecord, type ProjectRecord, type RepositorySource, type ServiceRecord } from '../domain/types.js';
 import type { ContainerState } from './container-engine.port.js';
 import { analyze } from './analyzer/analyzer.js';
 import { directoryTree } from './analyzer/source-tree.js';
@@ -58,10 +58,10 @@ export class DeploymentPipeline {
     });
 
     let built: Omit<PipelineResult, 'container'>;
-    const engine = engineOf(service.repoFullName);
-    if (engine) built = await this.fromImage(ctx, ENGINE_SPECS[engine].image, names.image);
-    else if (service.repoUrl === 'container-image') built = await this.fromImage(ctx, service.containerImage!, names.image);
-    else built = await this.fromRepository(ctx, resolved.env, names.image);
+    const { source } = service;
+    if (source.kind === 'database') built = await this.fromImage(ctx, ENGINE_SPECS[source.engine].image, names.image);
+    else if (source.kind === 'image') built = await this.fromImage(ctx, source.image, names.image);
+    else built = await this.fromRepository(ctx, source, resolved.env, names.image);
     this.check(ctx);
 
     const container = await this.start(ctx, built.imageTag, resolved.env, names);
@@ -89,13 +89,13 @@ export class DeploymentPipeline {
     }
   }
 
-  private async fromRepository(ctx: Context, env: Record<string, string>, tag: string): Promise<Omit<PipelineResult, 'container'>> {
+  private async fromRepository(ctx: Context, source: RepositorySource, env: Record<string, string>, tag: string): Promise<Omit<PipelineResult, 'container'>> {
     const { service, log } = ctx;
     const workdir = path.resolve(this.deps.config.deploy.buildsDir, ctx.deployment.id);
     await rm(workdir, { recursive: true, force: true });
     await mkdir(path.dirname(workdir), { recursive: true });
     try {
-      const url = service.repoUrl ?? `${this.deps.config.deploy.gitBaseUrl}/${service.repoFullName}.git`;
+      const url = cloneUrlOf(source, this.deps.config.deploy.gitBaseUrl);
       const token = service.gitTokenEncrypted ? this.deps.secrets.decrypt(service.gitTokenEncrypted) : null;
       log.mask(token);
       log.write(`Cloning ${url} (branch ${service.branch})${token ? ' with the service token' : ''}`);
@@ -106,7 +106,7 @@ export class DeploymentPipeline {
         this.check(ctx);
         throw new DeploymentFailure(`Could not clone ${url} at branch ${service.branch}: ${(error as Error).message}`);
       }
-      await this.deps.store.updateDeployment(ctx.deployment.id, { commitSha });
+      await this.deps.store.deployments.update(ctx.deployment.id, { commitSha });
       log.write(`Checked out ${commitSha}`);
       this.check(ctx);
 
@@ -153,7 +153,7 @@ export class DeploymentPipeline {
         for (const line of analysis.dockerfile.split('\n')) log.write(`  ${line}`);
         for (const base of baseImages(analysis.dockerfile)) await this.ensureImage(ctx, base);
       }
-      await this.deps.store.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
+      await this.deps.store.projects.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
       this.check(ctx);
 
       log.write(`Building image ${tag}`);
@@ -180,12 +180,12 @@ export class DeploymentPipeline {
 
   private async start(ctx: Context, image: string, env: Record<string, string>, names: ReturnType<typeof resourceNames>): Promise<ContainerState> {
     const { service, log } = ctx;
-    const engine = engineOf(service.repoFullName);
+    const engine = databaseEngineOf(service);
     const spec = engine ? ENGINE_SPECS[engine] : null;
     await this.runtime.engine.ensureNetwork(names.network, { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.project]: service.projectId });
     const cmd = spec?.command
-      ? spec.command({ logicalReplication: service.postgresLogicalReplicationEnabled })
-      : service.repoUrl === 'container-image' && service.startCommand
+      ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
+      : service.source.kind === 'image' && service.startCommand
         ? ['sh', '-c', service.startCommand]
         : null;
     log.write(`Starting container ${names.container}`);
@@ -215,7 +215,7 @@ export class DeploymentPipeline {
       this.check(ctx);
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
-    await this.deps.store.updateDeployment(ctx.deployment.id, { containerName: names.container, imageTag: image });
+    await this.deps.store.deployments.update(ctx.deployment.id, { containerName: names.container, imageTag: image });
     return this.waitUntilServing(ctx, container, spec !== null);
   }
 

@@ -52,7 +52,7 @@ export class DeploymentService {
       finishedAt: null,
       createdAt: this.deps.clock.now(),
     };
-    await this.deps.store.insertDeployment(deployment);
+    await this.deps.store.deployments.insert(deployment);
     await this.appendLog(deployment.id, 'stdout', `Deployment queued for ${service.name}`);
     for (const listener of this.createdListeners) listener();
     return presentDeployment(deployment);
@@ -60,7 +60,7 @@ export class DeploymentService {
 
   async list(actor: Actor, serviceId: string): Promise<DeploymentView[]> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    return (await this.deps.store.listDeployments(service.id)).map(presentDeployment);
+    return (await this.deps.store.deployments.list(service.id)).map(presentDeployment);
   }
 
   async get(actor: Actor, deploymentId: string): Promise<DeploymentView> {
@@ -69,7 +69,7 @@ export class DeploymentService {
 
   async logs(actor: Actor, deploymentId: string): Promise<DeploymentLogView[]> {
     const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
-    return (await this.deps.store.listLogs(deployment.id)).map(presentLogLine);
+    return (await this.deps.store.deployments.listLogs(deployment.id)).map(presentLogLine);
   }
 
   /**
@@ -83,24 +83,24 @@ export class DeploymentService {
       throw new ConflictError(`The deployment is ${deployment.status} and can no longer be aborted`, { status: deployment.status });
     }
     const now = this.deps.clock.now();
-    if (await this.deps.store.transitionDeployment(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })) {
+    if (await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })) {
       await this.appendLog(deployment.id, 'stdout', 'Deployment aborted before it started');
       this.deps.logBus.publish(deployment.id, { type: 'status', status: 'aborted' });
       return;
     }
-    if (await this.deps.store.transitionDeployment(deployment.id, ['running'], { abortRequested: true })) {
+    if (await this.deps.store.deployments.transition(deployment.id, ['running'], { abortRequested: true })) {
       await this.appendLog(deployment.id, 'stdout', 'Abort requested; stopping the deployment');
       for (const listener of this.abortListeners) listener(deployment.id);
       return;
     }
-    const current = await this.deps.store.getDeployment(deployment.id);
+    const current = await this.deps.store.deployments.get(deployment.id);
     throw new ConflictError(`The deployment is ${current?.status ?? 'gone'} and can no longer be aborted`, { status: current?.status });
   }
 
   /** Stores log lines and hands them to live subscribers, in that order. */
   async appendLog(deploymentId: string, stream: LogStream, ...lines: string[]): Promise<DeploymentLogRecord[]> {
     const now = this.deps.clock.now();
-    const records = await this.deps.store.appendLogs(
+    const records = await this.deps.store.deployments.appendLogs(
       deploymentId,
       lines.map((line) => ({ line, stream, createdAt: now })),
     );
@@ -122,10 +122,10 @@ export class DeploymentService {
     const queue = new AsyncQueue<DeploymentEvent>();
     const unsubscribe = this.deps.logBus.subscribe(deployment.id, (event) => queue.push(event));
     try {
-      const snapshot = await this.deps.store.listLogs(deployment.id, opts.lastEventId ?? 0);
+      const snapshot = await this.deps.store.deployments.listLogs(deployment.id, opts.lastEventId ?? 0);
       let lastId = snapshot.at(-1)?.id ?? opts.lastEventId ?? 0;
       yield { type: 'snapshot', lines: snapshot.map(presentLogLine), lastId };
-      let finished = isTerminal((await this.deps.store.getDeployment(deployment.id))?.status ?? 'failed');
+      let finished = isTerminal((await this.deps.store.deployments.get(deployment.id))?.status ?? 'failed');
       while (!finished && !opts.signal.aborted) {
         const event = await queue.next(this.deps.config.streamPingMs, opts.signal);
         if (opts.signal.aborted) break;
@@ -142,7 +142,7 @@ export class DeploymentService {
         }
       }
       // Lines written between the last event and the end (or by another process) are not lost.
-      for (const line of await this.deps.store.listLogs(deployment.id, lastId)) {
+      for (const line of await this.deps.store.deployments.listLogs(deployment.id, lastId)) {
         if (opts.signal.aborted) break;
         yield { type: 'log', line: presentLogLine(line) };
       }

@@ -1,3 +1,5 @@
+import type { ServiceSource } from './types.js';
+
 /** The six database engines a service can be, with what the spec says they start with. */
 export const DATABASE_ENGINES = ['postgres', 'timescale', 'mysql', 'redis', 'mongodb', 'clickhouse'] as const;
 export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];
@@ -97,9 +99,14 @@ export function isDatabaseEngine(value: string): value is DatabaseEngine {
   return (DATABASE_ENGINES as readonly string[]).includes(value);
 }
 
-/** `database:<engine>` -> engine, or null for any other service. */
+/** The wire's `database:<engine>` (a create input's repoFullName) -> engine, or null for anything else. */
 export function engineOf(repoFullName: string | null): DatabaseEngine | null {
   if (!repoFullName?.startsWith('database:')) return null;
   const engine = repoFullName.slice('database:'.length);
   return isDatabaseEngine(engine) ? engine : null;
+}
+
+/** The engine of a database service, null for any other. */
+export function databaseEngineOf(service: { source: ServiceSource }): DatabaseEngine | null {
+  return service.source.kind === 'database' ? service.source.engine : null;
 }

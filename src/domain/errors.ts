@@ -2,19 +2,21 @@
  * Typed domain errors. Services throw these; the edge (routers/trpc.ts) maps them
  * once to tRPC codes and the REST `{error, message, details}` body.
  */
-export type ErrorCode =
-  | 'validation_error'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'conflict'
-  | 'rate_limited'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'upstream_error'
-  | 'query_error'
-  | 'not_running'
-  | 'internal_error';
+export const ERROR_CODES = [
+  'validation_error',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'rate_limited',
+  'payload_too_large',
+  'unsupported_media_type',
+  'upstream_error',
+  'query_error',
+  'not_running',
+  'internal_error',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export abstract class DomainError extends Error {
   abstract readonly code: ErrorCode;

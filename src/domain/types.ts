@@ -1,12 +1,26 @@
+import type { DatabaseEngine } from './database-engines.js';
 import type { DeploymentStatus } from './deployment-state.js';
 
 /** Records as the services see them: plain data, no ORM. Timestamps are Date; the edge renders ISO strings. */
-export type Access = 'read' | 'write';
-export type BuildMethod = 'auto' | 'dockerfile' | 'analyzer';
-export type RuntimeMode = 'web' | 'worker';
-export type ProjectStatus = 'idle' | 'active';
-export type ServiceStatus = 'idle' | 'deploying' | 'active' | 'failed';
-export type LogStream = 'stdout' | 'stderr';
+export const ACCESS_LEVELS = ['read', 'write'] as const;
+export type Access = (typeof ACCESS_LEVELS)[number];
+export const BUILD_METHODS = ['auto', 'dockerfile', 'analyzer'] as const;
+export type BuildMethod = (typeof BUILD_METHODS)[number];
+/** What `auto` resolved to at the last build. */
+export const DETECTED_BUILD_METHODS = ['dockerfile', 'analyzer'] as const;
+export type DetectedBuildMethod = (typeof DETECTED_BUILD_METHODS)[number];
+export const RUNTIME_MODES = ['web', 'worker'] as const;
+export type RuntimeMode = (typeof RUNTIME_MODES)[number];
+export const PROJECT_STATUSES = ['idle', 'active'] as const;
+export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed'] as const;
+export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
+export const LOG_STREAMS = ['stdout', 'stderr'] as const;
+export type LogStream = (typeof LOG_STREAMS)[number];
+export const DOMAIN_STATUSES = ['active'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+export const DEPLOYMENT_TRIGGERS = ['manual'] as const;
+export type DeploymentTrigger = (typeof DEPLOYMENT_TRIGGERS)[number];
 
 export interface ProjectRecord {
   id: string;
@@ -18,14 +32,50 @@ export interface ProjectRecord {
   updatedAt: Date;
 }
 
+/**
+ * Where a service's container comes from. The wire spells it with placeholder strings (repoUrl
+ * `container-image` / `database`, repoFullName `image:<ref>` / `database:<engine>`): those are
+ * read once when a service is created and written once by the presenter, nowhere else.
+ */
+export type ServiceSource = RepositorySource | ImageSource | DatabaseSource;
+export const SERVICE_SOURCE_KINDS = ['repository', 'image', 'database'] as const;
+export type ServiceSourceKind = (typeof SERVICE_SOURCE_KINDS)[number];
+
+/** Built from `<owner>/<repo>` (on the configured git host) or a direct Git URL; at least one is set. */
+export interface RepositorySource {
+  kind: 'repository';
+  repoFullName: string | null;
+  /** Without credentials: a token given in the URL is kept as the service's git token. */
+  repoUrl: string | null;
+}
+
+/** Where a repository is cloned from: its direct URL, else `<gitBaseUrl>/<owner>/<repo>.git`. */
+export function cloneUrlOf(source: RepositorySource, gitBaseUrl: string): string {
+  return source.repoUrl ?? `${gitBaseUrl}/${source.repoFullName}.git`;
+}
+
+/** Run from a pulled image. */
+export interface ImageSource {
+  kind: 'image';
+  image: string;
+}
+
+/** One of the database engines, with what only databases have. */
+export interface DatabaseSource {
+  kind: 'database';
+  engine: DatabaseEngine;
+  publicEnabled: boolean;
+  publicHostname: string | null;
+  /** postgres and timescale only: starts the server with wal_level=logical. */
+  logicalReplicationEnabled: boolean;
+}
+
 export interface ServiceRecord {
   id: string;
   projectId: string;
   name: string;
   slug: string;
-  repoFullName: string | null;
-  repoUrl: string | null;
-  containerImage: string | null;
+  source: ServiceSource;
   branch: string;
   rootDir: string | null;
   gitTokenEncrypted: string | null;
@@ -35,13 +85,10 @@ export interface ServiceRecord {
   staticOutput: string | null;
   buildMethod: BuildMethod;
   dockerfilePath: string | null;
-  detectedBuildMethod: 'dockerfile' | 'analyzer' | null;
+  detectedBuildMethod: DetectedBuildMethod | null;
   runtimeMode: RuntimeMode;
   internalPort: number;
   hostPort: number;
-  databasePublicEnabled: boolean;
-  databasePublicHostname: string | null;
-  postgresLogicalReplicationEnabled: boolean;
   status: ServiceStatus;
   reachable: boolean;
   preferredDomain: string | null;
@@ -66,7 +113,7 @@ export interface DomainRecord {
   id: string;
   serviceId: string;
   hostname: string;
-  status: 'active';
+  status: DomainStatus;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -76,7 +123,7 @@ export interface DeploymentRecord {
   serviceId: string;
   commitSha: string | null;
   status: DeploymentStatus;
-  trigger: 'manual';
+  trigger: DeploymentTrigger;
   imageTag: string | null;
   containerName: string | null;
   /** Set by abort while running: the runner watches it and stops the work. */

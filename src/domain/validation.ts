@@ -67,3 +67,11 @@ const IMAGE_REF = /^(?:(?:[a-zA-Z0-9-]+\.[a-zA-Z0-9.-]+|localhost|[a-zA-Z0-9.-]+
 export function assertImageReference(ref: string, field = 'containerImage'): void {
   if (!IMAGE_REF.test(ref)) throw new ValidationError(field, `${JSON.stringify(ref)} is not a valid image reference`);
 }
+
+/** A project or service name: trimmed, not empty, at most 100 characters. */
+export function cleanName(name: string, field = 'name'): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw new ValidationError(field, 'A name must not be empty');
+  if (trimmed.length > 100) throw new ValidationError(field, 'A name may hold at most 100 characters');
+  return trimmed;
+}

@@ -24,7 +24,7 @@ export class EnvService {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     await this.upsert(this.deps.store, service.id, input);
-    await this.deps.store.updateService(service.id, { updatedAt: this.deps.clock.now() });
+    await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
   }
 
   /** Shared with service creation, which writes the initial env in its own transaction. */
@@ -34,14 +34,14 @@ export class EnvService {
     const now = this.deps.clock.now();
     const valueEncrypted = this.deps.secrets.encrypt(input.value);
     const update = (existing: EnvVarRecord) =>
-      store.updateEnvVar(existing.id, { valueEncrypted, secret: input.secret ?? existing.secret, updatedAt: now });
-    const existing = await store.getEnvVarByKey(serviceId, input.key);
+      store.env.update(existing.id, { valueEncrypted, secret: input.secret ?? existing.secret, updatedAt: now });
+    const existing = await store.env.getByKey(serviceId, input.key);
     if (existing) return update(existing);
     try {
-      await store.insertEnvVar({ id: newId(), serviceId, key: input.key, valueEncrypted, secret: input.secret ?? false, createdAt: now, updatedAt: now });
+      await store.env.insert({ id: newId(), serviceId, key: input.key, valueEncrypted, secret: input.secret ?? false, createdAt: now, updatedAt: now });
     } catch (error) {
       // A concurrent set of the same new key inserted first: this one is an update then.
-      const winner = error instanceof ConflictError ? await store.getEnvVarByKey(serviceId, input.key) : null;
+      const winner = error instanceof ConflictError ? await store.env.getByKey(serviceId, input.key) : null;
       if (!winner) throw error;
       await update(winner);
     }
@@ -50,17 +50,17 @@ export class EnvService {
   async delete(actor: Actor, serviceId: string, envId: string): Promise<void> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const envVar = await this.deps.store.getEnvVar(envId);
+    const envVar = await this.deps.store.env.get(envId);
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
-    await this.deps.store.deleteEnvVar(envVar.id);
-    await this.deps.store.updateService(service.id, { updatedAt: this.deps.clock.now() });
+    await this.deps.store.env.delete(envVar.id);
+    await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
   }
 
   /** The one way to read a secret back: a deliberate call with a write key, never a list. */
   async reveal(actor: Actor, serviceId: string, envId: string): Promise<{ key: string; value: string; resolvedValue: string }> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const envVar = await this.deps.store.getEnvVar(envId);
+    const envVar = await this.deps.store.env.get(envId);
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
     const snapshot = await this.projectEnv(service.projectId);
     const value = this.deps.secrets.decrypt(envVar.valueEncrypted);
@@ -70,7 +70,7 @@ export class EnvService {
   /** The variables of a service as the overview shows them: secrets masked, references resolved. */
   async listForService(service: ServiceRecord): Promise<EnvVarView[]> {
     const snapshot = await this.projectEnv(service.projectId);
-    const vars = await this.deps.store.listEnv([service.id]);
+    const vars = await this.deps.store.env.list([service.id]);
     return vars.map((v) => this.present(v, service, snapshot));
   }
 
@@ -123,9 +123,9 @@ export class EnvService {
   }
 
   private async projectEnv(projectId: string): Promise<ProjectEnvSnapshot> {
-    const services = await this.deps.store.listServicesOfProjects([projectId]);
+    const services = await this.deps.store.projects.listServices([projectId]);
     const slugOf = new Map(services.map((s) => [s.id, s.slug]));
-    const vars = await this.deps.store.listEnv(services.map((s) => s.id));
+    const vars = await this.deps.store.env.list(services.map((s) => s.id));
     const env = new Map<string, Map<string, string>>(services.map((s) => [s.slug, new Map()]));
     const secretKeys = new Set<string>();
     for (const v of vars) {

@@ -1,286 +1,226 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type {
   Access,
   ApiKeyRecord,
   BuildMethod,
+  DatabaseSource,
   DeploymentLogRecord,
   DeploymentRecord,
+  DeploymentTrigger,
+  DetectedBuildMethod,
   DomainRecord,
+  DomainStatus,
   EnvVarRecord,
   LogStream,
   ProjectRecord,
   ProjectStatus,
+  RepositorySource,
   RuntimeMode,
   ServiceRecord,
+  ServiceSourceKind,
   ServiceStatus,
 } from '../domain/types.js';
-import type { DeploymentStatus } from '../domain/deployment-state.js';
 
 /*
- * Entities are plain classes implementing the domain records, mapped with EntitySchema:
- * no decorators, so tsx and vitest (esbuild, no decorator metadata) load them as they are.
- * Foreign keys are plain columns with indexes; deletes cascade in the repository, inside one
+ * Each table is declared once, with defineEntity: the row type is inferred from the columns, and
+ * checked below against the domain record it stores (a column missing, extra or of another type
+ * fails the build). No classes, no decorators, so tsx and vitest (esbuild) load them as they are.
+ * Foreign keys are plain columns with indexes; deletes cascade in ServiceRemoval, inside one
  * transaction, so SQLite and PostgreSQL behave the same.
  */
 
-export class Project implements ProjectRecord {
-  id!: string;
-  name!: string;
-  slug!: string;
-  description!: string;
-  status!: ProjectStatus;
-  createdAt!: Date;
-  updatedAt!: Date;
-}
+const id = () => p.string().length(32).primary();
+const fk = () => p.string().length(32).index();
+const str = (length = 255) => p.string().length(length);
+const nullableStr = (length = 255) => p.string().length(length).strictNullable();
+const nullableText = () => p.text().strictNullable();
+const nullableDate = () => p.datetime().strictNullable();
 
-export class Service implements ServiceRecord {
-  id!: string;
-  projectId!: string;
-  name!: string;
-  slug!: string;
-  repoFullName!: string | null;
-  repoUrl!: string | null;
-  containerImage!: string | null;
-  branch!: string;
-  rootDir!: string | null;
-  gitTokenEncrypted!: string | null;
-  installCommand!: string | null;
-  buildCommand!: string | null;
-  startCommand!: string | null;
-  staticOutput!: string | null;
-  buildMethod!: BuildMethod;
-  dockerfilePath!: string | null;
-  detectedBuildMethod!: 'dockerfile' | 'analyzer' | null;
-  runtimeMode!: RuntimeMode;
-  internalPort!: number;
-  hostPort!: number;
-  databasePublicEnabled!: boolean;
-  databasePublicHostname!: string | null;
-  postgresLogicalReplicationEnabled!: boolean;
-  status!: ServiceStatus;
-  reachable!: boolean;
-  preferredDomain!: string | null;
-  framework!: string | null;
-  lastDeployedAt!: Date | null;
-  createdAt!: Date;
-  updatedAt!: Date;
-}
-
-export class EnvVar implements EnvVarRecord {
-  id!: string;
-  serviceId!: string;
-  key!: string;
-  valueEncrypted!: string;
-  secret!: boolean;
-  createdAt!: Date;
-  updatedAt!: Date;
-}
-
-export class Domain implements DomainRecord {
-  id!: string;
-  serviceId!: string;
-  hostname!: string;
-  status!: 'active';
-  createdAt!: Date;
-  updatedAt!: Date;
-}
-
-export class Deployment implements DeploymentRecord {
-  id!: string;
-  serviceId!: string;
-  commitSha!: string | null;
-  status!: DeploymentStatus;
-  trigger!: 'manual';
-  imageTag!: string | null;
-  containerName!: string | null;
-  abortRequested!: boolean;
-  startedAt!: Date | null;
-  finishedAt!: Date | null;
-  createdAt!: Date;
-}
-
-export class DeploymentLog implements DeploymentLogRecord {
-  id!: number;
-  deploymentId!: string;
-  line!: string;
-  stream!: LogStream;
-  createdAt!: Date;
-}
-
-export class ApiKey implements ApiKeyRecord {
-  id!: string;
-  name!: string;
-  access!: Access;
-  projectIds!: string[] | null;
-  prefix!: string;
-  tokenHash!: string;
-  createdAt!: Date;
-  lastUsedAt!: Date | null;
-}
-
-/** Platform-wide settings, one JSON value per key. */
-export class Setting {
-  key!: string;
-  value!: string;
-  updatedAt!: Date;
-}
-
-const id = { type: 'string', length: 32, primary: true } as const;
-const fk = { type: 'string', length: 32, index: true } as const;
-const str = (length = 255) => ({ type: 'string', length }) as const;
-const nullableStr = (length = 255) => ({ type: 'string', length, nullable: true }) as const;
-const text = { type: 'text' } as const;
-const nullableText = { type: 'text', nullable: true } as const;
-const date = { type: 'datetime' } as const;
-const nullableDate = { type: 'datetime', nullable: true } as const;
-const bool = { type: 'boolean' } as const;
-const int = { type: 'integer' } as const;
-
-export const ProjectSchema = new EntitySchema<Project>({
-  class: Project,
+export const Project = defineEntity({
+  name: 'Project',
   tableName: 'projects',
   properties: {
-    id,
+    id: id(),
     name: str(),
-    slug: { ...str(64), unique: true },
-    description: text,
-    status: str(16),
-    createdAt: date,
-    updatedAt: date,
+    slug: str(64).unique(),
+    description: p.text(),
+    status: str(16).$type<ProjectStatus>(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
   },
 });
 
-export const ServiceSchema = new EntitySchema<Service>({
-  class: Service,
+export const Service = defineEntity({
+  name: 'Service',
   tableName: 'services',
   uniques: [{ properties: ['projectId', 'slug'] }],
   properties: {
-    id,
-    projectId: fk,
+    id: id(),
+    projectId: fk(),
     name: str(),
     slug: str(64),
+    // What the service runs: `repository` (repoFullName and/or repoUrl), `image` (containerImage)
+    // or `database` (its row in service_databases).
+    source: str(16).$type<ServiceSourceKind>(),
     repoFullName: nullableStr(512),
-    repoUrl: nullableText,
+    repoUrl: nullableText(),
     containerImage: nullableStr(512),
     branch: str(),
     rootDir: nullableStr(1024),
-    gitTokenEncrypted: nullableText,
-    installCommand: nullableText,
-    buildCommand: nullableText,
-    startCommand: nullableText,
+    gitTokenEncrypted: nullableText(),
+    installCommand: nullableText(),
+    buildCommand: nullableText(),
+    startCommand: nullableText(),
     staticOutput: nullableStr(1024),
-    buildMethod: str(16),
+    buildMethod: str(16).$type<BuildMethod>(),
     dockerfilePath: nullableStr(1024),
-    detectedBuildMethod: nullableStr(16),
-    runtimeMode: str(16),
-    internalPort: int,
+    detectedBuildMethod: nullableStr(16).$type<DetectedBuildMethod | null>(),
+    runtimeMode: str(16).$type<RuntimeMode>(),
+    internalPort: p.integer(),
     // Unique: a host port is never handed to two services at once.
-    hostPort: { ...int, unique: true },
-    databasePublicEnabled: bool,
-    databasePublicHostname: nullableStr(253),
-    postgresLogicalReplicationEnabled: bool,
-    status: str(16),
-    reachable: bool,
+    hostPort: p.integer().unique(),
+    status: str(16).$type<ServiceStatus>(),
+    reachable: p.boolean(),
     preferredDomain: nullableStr(253),
     framework: nullableStr(64),
-    lastDeployedAt: nullableDate,
-    createdAt: date,
-    updatedAt: date,
+    lastDeployedAt: nullableDate(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
   },
 });
 
-export const EnvVarSchema = new EntitySchema<EnvVar>({
-  class: EnvVar,
+/** What only database services have, one row per database service. */
+export const ServiceDatabase = defineEntity({
+  name: 'ServiceDatabase',
+  tableName: 'service_databases',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    engine: str(16).$type<DatabaseEngine>(),
+    publicEnabled: p.boolean(),
+    publicHostname: nullableStr(253),
+    logicalReplicationEnabled: p.boolean(),
+  },
+});
+
+export const EnvVar = defineEntity({
+  name: 'EnvVar',
   tableName: 'env_vars',
   uniques: [{ properties: ['serviceId', 'key'] }],
   properties: {
-    id,
-    serviceId: fk,
+    id: id(),
+    serviceId: fk(),
     key: str(),
-    valueEncrypted: text,
-    secret: bool,
-    createdAt: date,
-    updatedAt: date,
+    valueEncrypted: p.text(),
+    secret: p.boolean(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
   },
 });
 
-export const DomainSchema = new EntitySchema<Domain>({
-  class: Domain,
+export const Domain = defineEntity({
+  name: 'Domain',
   tableName: 'domains',
   properties: {
-    id,
-    serviceId: fk,
+    id: id(),
+    serviceId: fk(),
     // Unique across the platform: one hostname routes to one service.
-    hostname: { ...str(253), unique: true },
-    status: str(16),
-    createdAt: date,
-    updatedAt: date,
+    hostname: str(253).unique(),
+    status: str(16).$type<DomainStatus>(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
   },
 });
 
-export const DeploymentSchema = new EntitySchema<Deployment>({
-  class: Deployment,
+export const Deployment = defineEntity({
+  name: 'Deployment',
   tableName: 'deployments',
   indexes: [{ properties: ['status', 'createdAt'] }],
   properties: {
-    id,
-    serviceId: fk,
+    id: id(),
+    serviceId: fk(),
     commitSha: nullableStr(64),
-    status: str(16),
-    trigger: str(16),
+    status: str(16).$type<DeploymentStatus>(),
+    trigger: str(16).$type<DeploymentTrigger>(),
     imageTag: nullableStr(255),
     containerName: nullableStr(255),
-    abortRequested: bool,
-    startedAt: nullableDate,
-    finishedAt: nullableDate,
-    createdAt: date,
+    abortRequested: p.boolean(),
+    startedAt: nullableDate(),
+    finishedAt: nullableDate(),
+    createdAt: p.datetime(),
   },
 });
 
-export const DeploymentLogSchema = new EntitySchema<DeploymentLog>({
-  class: DeploymentLog,
+export const DeploymentLog = defineEntity({
+  name: 'DeploymentLog',
   tableName: 'deployment_logs',
   properties: {
-    id: { type: 'integer', primary: true, autoincrement: true },
-    deploymentId: fk,
-    line: text,
-    stream: str(8),
-    createdAt: date,
+    id: p.integer().primary().autoincrement(),
+    deploymentId: fk(),
+    line: p.text(),
+    stream: str(8).$type<LogStream>(),
+    createdAt: p.datetime(),
   },
 });
 
-export const ApiKeySchema = new EntitySchema<ApiKey>({
-  class: ApiKey,
+export const ApiKey = defineEntity({
+  name: 'ApiKey',
   tableName: 'api_keys',
   properties: {
-    id,
+    id: id(),
     name: str(),
-    access: str(8),
-    projectIds: { type: 'json', nullable: true },
+    access: str(8).$type<Access>(),
+    projectIds: p.json<string[]>().strictNullable(),
     prefix: str(16),
-    tokenHash: { ...str(64), unique: true },
-    createdAt: date,
-    lastUsedAt: nullableDate,
+    tokenHash: str(64).unique(),
+    createdAt: p.datetime(),
+    lastUsedAt: nullableDate(),
   },
 });
 
-export const SettingSchema = new EntitySchema<Setting>({
-  class: Setting,
+/** Platform-wide settings, one JSON value per key. */
+export const Setting = defineEntity({
+  name: 'Setting',
   tableName: 'settings',
   properties: {
-    key: { type: 'string', length: 64, primary: true },
-    value: text,
-    updatedAt: date,
+    key: p.string().length(64).primary(),
+    value: p.text(),
+    updatedAt: p.datetime(),
   },
 });
 
-export const ALL_ENTITIES = [
-  SettingSchema,
-  ProjectSchema,
-  ServiceSchema,
-  EnvVarSchema,
-  DomainSchema,
-  DeploymentSchema,
-  DeploymentLogSchema,
-  ApiKeySchema,
-];
+export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
+
+/** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
+export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
+
+export type ProjectRow = Row<typeof Project>;
+export type ServiceRow = Row<typeof Service>;
+export type ServiceDatabaseRow = Row<typeof ServiceDatabase>;
+export type EnvVarRow = Row<typeof EnvVar>;
+export type DomainRow = Row<typeof Domain>;
+export type DeploymentRow = Row<typeof Deployment>;
+export type DeploymentLogRow = Row<typeof DeploymentLog>;
+export type ApiKeyRow = Row<typeof ApiKey>;
+export type SettingRow = Row<typeof Setting>;
+
+/** Compiles only when the two types have the same keys with mutually assignable types. */
+type Same<A, B> = [keyof A] extends [keyof B]
+  ? [keyof B] extends [keyof A]
+    ? [A] extends [B]
+      ? [B] extends [A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
+function same<_ extends true>(): void {}
+same<Same<ProjectRow, ProjectRecord>>();
+same<Same<ServiceRow, Omit<ServiceRecord, 'source'> & { source: ServiceSourceKind } & Omit<RepositorySource, 'kind'> & { containerImage: string | null }>>();
+same<Same<ServiceDatabaseRow, Omit<DatabaseSource, 'kind'> & { serviceId: string }>>();
+same<Same<EnvVarRow, EnvVarRecord>>();
+same<Same<DomainRow, DomainRecord>>();
+same<Same<DeploymentRow, DeploymentRecord>>();
+same<Same<DeploymentLogRow, DeploymentLogRecord>>();
+same<Same<ApiKeyRow, ApiKeyRecord>>();

@@ -9,23 +9,23 @@ import { assertProjectVisible, type Actor } from '../domain/access.js';
  */
 
 export async function projectFor(store: Store, actor: Actor, projectId: string): Promise<ProjectRecord> {
-  const project = await store.getProject(projectId);
+  const project = await store.projects.get(projectId);
   if (!project) throw new NotFoundError('Project', projectId);
   assertProjectVisible(actor, project.id, 'Project', projectId);
   return project;
 }
 
 export async function serviceFor(store: Store, actor: Actor, serviceId: string): Promise<ServiceRecord> {
-  const service = await store.getService(serviceId);
+  const service = await store.projects.getService(serviceId);
   if (!service) throw new NotFoundError('Service', serviceId);
   assertProjectVisible(actor, service.projectId, 'Service', serviceId);
   return service;
 }
 
 export async function deploymentFor(store: Store, actor: Actor, deploymentId: string): Promise<{ deployment: DeploymentRecord; service: ServiceRecord }> {
-  const deployment = await store.getDeployment(deploymentId);
+  const deployment = await store.deployments.get(deploymentId);
   if (!deployment) throw new NotFoundError('Deployment', deploymentId);
-  const service = await store.getService(deployment.serviceId);
+  const service = await store.projects.getService(deployment.serviceId);
   if (!service) throw new NotFoundError('Deployment', deploymentId);
   assertProjectVisible(actor, service.projectId, 'Deployment', deploymentId);
   return { deployment, service };

@@ -1,4 +1,4 @@
-import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
+import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
 import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
@@ -21,16 +21,40 @@ export interface ServiceContext {
   domains: DomainRecord[];
 }
 
+/** The fields the spec spells a service's source with, placeholder strings included; present on every service. */
+export type WireSource = Pick<ServiceView, 'repoFullName' | 'repoUrl' | 'containerImage' | 'databasePublicEnabled' | 'databasePublicHostname' | 'postgresLogicalReplicationEnabled'>;
+
+const NOT_A_DATABASE = { databasePublicEnabled: false, databasePublicHostname: null, postgresLogicalReplicationEnabled: false } as const;
+
+export function wireSource(source: ServiceSource): WireSource {
+  switch (source.kind) {
+    case 'repository':
+      // Rows saved before credentials were split out of URLs still show none.
+      return { repoFullName: source.repoFullName, repoUrl: source.repoUrl && splitGitUrlCredential(source.repoUrl).url, containerImage: null, ...NOT_A_DATABASE };
+    case 'image':
+      return { repoFullName: `image:${source.image}`, repoUrl: 'container-image', containerImage: source.image, ...NOT_A_DATABASE };
+    case 'database':
+      return {
+        repoFullName: `database:${source.engine}`,
+        repoUrl: 'database',
+        containerImage: null,
+        databasePublicEnabled: source.publicEnabled,
+        databasePublicHostname: source.publicHostname,
+        postgresLogicalReplicationEnabled: source.logicalReplicationEnabled,
+      };
+  }
+}
+
 export function presentService(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): ServiceView {
+  const wire = wireSource(service.source);
   return {
     id: service.id,
     projectId: service.projectId,
     name: service.name,
     slug: service.slug,
-    repoFullName: service.repoFullName,
-    // Rows saved before credentials were split out of URLs still show none.
-    repoUrl: service.repoUrl && splitGitUrlCredential(service.repoUrl).url,
-    containerImage: service.containerImage,
+    repoFullName: wire.repoFullName,
+    repoUrl: wire.repoUrl,
+    containerImage: wire.containerImage,
     branch: service.branch,
     rootDir: service.rootDir,
     hasGitToken: service.gitTokenEncrypted !== null,
@@ -44,9 +68,9 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     runtimeMode: service.runtimeMode,
     internalPort: service.internalPort,
     hostPort: service.hostPort,
-    databasePublicEnabled: service.databasePublicEnabled,
-    databasePublicHostname: service.databasePublicHostname,
-    postgresLogicalReplicationEnabled: service.postgresLogicalReplicationEnabled,
+    databasePublicEnabled: wire.databasePublicEnabled,
+    databasePublicHostname: wire.databasePublicHostname,
+    postgresLogicalReplicationEnabled: wire.postgresLogicalReplicationEnabled,
     status: service.status,
     reachable: service.reachable,
     localUrl: service.reachable && service.runtimeMode === 'web' ? `http://127.0.0.1:${service.hostPort}` : '',
@@ -60,7 +84,7 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
 }
 
 function primaryUrl(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): string {
-  if (service.runtimeMode === 'worker' || service.repoFullName?.startsWith('database:')) return '';
+  if (service.runtimeMode === 'worker' || service.source.kind === 'database') return '';
   const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generatedHostname(service, ctx.projectSlug, config.rootDomain);
   return host ? `${config.publicScheme}://${host}${config.publicPort ? `:${config.publicPort}` : ''}` : '';
 }

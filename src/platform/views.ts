@@ -1,4 +1,17 @@
 import { z } from 'zod';
+import { DEPLOYMENT_STATUSES } from '../domain/deployment-state.js';
+import { ERROR_CODES } from '../domain/errors.js';
+import {
+  ACCESS_LEVELS,
+  BUILD_METHODS,
+  DEPLOYMENT_TRIGGERS,
+  DETECTED_BUILD_METHODS,
+  DOMAIN_STATUSES,
+  LOG_STREAMS,
+  PROJECT_STATUSES,
+  RUNTIME_MODES,
+  SERVICE_STATUSES,
+} from '../domain/types.js';
 
 /**
  * The wire shapes of the API, one schema each: routers use them as tRPC outputs and
@@ -28,16 +41,16 @@ export const serviceView = z
     buildCommand: z.string().nullable(),
     startCommand: z.string().nullable(),
     staticOutput: z.string().nullable(),
-    buildMethod: z.enum(['auto', 'dockerfile', 'analyzer']),
+    buildMethod: z.enum(BUILD_METHODS),
     dockerfilePath: z.string().nullable(),
-    detectedBuildMethod: z.enum(['dockerfile', 'analyzer']).nullable(),
-    runtimeMode: z.enum(['web', 'worker']),
+    detectedBuildMethod: z.enum(DETECTED_BUILD_METHODS).nullable(),
+    runtimeMode: z.enum(RUNTIME_MODES),
     internalPort: z.number().int(),
     hostPort: z.number().int(),
     databasePublicEnabled: z.boolean(),
     databasePublicHostname: z.string().nullable(),
     postgresLogicalReplicationEnabled: z.boolean(),
-    status: z.enum(['idle', 'deploying', 'active', 'failed']),
+    status: z.enum(SERVICE_STATUSES),
     reachable: z.boolean(),
     localUrl: z.string(),
     primaryUrl: z.string(),
@@ -56,7 +69,7 @@ export const projectView = z
     name: z.string(),
     slug: z.string(),
     description: z.string(),
-    status: z.enum(['idle', 'active']),
+    status: z.enum(PROJECT_STATUSES),
     serviceCount: z.number().int(),
     lastUpdatedAt: timestamp,
     services: z.array(serviceView),
@@ -86,7 +99,7 @@ export const domainView = z
     id: z.string(),
     serviceId: z.string(),
     hostname: z.string(),
-    status: z.enum(['active']),
+    status: z.enum(DOMAIN_STATUSES),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -98,8 +111,8 @@ export const deploymentView = z
     id: z.string(),
     serviceId: z.string(),
     commitSha: z.string().nullable(),
-    status: z.enum(['queued', 'running', 'succeeded', 'failed', 'aborted']),
-    trigger: z.enum(['manual']),
+    status: z.enum(DEPLOYMENT_STATUSES),
+    trigger: z.enum(DEPLOYMENT_TRIGGERS),
     imageTag: z.string().nullable(),
     containerName: z.string().nullable(),
     startedAt: timestamp.nullable(),
@@ -114,15 +127,14 @@ export const deploymentLogView = z
     id: z.number().int(),
     deploymentId: z.string(),
     line: z.string(),
-    stream: z.enum(['stdout', 'stderr']),
+    stream: z.enum(LOG_STREAMS),
     createdAt: timestamp,
   })
   .meta({ id: 'DeploymentLogLine' });
 export type DeploymentLogView = z.infer<typeof deploymentLogView>;
 
-export const runtimeLogView = z
-  .object({ id: z.number().int(), line: z.string(), stream: z.enum(['stdout', 'stderr']), createdAt: timestamp })
-  .meta({ id: 'RuntimeLogLine' });
+/** A container's output line: a deployment log line without the deployment. */
+export const runtimeLogView = deploymentLogView.omit({ deploymentId: true }).meta({ id: 'RuntimeLogLine' });
 export type RuntimeLogView = z.infer<typeof runtimeLogView>;
 
 export const suggestionView = z
@@ -134,7 +146,7 @@ export const apiKeyView = z
   .object({
     id: z.string(),
     name: z.string(),
-    access: z.enum(['read', 'write']),
+    access: z.enum(ACCESS_LEVELS),
     projectIds: z.array(z.string()).nullable().meta({ description: 'null: all projects' }),
     prefix: z.string(),
     createdAt: timestamp,
@@ -145,7 +157,7 @@ export type ApiKeyView = z.infer<typeof apiKeyView>;
 
 export const errorView = z
   .object({
-    error: z.enum(['validation_error', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'payload_too_large', 'unsupported_media_type', 'upstream_error', 'query_error', 'not_running', 'internal_error']),
+    error: z.enum(ERROR_CODES),
     message: z.string(),
     details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
   })

@@ -8,7 +8,7 @@ import type { PortProbe } from './port-probe.port.js';
  * a race gets a conflict from the insert and asks again.
  */
 export async function allocateHostPort(store: Store, probe: PortProbe, range: { from: number; to: number }, skip: ReadonlySet<number> = new Set()): Promise<number> {
-  const taken = await store.hostPortsTaken(range.from, range.to);
+  const taken = await store.projects.hostPortsTaken(range.from, range.to);
   for (let port = range.from; port <= range.to; port++) {
     if (taken.has(port) || skip.has(port)) continue;
     if (await probe.isFree(port)) return port;

@@ -1,30 +1,26 @@
-import { ConflictError, ValidationError } from '../domain/errors.js';
+import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
-import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
+import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
+import { groupBy } from '../platform/group-by.js';
+import { cleanName } from '../domain/validation.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import { presentProject, presentService } from '../platform/presenters.js';
-import type { RoutingService } from '../routing/routing.service.js';
-import type { ServiceRemovalHooks } from './service-catalog.service.js';
+import type { ServiceRemoval } from './service-removal.js';
+import type { ProjectInput, ProjectPatchInput } from './project.inputs.js';
 import type { ProjectView, ProxyResultView, SuggestionView } from '../platform/views.js';
 import { NotFoundError } from '../domain/errors.js';
-
-export interface ProjectInput {
-  name: string;
-  description?: string | undefined;
-}
 
 export class ProjectService {
   private readonly listCache = new VersionedCache<'all', ProjectView[]>(() => this.deps.store.version, 1);
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly routing: RoutingService,
-    private readonly removal: ServiceRemovalHooks,
+    private readonly removal: ServiceRemoval,
   ) {}
 
   /** The whole list is read once per store version; a scoped key gets its part of it. */
@@ -32,7 +28,7 @@ export class ProjectService {
     const version = this.deps.store.version;
     let all = this.listCache.get('all');
     if (!all) {
-      all = await this.present(await this.deps.store.listProjects(null), true);
+      all = await this.present(await this.deps.store.projects.list(null), true);
       this.listCache.set('all', all, version);
     }
     const visible = actor.projectIds;
@@ -40,7 +36,7 @@ export class ProjectService {
   }
 
   async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {
-    const project = await this.deps.store.getProjectBySlug(slug);
+    const project = await this.deps.store.projects.getBySlug(slug);
     if (!project) throw new NotFoundError('Project', slug);
     assertProjectVisible(actor, project.id, 'Project', slug);
     return (await this.present([project]))[0]!;
@@ -62,14 +58,14 @@ export class ProjectService {
       const project: ProjectRecord = {
         id: newId(),
         name,
-        slug: uniqueSlug(base, await this.deps.store.projectSlugsLike(base)),
+        slug: uniqueSlug(base, await this.deps.store.projects.slugsLike(base)),
         description: input.description ?? '',
         status: 'idle',
         createdAt: now,
         updatedAt: now,
       };
       try {
-        await this.deps.store.insertProject(project);
+        await this.deps.store.projects.insert(project);
         return presentProject(project, []);
       } catch (error) {
         if (!(error instanceof ConflictError) || attempt >= 5) throw error;
@@ -78,37 +74,33 @@ export class ProjectService {
   }
 
   /** Renaming keeps the slug: URLs and scripts that use it keep working. */
-  async update(actor: Actor, projectId: string, input: Partial<ProjectInput>): Promise<ProjectView> {
+  async update(actor: Actor, projectId: string, input: ProjectPatchInput): Promise<ProjectView> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
     const patch: Partial<ProjectRecord> = { updatedAt: this.deps.clock.now() };
     if (input.name !== undefined) patch.name = cleanName(input.name);
     if (input.description !== undefined) patch.description = input.description;
-    await this.deps.store.updateProject(project.id, patch);
+    await this.deps.store.projects.update(project.id, patch);
     return this.get(actor, project.id);
   }
 
   async delete(actor: Actor, projectId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
-    const services = await this.deps.store.listServicesOfProjects([project.id]);
-    await this.removal.before(services);
-    await this.deps.store.transaction((tx) => tx.deleteProject(project.id));
-    await this.removal.after(services);
-    return this.routing.reload();
+    return this.removal.removeProject(project);
   }
 
   /** Connection URLs for each database service of the project, as other services reach it. */
   async databaseVariableSuggestions(actor: Actor, projectId: string): Promise<SuggestionView[]> {
     const project = await projectFor(this.deps.store, actor, projectId);
-    const services = await this.deps.store.listServicesOfProjects([project.id]);
+    const services = await this.deps.store.projects.listServices([project.id]);
     return this.databaseSuggestionsFor(services);
   }
 
   async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
     const suggestions: SuggestionView[] = [];
     for (const service of services) {
-      const engine = engineOf(service.repoFullName);
+      const engine = databaseEngineOf(service);
       if (!engine) continue;
       const spec = ENGINE_SPECS[engine];
       // References, not literal values: the URL resolves at deploy time and no password is echoed.
@@ -120,8 +112,8 @@ export class ProjectService {
 
   /** Three queries whatever the number of projects; `everything` skips long IN lists when all are shown. */
   private async present(projects: ProjectRecord[], everything = false): Promise<ProjectView[]> {
-    const services = everything ? await this.deps.store.listAllServices() : await this.deps.store.listServicesOfProjects(projects.map((p) => p.id));
-    const domains = await this.deps.store.listDomains(everything ? null : services.map((s) => s.id));
+    const services = everything ? await this.deps.store.projects.listAllServices() : await this.deps.store.projects.listServices(projects.map((p) => p.id));
+    const domains = await this.deps.store.domains.list(everything ? null : services.map((s) => s.id));
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const servicesOf = groupBy(services, (s) => s.projectId);
     return projects.map((project) =>
@@ -133,22 +125,4 @@ export class ProjectService {
       ),
     );
   }
-}
-
-export function cleanName(name: string, field = 'name'): string {
-  const trimmed = name.trim();
-  if (!trimmed) throw new ValidationError(field, 'A name must not be empty');
-  if (trimmed.length > 100) throw new ValidationError(field, 'A name may hold at most 100 characters');
-  return trimmed;
-}
-
-export function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }

@@ -2,55 +2,22 @@ import { ConflictError, ValidationError } from '../domain/errors.js';
 import { ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
-import type { BuildMethod, ProjectRecord, RuntimeMode, ServiceRecord } from '../domain/types.js';
+import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
-import { assertEnvKey, assertImageReference, assertRemoteGitUrl, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
+import { assertEnvKey, assertImageReference, assertRemoteGitUrl, cleanName, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
 import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { EnvService } from '../env/env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
 import { projectFor, serviceFor } from '../platform/lookup.js';
 import { generatedHostname, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
-import { cleanName, type ProjectService } from './project.service.js';
+import type { ProjectService } from './project.service.js';
+import type { CreateServiceInput, UpdateServiceInput } from './project.inputs.js';
+import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { generatePassword } from '../platform/secret-box.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from '../platform/views.js';
-
-export interface EnvEntryInput {
-  key: string;
-  value: string;
-  secret?: boolean | undefined;
-}
-
-export interface CreateServiceInput {
-  name: string;
-  repoFullName?: string | null | undefined;
-  repoUrl?: string | null | undefined;
-  containerImage?: string | null | undefined;
-  branch?: string | undefined;
-  rootDir?: string | null | undefined;
-  gitToken?: string | null | undefined;
-  installCommand?: string | null | undefined;
-  buildCommand?: string | null | undefined;
-  startCommand?: string | null | undefined;
-  staticOutput?: string | null | undefined;
-  buildMethod?: BuildMethod | undefined;
-  dockerfilePath?: string | null | undefined;
-  runtimeMode?: RuntimeMode | undefined;
-  internalPort?: number | undefined;
-  env?: EnvEntryInput[] | undefined;
-  databasePublicEnabled?: boolean | undefined;
-  databasePublicHostname?: string | null | undefined;
-  postgresLogicalReplicationEnabled?: boolean | undefined;
-}
-
-export type UpdateServiceInput = Partial<
-  Pick<
-    CreateServiceInput,
-    'branch' | 'rootDir' | 'installCommand' | 'buildCommand' | 'startCommand' | 'staticOutput' | 'buildMethod' | 'dockerfilePath' | 'runtimeMode' | 'internalPort' | 'gitToken'
-  >
->;
 
 export interface ServiceOverview {
   service: ServiceView;
@@ -58,15 +25,6 @@ export interface ServiceOverview {
   env: EnvVarView[];
   domains: DomainView[];
   publicIp: string;
-}
-
-/**
- * What the runtime does around removing services: `before` stops their deployments (so nothing
- * writes for rows about to go), `after` removes their containers, images, ports and volumes.
- */
-export interface ServiceRemovalHooks {
-  before(services: ServiceRecord[]): Promise<void>;
-  after(services: ServiceRecord[]): Promise<void>;
 }
 
 const DEFAULT_INTERNAL_PORT = 3000;
@@ -85,7 +43,7 @@ export class ServiceCatalog {
     private readonly env: EnvService,
     private readonly projects: ProjectService,
     private readonly routing: RoutingService,
-    private readonly removal: ServiceRemovalHooks,
+    private readonly removal: ServiceRemoval,
   ) {}
 
   async create(actor: Actor, projectId: string, input: CreateServiceInput): Promise<ServiceView> {
@@ -109,10 +67,6 @@ export class ServiceCatalog {
         projectId: project.id,
         name,
         slug,
-        repoFullName:
-          variant.kind === 'repository' ? variant.repoFullName : variant.kind === 'image' ? `image:${variant.image}` : `database:${variant.engine}`,
-        repoUrl: variant.kind === 'repository' ? variant.repoUrl : variant.kind === 'image' ? 'container-image' : 'database',
-        containerImage: variant.kind === 'image' ? variant.image : null,
         branch: cleanBranch(input.branch ?? 'main'),
         rootDir: relativePath(input.rootDir, 'rootDir'),
         // A credential in the URL is the git token: encrypted, never shown, never in the URL we keep or log.
@@ -127,13 +81,20 @@ export class ServiceCatalog {
         runtimeMode,
         internalPort: input.internalPort ?? (engine ? ENGINE_SPECS[engine].internalPort : DEFAULT_INTERNAL_PORT),
         hostPort,
-        databasePublicEnabled: engine ? (input.databasePublicEnabled ?? false) : false,
-        databasePublicHostname: engine
-          ? input.databasePublicHostname
-            ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
-            : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain)
-          : null,
-        postgresLogicalReplicationEnabled: engine === 'postgres' || engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+        source:
+          variant.kind === 'repository'
+            ? { kind: 'repository', repoFullName: variant.repoFullName, repoUrl: variant.repoUrl }
+            : variant.kind === 'image'
+              ? { kind: 'image', image: variant.image }
+              : {
+                  kind: 'database',
+                  engine: variant.engine,
+                  publicEnabled: input.databasePublicEnabled ?? false,
+                  publicHostname: input.databasePublicHostname
+                    ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
+                    : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain),
+                  logicalReplicationEnabled: variant.engine === 'postgres' || variant.engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+                },
         status: 'idle',
         reachable: false,
         preferredDomain: null,
@@ -142,7 +103,7 @@ export class ServiceCatalog {
         createdAt: now,
         updatedAt: now,
       };
-      await tx.insertService(record);
+      await tx.projects.insertService(record);
       // A database password is secret whoever chose it.
       const isPassword = (key: string) => engine !== null && ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
       for (const entry of env) await this.env.upsert(tx, record.id, { ...entry, secret: entry.secret ?? (isPassword(entry.key) || undefined) });
@@ -154,7 +115,7 @@ export class ServiceCatalog {
           await this.env.upsert(tx, record.id, { key: initial.key, value, secret: isPassword(initial.key) });
         }
       }
-      await tx.updateProject(project.id, { updatedAt: now });
+      await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });
     return presentService(service, { projectSlug: project.slug, domains: [] }, this.deps.config);
@@ -169,9 +130,9 @@ export class ServiceCatalog {
     const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const [project, domains, deployments, env] = await Promise.all([
-      this.deps.store.getProject(service.projectId),
-      this.deps.store.listDomains([service.id]),
-      this.deps.store.listDeployments(service.id, OVERVIEW_DEPLOYMENTS),
+      this.deps.store.projects.get(service.projectId),
+      this.deps.store.domains.list([service.id]),
+      this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
     ]);
     const overview = {
@@ -200,12 +161,12 @@ export class ServiceCatalog {
     if (input.internalPort !== undefined) patch.internalPort = input.internalPort;
     if (input.gitToken !== undefined) patch.gitTokenEncrypted = input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null;
     if (input.runtimeMode !== undefined && input.runtimeMode !== service.runtimeMode) {
-      if (input.runtimeMode === 'worker' && (await this.deps.store.listDomains([service.id])).length > 0) {
+      if (input.runtimeMode === 'worker' && (await this.deps.store.domains.list([service.id])).length > 0) {
         throw new ConflictError('Workers do not accept domains: remove the domains of this service before making it a worker');
       }
       patch.runtimeMode = input.runtimeMode;
     }
-    await this.deps.store.updateService(service.id, patch);
+    await this.deps.store.projects.updateService(service.id, patch);
     return this.view(service.id);
   }
 
@@ -217,9 +178,9 @@ export class ServiceCatalog {
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
         const slug = uniqueSlug(service.slug, await slugsTakenIn(tx, target));
-        await tx.updateService(service.id, { projectId: target.id, slug, updatedAt: now });
-        await tx.updateProject(target.id, { updatedAt: now });
-        await tx.updateProject(service.projectId, { updatedAt: now });
+        await tx.projects.updateService(service.id, { projectId: target.id, slug, updatedAt: now });
+        await tx.projects.update(target.id, { updatedAt: now });
+        await tx.projects.update(service.projectId, { updatedAt: now });
       });
     }
     const proxy = await this.routing.reload();
@@ -229,16 +190,13 @@ export class ServiceCatalog {
   async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    await this.removal.before([service]);
-    await this.deps.store.transaction((tx) => tx.deleteService(service.id));
-    await this.removal.after([service]);
-    return this.routing.reload();
+    return this.removal.removeService(service);
   }
 
   async suggestionKeys(actor: Actor, serviceId: string): Promise<{ suggestions: Array<{ key: string; label: string }>; databaseVariables: SuggestionView[] }> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const siblings = await this.deps.store.listServicesOfProjects([service.projectId]);
-    const vars = await this.deps.store.listEnv(siblings.map((s) => s.id));
+    const siblings = await this.deps.store.projects.listServices([service.projectId]);
+    const vars = await this.deps.store.env.list(siblings.map((s) => s.id));
     const byId = new Map(siblings.map((s) => [s.id, s]));
     const suggestions: Array<{ key: string; label: string }> = [
       { key: 'hostPort', label: `Host port of this service (${service.hostPort})` },
@@ -252,8 +210,8 @@ export class ServiceCatalog {
   }
 
   async view(serviceId: string): Promise<ServiceView> {
-    const service = (await this.deps.store.getService(serviceId))!;
-    const [project, domains] = await Promise.all([this.deps.store.getProject(service.projectId), this.deps.store.listDomains([service.id])]);
+    const service = (await this.deps.store.projects.getService(serviceId))!;
+    const [project, domains] = await Promise.all([this.deps.store.projects.get(service.projectId), this.deps.store.domains.list([service.id])]);
     return presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config);
   }
 }
@@ -321,10 +279,10 @@ function cleanBranch(branch: string): string {
  * (`<service>-<project>`) of a service in another project: `a-b` in `c` and `a` in `b-c` would share one.
  */
 async function slugsTakenIn(store: Store, project: ProjectRecord): Promise<Set<string>> {
-  const taken = await store.serviceSlugsInProject(project.id);
+  const taken = await store.projects.serviceSlugsIn(project.id);
   const suffix = `-${project.slug}`;
-  const projectSlugs = new Map((await store.listProjects(null)).map((p) => [p.id, p.slug]));
-  for (const other of await store.listAllServices()) {
+  const projectSlugs = new Map((await store.projects.list(null)).map((p) => [p.id, p.slug]));
+  for (const other of await store.projects.listAllServices()) {
     if (other.projectId === project.id) continue;
     const label = `${other.slug}-${projectSlugs.get(other.projectId) ?? ''}`;
     if (label.endsWith(suffix) && label.length > suffix.length) taken.add(label.slice(0, -suffix.length));

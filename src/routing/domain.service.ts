@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import type { DomainRecord, ServiceRecord } from '../domain/types.js';
 import { normalizeHostname } from '../domain/validation.js';
@@ -26,8 +26,8 @@ export class DomainService {
     const now = this.deps.clock.now();
     const domain: DomainRecord = { id: newId(), serviceId: service.id, hostname, status: 'active', createdAt: now, updatedAt: now };
     await this.deps.store.transaction(async (tx) => {
-      await tx.insertDomain(domain);
-      await tx.updateService(service.id, { preferredDomain: service.preferredDomain ?? hostname, updatedAt: now });
+      await tx.domains.insert(domain);
+      await tx.projects.updateService(service.id, { preferredDomain: service.preferredDomain ?? hostname, updatedAt: now });
     });
     return { domain: presentDomain(domain), proxy: await this.routing.reload() };
   }
@@ -40,8 +40,8 @@ export class DomainService {
       await this.assertHostnameFree(hostname, service.id);
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
-        await tx.updateDomain(domain.id, { hostname, updatedAt: now });
-        if (service.preferredDomain === domain.hostname) await tx.updateService(service.id, { preferredDomain: hostname, updatedAt: now });
+        await tx.domains.update(domain.id, { hostname, updatedAt: now });
+        if (service.preferredDomain === domain.hostname) await tx.projects.updateService(service.id, { preferredDomain: hostname, updatedAt: now });
       });
     }
     return this.routing.reload();
@@ -52,10 +52,10 @@ export class DomainService {
     const { service, domain } = await this.load(actor, serviceId, domainId);
     const now = this.deps.clock.now();
     await this.deps.store.transaction(async (tx) => {
-      await tx.deleteDomain(domain.id);
+      await tx.domains.delete(domain.id);
       if (service.preferredDomain === domain.hostname) {
-        const next = (await tx.listDomains([service.id]))[0]?.hostname ?? null;
-        await tx.updateService(service.id, { preferredDomain: next, updatedAt: now });
+        const next = (await tx.domains.list([service.id]))[0]?.hostname ?? null;
+        await tx.projects.updateService(service.id, { preferredDomain: next, updatedAt: now });
       }
     });
     return this.routing.reload();
@@ -67,13 +67,13 @@ export class DomainService {
 
   private async load(actor: Actor, serviceId: string, domainId: string): Promise<{ service: ServiceRecord; domain: DomainRecord }> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const domain = await this.deps.store.getDomain(domainId);
+    const domain = await this.deps.store.domains.get(domainId);
     if (!domain || domain.serviceId !== service.id) throw new NotFoundError('Domain', domainId);
     return { service, domain };
   }
 
   private async assertHostnameFree(hostname: string, serviceId: string): Promise<void> {
-    if (await this.deps.store.getDomainByHostname(hostname)) {
+    if (await this.deps.store.domains.getByHostname(hostname)) {
       throw new ConflictError(`The hostname ${hostname} is already in use`, { field: 'hostname' });
     }
     // Another service's generated hostname is taken too; a service may name its own.
@@ -84,7 +84,7 @@ export class DomainService {
 
 function assertRoutable(service: ServiceRecord): void {
   if (service.runtimeMode === 'worker') throw new ConflictError('Workers do not accept custom domains', { field: 'hostname' });
-  if (engineOf(service.repoFullName)) {
+  if (databaseEngineOf(service)) {
     throw new ConflictError('Database services are reached through databasePublicHostname, not custom domains', { field: 'hostname' });
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { engineOf } from '../domain/database-engines.js';
+import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname } from '../platform/presenters.js';
@@ -61,12 +61,12 @@ export class RoutingService {
     const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
     if (this.cached?.key === key) return this.cached.table;
     const [domains, services, projects] = await Promise.all([
-      this.deps.store.listDomains(null),
-      this.deps.store.listAllServices(),
-      this.deps.store.listProjects(null),
+      this.deps.store.domains.list(null),
+      this.deps.store.projects.listAllServices(),
+      this.deps.store.projects.list(null),
     ]);
     const projectSlugs = new Map(projects.map((p) => [p.id, p.slug]));
-    const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !engineOf(s.repoFullName)).map((s) => [s.id, s]));
+    const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !databaseEngineOf(s)).map((s) => [s.id, s]));
     const routes = new Map<string, RouteTarget>();
     for (const domain of domains) {
       if (web.has(domain.serviceId)) routes.set(domain.hostname, { hostname: domain.hostname, serviceId: domain.serviceId, upstream: this.upstreamOf(domain.serviceId) });

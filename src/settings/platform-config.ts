@@ -1,13 +1,5 @@
 import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
-
-/** Base images the analyzer builds from; production pulls them when missing. */
-export interface AnalyzerImageSettings {
-  node: string;
-  python: string;
-  go: string;
-  goRuntime: string;
-  static: string;
-}
+import { DEFAULT_ANALYZER_IMAGES, type AnalyzerImages } from '../deployments/analyzer/analyzer.js';
 
 /** How deployments are run. */
 export interface DeployConfig {
@@ -24,7 +16,8 @@ export interface DeployConfig {
   workerSettleMs: number;
   /** SIGTERM to SIGKILL, for containers being replaced. */
   stopGraceSeconds: number;
-  analyzerImages: AnalyzerImageSettings;
+  /** Base images the analyzer builds from; production pulls them when missing. */
+  analyzerImages: AnalyzerImages;
 }
 
 /** How the reverse proxy is kept in step with the database. */
@@ -97,13 +90,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     healthTimeoutMs: 60_000,
     workerSettleMs: 2_000,
     stopGraceSeconds: 10,
-    analyzerImages: {
-      node: 'node:22-bookworm-slim',
-      python: 'python:3.12-slim-bookworm',
-      go: 'golang:1.23-bookworm',
-      goRuntime: 'debian:bookworm-slim',
-      static: 'caddy:2',
-    },
+    analyzerImages: { ...DEFAULT_ANALYZER_IMAGES },
   },
   routing: {
     reconcileMs: 2_000,

@@ -2,6 +2,8 @@ import { ValidationError } from '../domain/errors.js';
 import { normalizeHostname } from '../domain/validation.js';
 import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import type { LiveConfig } from './live-config.js';
+import type { SettingsInput } from './settings.inputs.js';
 import { DNS_PROVIDER_IDS, type SettingsView } from '../platform/views.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
@@ -18,13 +20,6 @@ interface StoredSettings {
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
 }
 
-export interface SettingsInput {
-  publicIp?: string | null | undefined;
-  rootDomain?: string | null | undefined;
-  /** Replaces the list; an entry without apiToken keeps the token it had. */
-  dnsProviders?: Array<{ providerId: ProviderId; apiToken?: string | undefined }> | undefined;
-}
-
 const KEY = 'platform';
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
@@ -37,10 +32,12 @@ export class SettingsService {
 
   constructor(
     private readonly deps: ServiceDeps,
+    /** The running configuration, which this use case alone replaces. */
+    private readonly live: LiveConfig,
     /** The root domain names every generated hostname: the routes follow a change at once. */
     private readonly onRootDomainChange: () => Promise<unknown> = async () => {},
   ) {
-    this.defaults = { publicIp: deps.config.publicIp, rootDomain: deps.config.rootDomain };
+    this.defaults = live.defaults();
   }
 
   /** Applies stored overrides to the running configuration; called at start. */
@@ -78,10 +75,10 @@ export class SettingsService {
         };
       });
     }
-    await this.deps.store.putSetting(KEY, JSON.stringify(next), this.deps.clock.now());
-    const rootDomainBefore = this.deps.config.rootDomain;
+    await this.deps.store.settings.put(KEY, JSON.stringify(next), this.deps.clock.now());
+    const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
-    if (this.deps.config.rootDomain !== rootDomainBefore) await this.onRootDomainChange();
+    if (this.live.current().rootDomain !== rootDomainBefore) await this.onRootDomainChange();
     return this.present(next);
   }
 
@@ -92,13 +89,15 @@ export class SettingsService {
   }
 
   private async read(): Promise<StoredSettings> {
-    const raw = await this.deps.store.getSetting(KEY);
+    const raw = await this.deps.store.settings.get(KEY);
     return raw ? (JSON.parse(raw) as StoredSettings) : {};
   }
 
   private apply(stored: StoredSettings): void {
-    this.deps.config.publicIp = stored.publicIp ?? this.defaults.publicIp;
-    this.deps.config.rootDomain = stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain;
+    this.live.apply({
+      publicIp: stored.publicIp ?? this.defaults.publicIp,
+      rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
+    });
   }
 
   private present(stored: StoredSettings): SettingsView {

@@ -64,7 +64,7 @@ export async function createHarness(opts: { config?: Partial<PlatformConfig>; cl
     caller: (token = adminToken) => createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }),
     mintKey,
     envValues: async (serviceId) =>
-      Object.fromEntries((await database.store.listEnv([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
+      Object.fromEntries((await database.store.env.list([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
     close: () => database.close(),
   };
 }

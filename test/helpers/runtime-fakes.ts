@@ -617,13 +617,13 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5_000, what
  */
 export function runnerSteps(harness: () => RuntimeHarness, actor: Actor, finishTimeoutMs: number) {
   const deployment = async (id: string): Promise<DeploymentRecord> => {
-    const record = await harness().database.store.getDeployment(id);
+    const record = await harness().database.store.deployments.get(id);
     if (!record) throw new Error(`no deployment ${id}`);
     return record;
   };
   return {
     deployment,
-    logs: async (id: string): Promise<string[]> => (await harness().database.store.listLogs(id)).map((l) => l.line),
+    logs: async (id: string): Promise<string[]> => (await harness().database.store.deployments.listLogs(id)).map((l) => l.line),
     queue: async (serviceId: string): Promise<string> => (await harness().services.deployments.create(actor, serviceId)).id,
     finished: (id: string, timeoutMs = finishTimeoutMs): Promise<DeploymentRecord> =>
       until(

@@ -288,7 +288,7 @@ describe('access', () => {
     const { apiKeys } = await api.apiKeys.list();
     expect(JSON.stringify(apiKeys)).not.toContain(token);
     expect(apiKeys.find((k) => k.id === apiKey.id)).toMatchObject({ name: 'ci', access: 'read', projectIds: null, lastUsedAt: null });
-    const stored = await h.database.store.getApiKey(apiKey.id);
+    const stored = await h.database.store.apiKeys.get(apiKey.id);
     expect(stored!.tokenHash).not.toContain(token);
     await h.caller(token).projects.list();
     expect((await api.apiKeys.list()).apiKeys.find((k) => k.id === apiKey.id)!.lastUsedAt).toMatch(ISO_MS);

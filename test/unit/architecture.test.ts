@@ -32,10 +32,24 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
-  it('only src/persistence knows MikroORM', () => {
+  it('only src/persistence and *.repository.ts files know MikroORM', () => {
     const offending = [...filesUnder('src'), ...filesUnder('routers'), ...filesUnder('adapters')]
-      .filter((file) => !file.startsWith('src/persistence/'))
+      .filter((file) => !file.startsWith('src/persistence/') && !(file.startsWith('src/') && file.endsWith('.repository.ts')))
       .flatMap((file) => importsOf(file).filter((spec) => spec.startsWith('@mikro-orm/')).map((spec) => `${file} -> ${spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('adapters do not import each other, except the composition roots (adapters/http, adapters/cli) that wire them', () => {
+    const COMPOSERS = ['http', 'cli'];
+    const folderOf = (file: string) => (/^adapters\/([^/]+)\//.exec(file) ?? [])[1];
+    const offending = filesUnder('adapters').flatMap((file) => {
+      const own = folderOf(file);
+      if (!own || COMPOSERS.includes(own)) return [];
+      return importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => folderOf(target) !== undefined && folderOf(target) !== own)
+        .map((target) => `${file} -> ${target}`);
+    });
     expect(offending).toEqual([]);
   });
 

@@ -93,7 +93,7 @@ describe('draining the previous container', () => {
     await until(() => watch.countsOf(old.name).length > 0, 5_000, 'the drain to start');
     // The new container already has the host port; the old one is still draining.
     const current = await until(() => h.engine.containersOf(web).find((c) => c.id !== old.id));
-    expect(h.forwarder.targets.get((await h.database.store.getService(web))!.hostPort)).toEqual({ host: current.ip, port: 80 });
+    expect(h.forwarder.targets.get((await h.database.store.projects.getService(web))!.hostPort)).toEqual({ host: current.ip, port: 80 });
     await sleep(400);
     expect(old.running).toBe(true);
     expect(h.engine.byName(old.name)).toBeDefined();
@@ -257,9 +257,9 @@ describe('when the proxy did not take the new routes', () => {
     expect(old.running).toBe(true);
     expect(h.engine.byName(old.name)).toBeDefined();
     // The host port has moved on regardless; the proxy was asked for the new upstream.
-    expect(h.forwarder.targets.get((await h.database.store.getService(web))!.hostPort)).toEqual({ host: current.ip, port: 80 });
+    expect(h.forwarder.targets.get((await h.database.store.projects.getService(web))!.hostPort)).toEqual({ host: current.ip, port: 80 });
     expect(h.proxy.last).toEqual([{ hostname: 'shop.example.com', serviceId: web, upstream: `${current.ip}:80` }]);
-    expect(await h.database.store.getService(web)).toMatchObject({ status: 'active', reachable: true });
+    expect(await h.database.store.projects.getService(web)).toMatchObject({ status: 'active', reachable: true });
 
     // Still failing: reconcile leaves it alone.
     await h.services.routing.reconcile();

@@ -5,6 +5,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
+import { wireSource } from '../../src/platform/presenters.js';
+import type { ServiceRecord } from '../../src/domain/types.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 
 /*
@@ -33,24 +35,31 @@ function expected(kind: 'sqlite' | 'postgresql'): Expected {
   return JSON.parse(readFileSync(path.join(FIXTURE, `${kind}-expected.json`), 'utf8')) as Expected;
 }
 
+/**
+ * A service as release 0.1.0 stored it: the source in the wire's placeholder spelling (what the
+ * presenter still answers with), the database settings on every service.
+ */
+const asOldRow = ({ source, ...rest }: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
+
 /** Records as JSON carries them (dates as ISO strings), the form the expected rows were saved in. */
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
 async function checkEveryRow(database: Database, want: Expected): Promise<void> {
   const store = database.store;
-  const services = await store.listAllServices();
+  const services = await store.projects.listAllServices();
+  const serviceRows = services.map(asOldRow);
   const serviceIds = services.map((s) => s.id);
-  const deployments = (await Promise.all(serviceIds.map((id) => store.listDeployments(id)))).flat();
-  expect(asJson(await store.listProjects(null))).toEqual(want.projects);
-  expect(asJson(services)).toEqual(want.services);
-  expect(asJson(await store.listEnv(serviceIds))).toEqual(want.env);
-  expect(asJson(await store.listDomains(null))).toEqual(want.domains);
+  const deployments = (await Promise.all(serviceIds.map((id) => store.deployments.list(id)))).flat();
+  expect(asJson(await store.projects.list(null))).toEqual(want.projects);
+  expect(asJson(serviceRows)).toEqual(want.services);
+  expect(asJson(await store.env.list(serviceIds))).toEqual(want.env);
+  expect(asJson(await store.domains.list(null))).toEqual(want.domains);
   expect(asJson(deployments)).toEqual(want.deployments);
-  expect(asJson((await Promise.all(deployments.map((d) => store.listLogs(d.id)))).flat())).toEqual(want.logs);
-  expect(asJson(await store.listApiKeys())).toEqual(want.apiKeys);
-  expect(await store.getSetting('platform')).toEqual(want.settings.platform);
+  expect(asJson((await Promise.all(deployments.map((d) => store.deployments.listLogs(d.id)))).flat())).toEqual(want.logs);
+  expect(asJson(await store.apiKeys.list())).toEqual(want.apiKeys);
+  expect(await store.settings.get('platform')).toEqual(want.settings.platform);
   // Every sealed value, the secret one included, still opens with the key the old release used.
-  const plain = Object.fromEntries((await store.listEnv(serviceIds)).map((v) => [`${v.serviceId}/${v.key}`, secrets.decrypt(v.valueEncrypted)]));
+  const plain = Object.fromEntries((await store.env.list(serviceIds)).map((v) => [`${v.serviceId}/${v.key}`, secrets.decrypt(v.valueEncrypted)]));
   expect(plain).toEqual(want.plainEnv);
   expect(Object.values(plain)).toContain('sk_live_fixture_secret_value');
   const web = services.find((s) => s.gitTokenEncrypted !== null)!;
@@ -64,16 +73,16 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
 async function checkNewWrites(database: Database, want: Expected): Promise<void> {
   const store = database.store;
   const deployment = want.deployments[0]!;
-  const [line] = await store.appendLogs(deployment.id, [{ line: 'after the upgrade', stream: 'stdout', createdAt: new Date('2026-12-01T00:00:00.000Z') }]);
+  const [line] = await store.deployments.appendLogs(deployment.id, [{ line: 'after the upgrade', stream: 'stdout', createdAt: new Date('2026-12-01T00:00:00.000Z') }]);
   // Log ids go on from the old release's sequence: streams resume by id.
   expect(line!.id).toBeGreaterThan(Math.max(...want.logs.map((l) => l.id)));
-  expect((await store.listLogs(deployment.id)).at(-1)).toMatchObject({ line: 'after the upgrade' });
+  expect((await store.deployments.listLogs(deployment.id)).at(-1)).toMatchObject({ line: 'after the upgrade' });
   const now = new Date('2026-12-01T00:00:01.000Z');
-  await store.insertProject({ id: 'upgradedproject1', name: 'After', slug: 'after', description: '', status: 'active', createdAt: now, updatedAt: now });
-  const projects = await store.listProjects(null);
+  await store.projects.insert({ id: 'upgradedproject1', name: 'After', slug: 'after', description: '', status: 'active', createdAt: now, updatedAt: now });
+  const projects = await store.projects.list(null);
   expect(projects.map((p) => p.id)).toEqual([...want.projects.map((p) => p.id), 'upgradedproject1']);
   // A unique column still refuses a duplicate written by the old release.
-  await expect(store.insertProject({ id: 'upgradedproject2', name: 'Dup', slug: (projects[0] as { slug: string }).slug, description: '', status: 'active', createdAt: now, updatedAt: now })).rejects.toThrow(/conflicts/);
+  await expect(store.projects.insert({ id: 'upgradedproject2', name: 'Dup', slug: (projects[0] as { slug: string }).slug, description: '', status: 'active', createdAt: now, updatedAt: now })).rejects.toThrow(/conflicts/);
 }
 
 describe('data written by release 0.1.0', () => {
@@ -98,7 +107,7 @@ describe('data written by release 0.1.0', () => {
     // And again after a restart on the new release.
     const reopened = await openDatabase({ dataDir });
     try {
-      expect(await reopened.store.getProject('upgradedproject1')).toMatchObject({ name: 'After' });
+      expect(await reopened.store.projects.get('upgradedproject1')).toMatchObject({ name: 'After' });
     } finally {
       await reopened.close();
     }

@@ -60,7 +60,7 @@ async function repoService(projectId: string, name: string, files: Record<string
 }
 
 async function service(id: string): Promise<ServiceRecord> {
-  const record = await h.database.store.getService(id);
+  const record = await h.database.store.projects.getService(id);
   if (!record) throw new Error(`no service ${id}`);
   return record;
 }
@@ -114,7 +114,7 @@ describe('a deployment from a repository', () => {
     const after = await service(web.id);
     expect(after).toMatchObject({ status: 'active', reachable: true, detectedBuildMethod: 'dockerfile' });
     expect(after.lastDeployedAt).toBeInstanceOf(Date);
-    expect((await h.database.store.getProject(p.id))?.status).toBe('active');
+    expect((await h.database.store.projects.get(p.id))?.status).toBe('active');
 
     const c = container(d.containerName);
     expect(c).toMatchObject({ running: true, restartPolicy: true, image: d.imageTag, network: `slipway-${p.id}`, aliases: [web.slug] });
@@ -430,7 +430,7 @@ describe('failures leave the live container alone', () => {
       await c.arrange(s);
       const id = await queue(s.id);
       const d = await finished(id);
-      const records = await h.database.store.listLogs(id);
+      const records = await h.database.store.deployments.listLogs(id);
       const lines = records.map((r) => r.line);
       expect(d.status, lines.join('\n')).toBe('failed');
       expect(d.finishedAt).toBeInstanceOf(Date);
@@ -663,7 +663,7 @@ describe('recovery after a crash', () => {
   /** A deployment the store says is running, as a process that died mid-deploy left it. */
   async function leftRunning(serviceId: string): Promise<string> {
     const id = await queue(serviceId);
-    expect(await h.database.store.transitionDeployment(id, ['queued'], { status: 'running', startedAt: new Date() })).toBe(true);
+    expect(await h.database.store.deployments.transition(id, ['queued'], { status: 'running', startedAt: new Date() })).toBe(true);
     return id;
   }
 
@@ -711,7 +711,7 @@ describe('recovery after a crash', () => {
     const ids: Record<string, string> = {};
     for (const status of ['succeeded', 'failed', 'aborted', 'running', 'queued'] as const) {
       const id = await queue(web.id);
-      if (status !== 'queued') await h.database.store.transitionDeployment(id, ['queued'], { status });
+      if (status !== 'queued') await h.database.store.deployments.transition(id, ['queued'], { status });
       ids[status] = id;
       h.engine.addImage(`slipway-${web.id}-${id}`);
     }
@@ -790,9 +790,9 @@ describe('removing services', () => {
     expect(h.engine.activeBuilds).toBe(0);
     expect(h.engine.containersOf(web.id)).toEqual([]);
     expect(await h.engine.listImageTags(`slipway-${web.id}-`)).toEqual([]);
-    expect(await h.database.store.getDeployment(id)).toBeNull();
-    expect(await h.database.store.getService(web.id)).toBeNull();
+    expect(await h.database.store.deployments.get(id)).toBeNull();
+    expect(await h.database.store.projects.getService(web.id)).toBeNull();
     await sleep(100);
-    expect(await h.database.store.listLogs(id), 'log lines of a deleted deployment were written after its deletion').toEqual([]);
+    expect(await h.database.store.deployments.listLogs(id), 'log lines of a deleted deployment were written after its deletion').toEqual([]);
   });
 });

@@ -221,7 +221,7 @@ describe('reload', () => {
     services.routing.setUpstream(site.id, '10.0.0.5:3000');
     // A user's change: saved at once, its reload joins the queue behind the slow load.
     const created = services.domains.create(admin, site.id, 'shop.example.com');
-    await until(async () => (await h!.database.store.getDomainByHostname('shop.example.com')) !== null);
+    await until(async () => (await h!.database.store.domains.getByHostname('shop.example.com')) !== null);
     const five = Array.from({ length: 5 }, () => services.routing.reload());
     await sleep(20);
     expect(applied).toHaveLength(1);
@@ -317,7 +317,7 @@ describe('before the runner knows the running containers', () => {
     // A change is saved and the reason reported.
     const created = await r.services.domains.create(admin, site.id, 'shop.example.com');
     expect(created.proxy).toEqual(result);
-    expect(await r.database.store.getDomainByHostname('shop.example.com')).not.toBeNull();
+    expect(await r.database.store.domains.getByHostname('shop.example.com')).not.toBeNull();
 
     await r.services.routing.reconcile();
     expect(r.proxy.applied).toEqual([]);
@@ -332,8 +332,8 @@ describe('before the runner knows the running containers', () => {
     await r.services.domains.create(admin, site.id, 'shop.example.com');
     // A container a previous process left running, of a succeeded deployment.
     const deployment = await r.services.deployments.create(admin, site.id);
-    expect(await r.database.store.transitionDeployment(deployment.id, ['queued'], { status: 'succeeded' })).toBe(true);
-    await r.database.store.updateService(site.id, { status: 'active' });
+    expect(await r.database.store.deployments.transition(deployment.id, ['queued'], { status: 'succeeded' })).toBe(true);
+    await r.database.store.projects.updateService(site.id, { status: 'active' });
     const container = r.engine.addContainer({
       name: `slipway-${site.id}-${deployment.id}`,
       image: `slipway-${site.id}-${deployment.id}`,

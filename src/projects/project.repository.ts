@@ -1,0 +1,102 @@
+import type { ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
+import { Project, Service, ServiceDatabase, type ServiceDatabaseRow, type ServiceRow } from '../persistence/entities.js';
+import { Repository, type Patch } from '../persistence/repository.js';
+
+/** Projects and their services. A database service's own settings live in service_databases. */
+export class ProjectRepository extends Repository {
+  list(ids: string[] | null): Promise<ProjectRecord[]> {
+    return this.rows(Project, ids ? { id: { $in: ids } } : {}, { createdAt: 'asc', id: 'asc' });
+  }
+  get(id: string): Promise<ProjectRecord | null> {
+    return this.row(Project, { id });
+  }
+  getBySlug(slug: string): Promise<ProjectRecord | null> {
+    return this.row(Project, { slug });
+  }
+  async slugsLike(base: string): Promise<Set<string>> {
+    const rows = await this.rows(Project, { slug: { $like: `${base}%` } });
+    return new Set(rows.map((r) => r.slug));
+  }
+  insert(project: ProjectRecord): Promise<ProjectRecord> {
+    return this.insertRow(Project, project, 'project');
+  }
+  update(id: string, patch: Patch<ProjectRecord>): Promise<void> {
+    return this.updateRow(Project, id, patch, 'project');
+  }
+  /** The project row alone: what it owns goes first, through ServiceRemoval. */
+  delete(id: string): Promise<void> {
+    return this.deleteRows(Project, { id });
+  }
+
+  async listServices(projectIds: string[]): Promise<ServiceRecord[]> {
+    if (projectIds.length === 0) return [];
+    return this.withSources(await this.rows(Service, { projectId: { $in: projectIds } }, { createdAt: 'asc', id: 'asc' }));
+  }
+  async listAllServices(): Promise<ServiceRecord[]> {
+    return this.withSources(await this.rows(Service, {}, { createdAt: 'asc', id: 'asc' }), true);
+  }
+  async getService(id: string): Promise<ServiceRecord | null> {
+    const row = await this.row(Service, { id });
+    return row && (await this.withSources([row]))[0]!;
+  }
+  async serviceSlugsIn(projectId: string): Promise<Set<string>> {
+    const rows = await this.rows(Service, { projectId });
+    return new Set(rows.map((r) => r.slug));
+  }
+  async hostPortsTaken(from: number, to: number): Promise<Set<number>> {
+    const rows = (await this.fork().createQueryBuilder(Service).select('hostPort').where({ hostPort: { $gte: from, $lte: to } }).execute('all', true)) as Array<{ hostPort: number }>;
+    return new Set(rows.map((r) => r.hostPort));
+  }
+  /** Writes the service row and, for a database, its settings row. Call inside a transaction. */
+  async insertService(service: ServiceRecord): Promise<ServiceRecord> {
+    const { row, database } = toRows(service);
+    await this.insertRow(Service, row, 'service');
+    if (database) await this.insertRow(ServiceDatabase, database, 'service');
+    return service;
+  }
+  /** Everything but the source, which a service keeps for life. */
+  updateService(id: string, patch: Patch<Omit<ServiceRecord, 'source'>>): Promise<void> {
+    return this.updateRow(Service, id, patch, 'service');
+  }
+  /** The service rows alone: their variables, domains and deployments go first, through ServiceRemoval. */
+  async deleteServices(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.deleteRows(ServiceDatabase, { serviceId: { $in: ids } });
+    await this.deleteRows(Service, { id: { $in: ids } });
+  }
+
+  /** One more query for the database settings, of the services that are databases (`all`: without an IN list). */
+  private async withSources(rows: ServiceRow[], all = false): Promise<ServiceRecord[]> {
+    const databaseIds = rows.filter((r) => r.source === 'database').map((r) => r.id);
+    const databases =
+      databaseIds.length === 0 ? [] : await this.rows(ServiceDatabase, all ? {} : { serviceId: { $in: databaseIds } });
+    const byService = new Map(databases.map((d) => [d.serviceId, d]));
+    return rows.map((row) => toRecord(row, byService.get(row.id)));
+  }
+}
+
+function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined): ServiceRecord {
+  const { source: kind, repoFullName, repoUrl, containerImage, ...rest } = row;
+  let source: ServiceSource;
+  if (kind === 'image') source = { kind, image: containerImage! };
+  else if (kind === 'database') {
+    if (!database) throw new Error(`Service ${row.id} is a database without its service_databases row`);
+    const { serviceId: _serviceId, ...settings } = database;
+    source = { kind, ...settings };
+  } else source = { kind: 'repository', repoFullName, repoUrl };
+  return { ...rest, source };
+}
+
+function toRows(service: ServiceRecord): { row: ServiceRow; database: ServiceDatabaseRow | null } {
+  const { source, ...rest } = service;
+  switch (source.kind) {
+    case 'repository':
+      return { row: { ...rest, source: source.kind, repoFullName: source.repoFullName, repoUrl: source.repoUrl, containerImage: null }, database: null };
+    case 'image':
+      return { row: { ...rest, source: source.kind, repoFullName: null, repoUrl: null, containerImage: source.image }, database: null };
+    case 'database': {
+      const { kind, ...settings } = source;
+      return { row: { ...rest, source: kind, repoFullName: null, repoUrl: null, containerImage: null }, database: { serviceId: service.id, ...settings } };
+    }
+  }
+}

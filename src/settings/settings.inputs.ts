@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { line } from '../platform/input-schemas.js';
+import { DNS_PROVIDER_IDS } from '../platform/views.js';
+
+/** What changing the platform settings takes, declared once: the router uses it, the use case takes the parsed type. */
+export const settingsInput = z.strictObject({
+  publicIp: line(64).nullish(),
+  rootDomain: line(253).nullish(),
+  dnsProviders: z
+    .array(
+      z.strictObject({
+        providerId: z.enum(DNS_PROVIDER_IDS),
+        apiToken: line(4096).min(1).optional().meta({ description: 'Write-only; omit to keep the stored token' }),
+      }),
+    )
+    .max(10)
+    .optional()
+    .meta({ description: 'Replaces the connected providers' }),
+});
+/** dnsProviders replaces the list; an entry without apiToken keeps the token it had. */
+export type SettingsInput = z.output<typeof settingsInput>;
