@@ -194,10 +194,6 @@ export class RowCap {
     this.rows.push(row);
     return true;
   }
-
-  get full(): boolean {
-    return this.truncated;
-  }
 }
 
 /** Runs `onAbort` once if the signal aborts; the returned function detaches it. */
@@ -215,7 +211,10 @@ export function onAbort(signal: AbortSignal, onAbort: () => void): () => void {
  * connection still being opened) is handed to `lateValue` so it is given back, not leaked.
  */
 export async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, lateValue: (value: T) => void): Promise<T> {
-  signal.throwIfAborted();
+  if (signal.aborted) {
+    promise.then(lateValue, () => undefined);
+    throw signal.reason;
+  }
   let detach = () => undefined as void;
   const aborted = new Promise<never>((_, reject) => {
     detach = onAbort(signal, () => reject(signal.reason));
