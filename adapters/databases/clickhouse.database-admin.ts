@@ -94,8 +94,9 @@ const EXCEPTION_LINE = /^Code: \d+(?:, e\.displayText\(\) = |\. )DB::Exception/;
 /** A user's statement the server did not stop at its own timeout (whole seconds in 18.16) is cut this much later. */
 const WATCHDOG_SLACK_MS = 1_500;
 
+/** Backticks doubled as in MySQL; a backslash is ClickHouse's escape inside quotes, so it is doubled too (18.16 and current alike). */
 export function quoteClickHouse(identifier: string): string {
-  return `\`${identifier.replaceAll('\\', '\\\\').replaceAll('`', '\\`')}\``;
+  return `\`${identifier.replaceAll('\\', '\\\\').replaceAll('`', '``')}\``;
 }
 
 function qualified(table: TableRef): string {

@@ -183,8 +183,8 @@ interface MysqlDriverError extends Error {
   fatal?: boolean;
 }
 
-/** Server states in which it cannot serve: shutting down, too many connections. */
-const NOT_RUNNING_ERRNOS = new Set([1040, 1053, 1077]);
+/** Server states in which it does not serve: shutting down (ER_SERVER_SHUTDOWN, ER_NORMAL_SHUTDOWN). */
+const NOT_RUNNING_ERRNOS = new Set([1053, 1077]);
 const LOST = new Set(['PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT']);
 
 function isEngineError(error: unknown): error is MysqlDriverError {

@@ -173,8 +173,8 @@ function param(column: PgColumn, value: CellValue): unknown {
 
 // ---- errors -------------------------------------------------------------------------------------
 
-/** Cannot-connect states of a running server: starting up, shutting down, too many clients. */
-const NOT_RUNNING_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** States of a server that is not (or no longer, or not yet) serving: shutting down, crashed, starting up. */
+const NOT_RUNNING_STATES = new Set(['57P01', '57P02', '57P03']);
 const CONNECT_FAILURES = [/timeout exceeded when trying to connect/i, /Connection terminated/i, /connection timeout/i];
 
 function mapError(error: unknown, db: DatabaseEndpoint, secrets: string[]): Error {

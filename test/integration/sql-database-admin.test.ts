@@ -24,6 +24,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
 const LIMITS: QueryLimits = { timeoutMs: 10_000, rowCap: 1_000 };
 const never = () => new AbortController().signal;
+const ODD_TABLE = 'o"dd`\\';
+const ODD_COLUMN = 'c"o`l\\';
 
 type TestAdmin = DatabaseAdmin & { readonly openPools: number };
 
@@ -45,6 +47,8 @@ interface Engine {
     createLoose: string;
     /** `blobs (id <int> key, body <long text>)`. */
     createBlobs: string;
+    /** A table named ODD_TABLE with one int column ODD_COLUMN, no key: quotes, backticks and a backslash in both names. */
+    createOdd: string;
     twoStatements: string;
     syntaxError: string;
     /** Runs longer than 5 s on the server. */
@@ -76,6 +80,7 @@ async function imageExists(image: string): Promise<boolean> {
 /** Starts `image` as `sqladmin-<engine>-<random>` with the container port on a random host port. */
 async function startContainer(engine: string, image: string, port: number, env: Record<string, string>): Promise<{ name: string; hostPort: number }> {
   const name = `sqladmin-${engine}-${randomBytes(4).toString('hex')}`;
+  started.push(name);
   await docker('run', '-d', '--name', name, '-p', `127.0.0.1::${port}`, ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]), image);
   const mapping = await docker('port', name, `${port}/tcp`);
   const hostPort = Number(/:(\d+)\s*$/m.exec(mapping)?.[1]);
@@ -86,6 +91,12 @@ async function startContainer(engine: string, image: string, port: number, env: 
 async function removeContainer(name: string): Promise<void> {
   await docker('rm', '-f', '-v', name).catch(() => undefined);
 }
+
+/** Every container started, removed after all tests even when a suite's setup failed half-way. */
+const started: string[] = [];
+afterAll(async () => {
+  await Promise.all(started.map(removeContainer));
+});
 
 /** Polls the adapter's own readiness check: the images initialise (and restart) before they serve. */
 async function waitReady(admin: DatabaseAdmin, db: DatabaseEndpoint, timeoutMs = 120_000): Promise<string> {
@@ -136,7 +147,7 @@ function sharedCases(get: () => Engine): void {
 
   beforeAll(async () => {
     const { admin, db, sql } = get();
-    for (const ddl of [sql.createItems, sql.createLines, sql.createLoose, sql.createBlobs]) await q(ddl);
+    for (const ddl of [sql.createItems, sql.createLines, sql.createLoose, sql.createBlobs, sql.createOdd]) await q(ddl);
     for (let i = 1; i <= 25; i++) await admin.insertRow(db, t('items'), { id: i, name: `item ${i}` }, never());
   });
 
@@ -177,6 +188,16 @@ function sharedCases(get: () => Engine): void {
     }
     expect(await rejection(admin.readRows(db, { schema: 'nope', name: 'items' }, { limit: 5, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
     expect((await admin.readRows(db, t('items'), { limit: 1, offset: 0 }, never())).total).toBe(25);
+  });
+
+  it('quotes names with quotes, backticks and backslashes read from the catalog', async () => {
+    const { admin, db } = get();
+    const ref = t(ODD_TABLE);
+    for (let i = 0; i < 5; i++) await admin.insertRow(db, ref, { [ODD_COLUMN]: i }, never());
+    expect((await admin.listTables(db, {}, never())).find((x) => x.name === ODD_TABLE)).toEqual({ id: `${get().schema}.${ODD_TABLE}`, name: ODD_TABLE, schema: get().schema, rowCount: 5 });
+    const page = await admin.readRows(db, ref, { limit: 2, offset: 2 }, never());
+    expect(page.rows).toEqual([{ [ODD_COLUMN]: 2 }, { [ODD_COLUMN]: 3 }]);
+    expect(page.columns.map((c) => c.name)).toEqual([ODD_COLUMN]);
   });
 
   it('binds values (stored literally) and refuses unknown column names', async () => {
@@ -418,6 +439,7 @@ describe('PostgreSQL', () => {
         createLines: 'CREATE TABLE lines (order_id integer, line_no integer, qty integer, PRIMARY KEY (order_id, line_no))',
         createLoose: 'CREATE TABLE loose (a integer, b text)',
         createBlobs: 'CREATE TABLE blobs (id integer PRIMARY KEY, body text)',
+        createOdd: 'CREATE TABLE "o""dd`\\" ("c""o`l\\" integer)',
         twoStatements: 'SELECT 1; DROP TABLE items',
         syntaxError: 'SELEKT 1',
         slow: 'SELECT pg_sleep(10) AS sqladmin_slow',
@@ -537,22 +559,10 @@ describe('MySQL', () => {
 
   beforeAll(async () => {
     const env = { MYSQL_DATABASE: 'sqladmin_app', MYSQL_USER: 'sqladmin', MYSQL_PASSWORD: `pw-${randomBytes(8).toString('hex')}`, MYSQL_ROOT_PASSWORD: `root-${randomBytes(8).toString('hex')}` };
-    let db: DatabaseEndpoint;
-    let cleanup: () => Promise<void>;
     const admin = new MysqlDatabaseAdmin();
-    const devServer = process.env.SQLADMIN_DEV_MYSQL; // host:port:password, development only
-    if (devServer) {
-      const [host, port, password] = devServer.split(':');
-      env.MYSQL_PASSWORD = password!;
-      db = endpoint('mysql', host!, Number(port), env);
-      cleanup = async () => {
-        await admin.query(db, 'DROP TABLE IF EXISTS items, `lines`, loose, blobs, kinds', LIMITS, never()).catch(() => undefined);
-      };
-    } else {
-      const container = await startContainer('mysql', 'mysql:8.4', 3306, env);
-      db = endpoint('mysql', '127.0.0.1', container.hostPort, env);
-      cleanup = () => removeContainer(container.name);
-    }
+    const container = await startContainer('mysql', 'mysql:8.4', 3306, env);
+    const db = endpoint('mysql', '127.0.0.1', container.hostPort, env);
+    const cleanup = () => removeContainer(container.name);
     engine = {
       label: 'mysql',
       admin,
@@ -565,6 +575,7 @@ describe('MySQL', () => {
         createLines: 'CREATE TABLE `lines` (order_id INT, line_no INT, qty INT, PRIMARY KEY (order_id, line_no))',
         createLoose: 'CREATE TABLE loose (a INT, b TEXT)',
         createBlobs: 'CREATE TABLE blobs (id INT PRIMARY KEY, body LONGTEXT)',
+        createOdd: 'CREATE TABLE `o"dd``\\` (`c"o``l\\` INT)',
         twoStatements: 'SELECT 1; DROP TABLE items',
         syntaxError: 'SELEKT 1',
         slow: 'SELECT SLEEP(10) AS sqladmin_slow',
@@ -658,6 +669,7 @@ describe('ClickHouse', () => {
         createLines: 'CREATE TABLE lines (order_id UInt32, line_no UInt32, qty Int32) ENGINE = MergeTree ORDER BY (order_id, line_no)',
         createLoose: 'CREATE TABLE loose (a Int32, b String) ENGINE = Log',
         createBlobs: 'CREATE TABLE blobs (id UInt32, body String) ENGINE = MergeTree ORDER BY id',
+        createOdd: 'CREATE TABLE `o"dd``\\\\` (`c"o``l\\\\` Int32) ENGINE = Memory',
         twoStatements: 'SELECT 1; DROP TABLE items',
         syntaxError: 'SELEKT 1',
         slow: 'SELECT count() AS sqladmin_slow FROM numbers(100000000000)',
