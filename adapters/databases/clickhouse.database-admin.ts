@@ -32,6 +32,7 @@ import {
   connectionFailureCode,
   noPrimaryKey,
   notRunning,
+  onAbort,
   redact,
   requireTable,
   rowOf,
@@ -70,7 +71,6 @@ interface ChService {
   database: string;
   /** What this server has, asked once (its version decides nothing by itself: we look at its catalog). */
   meta: Promise<ServerMeta> | null;
-  secrets: string[];
 }
 
 interface ServerMeta {
@@ -527,7 +527,7 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
       // The client would log failed requests with their queries and values: errors reach the caller instead.
       log: { level: ClickHouseLogLevel.OFF },
     });
-    return { client, agent, database: key.database, meta: null, secrets: [key.password] };
+    return { client, agent, database: key.database, meta: null };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
@@ -564,11 +564,41 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
   }
 
   /**
-   * One statement, its result read as TabSeparatedWithNamesAndTypes into at most `cap` rows. The
-   * request carries its own deadline and the caller's signal; a cut-short or aborted statement is also
-   * killed on the server (KILL QUERY by the id we gave it), which 18.16 does not do on a closed socket
-   * for a statement that has not started writing.
+   * One HTTP request for one statement, with a deadline and the caller's signal. An abort or a missed
+   * deadline cancels the request and kills the statement on the server by the id we gave it (KILL
+   * QUERY): 18.16 computes on after its client went away, until it next writes.
    */
+  private async request<T>(
+    service: ChService,
+    signal: AbortSignal,
+    timeoutMs: number,
+    run: (call: { queryId: string; abortSignal: AbortSignal; cancel: () => void }) => Promise<T>,
+  ): Promise<T> {
+    const controller = new AbortController();
+    const queryId = randomUUID();
+    const cancel = (reason: unknown) => {
+      controller.abort(reason);
+      void this.kill(service, queryId);
+    };
+    let timedOut = false;
+    const detach = onAbort(signal, () => cancel(signal.reason));
+    const stopWatchdog = timer(timeoutMs + WATCHDOG_SLACK_MS, () => {
+      timedOut = true;
+      cancel(new Error('timeout'));
+    });
+    try {
+      return await run({ queryId, abortSignal: controller.signal, cancel: () => cancel(new Error('done reading')) });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      if (timedOut) throw new QueryError(`the statement ran past its timeout of ${timeoutMs} ms and was cancelled`, { code: 159 });
+      throw error;
+    } finally {
+      stopWatchdog();
+      detach();
+    }
+  }
+
+  /** One statement, its result read as TabSeparatedWithNamesAndTypes into at most `cap` rows, the rest not read. */
   private async select(
     service: ChService,
     serverTz: string,
@@ -577,44 +607,21 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     options: { cap?: number; timeoutMs?: number } = {},
   ): Promise<{ columns: Array<{ name: string; type: string }>; rows: Row[]; truncated: boolean; summary: Record<string, string> }> {
     const timeoutMs = options.timeoutMs ?? this.options.internalTimeoutMs;
-    const controller = new AbortController();
-    const queryId = randomUUID();
-    let timedOut = false;
-    const kill = () => void this.kill(service, queryId);
-    const onAbort = () => {
-      controller.abort(signal.reason);
-      kill();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    const stopWatchdog = timer(timeoutMs + WATCHDOG_SLACK_MS, () => {
-      timedOut = true;
-      controller.abort(new Error('timeout'));
-      kill();
-    });
-    const cap = new RowCap(options.cap ?? Number.MAX_SAFE_INTEGER);
-    try {
-      const settings: ClickHouseSettings = {
+    return this.request(service, signal, timeoutMs, async ({ queryId, abortSignal, cancel }) => {
+      const settings = {
         // Statements without a FORMAT clause answer in our format; DDL and INSERT answer nothing.
         default_format: TSV_WITH_HEADER,
         max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
       } as ClickHouseSettings;
-      const result = await service.client.exec({ query, clickhouse_settings: settings, query_id: queryId, abort_signal: controller.signal });
+      const result = await service.client.exec({ query, clickhouse_settings: settings, query_id: queryId, abort_signal: abortSignal });
+      const cap = new RowCap(options.cap ?? Number.MAX_SAFE_INTEGER);
       const { columns } = await readTsv(result.stream, cap, serverTz, () => {
-        controller.abort(new Error('row cap'));
         result.stream.destroy();
-        kill();
+        cancel();
       });
       const summary = (result as { summary?: Record<string, string> }).summary ?? {};
       return { columns, rows: cap.rows, truncated: cap.truncated, summary };
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      if (timedOut) throw new QueryError(`the statement ran past its timeout of ${timeoutMs} ms and was cancelled`, { code: 159 });
-      if (cap.truncated) return { columns: [], rows: cap.rows, truncated: true, summary: {} };
-      throw error;
-    } finally {
-      stopWatchdog();
-      signal.removeEventListener('abort', onAbort);
-    }
+    });
   }
 
   /** KILL QUERY for a statement of ours: `queryId` is a UUID we generated, never user input. */
@@ -758,18 +765,11 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
       const given = checkColumns(table, values, 'values');
       const line = `${JSON.stringify(Object.fromEntries(given.map(([c, v]) => [c.name, jsonValue(c as ChColumn, v)])))}\n`;
       const query = `INSERT INTO ${qualified(table)}${given.length ? ` (${given.map(([c]) => quoteClickHouse(c.name)).join(', ')})` : ''} FORMAT JSONEachRow`;
-      const controller = new AbortController();
-      const detach = () => signal.removeEventListener('abort', abort);
-      const abort = () => controller.abort(signal.reason);
-      signal.addEventListener('abort', abort, { once: true });
-      const stopWatchdog = timer(this.options.internalTimeoutMs, () => controller.abort(new Error('timeout')));
-      try {
-        const result = await service.client.exec({ query, values: Readable.from([line]), abort_signal: controller.signal, clickhouse_settings: { max_execution_time: Math.ceil(this.options.internalTimeoutMs / 1000) } });
+      await this.request(service, signal, this.options.internalTimeoutMs, async ({ queryId, abortSignal }) => {
+        const settings = { max_execution_time: Math.ceil(this.options.internalTimeoutMs / 1000) };
+        const result = await service.client.exec({ query, values: Readable.from([line]), query_id: queryId, abort_signal: abortSignal, clickhouse_settings: settings });
         for await (const _ of result.stream) void _;
-      } finally {
-        stopWatchdog();
-        detach();
-      }
+      });
       return { id: null };
     });
   }

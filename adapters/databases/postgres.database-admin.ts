@@ -64,7 +64,6 @@ interface PgService {
   port: number;
   /** `format_type` names by `oid:typmod`, for the columns of query results: asked once per service. */
   typeNames: Map<string, string>;
-  secrets: string[];
 }
 
 interface ConnectionKey {
@@ -347,7 +346,7 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
     // A connection that dies while idle (server restarted) must not crash the process: the pool drops it.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    return { pool, host: key.host, port: key.port, typeNames: new Map(), secrets: [key.password] };
+    return { pool, host: key.host, port: key.port, typeNames: new Map() };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
