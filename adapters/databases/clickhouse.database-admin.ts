@@ -558,6 +558,15 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
   }
 
   private async serverMeta(service: ChService, signal: AbortSignal): Promise<ServerMeta> {
+    // /ping answers at once on a running server: a port that accepts and then stays silent (a proxy in
+    // front of nothing) is told apart here, on first contact, from a statement that takes its time.
+    const deadline = AbortSignal.timeout(this.options.connectTimeoutMs);
+    const reach = await service.client.ping({ select: false, abort_signal: AbortSignal.any([signal, deadline]) });
+    if (!reach.success) {
+      signal.throwIfAborted();
+      if (deadline.aborted) throw Object.assign(new Error(`no answer to /ping within ${this.options.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
+      throw reach.error;
+    }
     const { rows } = await this.select(service, 'Etc/UTC', "SELECT version() AS version, timezone() AS tz, (SELECT count() FROM system.columns WHERE database = 'system' AND table = 'tables' AND name = 'total_rows') AS total_rows", signal);
     const row = rows[0]!;
     return { version: String(row.version), timezone: String(row.tz), totalRows: Number(row.total_rows) > 0 };

@@ -311,6 +311,23 @@ function sharedCases(get: () => Engine): void {
     expect(await rejection(admin.listTables(stopped, {}, never()))).toBeInstanceOf(NotRunningError);
   });
 
+  it('gives up on a server that accepts connections and never answers', async () => {
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const admin = get().makeAdmin({ connectTimeoutMs: 500 });
+      const db = { ...get().db, serviceId: `${get().db.serviceId}-silent`, port: (silent.address() as net.AddressInfo).port };
+      const started = Date.now();
+      expect(await rejection(admin.checkReady(db, never()))).toBeInstanceOf(NotRunningError);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      await admin.closeAll();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
+  });
+
   it('refuses a wrong password as a QueryError without echoing it', async () => {
     const { admin, db } = get();
     const wrong = { ...db, serviceId: `${db.serviceId}-wrongpw`, env: Object.fromEntries(Object.entries(db.env).map(([k, v]) => [k, /PASSWORD/.test(k) ? 'Wr0ng-Secret-pw' : v])) };
