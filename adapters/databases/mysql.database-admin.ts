@@ -230,6 +230,8 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       database: key.database,
       connectTimeout: this.options.connectTimeoutMs,
       multipleStatements: false,
+      // A user's LOAD DATA LOCAL INFILE must never make the platform send one of its own files.
+      flags: ['-LOCAL_FILES'],
       supportBigNumbers: true,
       bigNumberStrings: false,
       decimalNumbers: false,

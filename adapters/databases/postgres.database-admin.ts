@@ -276,8 +276,10 @@ class CappedStatement implements pg.Submittable {
 
   handleEmptyQuery(): void {}
 
+  /** There is no data to send: the COPY fails, and a Sync follows, since the server ignored the one sent before it entered copy-in mode. */
   handleCopyInResponse(connection: pg.Connection & { sendCopyFail(message: string): void }): void {
     connection.sendCopyFail('COPY FROM STDIN is not available here');
+    connection.sync();
   }
 
   handleCopyData(): void {}

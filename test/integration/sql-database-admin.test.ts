@@ -555,6 +555,8 @@ describe('PostgreSQL', () => {
     await admin.query(db, `SET search_path TO nowhere`, LIMITS, never());
     await admin.query(db, `BEGIN`, LIMITS, never());
     expect((await admin.query(db, 'SELECT count(*) AS n FROM items', LIMITS, never())).rows).toEqual([{ n: 25 }]);
+    const copy = await rejection(admin.query(db, 'COPY items FROM STDIN', LIMITS, never()));
+    expect(copy.message).toMatch(/COPY FROM STDIN is not available/);
     const timeout = await rejection(admin.query(db, 'SELECT pg_sleep(5)', { timeoutMs: 300, rowCap: 10 }, never()));
     expect((timeout as QueryError).details).toMatchObject({ code: '57014' });
   });
@@ -658,6 +660,7 @@ describe('MySQL', () => {
     expect(error).toBeInstanceOf(QueryError);
     expect(error.message).toBe("Table 'sqladmin_app.missing_table' doesn't exist");
     expect((error as QueryError).details).toMatchObject({ code: 'ER_NO_SUCH_TABLE', sqlState: '42S02' });
+    expect(await rejection(admin.query(db, "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE loose", LIMITS, never()))).toBeInstanceOf(QueryError);
     expect(await rejection(admin.readRows(db, { schema: 'mysql', name: 'user' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
     expect(await rejection(admin.readRows(db, { schema: 'sqladmin_app', name: 'ITEMS' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
   });
