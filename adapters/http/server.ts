@@ -10,6 +10,12 @@ import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
+import { ClickHouseDatabaseAdmin } from '../databases/clickhouse.database-admin.js';
+import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
+import { MongoDatabaseAdmin } from '../databases/mongodb.database-admin.js';
+import { MysqlDatabaseAdmin } from '../databases/mysql.database-admin.js';
+import { PostgresDatabaseAdmin } from '../databases/postgres.database-admin.js';
+import { RedisDatabaseAdmin } from '../databases/redis.database-admin.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -53,6 +59,19 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...extra })}\n`);
 }
 
+/** One adapter per engine family; PostgreSQL's serves TimescaleDB too. */
+function databaseAdmin(): EngineDatabaseAdmin {
+  const postgres = new PostgresDatabaseAdmin();
+  return new EngineDatabaseAdmin({
+    postgres,
+    timescale: postgres,
+    mysql: new MysqlDatabaseAdmin(),
+    redis: new RedisDatabaseAdmin(),
+    mongodb: new MongoDatabaseAdmin(),
+    clickhouse: new ClickHouseDatabaseAdmin(),
+  });
+}
+
 /** The composition root: the one place that knows every adapter. */
 export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -63,6 +82,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     git: new GitCliSource(),
     forwarder: new TcpPortForwarder(),
     health: new NetHealthProbe(),
+    databaseAdmin: databaseAdmin(),
     // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
     ...(config.proxy.kind !== 'none' && !overrides.proxy
       ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
@@ -137,6 +157,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();
         await runtime.forwarder.closeAll();
+        await runtime.databaseAdmin?.closeAll();
         // Keep-alive connections turn idle as their last response goes out: close them as they do.
         const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
         server.closeIdleConnections();

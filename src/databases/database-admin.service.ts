@@ -1,5 +1,5 @@
 import { assertWrite, type Actor } from '../domain/access.js';
-import { engineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
 import { NotFoundError, NotRunningError, ValidationError } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
@@ -84,7 +84,7 @@ export class DatabaseAdminService {
   private async open(actor: Actor, serviceId: string, access: 'read' | 'write'): Promise<{ admin: DatabaseAdmin; db: DatabaseEndpoint }> {
     if (access === 'write') assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const engine = engineOf(service.repoFullName);
+    const engine = databaseEngineOf(service);
     if (!engine) throw new NotFoundError('Database of service', serviceId);
     const location = this.admin && this.locator ? await this.locator.locate(service) : null;
     if (!this.admin || !location) throw notRunning(service, engine);
