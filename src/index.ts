@@ -9,6 +9,8 @@ import { RoutingService } from './routing/routing.service.js';
 import { RuntimeLogService } from './deployments/runtime-log.service.js';
 import { ServiceCatalog } from './projects/service-catalog.service.js';
 import { DeployRunner } from './deployments/deploy-runner.js';
+import { ServiceTeardown } from './deployments/service-teardown.js';
+import { TrafficSlots } from './routing/traffic-slots.js';
 import { DnsService } from './routing/dns.service.js';
 import { SettingsService } from './settings/settings.service.js';
 import { HealthService } from './health/health.service.js';
@@ -31,17 +33,20 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
-  const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;
+  const runtime = options.runtime;
+  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
+  const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
+  const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const removal = {
     before: async (removed: ServiceRecord[]) => {
       if (runner) await runner.stopDeploymentsOf(removed.map((s) => s.id));
     },
     // The records are gone by now: a runtime leftover is logged (and collected later), never a failed delete.
     after: async (removed: ServiceRecord[]) => {
-      if (runner) {
-        for (const service of removed) await runner.removeService(service).catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
+      if (teardown) {
+        for (const service of removed) await teardown.removeService(service).catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
         for (const projectId of new Set(removed.map((s) => s.projectId))) {
-          await runner.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
+          await teardown.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
         }
       }
       await options.onServicesRemoved?.(removed);
@@ -63,6 +68,7 @@ export function createServices(deps: ServiceDeps, options: ServicesOptions = {})
     runtimeLogs: new RuntimeLogService(deps),
     routing,
     runner,
+    teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
 }

@@ -13,6 +13,7 @@ import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
 import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
+import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import type { DeployConfig } from '../../src/settings/platform-config.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
@@ -490,6 +491,8 @@ export interface RuntimeHarness {
   database: Database;
   services: Services;
   runner: DeployRunner;
+  /** What deleting a service or project calls to remove its runtime. */
+  teardown: ServiceTeardown;
   engine: FakeContainerEngine;
   git: FakeGitSource;
   forwarder: FakePortForwarder;
@@ -567,12 +570,14 @@ export async function createRuntimeHarness(
     { runtime: { engine, git, forwarder, health, ...(gate ? { gate } : {}) }, log: (message, extra) => runnerLog.push({ message, extra }) },
   );
   const runner = services.runner;
-  if (!runner) throw new Error('createServices made no runner although runtime ports were given');
+  const teardown = services.teardown;
+  if (!runner || !teardown) throw new Error('createServices made no runner although runtime ports were given');
   let closed = false;
   return {
     database,
     services,
     runner,
+    teardown,
     engine,
     git,
     forwarder,

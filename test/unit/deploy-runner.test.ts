@@ -734,7 +734,7 @@ describe('removing services', () => {
     const { web } = await freshWeb({ startRunner: true });
     const first = await deployOk(web.id);
     await h.services.deployments.create(admin, web.id).then((d) => finished(d.id));
-    const remove = vi.spyOn(h.runner, 'removeService');
+    const remove = vi.spyOn(h.teardown, 'removeService');
 
     await h.services.services.delete(admin, web.id);
     expect(remove).toHaveBeenCalledTimes(1);
@@ -769,7 +769,7 @@ describe('removing services', () => {
     await deployOk(web.id);
     await deployOk(db.id);
     expect(h.engine.networks.has(`slipway-${p.id}`)).toBe(true);
-    const remove = vi.spyOn(h.runner, 'removeService');
+    const remove = vi.spyOn(h.teardown, 'removeService');
 
     await h.services.projects.delete(admin, p.id);
     expect(remove.mock.calls.map((call) => call[0].id).sort()).toEqual([web.id, db.id].sort());
