@@ -1,10 +1,14 @@
-import { ENGINE_SPECS, engineOf } from '../domain/database-engines.js';
+import type { DatabaseAdmin } from '../databases/database-admin.port.js';
+import { ENGINE_SPECS, engineOf, type DatabaseEngine } from '../domain/database-engines.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ContainerState } from './container-engine.port.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
 import { LABELS, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 type Names = ReturnType<typeof resourceNames>;
+
+/** A database's readiness check is a connection and a query: asked at this pace, not the port probe's. */
+const DATABASE_CHECK_MS = 500;
 
 /**
  * The run half of a deployment: images from a registry, the new container started beside the live
@@ -80,10 +84,59 @@ export class ContainerLaunch {
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
     await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
+    const admin = this.runtime.databaseAdmin;
+    if (engine && admin) return this.waitUntilDatabaseReady(ctx, container, { engine, admin, env });
     return this.waitUntilServing(ctx, container, spec !== null);
   }
 
-  /** Web: any HTTP answer on the internal port; database: a TCP connection; worker: still running after a moment. */
+  /**
+   * A database's port accepts connections before it accepts queries (PostgreSQL's init restarts it,
+   * MySQL starts a temporary server first): it is ready once the engine's own check answers. The
+   * container is reached as the port probe reaches it, on the project network: the host port still
+   * forwards to the previous container until the switch.
+   */
+  private async waitUntilDatabaseReady(
+    ctx: PipelineContext,
+    container: ContainerState,
+    check: { engine: DatabaseEngine; admin: DatabaseAdmin; env: Record<string, string> },
+  ): Promise<ContainerState> {
+    const { service, log } = ctx;
+    const timeoutMs = this.deps.config.deploy.healthTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    log.write(`Waiting for the database to answer its readiness check on port ${service.internalPort}`);
+    let lastProblem = 'it did not answer';
+    for (;;) {
+      throwIfAborted(ctx.signal);
+      const state = await this.stillRunning(ctx, container);
+      if (state.ip) {
+        try {
+          // A check that hangs must not outlast the deadline.
+          const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]);
+          const answer = await check.admin.checkReady({ serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env }, signal);
+          log.write(`Database ready: ${answer}`);
+          return state;
+        } catch (error) {
+          throwIfAborted(ctx.signal);
+          lastProblem = (error as Error).message;
+        }
+      }
+      if (Date.now() >= deadline) {
+        for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
+        throw new DeploymentFailure(`The database did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`);
+      }
+      await sleep(DATABASE_CHECK_MS, ctx.signal);
+    }
+  }
+
+  /** The container's state while it runs; a container that exited fails the deployment with its last lines. */
+  private async stillRunning(ctx: PipelineContext, container: ContainerState): Promise<ContainerState> {
+    const state = await this.runtime.engine.inspect(container.id);
+    if (state?.running) return state;
+    for (const line of await this.runtime.engine.tail(container.id, 30)) ctx.log.write(line, 'stderr');
+    throw new DeploymentFailure(`The container exited${state?.exitCode !== null && state?.exitCode !== undefined ? ` with code ${state.exitCode}` : ''} before it served`);
+  }
+
+  /** Web: any HTTP answer on the internal port; database without a DatabaseAdmin: a TCP connection; worker: still running after a moment. */
   private async waitUntilServing(ctx: PipelineContext, container: ContainerState, isDatabase: boolean): Promise<ContainerState> {
     const { service, log } = ctx;
     const deploy = this.deps.config.deploy;
@@ -93,11 +146,7 @@ export class ContainerLaunch {
     let current = container;
     for (;;) {
       throwIfAborted(ctx.signal);
-      const state = await this.runtime.engine.inspect(container.id);
-      if (!state || !state.running) {
-        for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
-        throw new DeploymentFailure(`The container exited${state?.exitCode !== null && state?.exitCode !== undefined ? ` with code ${state.exitCode}` : ''} before it served`);
-      }
+      const state = await this.stillRunning(ctx, container);
       current = state;
       if (worker) {
         if (Date.now() >= deadline) break;

@@ -3,6 +3,7 @@ import type { GitSource } from './git-source.port.js';
 import type { HealthProbe } from './health-probe.port.js';
 import type { PortForwarder } from '../routing/port-forwarder.port.js';
 import type { TrafficGate } from '../routing/traffic-gate.port.js';
+import type { DatabaseAdmin } from '../databases/database-admin.port.js';
 
 /** The ports that run deployments: only the runner and the cleanup of removed services use them. */
 export interface RuntimeDeps {
@@ -12,6 +13,8 @@ export interface RuntimeDeps {
   health: HealthProbe;
   /** Absent: no slots, and a cutover reloads the proxy with the new container's address. */
   gate?: TrafficGate;
+  /** Present: a database is ready when its engine's own check answers, not when its port accepts a connection. */
+  databaseAdmin?: DatabaseAdmin;
 }
 
 export { LABELS } from './container-engine.port.js';
