@@ -10,6 +10,9 @@ import { RuntimeLogService } from './deployments/runtime-log.service.js';
 import { ServiceCatalog } from './projects/service-catalog.service.js';
 import { ServiceRemoval } from './projects/service-removal.js';
 import { DeployRunner } from './deployments/deploy-runner.js';
+import { ServiceTeardown } from './deployments/service-teardown.js';
+import { CurrentContainers } from './deployments/current-containers.js';
+import { TrafficSlots } from './routing/traffic-slots.js';
 import { DnsService } from './routing/dns.service.js';
 import { SettingsService } from './settings/settings.service.js';
 import { LiveConfig } from './settings/live-config.js';
@@ -46,11 +49,15 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
-  const runner = options.runtime ? new DeployRunner(deps, options.runtime, deployments, env, routing, options.log) : null;
-  const runnerLocator: DatabaseLocator | null = runner
+  const runtime = options.runtime;
+  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
+  const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
+  const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
+  const current = runtime ? new CurrentContainers(deps, runtime.engine) : null;
+  const runnerLocator: DatabaseLocator | null = current
     ? {
         locate: async (service) => {
-          const ip = (await runner.currentContainer(service))?.ip;
+          const ip = (await current.currentOf(service))?.ip;
           return ip ? { host: ip } : null;
         },
       }
@@ -63,7 +70,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
   // A deleted database's pools close at once, not when they fall idle.
-  const removal = new ServiceRemoval(deps, routing, runner, {
+  const removal = new ServiceRemoval(deps, routing, runner && teardown ? { stopDeploymentsOf: (ids) => runner.stopDeploymentsOf(ids), removeService: (s) => teardown.removeService(s), removeProjectNetwork: (id) => teardown.removeProjectNetwork(id) } : null, {
     ...options,
     onServicesRemoved: async (removed) => {
       await databases.release(removed.map((s) => s.id));
@@ -87,6 +94,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     routing,
     runner,
     databases,
+    teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
 }

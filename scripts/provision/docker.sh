@@ -14,7 +14,8 @@ command -v dockerd >/dev/null || { echo "provision: dockerd is not installable h
 
 if ! pgrep -x dockerd >/dev/null; then
   echo "provision: starting dockerd" >&2
-  nohup dockerd >>"$LOG" 2>&1 &
+  # Its own session: a dockerd left in the caller's process group dies with it (a test run, a CI step).
+  setsid nohup dockerd >>"$LOG" 2>&1 < /dev/null &
 fi
 for _ in $(seq 1 60); do
   docker info >/dev/null 2>&1 && exit 0

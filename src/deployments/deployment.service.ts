@@ -3,22 +3,25 @@ import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
 import { assertWrite, type Actor } from '../domain/access.js';
-import { AsyncQueue } from '../platform/async-queue.js';
+import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
+import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { DeploymentEvent } from '../platform/log-bus.js';
 import { deploymentFor, serviceFor } from '../platform/lookup.js';
 import { presentDeployment, presentLogLine } from '../platform/presenters.js';
 import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
+import type { DeploymentRecorder } from './pipeline-context.js';
 
-export type DeploymentStreamEvent =
-  | { type: 'snapshot'; lines: DeploymentLogView[]; lastId: number }
-  | { type: 'log'; line: DeploymentLogView }
-  | { type: 'ping'; t: number };
+export type DeploymentStreamEvent = JobStreamEvent<DeploymentLogView>;
 
 /** Told when a running deployment is asked to stop, so the runner can cut its work short. */
 export type AbortListener = (deploymentId: string) => void;
 
-export class DeploymentService {
+/**
+ * The deployments table and its events have this one owner: the API's use cases, and the queue
+ * and row writes the runner makes (it calls these; this class knows no runner, only the listeners
+ * it was given).
+ */
+export class DeploymentService implements JobQueue<DeploymentRecord>, DeploymentRecorder {
   private readonly abortListeners = new Set<AbortListener>();
   private readonly createdListeners = new Set<() => void>();
 
@@ -118,36 +121,52 @@ export class DeploymentService {
     return this.follow(deployment, opts);
   }
 
-  private async *follow(deployment: DeploymentRecord, opts: { lastEventId?: number | undefined; signal: AbortSignal }): AsyncGenerator<DeploymentStreamEvent> {
-    const queue = new AsyncQueue<DeploymentEvent>();
-    const unsubscribe = this.deps.logBus.subscribe(deployment.id, (event) => queue.push(event));
-    try {
-      const snapshot = await this.deps.store.deployments.listLogs(deployment.id, opts.lastEventId ?? 0);
-      let lastId = snapshot.at(-1)?.id ?? opts.lastEventId ?? 0;
-      yield { type: 'snapshot', lines: snapshot.map(presentLogLine), lastId };
-      let finished = isTerminal((await this.deps.store.deployments.get(deployment.id))?.status ?? 'failed');
-      while (!finished && !opts.signal.aborted) {
-        const event = await queue.next(this.deps.config.streamPingMs, opts.signal);
-        if (opts.signal.aborted) break;
-        if (!event) {
-          yield { type: 'ping', t: Date.now() };
-          continue;
-        }
-        if (event.type === 'log') {
-          if (event.line.id <= lastId) continue;
-          lastId = event.line.id;
-          yield { type: 'log', line: presentLogLine(event.line) };
-        } else if (isTerminal(event.status)) {
-          finished = true;
-        }
-      }
-      // Lines written between the last event and the end (or by another process) are not lost.
-      for (const line of await this.deps.store.deployments.listLogs(deployment.id, lastId)) {
-        if (opts.signal.aborted) break;
-        yield { type: 'log', line: presentLogLine(line) };
-      }
-    } finally {
-      unsubscribe();
-    }
+  private follow(deployment: DeploymentRecord, opts: { lastEventId?: number | undefined; signal: AbortSignal }): AsyncGenerator<DeploymentStreamEvent> {
+    const { store, logBus, config } = this.deps;
+    return followJobLog(
+      {
+        lines: (afterId) => store.deployments.listLogs(deployment.id, afterId),
+        ended: async () => isTerminal((await store.deployments.get(deployment.id))?.status ?? 'failed'),
+        subscribe: (listener) => logBus.subscribe(deployment.id, listener),
+        isEnd: isTerminal,
+      },
+      presentLogLine,
+      { ...opts, pingMs: config.streamPingMs },
+    );
+  }
+
+  // The queue side, for the runner. Every status move is a compare-and-set, followed by its event.
+
+  listQueued(): Promise<DeploymentRecord[]> {
+    return this.deps.store.deployments.listByStatus(['queued']);
+  }
+
+  listRunning(): Promise<DeploymentRecord[]> {
+    return this.deps.store.deployments.listByStatus(['running']);
+  }
+
+  async claim(deployment: DeploymentRecord): Promise<DeploymentRecord | null> {
+    const now = this.deps.clock.now();
+    if (!(await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'running', startedAt: now }))) return null;
+    this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
+    return { ...deployment, status: 'running', startedAt: now };
+  }
+
+  async abortRequested(ids: string[]): Promise<string[]> {
+    return (await this.deps.store.deployments.listByIds(ids)).filter((d) => d.abortRequested && d.status === 'running').map((d) => d.id);
+  }
+
+  async finish(deployment: DeploymentRecord, outcome: JobOutcome): Promise<void> {
+    await this.deps.store.deployments.transition(deployment.id, ['running'], { status: outcome, finishedAt: this.deps.clock.now() });
+    this.deps.logBus.publish(deployment.id, { type: 'status', status: outcome });
+  }
+
+  recordCommit(deploymentId: string, commitSha: string): Promise<void> {
+    return this.deps.store.deployments.update(deploymentId, { commitSha });
+  }
+
+  /** Written once, as the container starts: a failed deployment's row still names what it ran. */
+  recordContainer(deploymentId: string, started: { containerName: string; imageTag: string }): Promise<void> {
+    return this.deps.store.deployments.update(deploymentId, started);
   }
 }

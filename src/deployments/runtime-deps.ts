@@ -13,7 +13,7 @@ export interface RuntimeDeps {
   health: HealthProbe;
   /** Absent: no slots, and a cutover reloads the proxy with the new container's address. */
   gate?: TrafficGate;
-  /** Administration of database services, and their readiness checks; absent, databases have no admin API. */
+  /** Present: a database is ready when its engine's own check answers, not when its port accepts a connection. */
   databaseAdmin?: DatabaseAdmin;
 }
 

@@ -12,7 +12,9 @@ import type { CloneRequest, GitSource } from '../../src/deployments/git-source.p
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
 import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
+import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import type { DeployConfig } from '../../src/settings/platform-config.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
@@ -490,6 +492,8 @@ export interface RuntimeHarness {
   database: Database;
   services: Services;
   runner: DeployRunner;
+  /** What deleting a service or project calls to remove its runtime. */
+  teardown: ServiceTeardown;
   engine: FakeContainerEngine;
   git: FakeGitSource;
   forwarder: FakePortForwarder;
@@ -509,6 +513,33 @@ export interface RuntimeHarness {
  * createHarness's services on SQLite in memory, plus a DeployRunner over fakes of the runtime
  * ports, with deploy settings short enough for unit tests.
  */
+/**
+ * A DatabaseAdmin whose readiness check answers from a script: each call takes the next entry (an
+ * Error is thrown, a string is the answer); the last entry repeats. Only checkReady is used by deployments.
+ */
+export class FakeDatabaseAdmin implements DatabaseAdmin {
+  readonly checks: DatabaseEndpoint[] = [];
+  constructor(private readonly script: Array<string | Error>) {}
+  async checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string> {
+    signal.throwIfAborted();
+    this.checks.push(db);
+    const next = this.script[Math.min(this.checks.length, this.script.length) - 1]!;
+    if (next instanceof Error) throw next;
+    return next;
+  }
+  private unused(): never {
+    throw new Error('not used by deployments');
+  }
+  listTables = async () => this.unused();
+  readRows = async () => this.unused();
+  query = async () => this.unused();
+  insertRow = async () => this.unused();
+  updateRow = async () => this.unused();
+  deleteRow = async () => this.unused();
+  async release(): Promise<void> {}
+  async closeAll(): Promise<void> {}
+}
+
 /** Records every set of open slots it is given, in the journal too: `gate.sync <ip,ip>`. */
 export class FakeTrafficGate implements TrafficGate {
   readonly syncs: Array<{ subnet: string; open: string[] }> = [];
@@ -524,7 +555,7 @@ export class FakeTrafficGate implements TrafficGate {
 }
 
 export async function createRuntimeHarness(
-  opts: { config?: Partial<PlatformConfig>; deploy?: Partial<DeployConfig>; clock?: Clock; gate?: boolean } = {},
+  opts: { config?: Partial<PlatformConfig>; deploy?: Partial<DeployConfig>; clock?: Clock; gate?: boolean; databaseAdmin?: DatabaseAdmin } = {},
 ): Promise<RuntimeHarness> {
   const database = await openDatabase({ dataDir: ':memory:' });
   const buildsDir = await mkdtemp(path.join(tmpdir(), 'slipway-runner-'));
@@ -564,15 +595,17 @@ export async function createRuntimeHarness(
       logBus: new LogBus(),
       config,
     },
-    { runtime: { engine, git, forwarder, health, ...(gate ? { gate } : {}) }, log: (message, extra) => runnerLog.push({ message, extra }) },
+    { runtime: { engine, git, forwarder, health, ...(gate ? { gate } : {}), ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}) }, log: (message, extra) => runnerLog.push({ message, extra }) },
   );
   const runner = services.runner;
-  if (!runner) throw new Error('createServices made no runner although runtime ports were given');
+  const teardown = services.teardown;
+  if (!runner || !teardown) throw new Error('createServices made no runner although runtime ports were given');
   let closed = false;
   return {
     database,
     services,
     runner,
+    teardown,
     engine,
     git,
     forwarder,

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput } from '../../src/index.js';
 import type { DeployConfig } from '../../src/settings/platform-config.js';
-import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, FakeDatabaseAdmin, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
  * The DeployRunner with the real pipeline, analyzer and services on SQLite in memory, over fakes
@@ -26,8 +26,8 @@ afterEach(async () => {
   await h?.close();
 });
 
-async function setup(deploy: Partial<DeployConfig> = {}): Promise<RuntimeHarness> {
-  h = await createRuntimeHarness({ deploy });
+async function setup(deploy: Partial<DeployConfig> = {}, databaseAdmin?: FakeDatabaseAdmin): Promise<RuntimeHarness> {
+  h = await createRuntimeHarness({ deploy, ...(databaseAdmin ? { databaseAdmin } : {}) });
   return h;
 }
 
@@ -347,6 +347,73 @@ describe('workers, images and databases', () => {
     expect(h.forwarder.targets.get(view.hostPort)).toEqual({ host: c.ip, port: 6379 });
     expect(await service(view.id)).toMatchObject({ status: 'active', reachable: true });
     expect((await logs(d.id)).join('\n')).not.toContain(c.env.REDIS_PASSWORD);
+  });
+});
+
+describe('database readiness', () => {
+  const notYet = () => new Error('connection refused: the database system is starting up');
+
+  async function database(engine: string) {
+    await h.runner.start();
+    const p = await project();
+    return h.services.services.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: `database:${engine}` });
+  }
+
+  it("with a DatabaseAdmin, waits until the engine's own check answers, and logs which check passed", async () => {
+    const check = new FakeDatabaseAdmin([notYet(), notYet(), 'SELECT 1 answered (PostgreSQL 17.2)']);
+    await setup({ healthTimeoutMs: 5_000 }, check);
+    const view = await database('postgres');
+    const d = await deploy(view.id);
+    const lines = await logs(d.id);
+    expect(d.status, lines.join('\n')).toBe('succeeded');
+    expect(lines).toContain('Database ready: SELECT 1 answered (PostgreSQL 17.2)');
+    expect(check.checks).toHaveLength(3);
+    const c = container(d.containerName);
+    // The new container on the project network: the host port still forwards to the previous one.
+    expect(check.checks[0]).toMatchObject({ serviceId: view.id, engine: 'postgres', host: c.ip, port: 5432 });
+    expect(check.checks[0]!.env.POSTGRES_PASSWORD).toBe(c.env.POSTGRES_PASSWORD);
+    expect(h.health.tcpCalls).toEqual([]);
+    expect(await service(view.id)).toMatchObject({ status: 'active', reachable: true });
+  });
+
+  it('a database that never passes its check fails the deployment saying so, and keeps its data volume', async () => {
+    const check = new FakeDatabaseAdmin([notYet()]);
+    await setup({ healthTimeoutMs: 1_200 }, check);
+    const view = await database('postgres');
+    const d = await deploy(view.id);
+    const lines = await logs(d.id);
+    expect(d.status).toBe('failed');
+    expect(lines).toContain('Deployment failed: The database did not pass its readiness check within 1 s: connection refused: the database system is starting up');
+    expect(check.checks.length).toBeGreaterThanOrEqual(2);
+    expect(lines.some((l) => l.startsWith('Database ready'))).toBe(false);
+    expect(h.engine.containersOf(view.id)).toEqual([]);
+    expect(h.engine.volumes.has(`slipway-${view.id}-data`)).toBe(true);
+    expect(h.engine.removedVolumes).toEqual([]);
+  });
+
+  it('without a DatabaseAdmin, a database is checked over TCP as before', async () => {
+    await setup();
+    const view = await database('postgres');
+    const d = await deployOk(view.id);
+    expect(h.health.tcpCalls).toContainEqual({ host: container(d.containerName).ip, port: 5432 });
+    expect((await logs(d.id)).some((l) => l.startsWith('Database ready'))).toBe(false);
+  });
+
+  it("a failed redeployment of a database never removes its data volume; only deleting the service does", async () => {
+    await setup();
+    const view = await database('redis');
+    const live = await deployOk(view.id);
+    const volume = `slipway-${view.id}-data`;
+    h.engine.run = { exitAtOnce: { code: 1, tail: ['FATAL: could not lock the data directory'] } };
+    const failed = await deployFailed(view.id);
+    expect(await logs(failed.id)).toContain('Deployment failed: The container exited with code 1 before it served');
+    expect(h.engine.removedContainers).toContain(`slipway-${view.id}-${failed.id}`);
+    expect(h.engine.volumes.has(volume)).toBe(true);
+    expect(h.engine.removedVolumes).toEqual([]);
+    expect(container(live.containerName).running).toBe(true);
+
+    await h.services.services.delete(admin, view.id);
+    expect(h.engine.removedVolumes).toEqual([volume]);
   });
 });
 
@@ -734,7 +801,7 @@ describe('removing services', () => {
     const { web } = await freshWeb({ startRunner: true });
     const first = await deployOk(web.id);
     await h.services.deployments.create(admin, web.id).then((d) => finished(d.id));
-    const remove = vi.spyOn(h.runner, 'removeService');
+    const remove = vi.spyOn(h.teardown, 'removeService');
 
     await h.services.services.delete(admin, web.id);
     expect(remove).toHaveBeenCalledTimes(1);
@@ -769,7 +836,7 @@ describe('removing services', () => {
     await deployOk(web.id);
     await deployOk(db.id);
     expect(h.engine.networks.has(`slipway-${p.id}`)).toBe(true);
-    const remove = vi.spyOn(h.runner, 'removeService');
+    const remove = vi.spyOn(h.teardown, 'removeService');
 
     await h.services.projects.delete(admin, p.id);
     expect(remove.mock.calls.map((call) => call[0].id).sort()).toEqual([web.id, db.id].sort());

@@ -1,24 +1,24 @@
 import type { LogStream } from '../domain/types.js';
-import type { DeploymentService } from './deployment.service.js';
+import type { JobLog } from './job-queue.port.js';
 
 const FLUSH_MS = 20;
 const MAX_BATCH = 200;
 const MAX_LINE = 8192;
 
+/** Stores lines of one stream, in order; resolves once they are stored. */
+export type LogAppender = (stream: LogStream, lines: string[]) => Promise<unknown>;
+
 /**
- * Collects a running deployment's log lines and stores them in small batches (one transaction
- * per 20 ms, not one per line), masking every secret it was told about on the way.
+ * Collects a running job's log lines and stores them in small batches (one transaction per 20 ms,
+ * not one per line), masking every secret it was told about on the way.
  */
-export class DeploymentLogWriter {
+export class JobLogWriter implements JobLog {
   private pending: Array<{ line: string; stream: LogStream }> = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly secrets: string[] = [];
 
-  constructor(
-    private readonly deploymentId: string,
-    private readonly deployments: DeploymentService,
-  ) {}
+  constructor(private readonly append: LogAppender) {}
 
   /** Values that must never reach a log, e.g. secret env values and tokens. */
   mask(...values: Array<string | null | undefined>): void {
@@ -45,7 +45,7 @@ export class DeploymentLogWriter {
       let start = 0;
       for (let i = 1; i <= batch.length; i++) {
         if (i === batch.length || batch[i]!.stream !== batch[start]!.stream) {
-          await this.deployments.appendLog(this.deploymentId, batch[start]!.stream, ...batch.slice(start, i).map((l) => l.line));
+          await this.append(batch[start]!.stream, batch.slice(start, i).map((l) => l.line));
           start = i;
         }
       }

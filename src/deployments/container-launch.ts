@@ -1,0 +1,168 @@
+import type { DatabaseAdmin } from '../databases/database-admin.port.js';
+import { ENGINE_SPECS, databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { ContainerState } from './container-engine.port.js';
+import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
+import { LABELS, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
+
+type Names = ReturnType<typeof resourceNames>;
+
+/** A database's readiness check is a connection and a query: asked at this pace, not the port probe's. */
+const DATABASE_CHECK_MS = 500;
+
+/**
+ * The run half of a deployment: images from a registry, the new container started beside the live
+ * one, and the wait until it serves. Nothing here touches the live container or the traffic.
+ */
+export class ContainerLaunch {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly runtime: RuntimeDeps,
+    private readonly recorder: DeploymentRecorder,
+  ) {}
+
+  /** An image service or a database: the registry's image, tagged as this deployment's. */
+  async fromRegistry(ctx: PipelineContext, ref: string, tag: string): Promise<string> {
+    await this.ensureImage(ctx, ref);
+    await this.runtime.engine.tagImage(ref, tag);
+    ctx.created.image = tag;
+    return tag;
+  }
+
+  /** Pulls `ref` unless the engine has it. */
+  async ensureImage(ctx: PipelineContext, ref: string): Promise<void> {
+    if (await this.runtime.engine.imageExists(ref)) {
+      ctx.log.write(`Image ${ref} is present`);
+      return;
+    }
+    ctx.log.write(`Pulling ${ref}`);
+    try {
+      await this.runtime.engine.pullImage(ref, ctx.log.write, ctx.signal);
+    } catch (error) {
+      throwIfAborted(ctx.signal);
+      throw new DeploymentFailure(`Could not pull ${ref}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Starts the container on the project network (and its slot) and resolves once it serves. */
+  async start(ctx: PipelineContext, image: string, env: Record<string, string>, names: Names): Promise<ContainerState> {
+    const { service, log } = ctx;
+    const engine = databaseEngineOf(service);
+    const spec = engine ? ENGINE_SPECS[engine] : null;
+    await this.runtime.engine.ensureNetwork(names.network, { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.project]: service.projectId });
+    const cmd = spec?.command
+      ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
+      : service.source.kind === 'image' && service.startCommand
+        ? ['sh', '-c', service.startCommand]
+        : null;
+    log.write(`Starting container ${names.container}`);
+    ctx.created.container = names.container;
+    let container: ContainerState;
+    try {
+      container = await this.runtime.engine.runContainer({
+        name: names.container,
+        image,
+        env: { PORT: String(service.internalPort), ...env },
+        cmd,
+        labels: {
+          [LABELS.managed]: 'true',
+          [LABELS.instance]: this.deps.config.instanceId,
+          [LABELS.service]: service.id,
+          [LABELS.deployment]: ctx.deployment.id,
+          [LABELS.project]: service.projectId,
+          ...(ctx.slot ? { [LABELS.slot]: ctx.slot.ip } : {}),
+        },
+        network: names.network,
+        aliases: [service.slug],
+        ...(ctx.slot ? { slot: ctx.slot } : {}),
+        // The volume outlives every deployment: only deleting the service removes it.
+        volumes: spec ? [{ name: names.volume, target: spec.dataDir }] : [],
+        signal: ctx.signal,
+      });
+    } catch (error) {
+      throwIfAborted(ctx.signal);
+      throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
+    }
+    await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
+    const admin = this.runtime.databaseAdmin;
+    if (engine && admin) return this.waitUntilDatabaseReady(ctx, container, { engine, admin, env });
+    return this.waitUntilServing(ctx, container, spec !== null);
+  }
+
+  /**
+   * A database's port accepts connections before it accepts queries (PostgreSQL's init restarts it,
+   * MySQL starts a temporary server first): it is ready once the engine's own check answers. The
+   * container is reached as the port probe reaches it, on the project network: the host port still
+   * forwards to the previous container until the switch.
+   */
+  private async waitUntilDatabaseReady(
+    ctx: PipelineContext,
+    container: ContainerState,
+    check: { engine: DatabaseEngine; admin: DatabaseAdmin; env: Record<string, string> },
+  ): Promise<ContainerState> {
+    const { service, log } = ctx;
+    const timeoutMs = this.deps.config.deploy.healthTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    log.write(`Waiting for the database to answer its readiness check on port ${service.internalPort}`);
+    let lastProblem = 'it did not answer';
+    for (;;) {
+      throwIfAborted(ctx.signal);
+      const state = await this.stillRunning(ctx, container);
+      if (state.ip) {
+        try {
+          // A check that hangs must not outlast the deadline.
+          const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]);
+          const answer = await check.admin.checkReady({ serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env }, signal);
+          log.write(`Database ready: ${answer}`);
+          return state;
+        } catch (error) {
+          throwIfAborted(ctx.signal);
+          lastProblem = (error as Error).message;
+        }
+      }
+      if (Date.now() >= deadline) {
+        for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
+        throw new DeploymentFailure(`The database did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`);
+      }
+      await sleep(DATABASE_CHECK_MS, ctx.signal);
+    }
+  }
+
+  /** The container's state while it runs; a container that exited fails the deployment with its last lines. */
+  private async stillRunning(ctx: PipelineContext, container: ContainerState): Promise<ContainerState> {
+    const state = await this.runtime.engine.inspect(container.id);
+    if (state?.running) return state;
+    for (const line of await this.runtime.engine.tail(container.id, 30)) ctx.log.write(line, 'stderr');
+    throw new DeploymentFailure(`The container exited${state?.exitCode !== null && state?.exitCode !== undefined ? ` with code ${state.exitCode}` : ''} before it served`);
+  }
+
+  /** Web: any HTTP answer on the internal port; database without a DatabaseAdmin: a TCP connection; worker: still running after a moment. */
+  private async waitUntilServing(ctx: PipelineContext, container: ContainerState, isDatabase: boolean): Promise<ContainerState> {
+    const { service, log } = ctx;
+    const deploy = this.deps.config.deploy;
+    const worker = service.runtimeMode === 'worker' && !isDatabase;
+    const deadline = Date.now() + (worker ? deploy.workerSettleMs : deploy.healthTimeoutMs);
+    log.write(worker ? 'Waiting to see that the worker keeps running' : `Waiting for the container to answer on port ${service.internalPort}${isDatabase ? '' : ` (GET ${deploy.healthPath})`}`);
+    let current = container;
+    for (;;) {
+      throwIfAborted(ctx.signal);
+      const state = await this.stillRunning(ctx, container);
+      current = state;
+      if (worker) {
+        if (Date.now() >= deadline) break;
+      } else if (state.ip) {
+        const ok = isDatabase
+          ? await this.runtime.health.tcp(state.ip, service.internalPort, ctx.signal)
+          : (await this.runtime.health.http(state.ip, service.internalPort, deploy.healthPath, ctx.signal)) !== null;
+        if (ok) break;
+      }
+      if (Date.now() >= deadline) {
+        for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
+        throw new DeploymentFailure(`The container did not answer on port ${service.internalPort} within ${Math.round(deploy.healthTimeoutMs / 1000)} s; is internalPort right?`);
+      }
+      await sleep(250, ctx.signal);
+    }
+    log.write(worker ? 'The worker is running' : 'The container is serving');
+    return current;
+  }
+}

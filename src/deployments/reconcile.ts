@@ -1,0 +1,248 @@
+import type { ServiceRecord } from '../domain/types.js';
+import type { RunnerLog } from '../jobs/job-runner.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { RoutingService } from '../routing/routing.service.js';
+import type { TrafficSlots } from '../routing/traffic-slots.js';
+import type { ContainerEngine, ContainerState } from './container-engine.port.js';
+import { isWeb, serves, type CurrentContainers } from './current-containers.js';
+import type { Rollout } from './rollout.js';
+import { LABELS, type RuntimeDeps } from './runtime-deps.js';
+
+const RECONCILE_MS = 10_000;
+/** While the engine is down, it is asked again at most this often (the claim loop ticks every 500 ms). */
+const ENGINE_RETRY_MS = 2_000;
+const ENGINE_PING_TIMEOUT_MS = 3_000;
+
+/** What the reconcile pass needs to know of the deployments under way. */
+export interface DeploymentsUnderWay {
+  /** Services with a deployment running: their host port, routes and slots are the rollout's. */
+  services(): Set<string>;
+  holds(deploymentId: string): boolean;
+  stopping(): boolean;
+}
+
+/**
+ * Keeps the runtime as the table says it should be: after a crash (recoverRuntime), then every
+ * 10 s (reconcile): host ports, routes and traffic slots on each service's current container,
+ * containers no route uses any more retired, images of deployments that never went live removed.
+ */
+export class Reconciler {
+  private slotsProblem = '';
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly runtime: RuntimeDeps,
+    private readonly routing: RoutingService,
+    private readonly slots: TrafficSlots | null,
+    private readonly containers: CurrentContainers,
+    private readonly rollout: Rollout,
+    private readonly underWay: DeploymentsUnderWay,
+    private readonly log: RunnerLog,
+  ) {}
+
+  /**
+   * After a crash (deployments left running are settled by then): containers nothing owns any more
+   * go, and the host ports point at the containers that kept running.
+   */
+  async recoverRuntime(): Promise<void> {
+    await this.runtime.engine.ping();
+    await this.prepareSlots();
+    const services = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s]));
+    const snapshot = this.slots?.snapshot() ?? 0;
+    const all = await this.containers.ofInstance();
+    const currents = [...(await this.containers.pick(all)).values()];
+    const keep = new Set(currents.map((c) => c.id));
+    // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes.
+    // Written even when memory says nothing changed: the kernel's rules are the truth to restore.
+    if (this.slots?.ready) {
+      await this.slots.reconcile(currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), new Set(), snapshot, { force: true });
+    }
+    for (const container of all) {
+      const service = services.get(container.labels[LABELS.service] ?? '');
+      if (!service || !keep.has(container.id)) {
+        this.log('removing a stray container', { name: container.name });
+        if (service && container.running && container.labels[LABELS.slot]) await this.rollout.retire(service, container);
+        else await this.runtime.engine.stopAndRemove(container.id, 0);
+      }
+    }
+    await this.reconcile();
+  }
+
+  /**
+   * Keeps each host port and route pointed at its service's current container (its address changes
+   * when Docker restarts it), and stops containers a cutover left running once the proxy has
+   * the routes that no longer use them.
+   */
+  async reconcile(): Promise<void> {
+    await this.collectImages();
+    await this.prepareSlots();
+    // Taken before the containers are read: a cutover after this makes the slot write below give way.
+    const snapshot = this.slots?.snapshot() ?? 0;
+    const containers = await this.containers.ofInstance();
+    const currents = await this.containers.pick(containers);
+    const services = await this.deps.store.projects.listAllServices();
+    const deploying = this.underWay.services();
+    if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
+    for (const service of services) {
+      if (deploying.has(service.id)) continue;
+      const current = currents.get(service.id);
+      const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
+      this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, target ? current : undefined));
+      if (service.status !== 'active') continue;
+      await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
+      if (serves(service) && !!current !== service.reachable) await this.deps.store.projects.updateService(service.id, { reachable: !!current });
+    }
+    this.routing.markUpstreamsKnown();
+    await this.retireLeftovers(services, containers, currents, deploying);
+  }
+
+  /** Creates the slot network and the gate's rules; until then cutovers reload the proxy. Said once per cause. */
+  private async prepareSlots(): Promise<void> {
+    if (!this.slots || this.slots.ready) return;
+    try {
+      await this.slots.prepare();
+      if (this.slotsProblem) this.log('traffic slots are ready: cutovers no longer reload the proxy');
+      this.slotsProblem = '';
+    } catch (error) {
+      const message = (error as Error).message;
+      if (message !== this.slotsProblem) this.log('traffic slots unavailable: cutovers reload the proxy until they are', { error: message });
+      this.slotsProblem = message;
+    }
+  }
+
+  /** Open: the slots of current web containers; those of services being deployed stay as their cutover left them. */
+  private async reconcileSlots(
+    services: ServiceRecord[],
+    containers: ContainerState[],
+    currents: Map<string, ContainerState>,
+    deploying: Set<string>,
+    snapshot: number,
+  ): Promise<void> {
+    const wanted: string[] = [];
+    for (const service of services) {
+      const ip = currents.get(service.id)?.labels[LABELS.slot];
+      if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push(ip);
+    }
+    const keep = new Set([...this.rollout.heldSlots, ...containers.filter((c) => deploying.has(c.labels[LABELS.service] ?? '')).map((c) => c.labels[LABELS.slot] ?? '')]);
+    await this.slots!.reconcile(wanted, keep, snapshot);
+  }
+
+  private async retireLeftovers(services: ServiceRecord[], containers: ContainerState[], currents: Map<string, ContainerState>, deploying: Set<string>): Promise<void> {
+    const byId = new Map(services.map((s) => [s.id, s]));
+    const leftovers = containers.filter((c) => {
+      const serviceId = c.labels[LABELS.service] ?? '';
+      const current = currents.get(serviceId);
+      return current && current.id !== c.id && !deploying.has(serviceId) && !this.underWay.holds(c.labels[LABELS.deployment] ?? '');
+    });
+    if (leftovers.length === 0 || !(await this.routing.settled())) return;
+    for (const container of leftovers) {
+      if (this.underWay.stopping()) return;
+      const service = byId.get(container.labels[LABELS.service]!);
+      if (!service) continue;
+      this.log('stopping a container the routes no longer use', { name: container.name });
+      await this.rollout.retire(service, container);
+      if (container.image.startsWith(`${this.deps.config.resourcePrefix}-`)) await this.runtime.engine.removeImage(container.image);
+    }
+  }
+
+  /**
+   * Removes images of deployments that did not become live (a build the daemon finished after an
+   * abort, or a crash between build and cleanup). Only ids this installation knows are touched.
+   */
+  private async collectImages(): Promise<void> {
+    const prefix = `${this.deps.config.resourcePrefix}-`;
+    const candidates = (await this.runtime.engine.listImageTags(prefix)).flatMap((tag) => {
+      const match = /^(.+)-([a-z0-9]+)-([a-z0-9]+)(?::latest)?$/.exec(tag);
+      if (!match || match[1] !== this.deps.config.resourcePrefix || this.underWay.holds(match[3]!)) return [];
+      return [{ tag, serviceId: match[2]!, deploymentId: match[3]! }];
+    });
+    if (candidates.length === 0) return;
+    // One query for all of them: this runs every 10 s.
+    const deployments = new Map((await this.deps.store.deployments.listByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]));
+    for (const { tag, serviceId, deploymentId } of candidates) {
+      const deployment = deployments.get(deploymentId);
+      if (!deployment || deployment.serviceId !== serviceId || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
+      await this.runtime.engine.removeImage(tag);
+    }
+  }
+}
+
+/** The two steps the loop alternates between: recovery until it has succeeded once, then reconcile. */
+export interface MaintenanceSteps {
+  recovered(): boolean;
+  recover(): Promise<void>;
+  reconcile(): Promise<void>;
+}
+
+/**
+ * The 10-second maintenance loop, and the one place that watches the engine: while it is
+ * unreachable, passes are skipped and queued deployments wait (claiming them would only fail them),
+ * it is asked again at most every ENGINE_RETRY_MS, and the outage is logged once. A failure that
+ * lasts is logged once too, not every 10 s.
+ */
+export class ReconcileLoop {
+  private timer: NodeJS.Timeout | null = null;
+  private pass: Promise<void> | null = null;
+  /** Why the engine did not answer, while it does not. */
+  private engineDown: string | null = null;
+  private engineCheckedAt = 0;
+  /** The last maintenance failure logged. */
+  private lastFailure: string | null = null;
+
+  constructor(
+    private readonly engine: ContainerEngine,
+    private readonly steps: MaintenanceSteps,
+    private readonly log: RunnerLog,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      // A pass may outlast the interval (a drain): never two at once.
+      if (this.pass) return;
+      this.pass = this.maintain().finally(() => {
+        this.pass = null;
+      });
+    }, RECONCILE_MS);
+  }
+
+  /** No further passes; resolves once the one under way has ended. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.pass;
+  }
+
+  /** One maintenance pass: recovery until it has succeeded once, then reconcile; skipped while the engine is unreachable. */
+  async maintain(): Promise<void> {
+    if (!(await this.engineReachable())) return;
+    const what = this.steps.recovered() ? 'reconcile failed' : 'recovery failed';
+    try {
+      if (this.steps.recovered()) await this.steps.reconcile();
+      else await this.steps.recover();
+      this.lastFailure = null;
+    } catch (error) {
+      const message = (error as Error).message;
+      if (`${what}|${message}` !== this.lastFailure) this.log(what, { error: message });
+      this.lastFailure = `${what}|${message}`;
+    }
+  }
+
+  async engineReachable(): Promise<boolean> {
+    if (this.engineDown !== null && Date.now() - this.engineCheckedAt < ENGINE_RETRY_MS) return false;
+    this.engineCheckedAt = Date.now();
+    try {
+      await this.engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS));
+    } catch (error) {
+      const reason = (error as Error).message;
+      if (this.engineDown === null) this.log('the Docker engine is unreachable; queued deployments wait for it', { error: reason });
+      this.engineDown = reason;
+      return false;
+    }
+    if (this.engineDown !== null) {
+      this.log('the Docker engine is reachable again');
+      this.engineDown = null;
+      this.lastFailure = null;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,39 @@
+import { databaseEngineOf } from '../domain/database-engines.js';
+import type { ServiceRecord } from '../domain/types.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { RoutingService } from '../routing/routing.service.js';
+import type { TrafficSlots } from '../routing/traffic-slots.js';
+import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+
+/**
+ * What deleting a service or a project removes at runtime: containers, images, host port, traffic
+ * slots, a database's data volume (only here: no deployment ever removes it), the project network.
+ */
+export class ServiceTeardown {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly runtime: RuntimeDeps,
+    private readonly routing: RoutingService,
+    private readonly slots: TrafficSlots | null,
+    /** Ends the services' deployments under way and waits until they no longer write. */
+    private readonly stopDeploymentsOf: (serviceIds: string[]) => Promise<void>,
+  ) {}
+
+  async removeService(service: ServiceRecord): Promise<void> {
+    await this.stopDeploymentsOf([service.id]);
+    this.routing.setUpstream(service.id, null);
+    await this.runtime.forwarder.set(service.hostPort, null);
+    const containers = await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id });
+    await this.slots?.close(containers.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip)).catch(() => {});
+    for (const container of containers) {
+      await this.runtime.engine.stopAndRemove(container.id, 0);
+    }
+    const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);
+    for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
+    if (databaseEngineOf(service)) await this.runtime.engine.removeVolume(names.volume);
+  }
+
+  async removeProjectNetwork(projectId: string): Promise<void> {
+    await this.runtime.engine.removeNetwork(resourceNames(this.deps.config.resourcePrefix, 'x', 'x', projectId).network);
+  }
+}
