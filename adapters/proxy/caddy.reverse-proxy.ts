@@ -86,8 +86,8 @@ export class CaddyReverseProxy implements ReverseProxy {
         await this.directory.writeStamp({ version: table.version, digest: built.digest });
         return { ok: true, detail: this.describe(table, true) };
       }
-      // Caddy still serves the previous configuration, which reads the previous generation, untouched.
-      if (previous?.digest !== built.digest) await this.directory.remove(built.digest);
+      // Caddy still serves the previous configuration, which reads the previous generation, untouched. The
+      // refused one's generation stays for the next attempt (the reconcile loop's), and goes with a success.
       if (previous) await this.directory.writeStamp(previous);
       return { ok: false, detail: `Caddy rejected the configuration, and keeps serving the previous one: ${reasonOf(loaded)}` };
     } catch (error) {

@@ -100,10 +100,6 @@ export class RoutesDirectory {
       if (stale) await rm(path.join(this.root, entry.name), { recursive: true, force: true });
     }
   }
-
-  async remove(digest: string): Promise<void> {
-    if (GENERATION.test(digest)) await rm(path.join(this.root, digest), { recursive: true, force: true });
-  }
 }
 
 async function inParallel<T>(items: T[], work: (item: T) => Promise<unknown>): Promise<void> {
