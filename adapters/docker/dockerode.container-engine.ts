@@ -178,7 +178,10 @@ export class DockerodeContainerEngine implements ContainerEngine {
         Init: true,
         RestartPolicy: { Name: 'unless-stopped' },
         NetworkMode: 'host',
-        Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+        Mounts: [
+          ...request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+          ...(request.binds ?? []).map((b) => ({ Type: 'bind', Source: b.source, Target: b.target, ReadOnly: b.readOnly })),
+        ],
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       },
       abortSignal: timeout(request.signal),

@@ -36,6 +36,11 @@ interface ProxyServing {
   healthIntervalMs: number;
   /** CIDR of the traffic slot network, or `auto`. */
   slotSubnet: string;
+  /**
+   * Caddy's routes directory (one empty file per hostname): PROXY_ROUTES_DIR, else `<DATA_DIR>/caddy-routes`.
+   * Absolute; Caddy reads the same path (an operator's Caddy) or has it mounted (the platform's container).
+   */
+  routesDir: string;
 }
 
 /** Which Caddy the platform keeps configured: its own container (the default), an operator's, or none. */
@@ -44,7 +49,7 @@ export type ProxyConfig =
   | ({ kind: 'external'; adminUrl: string } & ProxyServing)
   | ({ kind: 'container'; image: string; adminPort: number } & ProxyServing);
 
-function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
+function proxyConfig(env: NodeJS.ProcessEnv, dataDir: string, instanceId: string): ProxyConfig {
   const mode = (env.PROXY || 'caddy').toLowerCase();
   if (mode === 'none') return { kind: 'none' };
   if (mode !== 'caddy') throw new ConfigError(`PROXY must be caddy or none, got ${JSON.stringify(env.PROXY)}`);
@@ -59,6 +64,7 @@ function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig {
     gatePort: int(env, 'PROXY_GATE_PORT', 2080, 1, 65535),
     healthIntervalMs: int(env, 'PROXY_HEALTH_INTERVAL_MS', 500, 100, 10_000),
     slotSubnet: slotSubnet(env.SLOT_SUBNET),
+    routesDir: path.resolve(env.PROXY_ROUTES_DIR || (dataDir === ':memory:' ? path.join(tmpdir(), `slipway-caddy-routes-${instanceId}`) : path.join(dataDir, 'caddy-routes'))),
   };
   if (env.CADDY_ADMIN_URL) {
     let url: URL;
@@ -180,7 +186,9 @@ function databasesConfig(env: NodeJS.ProcessEnv): PlatformConfig['databases'] {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
-  const proxy = proxyConfig(env);
+  // Derived from the install's own key: stable across restarts, different for every install.
+  const instanceId = createHash('sha256').update(`instance:${key}`).digest('hex').slice(0, 12);
+  const proxy = proxyConfig(env, dataDir, instanceId);
   return {
     host: env.HOST || '0.0.0.0',
     port: int(env, 'PORT', 3000, 0, 65535),
@@ -203,8 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       publicScheme: boolean(env, 'PROXY_AUTO_HTTPS', true) ? 'https' : 'http',
       publicPort: publicPort(proxy),
       resourcePrefix: env.RESOURCE_PREFIX || DEFAULT_PLATFORM_CONFIG.resourcePrefix,
-      // Derived from the install's own key: stable across restarts, different for every install.
-      instanceId: createHash('sha256').update(`instance:${key}`).digest('hex').slice(0, 12),
+      instanceId,
       streamPingMs: int(env, 'STREAM_PING_MS', DEFAULT_PLATFORM_CONFIG.streamPingMs, 100),
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),

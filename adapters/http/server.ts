@@ -176,8 +176,8 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
   const proxy = config.proxy;
   if (proxy.kind === 'none') return new UnconfiguredReverseProxy();
   if (proxy.kind === 'external') return new CaddyReverseProxy(proxy);
-  const container = new CaddyContainer(engine, { prefix: config.platform.resourcePrefix, image: proxy.image, adminPort: proxy.adminPort, log });
-  return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container });
+  const container = new CaddyContainer(engine, { prefix: config.platform.resourcePrefix, image: proxy.image, adminPort: proxy.adminPort, routesDir: proxy.routesDir, log });
+  return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container, caddyRoutesDir: container.routesMount });
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -1,9 +1,14 @@
+import { mkdir } from 'node:fs/promises';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
 import { LABELS } from '../../src/deployments/container-engine.port.js';
 import type { ProxyHost } from './caddy.reverse-proxy.js';
 
 const BOOTSTRAP_PATH = '/etc/caddy/slipway-bootstrap.json';
 const ADMIN_WAIT_MS = 15_000;
+/** Where Caddy's container reads the routes directory (bind-mounted read-only): its configuration names this path. */
+export const CONTAINER_ROUTES_DIR = '/slipway/routes';
+/** The host directory mounted there: a container made before, or for another directory, is replaced. */
+const ROUTES_LABEL = 'slipway.proxy-routes';
 
 export interface CaddyContainerOptions {
   /** Resource prefix: the container is `<prefix>-caddy`, its volumes `<prefix>-caddy-data` and `-config`. */
@@ -11,13 +16,16 @@ export interface CaddyContainerOptions {
   image: string;
   /** Caddy's admin API listens on 127.0.0.1 at this port, on the host's network. */
   adminPort: number;
+  /** The routes directory on the host (the platform writes it; Caddy reads it at CONTAINER_ROUTES_DIR). */
+  routesDir: string;
   log: (message: string, extra?: Record<string, unknown>) => void;
 }
 
 /**
  * Runs Caddy as the platform's own container on the host's network: it binds the HTTP and HTTPS
  * ports itself and reaches service containers at their bridge addresses, as the host does.
- * Certificates live on a volume, so a new container (a new image) keeps them.
+ * Certificates live on a volume, so a new container (a new image) keeps them. The routes directory
+ * is the host's, mounted read-only: hostnames change there without a configuration load.
  */
 export class CaddyContainer implements ProxyHost {
   private ensuring: Promise<void> | null = null;
@@ -35,6 +43,11 @@ export class CaddyContainer implements ProxyHost {
     return `http://127.0.0.1:${this.options.adminPort}`;
   }
 
+  /** The routes directory as Caddy reads it inside the container. */
+  get routesMount(): string {
+    return CONTAINER_ROUTES_DIR;
+  }
+
   /** Concurrent callers (a reload and the reconcile loop) share one start. */
   ensure(signal: AbortSignal): Promise<void> {
     this.ensuring ??= this.start(signal).finally(() => {
@@ -45,15 +58,20 @@ export class CaddyContainer implements ProxyHost {
 
   private async start(signal: AbortSignal): Promise<void> {
     const { image, log } = this.options;
+    const { routesDir } = this.options;
+    // A bind mount needs its source to exist; the root is never removed afterwards.
+    await mkdir(routesDir, { recursive: true, mode: 0o755 });
     const state = await this.engine.inspect(this.name);
-    if (state?.running && state.image === image) return;
-    if (state && state.image === image) {
+    const same = state?.image === image && state.labels[ROUTES_LABEL] === routesDir;
+    if (state?.running && same) return;
+    if (state && same) {
       log('starting the stopped proxy container', { name: this.name });
       await this.engine.startContainer(this.name);
       return this.waitForAdmin(signal);
     }
     if (state) {
-      log('replacing the proxy container: its image setting changed', { name: this.name, from: state.image, to: image });
+      const why = state.image !== image ? 'its image setting changed' : 'it does not mount the routes directory';
+      log(`replacing the proxy container: ${why}`, { name: this.name, from: state.image, to: image, routesDir });
       await this.engine.stopAndRemove(this.name, 10);
     }
     if (!(await this.engine.imageExists(image))) {
@@ -66,11 +84,12 @@ export class CaddyContainer implements ProxyHost {
       image,
       cmd: ['caddy', 'run', '--config', BOOTSTRAP_PATH],
       env: { XDG_CONFIG_HOME: '/config', XDG_DATA_HOME: '/data' },
-      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'proxy' },
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'proxy', [ROUTES_LABEL]: routesDir },
       volumes: [
         { name: `${this.options.prefix}-caddy-data`, target: '/data' },
         { name: `${this.options.prefix}-caddy-config`, target: '/config' },
       ],
+      binds: [{ source: routesDir, target: CONTAINER_ROUTES_DIR, readOnly: true }],
       // Only the admin endpoint at first: the platform loads the routes as soon as it answers.
       files: [{ path: BOOTSTRAP_PATH, content: JSON.stringify({ admin: { listen: `127.0.0.1:${this.options.adminPort}` } }) }],
       signal,

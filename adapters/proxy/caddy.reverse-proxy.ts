@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
-import { buildCaddyConfig, servingMarker, tableMarker, type CaddyServeOptions } from './caddy-config.js';
+import { buildCaddyConfig, servingMarker, tableMarker, type CaddyServeOptions, type OnDemandForm } from './caddy-config.js';
+import { RoutesDirectory } from './routes-directory.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 
@@ -14,21 +15,43 @@ export interface CaddyAdminOptions extends CaddyServeOptions {
   /** e.g. `http://127.0.0.1:2019`: Caddy's admin API, which only ever listens on loopback here. */
   adminUrl: string;
   host?: ProxyHost | undefined;
+  /** The routes directory the platform writes (one empty file per hostname, see RoutesDirectory). */
+  routesDir: string;
+  /** The same directory as Caddy reads it: its mount point in Caddy's container; `routesDir` when unset. */
+  caddyRoutesDir?: string | undefined;
 }
 
 /**
- * Keeps a Caddy configured through its admin API: every load replaces the whole configuration,
- * which Caddy applies atomically (a rejected one leaves the previous one serving).
+ * Keeps a Caddy configured through its admin API and the routes directory. Which hostnames go to
+ * which service is files only: a table that differs from the served one in hostnames alone changes
+ * files, and Caddy is not reloaded (a load closes its idle client connections, whatever hostname they
+ * are for). A load replaces the whole configuration, which Caddy applies atomically (a rejected one
+ * leaves the previous one serving): when services come or go, an upstream changes, or how the table
+ * is served does.
  */
 export class CaddyReverseProxy implements ReverseProxy {
   readonly enabled = true;
   private readonly adminUrl: string;
+  private readonly directory: RoutesDirectory;
+  private readonly caddyRoutesDir: string;
+  /** Learnt from the first Caddy that refuses `permission` (see OnDemandForm). */
+  private onDemand: OnDemandForm = 'permission';
+  private applying: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: CaddyAdminOptions) {
     this.adminUrl = options.adminUrl.replace(/\/+$/, '');
+    this.directory = new RoutesDirectory(options.routesDir);
+    this.caddyRoutesDir = options.caddyRoutesDir ?? options.routesDir;
   }
 
-  async apply(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult> {
+  /** One at a time: two applies interleaving their file changes could leave a mix of both tables. */
+  apply(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult> {
+    const run = this.applying.then(() => this.applyNow(table, signal));
+    this.applying = run.catch(() => {});
+    return run;
+  }
+
+  private async applyNow(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult> {
     try {
       if (this.options.host) await this.options.host.ensure(withTimeout(signal, 120_000));
     } catch (error) {
@@ -37,20 +60,47 @@ export class CaddyReverseProxy implements ReverseProxy {
     try {
       const admin = await this.call('GET', '/config/admin', signal);
       if (admin.status !== 200) return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
-      const config = buildCaddyConfig(table, this.options, admin.body);
-      const loaded = await this.call('POST', '/load', signal, config);
-      if (loaded.status === 200) return { ok: true, detail: this.describe(table) };
-      const reason = typeof loaded.body === 'object' && loaded.body && 'error' in loaded.body ? String(loaded.body.error) : `HTTP ${loaded.status}`;
-      return { ok: false, detail: `Caddy rejected the configuration, and keeps serving the previous one: ${reason}` };
+      const layout = () => ({ routesDir: this.caddyRoutesDir, onDemand: this.onDemand });
+      let built = buildCaddyConfig(table, this.options, admin.body, layout());
+      await this.directory.ensureRoot();
+      const served = await this.serves(built.digest, signal);
+      const previous = await this.directory.stamp();
+      // From here until the new stamp, check() says stale: the files are between two tables.
+      await this.directory.clearStamp();
+      await this.directory.sync(built.digest, built.routes);
+      if (served) {
+        await this.directory.prune(built.digest);
+        await this.directory.writeStamp({ version: table.version, digest: built.digest });
+        return { ok: true, detail: this.describe(table, false) };
+      }
+
+      let loaded = await this.call('POST', '/load', signal, built.config);
+      if (loaded.status !== 200 && this.onDemand === 'permission' && /unknown field \\?"permission\\?"/.test(reasonOf(loaded))) {
+        // Caddy 2.6/2.7: the same configuration with the `ask` URL (same digest, same directory).
+        this.onDemand = 'ask';
+        built = buildCaddyConfig(table, this.options, admin.body, layout());
+        loaded = await this.afterRejection(() => this.call('POST', '/load', signal, built.config));
+      }
+      if (loaded.status === 200) {
+        await this.directory.prune(built.digest);
+        await this.directory.writeStamp({ version: table.version, digest: built.digest });
+        return { ok: true, detail: this.describe(table, true) };
+      }
+      // Caddy still serves the previous configuration, which reads the previous generation, untouched. The
+      // refused one's generation stays for the next attempt (the reconcile loop's), and goes with a success.
+      if (previous) await this.directory.writeStamp(previous);
+      return { ok: false, detail: `Caddy rejected the configuration, and keeps serving the previous one: ${reasonOf(loaded)}` };
     } catch (error) {
       return { ok: false, detail: messageOf(error) };
     }
   }
 
   async check(version: string, signal?: AbortSignal): Promise<ProxyState> {
+    const stamp = await this.directory.stamp();
     try {
-      const answer = await this.call('GET', `/id/${tableMarker(version)}`, signal);
-      if (answer.status !== 200) return { state: 'stale' };
+      // Asked even without a stamp: an unreachable Caddy is reported (and its container started again) as such.
+      const answer = await this.call('GET', `/id/${tableMarker(stamp?.digest ?? 'none')}`, signal);
+      if (!stamp || stamp.version !== version || answer.status !== 200) return { state: 'stale' };
       const serving = await this.call('GET', `/id/${servingMarker(this.options)}`, signal);
       return serving.status === 200 ? { state: 'current' } : { state: 'stale' };
     } catch (error) {
@@ -59,12 +109,31 @@ export class CaddyReverseProxy implements ReverseProxy {
     }
   }
 
-  private describe(table: RoutingTable): string {
+  /** Whether Caddy serves the configuration named `digest`, the way this platform serves it. */
+  private async serves(digest: string, signal?: AbortSignal): Promise<boolean> {
+    if ((await this.call('GET', `/id/${tableMarker(digest)}`, signal)).status !== 200) return false;
+    return (await this.call('GET', `/id/${servingMarker(this.options)}`, signal)).status === 200;
+  }
+
+  /** Caddy restarts its admin endpoint while it rolls a refused load back: the next call may find it closed for a moment. */
+  private async afterRejection<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  private describe(table: RoutingTable, loaded: boolean): string {
     const n = table.routes.length;
     const serving = this.options.autoHttps
-      ? `HTTPS on :${this.options.httpsPort} with automatic certificates, HTTP on :${this.options.httpPort} redirecting`
+      ? `HTTPS on :${this.options.httpsPort} with on-demand certificates, HTTP on :${this.options.httpPort} redirecting`
       : `plain HTTP on :${this.options.httpPort}`;
-    return `Caddy loaded ${n} route${n === 1 ? '' : 's'} (${serving})`;
+    const routes = `${n} route${n === 1 ? '' : 's'} (${serving})`;
+    return loaded ? `Caddy loaded ${routes}` : `Caddy serves ${routes}; hostnames updated without a reload`;
   }
 
   private async call(method: 'GET' | 'POST', path: string, signal: AbortSignal | undefined, body?: unknown): Promise<{ status: number; body: unknown }> {
@@ -82,6 +151,10 @@ export class CaddyReverseProxy implements ReverseProxy {
     }
     return { status: answer.status, body: parsed };
   }
+}
+
+function reasonOf(answer: { status: number; body: unknown }): string {
+  return typeof answer.body === 'object' && answer.body && 'error' in answer.body ? String(answer.body.error) : `HTTP ${answer.status}`;
 }
 
 /**

@@ -37,6 +37,8 @@ export interface DaemonRequest {
   env: Record<string, string>;
   labels: Record<string, string>;
   volumes: Array<{ name: string; target: string }>;
+  /** Host directories mounted into the container (the proxy reads its routes directory from one). */
+  binds?: Array<{ source: string; target: string; readOnly: boolean }>;
   /** Written into the container before it starts (an image has no place for our bootstrap file). */
   files: Array<{ path: string; content: string }>;
   signal: AbortSignal;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort, quietPort, requestVia, waitUntilServed } from '../helpers/caddy.js';
 import { deploy } from '../helpers/deployments.js';
@@ -26,7 +27,7 @@ interface Inspected {
   State: { Running: boolean; StartedAt: string; FinishedAt: string };
   HostConfig: { NetworkMode: string; RestartPolicy: { Name: string } };
   Config: { Image: string; Labels: Record<string, string> };
-  Mounts: Array<{ Type: string; Name?: string; Destination: string }>;
+  Mounts: Array<{ Type: string; Name?: string; Source?: string; Destination: string; RW?: boolean }>;
 }
 
 async function inspectCaddy(): Promise<Inspected | null> {
@@ -82,6 +83,11 @@ it('runs <prefix>-caddy on the host network, restarted unless stopped, with its 
   expect(caddy.Config.Image).toBe('caddy:2');
   expect(caddy.Config.Labels).toMatchObject({ 'slipway.managed': 'true', 'slipway.role': 'proxy' });
   expect(caddy.Mounts.filter((m) => m.Type === 'volume').map((m) => `${m.Name}:${m.Destination}`).sort()).toEqual([`${volumes[1]}:/config`, `${volumes[0]}:/data`]);
+  // The routes directory (one file per hostname) from the platform's data directory, read-only.
+  expect(caddy.Mounts.filter((m) => m.Type === 'bind').map((m) => ({ source: m.Source, target: m.Destination, rw: m.RW }))).toEqual([
+    { source: path.join(server!.dataDir, 'caddy-routes'), target: '/slipway/routes', rw: false },
+  ]);
+  expect(caddy.Config.Labels['slipway.proxy-routes']).toBe(path.join(server!.dataDir, 'caddy-routes'));
 
   const admin = await waitFor('the admin API to answer', async () => {
     const res = await fetch(`http://127.0.0.1:${adminPort}/config/admin`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);

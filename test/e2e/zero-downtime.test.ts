@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { containersWithLabel, provisionDocker } from '../helpers/docker.js';
 import { deploy, waitForDeployment, waitForLogLine } from '../helpers/deployments.js';
-import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+import { adminGet, requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 
 /**
  * Zero-downtime redeploys through a real Caddy: a keep-alive load runs against the domain while the
@@ -15,8 +15,8 @@ import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../h
  * A failure is an answer other than 200 `version N`, or a network error of any kind: a reset on a
  * new connection, and a reset of a reused keep-alive connection too (a POST that gets one is lost;
  * clients resend only idempotent requests). Nothing is sent twice. A cutover moves traffic through
- * the traffic gate, without reloading Caddy (which would rebind its listener and close its idle
- * client connections).
+ * the traffic gate, and a domain change is a file in Caddy's routes directory: neither reloads Caddy
+ * (which would rebind its listener and close its idle client connections, whatever their hostname).
  */
 let caddy: CaddyProcess;
 let server: ServerProcess;
@@ -67,8 +67,10 @@ class LoadGenerator {
     private readonly port: number,
     private readonly host: string,
     private readonly loops = 16,
+    /** `new`: every request on a connection of its own (`Connection: close`), as clients without keep-alive do. */
+    private readonly connections: 'keep-alive' | 'new' = 'keep-alive',
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: loops });
+    this.agent = new Agent({ keepAlive: connections === 'keep-alive', maxSockets: loops });
     this.versions = Array.from({ length: loops }, () => []);
   }
 
@@ -87,7 +89,7 @@ class LoadGenerator {
     const seconds = (this.stoppedAt - this.startedAt) / 1000;
     console.log(
       `zero-downtime: ${label}: ${this.total} requests in ${seconds.toFixed(1)} s (${(this.total / seconds).toFixed(0)} req/s, ` +
-        `${this.loops} keep-alive clients), ${this.failures.length} failed`,
+        `${this.loops} ${this.connections === 'keep-alive' ? 'keep-alive clients' : 'clients with a new connection per request'}), ${this.failures.length} failed`,
     );
     const nearest = (at: number) => {
       const mark = [...this.marks].sort((a, b) => Math.abs(a.at - at) - Math.abs(b.at - at))[0];
@@ -250,6 +252,72 @@ it('fails a redeploy whose container never answers, and the old container serves
   expect(await containersWithLabel(`slipway.service=${service.id}`)).toEqual([liveContainer]);
   expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 5');
 }, 60_000);
+
+it('drops no request of a hostname while domains of another service are added and removed (no Caddy reload)', async () => {
+  // Another web service, deployed, with a domain of its own: its route exists before the load starts
+  // (a service's first route is a configuration load; its further hostnames are files).
+  const created = await call('POST', `/api/projects/${projectId}/services`, {
+    name: 'other',
+    repoUrl: 'container-image',
+    containerImage: 'node:22-bookworm-slim',
+    startCommand: START_COMMAND,
+    internalPort: 3000,
+    env: [{ key: 'VERSION', value: '100' }],
+  });
+  expect(created.status, created.text).toBe(201);
+  const other = created.json.service as { id: string };
+  const deployed = await deploy(call, other.id, 60_000);
+  expect(deployed.deployment.status, deployed.logs.join('\n')).toBe('succeeded');
+  const permanent = `other-${randomBytes(3).toString('hex')}.zero-downtime.test`;
+  const first = await call('POST', `/api/services/${other.id}/domains`, { hostname: permanent });
+  expect(first.status, first.text).toBe(201);
+  expect(first.json.proxy.ok, first.json.proxy.detail).toBe(true);
+  await waitUntilServed(caddy.httpPort, permanent, { status: 200, text: /^version 100$/m });
+  const configBefore = (await adminGet(caddy.adminUrl, '/config/')).body;
+
+  const keepAlive = new LoadGenerator(caddy.httpPort, hostname);
+  const fresh = new LoadGenerator(caddy.httpPort, hostname, 8, 'new');
+  keepAlive.start();
+  fresh.start();
+  const ROUNDS = 25;
+  const servedAfterMs: number[] = [];
+  let changes = 0;
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const name = `other-${round}-${randomBytes(3).toString('hex')}.zero-downtime.test`;
+      const added = await call('POST', `/api/services/${other.id}/domains`, { hostname: name });
+      expect(added.status, added.text).toBe(201);
+      expect(added.json.proxy.ok, added.json.proxy.detail).toBe(true);
+      expect(added.json.proxy.detail).toMatch(/; hostnames updated without a reload$/);
+      changes++;
+      for (const load of [keepAlive, fresh]) load.marks.push({ at: Date.now(), label: `domain ${round} added` });
+      // Routed when the answer comes: the file is there.
+      servedAfterMs.push((await waitUntilServed(caddy.httpPort, name, { status: 200, text: /^version 100$/m }, 5_000)).afterMs);
+      await new Promise((r) => setTimeout(r, 100));
+      const removed = await call('DELETE', `/api/services/${other.id}/domains/${added.json.domain.id}`);
+      expect(removed.status, removed.text).toBe(200);
+      expect(removed.json.proxy.ok, removed.json.proxy.detail).toBe(true);
+      expect(removed.json.proxy.detail).toMatch(/; hostnames updated without a reload$/);
+      changes++;
+      for (const load of [keepAlive, fresh]) load.marks.push({ at: Date.now(), label: `domain ${round} removed` });
+      expect((await requestVia(caddy.httpPort, name))?.status).toBe(404);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await Promise.all([keepAlive.stop(`${changes} domain changes of another service`), fresh.stop(`${changes} domain changes of another service`)]);
+  }
+  console.log(`zero-downtime: ${changes} domain changes; a new domain answered after ${Math.max(...servedAfterMs)} ms at most`);
+  expect(changes).toBe(2 * ROUNDS);
+  expect(keepAlive.failures).toEqual([]);
+  expect(fresh.failures).toEqual([]);
+  expect(keepAlive.total).toBeGreaterThan(0);
+  expect(fresh.total).toBeGreaterThan(0);
+  expect(keepAlive.summary().seen).toEqual([5]);
+  expect(fresh.summary().seen).toEqual([5]);
+  // Caddy was never given another configuration: the routes are files.
+  expect((await adminGet(caddy.adminUrl, '/config/')).body).toEqual(configBefore);
+  expect((await requestVia(caddy.httpPort, permanent))?.text.trim()).toBe('version 100');
+}, 180_000);
 
 it('keeps serving when the platform is killed in the middle of a cutover, and sorts it out on restart', async () => {
   // The previous test left a start command that never listens: back to the server, version 6.

@@ -1,11 +1,14 @@
-import { readFile } from 'node:fs/promises';
-import { createServer as createHttpServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, createServer as createHttpServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createConnection, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countEstablished } from '../../adapters/docker/dockerode.container-engine.js';
-import { buildCaddyConfig, tableMarker, type CaddyServeOptions } from '../../adapters/proxy/caddy-config.js';
+import { buildCaddyConfig, planRoutes, tableMarker, TLS_PERMISSION_PATH, type CaddyLayout, type CaddyServeOptions } from '../../adapters/proxy/caddy-config.js';
+import { RoutesDirectory } from '../../adapters/proxy/routes-directory.js';
 import { CaddyContainer } from '../../adapters/proxy/caddy-container.js';
-import { CaddyReverseProxy, type ProxyHost } from '../../adapters/proxy/caddy.reverse-proxy.js';
+import { CaddyReverseProxy, type CaddyAdminOptions, type ProxyHost } from '../../adapters/proxy/caddy.reverse-proxy.js';
 import type { ProxyState, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 import { adminGet as adminGetOnce, freePort, requestVia, startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { FakeContainerEngine } from '../helpers/runtime-fakes.js';
@@ -19,6 +22,7 @@ const table = (version: string, routes: RoutingTable['routes']): RoutingTable =>
 
 const plain: CaddyServeOptions = { httpPort: 8080, httpsPort: 8443, autoHttps: false, acmeEmail: null };
 const https: CaddyServeOptions = { httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null };
+const layout = { routesDir: '/srv/routes' };
 
 type Json = Record<string, any>;
 
@@ -27,38 +31,28 @@ describe('buildCaddyConfig', () => {
     { hostname: 'app.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
     { hostname: 'idle.example.com', serviceId: 's2', upstream: null },
   ]);
-
-  it('with automatic HTTPS: listens on the HTTPS port, knows both ports, no tls app without an email', () => {
-    const config = buildCaddyConfig(routes, https, { listen: '127.0.0.1:2019' }) as Json;
-    expect(Object.keys(config).sort()).toEqual(['admin', 'apps']);
-    expect(config.apps.tls).toBeUndefined();
-    expect(config.apps.http.http_port).toBe(80);
-    expect(config.apps.http.https_port).toBe(443);
-    const server = config.apps.http.servers.slipway;
-    expect(server.listen).toEqual([':443']);
-    expect(server.automatic_https).toBeUndefined();
-  });
-
-  it('with automatic HTTPS and ACME_EMAIL: an ACME issuer with that email', () => {
-    const config = buildCaddyConfig(routes, { ...https, acmeEmail: 'ops@example.com' }, null) as Json;
-    expect(config.apps.tls).toEqual({ automation: { policies: [{ issuers: [{ module: 'acme', email: 'ops@example.com' }] }] } });
-  });
+  const build = (t: RoutingTable, options: CaddyServeOptions, admin: unknown = null, extra: Partial<CaddyLayout> = {}) => {
+    const built = buildCaddyConfig(t, options, admin, { ...layout, ...extra });
+    return { ...built, config: built.config as Json };
+  };
 
   it('without automatic HTTPS: plain HTTP on the HTTP port, automatic HTTPS disabled, no tls app even with an email', () => {
-    const config = buildCaddyConfig(routes, { ...plain, acmeEmail: 'ops@example.com' }, null) as Json;
+    const { config } = build(routes, { ...plain, acmeEmail: 'ops@example.com' });
     const server = config.apps.http.servers.slipway;
+    expect(Object.keys(config.apps.http.servers)).toEqual(['slipway']);
     expect(server.listen).toEqual([':8080']);
     expect(server.automatic_https).toEqual({ disable: true });
     expect(config.apps.tls).toBeUndefined();
     expect(config.apps.http).toMatchObject({ http_port: 8080, https_port: 8443 });
   });
 
-  it('one terminal route per hostname: reverse_proxy to the upstream, or a 503 without one; a 404 catch-all carries the marker', () => {
-    const config = buildCaddyConfig(routes, plain, null) as Json;
+  it('one terminal route per service, matching the files of its directory: reverse_proxy to the upstream, or a 503 without one; a 404 catch-all carries the marker', () => {
+    const { config, digest } = build(routes, plain);
+    expect(digest).toMatch(/^[0-9a-f]{16}$/);
     const [app, idle, fallback, ...rest] = config.apps.http.servers.slipway.routes;
     expect(rest).toEqual([]);
     expect(app).toEqual({
-      match: [{ host: ['app.example.com'] }],
+      match: [{ file: { root: `/srv/routes/${digest}/s1`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }],
       handle: [
         {
           handler: 'reverse_proxy',
@@ -69,7 +63,7 @@ describe('buildCaddyConfig', () => {
       ],
       terminal: true,
     });
-    expect(idle.match).toEqual([{ host: ['idle.example.com'] }]);
+    expect(idle.match).toEqual([{ file: { root: `/srv/routes/${digest}/s2`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }]);
     expect(idle.terminal).toBe(true);
     expect(idle.handle).toEqual([
       {
@@ -79,23 +73,184 @@ describe('buildCaddyConfig', () => {
         body: 'This service has no running container yet.\n',
       },
     ]);
-    expect(fallback['@id']).toBe(tableMarker('abc123'));
-    expect(fallback['@id']).toBe('slipway-routes-abc123');
+    expect(fallback['@id']).toBe(tableMarker(digest));
+    expect(fallback['@id']).toBe(`slipway-routes-${digest}`);
     expect(fallback.match).toBeUndefined();
     expect(fallback.handle).toEqual([
       { handler: 'static_response', status_code: 404, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No service is configured for this hostname.\n' },
     ]);
+    // No hostname anywhere in the configuration: they are files.
+    expect(JSON.stringify(config)).not.toContain('example.com');
+  });
+
+  it('the digest ignores hostnames and the version: a table that differs only in hostnames is the same configuration', () => {
+    const base = build(routes, plain);
+    const more = build(
+      table('other-version', [
+        { hostname: 'app.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
+        { hostname: 'www.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
+        { hostname: 'aaa.example.com', serviceId: 's2', upstream: null },
+      ]),
+      plain,
+    );
+    expect(more.digest).toBe(base.digest);
+    expect(more.config).toEqual(base.config);
+    expect(more.routes.map((r) => [r.dir, r.hostnames])).toEqual([
+      ['s1', ['app.example.com', 'www.example.com']],
+      ['s2', ['aaa.example.com']],
+    ]);
+    // A hostname moving to the other service is a file change too.
+    const moved = build(table('v', [{ hostname: 'app.example.com', serviceId: 's2', upstream: null }, { hostname: 'idle.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' }]), plain);
+    expect(moved.digest).toBe(base.digest);
+  });
+
+  it('the digest changes with the services, their upstreams, and how they are served', () => {
+    const base = build(routes, plain).digest;
+    const digests = [
+      build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: null }]), plain).digest,
+      build(table('v', [routes.routes[0]!]), plain).digest,
+      build(table('v', [{ ...routes.routes[0]!, upstream: '172.18.0.6:3000' }, routes.routes[1]!]), plain).digest,
+      build(routes, { ...plain, httpPort: 8081 }).digest,
+      build(routes, https).digest,
+      build(routes, plain, null, { routesDir: '/elsewhere' }).digest,
+    ];
+    expect(new Set([base, ...digests]).size).toBe(digests.length + 1);
+    // Neither admin nor the Caddy version's on-demand form names another configuration.
+    expect(build(routes, https, { listen: '127.0.0.1:2999' }, { onDemand: 'ask' }).digest).toBe(build(routes, https).digest);
+  });
+
+  it('routes each service once, ordered by directory, whatever the order of hostnames', () => {
+    const t = table('v', [
+      { hostname: 'a.test', serviceId: 'zz', upstream: null },
+      { hostname: 'b.test', serviceId: 'aa', upstream: null },
+      { hostname: 'c.test', serviceId: 'zz', upstream: null },
+    ]);
+    expect(planRoutes(t).map((r) => [r.dir, r.serviceId, r.hostnames])).toEqual([
+      ['aa', 'aa', ['b.test']],
+      ['zz', 'zz', ['a.test', 'c.test']],
+    ]);
+    // An id that is not a plain name gets a directory named by its hash, never a path.
+    const [odd] = planRoutes(table('v', [{ hostname: 'a.test', serviceId: '../x', upstream: null }]));
+    expect(odd!.dir).toMatch(/^h-[0-9a-f]{24}$/);
+  });
+
+  it('refuses a hostname that cannot be a file name in the routes directory', () => {
+    for (const hostname of ['UPPER.test', '../etc', 'a..test', '', '.', 'a/b.test']) {
+      expect(() => build(table('v', [{ hostname, serviceId: 's1', upstream: null }]), plain), hostname).toThrow(/cannot be routed/);
+    }
   });
 
   it('an empty table still has the catch-all with its marker', () => {
-    const config = buildCaddyConfig(table('empty0', []), plain, null) as Json;
-    expect(config.apps.http.servers.slipway.routes).toEqual([expect.objectContaining({ '@id': 'slipway-routes-empty0' })]);
+    const { config, digest } = build(table('empty0', []), plain);
+    expect(config.apps.http.servers.slipway.routes).toEqual([expect.objectContaining({ '@id': `slipway-routes-${digest}` })]);
   });
 
   it('keeps the admin section it is given, as is; none when Caddy has none', () => {
     const admin = { listen: '127.0.0.1:2999', enforce_origin: false, origins: ['127.0.0.1'] };
-    expect((buildCaddyConfig(routes, plain, admin) as Json).admin).toBe(admin);
-    expect('admin' in buildCaddyConfig(routes, plain, null)).toBe(false);
+    expect(build(routes, plain, admin).config.admin).toBe(admin);
+    expect('admin' in build(routes, plain).config).toBe(false);
+  });
+
+  describe('with automatic HTTPS', () => {
+    it('serves TLS on the HTTPS port for any hostname, with no automatic redirects, and knows both ports', () => {
+      const { config } = build(routes, https, { listen: '127.0.0.1:2019' });
+      expect(Object.keys(config).sort()).toEqual(['admin', 'apps']);
+      expect(config.apps.http.http_port).toBe(80);
+      expect(config.apps.http.https_port).toBe(443);
+      const server = config.apps.http.servers.slipway;
+      expect(server.listen).toEqual([':443']);
+      expect(server.tls_connection_policies).toEqual([{}]);
+      expect(server.automatic_https).toEqual({ disable_redirects: true });
+    });
+
+    it('gets certificates on demand, asking Caddy’s own permission route (the `permission` module; `ask` for Caddy 2.6/2.7)', () => {
+      const { config } = build(routes, https);
+      expect(config.apps.tls).toEqual({
+        automation: {
+          policies: [{ on_demand: true }],
+          on_demand: { permission: { module: 'http', endpoint: `http://127.0.0.1:80${TLS_PERMISSION_PATH}` } },
+        },
+      });
+      expect(build(routes, https, null, { onDemand: 'ask' }).config.apps.tls.automation.on_demand).toEqual({ ask: `http://127.0.0.1:80${TLS_PERMISSION_PATH}` });
+    });
+
+    it('with ACME_EMAIL: the on-demand policy has an ACME issuer with that email', () => {
+      const { config } = build(routes, { ...https, acmeEmail: 'ops@example.com' });
+      expect(config.apps.tls.automation.policies).toEqual([{ on_demand: true, issuers: [{ module: 'acme', email: 'ops@example.com' }] }]);
+    });
+
+    it('port 80: the permission route (loopback only, from the flat directory of all hostnames), a redirect for routed hostnames, 404 for the rest', () => {
+      const { config, digest } = build(routes, { ...https, httpPort: 8080, httpsPort: 8443 });
+      const http = config.apps.http.servers['slipway-http'];
+      expect(http.listen).toEqual([':8080']);
+      const [permission, redirect, rest, ...none] = http.routes;
+      expect(none).toEqual([]);
+      const all = `/srv/routes/${digest}/_all`;
+      expect(permission.match).toEqual([{ path: [TLS_PERMISSION_PATH], remote_ip: { ranges: ['127.0.0.1/32', '::1/128'] } }]);
+      expect(permission.terminal).toBe(true);
+      const [allowed, denied] = permission.handle[0].routes;
+      expect(allowed.match[0].file).toEqual({ root: all, try_files: ['{http.request.uri.query.domain}'], try_policy: 'first_exist' });
+      expect(allowed.match[0].vars_regexp['{http.request.uri.query.domain}'].pattern).toBe('^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$');
+      expect(allowed.handle).toEqual([{ handler: 'static_response', status_code: 200 }]);
+      expect(denied.handle).toEqual([{ handler: 'static_response', status_code: 403 }]);
+      expect(redirect.match).toEqual([{ file: { root: all, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }]);
+      expect(redirect.handle).toEqual([{ handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } }]);
+      expect(rest.handle[0].status_code).toBe(404);
+      // On 443 the redirect names no port.
+      const standard = build(routes, https).config.apps.http.servers['slipway-http'];
+      expect(standard.routes[1].handle[0].headers.Location).toEqual(['https://{http.request.host}{http.request.uri}']);
+    });
+  });
+});
+
+describe('RoutesDirectory', () => {
+  let root: string;
+  let dir: RoutesDirectory;
+  const gen = 'aaaaaaaaaaaaaaaa';
+  const route = (d: string, hostnames: string[]) => ({ dir: d, serviceId: d, upstream: null, hostnames });
+  const files = async (at: string) => (await readdir(at, { recursive: true })).map(String).sort();
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'slipway-routes-test-'));
+    dir = new RoutesDirectory(path.join(root, 'routes'));
+    await dir.ensureRoot();
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('writes one empty file per hostname in its route’s directory, and all of them in _all', async () => {
+    expect(await dir.sync(gen, [route('s1', ['a.test', 'b.test']), route('s2', ['c.test'])])).toEqual({ added: 6, removed: 0 });
+    expect(await files(path.join(dir.root, gen))).toEqual(['_all', '_all/a.test', '_all/b.test', '_all/c.test', 's1', 's1/a.test', 's1/b.test', 's2', 's2/c.test']);
+    expect((await stat(path.join(dir.root, gen, 's1', 'a.test'))).size).toBe(0);
+  });
+
+  it('brings the directory to the table: only what changed is created or removed, routes that are gone go whole', async () => {
+    // Added s3/b.test, s3/d.test, _all/d.test; removed s1/b.test, s2/c.test (s2 with it), _all/c.test.
+    expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 3, removed: 3 });
+    expect(await files(path.join(dir.root, gen))).toEqual(['_all', '_all/a.test', '_all/b.test', '_all/d.test', 's1', 's1/a.test', 's3', 's3/b.test', 's3/d.test']);
+    expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 0, removed: 0 });
+  });
+
+  it('the stamp is written whole, read back, cleared; an unreadable one is none', async () => {
+    expect(await dir.stamp()).toBeNull();
+    await dir.writeStamp({ version: 'v1', digest: gen });
+    expect(await dir.stamp()).toEqual({ version: 'v1', digest: gen });
+    await dir.clearStamp();
+    await dir.clearStamp();
+    expect(await dir.stamp()).toBeNull();
+    await writeFile(path.join(dir.root, 'table.json'), '{"version":');
+    expect(await dir.stamp()).toBeNull();
+  });
+
+  it('prune keeps one generation and whatever is not a generation', async () => {
+    const other = 'bbbbbbbbbbbbbbbb';
+    await dir.sync(other, [route('s1', ['a.test'])]);
+    await mkdir(path.join(dir.root, 'not-ours'));
+    await dir.prune(gen);
+    expect((await readdir(dir.root)).sort()).toEqual([gen, 'not-ours', 'table.json']);
+    await expect(dir.sync('../escape', [])).rejects.toThrow(/not a routes generation/);
   });
 });
 
@@ -190,18 +345,38 @@ describe('CaddyReverseProxy against a real Caddy', () => {
   let caddy: CaddyProcess;
   let upstream: Server;
   let upstreamPort: number;
+  let other: Server;
+  let otherPort: number;
+  let routesDir: string;
+  let httpsPort: number;
   let proxy: CaddyReverseProxy;
   let v1: RoutingTable;
 
+  const serverSaying = async (name: string) => {
+    const server = createHttpServer((req, res) => {
+      res.setHeader('Content-Type', 'text/plain');
+      res.end(`hello from ${name} host=${req.headers.host} url=${req.url}`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, port: (server.address() as { port: number }).port };
+  };
+  const options = async (extra: Partial<CaddyAdminOptions> = {}): Promise<CaddyAdminOptions> => ({
+    adminUrl: `${caddy.adminUrl}/`,
+    httpPort: caddy.httpPort,
+    httpsPort,
+    autoHttps: false,
+    acmeEmail: null,
+    routesDir,
+    ...extra,
+  });
+
   beforeAll(async () => {
     caddy = await startCaddy();
-    upstream = createHttpServer((req, res) => {
-      res.setHeader('Content-Type', 'text/plain');
-      res.end(`hello from upstream host=${req.headers.host} url=${req.url}`);
-    });
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    upstreamPort = (upstream.address() as { port: number }).port;
-    proxy = new CaddyReverseProxy({ adminUrl: `${caddy.adminUrl}/`, httpPort: caddy.httpPort, httpsPort: await freePort(), autoHttps: false, acmeEmail: null });
+    ({ server: upstream, port: upstreamPort } = await serverSaying('upstream'));
+    ({ server: other, port: otherPort } = await serverSaying('other'));
+    routesDir = await mkdtemp(path.join(tmpdir(), 'slipway-caddy-routes-'));
+    httpsPort = await freePort();
+    proxy = new CaddyReverseProxy(await options());
     v1 = table('v1aaaaaaaaaaaaaa', [
       { hostname: 'app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` },
       { hostname: 'idle.test', serviceId: 's2', upstream: null },
@@ -211,6 +386,8 @@ describe('CaddyReverseProxy against a real Caddy', () => {
   afterAll(async () => {
     await caddy?.stop();
     await new Promise((resolve) => upstream?.close(resolve));
+    await new Promise((resolve) => other?.close(resolve));
+    if (routesDir) await rm(routesDir, { recursive: true, force: true });
   });
 
   it('is enabled, and a fresh Caddy does not serve a table yet', async () => {
@@ -231,8 +408,9 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     const unknown = await fetchVia(caddy.httpPort, 'nobody.test');
     expect(unknown.status).toBe(404);
     expect(unknown.text).toBe('No service is configured for this hostname.\n');
-    // Host matching is on the name, whatever the case.
-    expect((await requestVia(caddy.httpPort, 'APP.test'))?.status).toBe(200);
+    // Hostnames are file names: the lower-case name the platform stores (what browsers send); a port is ignored.
+    expect((await requestVia(caddy.httpPort, `app.test:${caddy.httpPort}`))?.status).toBe(200);
+    expect((await requestVia(caddy.httpPort, 'APP.test'))?.status).toBe(404);
   });
 
   it('check: current for the loaded version, stale for any other', async () => {
@@ -246,39 +424,85 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     const whole = await adminGet(caddy, '/config/');
     expect(whole.body.admin).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
     expect(whole.body.apps.http.servers.slipway.listen).toEqual([`:${caddy.httpPort}`]);
-    // Loading again (same table) is idempotent and the admin API still answers afterwards.
-    expect((await proxy.apply(v1)).ok).toBe(true);
+    // Applying again (same table) is idempotent and the admin API still answers afterwards.
+    expect(await proxy.apply(v1)).toEqual({ ok: true, detail: `Caddy serves 2 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload` });
     expect((await adminGet(caddy, '/config/admin')).body).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
   });
 
-  it('a new table replaces the old one whole', async () => {
-    const v2 = table('v2bbbbbbbbbbbbbb', [{ hostname: 'other.test', serviceId: 's3', upstream: `127.0.0.1:${upstreamPort}` }]);
-    expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy loaded 1 route (plain HTTP on :${caddy.httpPort})` });
-    expect((await requestVia(caddy.httpPort, 'other.test'))?.status).toBe(200);
-    expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(404);
-    expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
-    expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
+  it('hostnames added, moved and removed change files only: no load, and a kept-alive client connection carries on', async () => {
+    const before = (await adminGet(caddy, '/config/')).body;
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const viaAgent = (hostname: string) =>
+      new Promise<{ status: number; text: string; reused: boolean }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: caddy.httpPort, path: '/', headers: { Host: hostname }, agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }));
+        });
+        req.on('socket', (socket) => sockets.add(socket));
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      expect((await viaAgent('app.test')).status).toBe(200);
+      const v2 = table('v2bbbbbbbbbbbbbb', [...v1.routes, { hostname: 'www.app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` }]);
+      expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy serves 3 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload` });
+      expect(await viaAgent('www.app.test')).toEqual({ status: 200, text: 'hello from upstream host=www.app.test url=/', reused: true });
+      expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
+      expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
+
+      // idle.test moves to s1, www.app.test goes.
+      const v3 = table('v3cccccccccccccc', [v1.routes[0]!, { hostname: 'idle.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` }, { hostname: 'x.test', serviceId: 's2', upstream: null }]);
+      expect((await proxy.apply(v3)).detail).toMatch(/without a reload$/);
+      expect(await viaAgent('idle.test')).toMatchObject({ status: 200, reused: true });
+      expect(await viaAgent('www.app.test')).toMatchObject({ status: 404, reused: true });
+      expect(await viaAgent('x.test')).toMatchObject({ status: 503, reused: true });
+      expect(sockets.size).toBe(1);
+      // Caddy's configuration is the one loaded before, untouched.
+      expect((await adminGet(caddy, '/config/')).body).toEqual(before);
+    } finally {
+      agent.destroy();
+    }
     expect((await proxy.apply(v1)).ok).toBe(true);
   });
 
-  it('a rejected configuration: ok:false with Caddy’s own error, and the previous routes keep serving', async () => {
+  it('a new service is a load: the new table replaces the old one whole', async () => {
+    const v2 = table('v2dddddddddddddd', [{ hostname: 'other.test', serviceId: 's3', upstream: `127.0.0.1:${otherPort}` }]);
+    expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy loaded 1 route (plain HTTP on :${caddy.httpPort})` });
+    expect(await requestVia(caddy.httpPort, 'other.test')).toMatchObject({ status: 200, text: expect.stringMatching(/^hello from other /) });
+    expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(404);
+    expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
+    expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
+    // The generation of the configuration Caddy no longer serves is gone.
+    expect((await readdir(routesDir)).filter((name) => /^[0-9a-f]{16}$/.test(name))).toHaveLength(1);
+    expect((await proxy.apply(v1)).ok).toBe(true);
+  });
+
+  it('a rejected configuration: ok:false with Caddy’s own error, and the previous routes keep serving, with the previous hostnames', async () => {
     // Something else holds the port the new configuration would listen on.
     const squatter = createTcpServer();
     await new Promise<void>((resolve) => squatter.listen(0, resolve));
     const busyPort = (squatter.address() as { port: number }).port;
     try {
-      const other = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort: busyPort, httpsPort: await freePort(), autoHttps: false, acmeEmail: null });
-      const v3 = table('v3cccccccccccccc', [{ hostname: 'app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` }]);
-      const result = await other.apply(v3);
+      const moved = new CaddyReverseProxy(await options({ httpPort: busyPort }));
+      const v3 = table('v3eeeeeeeeeeeeee', [
+        { hostname: 'app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` },
+        { hostname: 'new.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` },
+      ]);
+      const result = await moved.apply(v3);
       expect(result.ok).toBe(false);
       expect(result.detail).toMatch(/^Caddy rejected the configuration, and keeps serving the previous one: /);
       expect(result.detail).toMatch(new RegExp(`:${busyPort}.*address already in use`));
       expect(await requestVia(caddy.httpPort, 'app.test')).toMatchObject({ status: 200 });
+      expect((await requestVia(caddy.httpPort, 'idle.test'))?.status).toBe(503);
+      expect((await requestVia(caddy.httpPort, 'new.test'))?.status).toBe(404);
       // Caddy restarts its admin endpoint while it rolls back, closing kept-alive admin connections:
       // the first admin call after a rejection can fail with "other side closed" (reported as a
       // product issue), so the state is read until the admin API answers.
       expect(await answered(() => proxy.check(v1.version))).toEqual({ state: 'current' });
-      expect(await answered(() => other.check(v3.version))).toEqual({ state: 'stale' });
+      expect(await answered(() => moved.check(v3.version))).toEqual({ state: 'stale' });
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
     }
@@ -288,15 +512,26 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     await caddy.restart();
     expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
     expect(await requestVia(caddy.httpPort, 'app.test', '/', 1_000)).toBeNull();
-    expect((await proxy.apply(v1)).ok).toBe(true);
+    expect(await proxy.apply(v1)).toEqual({ ok: true, detail: `Caddy loaded 2 routes (plain HTTP on :${caddy.httpPort})` });
     expect(await proxy.check(v1.version)).toEqual({ state: 'current' });
     expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(200);
+  });
+
+  it('a restarted platform adopts what Caddy serves, and changes hostnames without a load', async () => {
+    const restarted = new CaddyReverseProxy(await options());
+    expect(await restarted.check(v1.version)).toEqual({ state: 'current' });
+    const v4 = table('v4ffffffffffffff', [...v1.routes, { hostname: 'later.test', serviceId: 's2', upstream: null }]);
+    expect(await restarted.check(v4.version)).toEqual({ state: 'stale' });
+    expect((await restarted.apply(v4)).detail).toMatch(/without a reload$/);
+    expect((await requestVia(caddy.httpPort, 'later.test'))?.status).toBe(503);
+    expect((await proxy.apply(v1)).ok).toBe(true);
+    expect((await requestVia(caddy.httpPort, 'later.test'))?.status).toBe(404);
   });
 
   it('check says stale for the same table served with other settings (a platform restarted on another port)', async () => {
     expect((await proxy.apply(v1)).ok).toBe(true);
     expect(await proxy.check(v1.version)).toEqual({ state: 'current' });
-    const moved = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort: await freePort(), httpsPort: await freePort(), autoHttps: false, acmeEmail: null });
+    const moved = new CaddyReverseProxy(await options({ httpPort: await freePort() }));
     expect(await moved.check(v1.version)).toEqual({ state: 'stale' });
   });
 
@@ -312,6 +547,16 @@ describe('CaddyReverseProxy against a real Caddy', () => {
 });
 
 describe('CaddyReverseProxy with a proxy host it starts', () => {
+  let routesDir: string;
+
+  beforeAll(async () => {
+    routesDir = await mkdtemp(path.join(tmpdir(), 'slipway-caddy-routes-'));
+  });
+
+  afterAll(async () => {
+    await rm(routesDir, { recursive: true, force: true });
+  });
+
   it('apply ensures the host first; a host that cannot start gives ok:false', async () => {
     const port = await freePort();
     const calls: string[] = [];
@@ -321,7 +566,7 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
         throw new Error('No such image: caddy:2');
       },
     };
-    const proxy = new CaddyReverseProxy({ adminUrl: `http://127.0.0.1:${port}`, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, host });
+    const proxy = new CaddyReverseProxy({ adminUrl: `http://127.0.0.1:${port}`, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, host, routesDir });
     expect(await proxy.apply(table('x', []))).toEqual({ ok: false, detail: 'the Caddy container could not be started: No such image: caddy:2' });
     // An unreachable admin API makes check start the host again (and still answer unreachable).
     const state = await proxy.check('x');
@@ -329,19 +574,39 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
     expect(calls).toEqual(['ensure', 'ensure']);
   });
 
-  it('describes HTTPS serving when automatic HTTPS is on', async () => {
+  it('automatic HTTPS on Caddy 2.6: on-demand certificates through `ask`, Caddy answering the permission question and redirecting from its own directory', async () => {
     const caddy = await startCaddy();
     try {
-      // Free ports stand in for 80 and 443; the certificate attempt for a.test fails in the background.
+      // Free ports stand in for 80 and 443; no certificate is asked for (no TLS client here).
       const [httpPort, httpsPort] = [await freePort(), await freePort()];
-      const proxy = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort, httpsPort, autoHttps: true, acmeEmail: null });
-      expect(await proxy.apply(table('h', [{ hostname: 'a.test', serviceId: 's', upstream: null }]))).toEqual({
+      const proxy = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort, httpsPort, autoHttps: true, acmeEmail: null, routesDir });
+      const v1 = table('h1', [{ hostname: 'a.test', serviceId: 's', upstream: null }]);
+      // Caddy 2.6 refuses `permission`: the adapter loads the `ask` form instead.
+      expect(await proxy.apply(v1)).toEqual({
         ok: true,
-        detail: `Caddy loaded 1 route (HTTPS on :${httpsPort} with automatic certificates, HTTP on :${httpPort} redirecting)`,
+        detail: `Caddy loaded 1 route (HTTPS on :${httpsPort} with on-demand certificates, HTTP on :${httpPort} redirecting)`,
       });
       const loaded = (await adminGet(caddy, '/config/')).body as Json;
       expect(loaded.admin).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
       expect(loaded.apps.http.servers.slipway.listen).toEqual([`:${httpsPort}`]);
+      expect(loaded.apps.tls.automation.on_demand).toEqual({ ask: `http://127.0.0.1:${httpPort}${TLS_PERMISSION_PATH}` });
+
+      const permission = async (domain: string) => (await fetchVia(httpPort, `127.0.0.1:${httpPort}`, `${TLS_PERMISSION_PATH}?domain=${encodeURIComponent(domain)}`)).status;
+      expect(await permission('a.test')).toBe(200);
+      for (const refused of ['b.test', 'A.test', '', '_all', '../s/a.test', '.']) expect(await permission(refused), refused).toBe(403);
+      const redirect = await fetchVia(httpPort, 'a.test', '/path?q=1');
+      expect(redirect.status).toBe(308);
+      expect(redirect.headers.location).toBe(`https://a.test:${httpsPort}/path?q=1`);
+      expect((await fetchVia(httpPort, 'b.test')).status).toBe(404);
+
+      // A hostname more: a file in the service's directory and in _all, no load, for this proxy and for a
+      // restarted platform's (which has not learnt the form, and needs no load to find out).
+      const v2 = table('h2', [...v1.routes, { hostname: 'b.test', serviceId: 's', upstream: null }]);
+      const restarted = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort, httpsPort, autoHttps: true, acmeEmail: null, routesDir });
+      expect((await restarted.apply(v2)).detail).toMatch(/without a reload$/);
+      expect(await permission('b.test')).toBe(200);
+      expect((await fetchVia(httpPort, 'b.test')).status).toBe(308);
+      expect(await restarted.check(v2.version)).toEqual({ state: 'current' });
     } finally {
       await caddy.stop();
     }
@@ -351,17 +616,23 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
 describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)', () => {
   let caddy: CaddyProcess;
 
+  let root: string;
+  let routesDir: string;
+
   beforeAll(async () => {
     caddy = await startCaddy();
+    root = await mkdtemp(path.join(tmpdir(), 'slipway-caddy-container-'));
+    routesDir = path.join(root, 'routes');
   }, 30_000);
 
   afterAll(async () => {
     await caddy?.stop();
+    if (root) await rm(root, { recursive: true, force: true });
   });
 
-  function setup(image = 'caddy:2', engine = new FakeContainerEngine()) {
+  function setup(image = 'caddy:2', engine = new FakeContainerEngine(), dir = routesDir) {
     const logs: string[] = [];
-    const container = new CaddyContainer(engine, { prefix: 'tprefix', image, adminPort: caddy.adminPort, log: (message) => logs.push(message) });
+    const container = new CaddyContainer(engine, { prefix: 'tprefix', image, adminPort: caddy.adminPort, routesDir: dir, log: (message) => logs.push(message) });
     return { engine, container, logs };
   }
 
@@ -380,12 +651,17 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
       image: 'caddy:2',
       cmd: ['caddy', 'run', '--config', '/etc/caddy/slipway-bootstrap.json'],
       env: { XDG_CONFIG_HOME: '/config', XDG_DATA_HOME: '/data' },
-      labels: { 'slipway.managed': 'true', 'slipway.role': 'proxy' },
+      labels: { 'slipway.managed': 'true', 'slipway.role': 'proxy', 'slipway.proxy-routes': routesDir },
       volumes: [
         { name: 'tprefix-caddy-data', target: '/data' },
         { name: 'tprefix-caddy-config', target: '/config' },
       ],
+      // The routes directory, read-only, at the path Caddy's configuration names.
+      binds: [{ source: routesDir, target: '/slipway/routes', readOnly: true }],
     });
+    expect(container.routesMount).toBe('/slipway/routes');
+    // A bind mount's source must exist before the container is made.
+    expect((await stat(routesDir)).isDirectory()).toBe(true);
     expect(daemon.files).toHaveLength(1);
     expect(daemon.files[0]!.path).toBe('/etc/caddy/slipway-bootstrap.json');
     expect(JSON.parse(daemon.files[0]!.content)).toEqual({ admin: { listen: `127.0.0.1:${caddy.adminPort}` } });
@@ -430,6 +706,24 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
     expect(engine.daemons.map((d) => d.image)).toEqual(['caddy:2', 'caddy:2.8']);
     expect(engine.pulls).toEqual(['caddy:2', 'caddy:2.8']);
     expect(second.logs[0]).toBe('replacing the proxy container: its image setting changed');
+  });
+
+  it('replaces a container that does not mount the routes directory (made by an older platform, or for another one)', async () => {
+    const engine = new FakeContainerEngine();
+    engine.addImage('caddy:2');
+    engine.addContainer({ name: 'tprefix-caddy', image: 'caddy:2', labels: { 'slipway.managed': 'true', 'slipway.role': 'proxy' } });
+    const { container, logs } = setup('caddy:2', engine);
+    await container.ensure(signal());
+    expect(engine.removedContainers).toEqual(['tprefix-caddy']);
+    expect(engine.daemons.map((d) => d.binds)).toEqual([[{ source: routesDir, target: '/slipway/routes', readOnly: true }]]);
+    expect(logs[0]).toBe('replacing the proxy container: it does not mount the routes directory');
+    const elsewhere = setup('caddy:2', engine, path.join(root, 'elsewhere'));
+    await elsewhere.container.ensure(signal());
+    expect(engine.daemons).toHaveLength(2);
+    expect(engine.byName('tprefix-caddy')?.labels['slipway.proxy-routes']).toBe(path.join(root, 'elsewhere'));
+    // The same settings again: nothing to do.
+    await elsewhere.container.ensure(signal());
+    expect(engine.daemons).toHaveLength(2);
   });
 
   it('concurrent callers share one start', async () => {

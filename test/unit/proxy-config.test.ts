@@ -1,9 +1,15 @@
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../adapters/http/config.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 
 /** loadConfig: the proxy's environment variables, parsed and checked at start. */
-const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: ':memory:', ...env });
+const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: ':memory:', SECRET_KEY: KEY, ...env });
+const KEY = 'k'.repeat(64);
+/** Without a data directory, each install's routes directory is a temporary one of its own. */
+const MEMORY_ROUTES = path.join(tmpdir(), `slipway-caddy-routes-${createHash('sha256').update(`instance:${KEY}`).digest('hex').slice(0, 12)}`);
 
 function configError(env: Record<string, string>): string {
   try {
@@ -18,7 +24,7 @@ function configError(env: Record<string, string>): string {
 describe('proxy defaults', () => {
   it('runs its own Caddy container: caddy:2, admin on 2019, ports 80 and 443, automatic HTTPS, no ACME email', () => {
     const config = load();
-    expect(config.proxy).toEqual({ kind: 'container', image: 'caddy:2', adminPort: 2019, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto' });
+    expect(config.proxy).toEqual({ kind: 'container', image: 'caddy:2', adminPort: 2019, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto', routesDir: MEMORY_ROUTES });
     expect(config.platform.publicScheme).toBe('https');
     expect(config.platform.routing).toEqual(DEFAULT_PLATFORM_CONFIG.routing);
   });
@@ -52,12 +58,13 @@ describe('proxy modes', () => {
       gatePort: 2080,
       healthIntervalMs: 500,
       slotSubnet: 'auto',
+      routesDir: MEMORY_ROUTES,
     });
   });
 
   it('CADDY_ADMIN_URL: an external Caddy, with the serving settings and no image or admin port', () => {
     const config = load({ CADDY_ADMIN_URL: 'http://127.0.0.1:2019/', PROXY_HTTP_PORT: '8081', PROXY_AUTO_HTTPS: 'false', PROXY_IMAGE: 'ignored:1', PROXY_ADMIN_PORT: '3000' });
-    expect(config.proxy).toEqual({ kind: 'external', adminUrl: 'http://127.0.0.1:2019', httpPort: 8081, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto' });
+    expect(config.proxy).toEqual({ kind: 'external', adminUrl: 'http://127.0.0.1:2019', httpPort: 8081, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto', routesDir: MEMORY_ROUTES });
     expect(config.platform.publicScheme).toBe('http');
   });
 
@@ -86,6 +93,18 @@ describe('proxy modes', () => {
     const config = load({ PROXY_RECONCILE_MS: '500', DRAIN_TIMEOUT_MS: '0' });
     expect(config.platform.routing).toEqual({ ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 500, drainTimeoutMs: 0 });
     expect(load({ PROXY_RECONCILE_MS: '60000', DRAIN_TIMEOUT_MS: '600000' }).platform.routing).toMatchObject({ reconcileMs: 60_000, drainTimeoutMs: 600_000 });
+  });
+});
+
+describe('routes directory', () => {
+  it('is <DATA_DIR>/caddy-routes, absolute; PROXY_ROUTES_DIR overrides it', () => {
+    const dataDir = path.join(tmpdir(), `slipway-config-test-${process.pid}`);
+    expect(load({ DATA_DIR: dataDir }).proxy).toMatchObject({ routesDir: path.join(dataDir, 'caddy-routes') });
+    expect(load({ DATA_DIR: dataDir, CADDY_ADMIN_URL: 'http://127.0.0.1:2019' }).proxy).toMatchObject({ routesDir: path.join(dataDir, 'caddy-routes') });
+    expect(load({ PROXY_ROUTES_DIR: '/var/lib/slipway/caddy-routes' }).proxy).toMatchObject({ routesDir: '/var/lib/slipway/caddy-routes' });
+    expect(load({ PROXY_ROUTES_DIR: 'relative/routes' }).proxy).toMatchObject({ routesDir: path.resolve('relative/routes') });
+    // Installs without a data directory get one each, by their key.
+    expect(load({ SECRET_KEY: 'x'.repeat(64) }).proxy).not.toMatchObject({ routesDir: MEMORY_ROUTES });
   });
 });
 

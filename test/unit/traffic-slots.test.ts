@@ -76,9 +76,10 @@ describe('TrafficSlots', () => {
 });
 
 describe('Caddy routes to slots', () => {
+  const layout = { routesDir: '/routes' };
   it('lists both slots, health-checks them through the gate port, and sends everything to the first open one', () => {
     const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
-    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null) as {
+    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null, layout).config as {
       apps: { http: { servers: { slipway: { routes: Array<{ handle: Array<Record<string, unknown>> }> } } } };
       logging: unknown;
     };
@@ -100,16 +101,26 @@ describe('Caddy routes to slots', () => {
         { hostname: 'd.test', serviceId: 's3', upstream: null },
       ],
     };
-    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null) as {
-      apps: { http: { servers: { slipway: { routes: Array<{ match?: Array<{ host: string[] }>; '@id'?: string }> } } } };
-    };
-    const routes = built.apps.http.servers.slipway.routes;
-    expect(routes.map((r) => r.match?.[0]?.host ?? r['@id'])).toEqual([['a.test', 'c.test'], ['b.test'], ['d.test'], 'slipway-routes-v2']);
+    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null, layout);
+    const config = built.config as { apps: { http: { servers: { slipway: { routes: Array<{ match?: Array<{ file: { root: string } }>; '@id'?: string }> } } } } };
+    const routes = config.apps.http.servers.slipway.routes;
+    expect(routes.map((r) => r.match?.[0]?.file.root ?? r['@id'])).toEqual([
+      `/routes/${built.digest}/s1`,
+      `/routes/${built.digest}/s2`,
+      `/routes/${built.digest}/s3`,
+      `slipway-routes-${built.digest}`,
+    ]);
+    // The hostnames are the files of each route's directory.
+    expect(built.routes.map((r) => [r.dir, r.hostnames])).toEqual([
+      ['s1', ['a.test', 'c.test']],
+      ['s2', ['b.test']],
+      ['s3', ['d.test']],
+    ]);
   });
 
   it('refuses slots without a gate port', () => {
     const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
-    expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null)).toThrow(/gate port/);
+    expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null, layout)).toThrow(/gate port/);
   });
 });
 
