@@ -62,7 +62,8 @@ export const databaseRouter = router({
 
   deleteRow: writeProcedure
     .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/database/rows', tags, summary: 'Delete a row named by its primary key (400 for a table without one); the body is JSON' } })
-    .input(z.strictObject({ serviceId: idParam, table: tableId, primaryKey: cells }))
+    // A pipe, so trpc-to-openapi accepts the object where a DELETE's input is read from (rest.ts adds the body there).
+    .input(z.strictObject({ serviceId: idParam, table: tableId, primaryKey: cells.transform((key) => key) }))
     .output(okTrue)
     .mutation(async ({ ctx, input, signal }) => {
       await ctx.services.databases.deleteRow(ctx.actor, input.serviceId, { table: input.table, primaryKey: input.primaryKey as never }, signal);

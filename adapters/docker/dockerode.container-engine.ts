@@ -271,6 +271,15 @@ export class DockerodeContainerEngine implements ContainerEngine {
     }
   }
 
+  async stopContainer(idOrName: string, graceSeconds: number): Promise<void> {
+    try {
+      await this.docker.getContainer(idOrName).stop({ t: graceSeconds, abortSignal: timeout(undefined, (graceSeconds + 30) * 1000) } as never);
+    } catch (error) {
+      // 304: it was not running; 404: it is gone. Either way it is not running now.
+      if (statusOf(error) !== 304 && statusOf(error) !== 404) throw error;
+    }
+  }
+
   async stopAndRemove(idOrName: string, graceSeconds: number): Promise<void> {
     const container = this.docker.getContainer(idOrName);
     try {

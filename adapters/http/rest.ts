@@ -41,6 +41,12 @@ export function createRestHandler(opts: {
     if (body !== undefined) {
       (req as IncomingMessage & { body?: unknown }).body = body;
       req.headers['content-type'] = 'application/json';
+      // The library reads a DELETE's input from the query only; a JSON body (DELETE .../database/rows
+      // names its row by an object) joins the query parameters, as the library's own `req.query`.
+      if (req.method === 'DELETE' && isPlainObject(body)) {
+        const query = Object.fromEntries(new URL(req.url ?? '/', 'http://x').searchParams);
+        (req as IncomingMessage & { query?: unknown }).query = { ...query, ...body };
+      }
     }
     let matched = true;
     await handler(req, res, () => {
@@ -48,4 +54,8 @@ export function createRestHandler(opts: {
     });
     return matched;
   };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
 }

@@ -86,6 +86,8 @@ export interface ContainerEngine {
   /** Runs a platform daemon (the reverse proxy) on the host's network; Docker restarts it after a crash or a reboot. */
   runDaemon(request: DaemonRequest): Promise<ContainerState>;
   startContainer(idOrName: string): Promise<void>;
+  /** Stops it and keeps it (a database's previous server, started again when its replacement fails). */
+  stopContainer(idOrName: string, graceSeconds: number): Promise<void>;
   listContainers(label: { key: string; value?: string }): Promise<ContainerState[]>;
   tagImage(source: string, target: string): Promise<void>;
   removeImage(ref: string): Promise<void>;

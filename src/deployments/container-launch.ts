@@ -114,6 +114,7 @@ export class ContainerLaunch {
           const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]);
           const answer = await check.admin.checkReady({ serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env }, signal);
           log.write(`Database ready: ${answer}`);
+          if (ctx.created.downSince !== undefined) log.write(`The database was unavailable for ${Date.now() - ctx.created.downSince} ms while its server was replaced`);
           return state;
         } catch (error) {
           throwIfAborted(ctx.signal);

@@ -9,6 +9,11 @@ export function serves(service: ServiceRecord): boolean {
   return service.runtimeMode === 'web' || databaseEngineOf(service) !== null;
 }
 
+/** A database made public listens on every interface; everything else on the loopback address only. */
+export function exposureOf(service: ServiceRecord): 'local' | 'public' {
+  return service.source.kind === 'database' && service.source.publicEnabled ? 'public' : 'local';
+}
+
 /** What the proxy routes to: web services that are not databases. */
 export function isWeb(service: ServiceRecord): boolean {
   return service.runtimeMode === 'web' && databaseEngineOf(service) === null;

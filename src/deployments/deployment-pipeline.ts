@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { ContainerState } from './container-engine.port.js';
 import { ContainerLaunch } from './container-launch.js';
 import { DeploymentFailure, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
-import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 import { SourceBuild, type BuiltImage } from './source-build.js';
 
 export { DeploymentFailure } from './pipeline-context.js';
@@ -51,9 +51,27 @@ export class DeploymentPipeline {
     else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);
+    if (source.kind === 'database') await this.stopPreviousServer(ctx);
 
     const container = await this.launch.start(ctx, built.imageTag, resolved.env, names);
     return { ...built, container };
+  }
+
+  /**
+   * PostgreSQL, MySQL and ClickHouse lock their data directory, and two servers on one volume would
+   * corrupt it: the previous one stops (kept, to start again if the new one fails) before the new one
+   * starts, once the image is ready, so the gap is the new server's start only.
+   */
+  private async stopPreviousServer(ctx: PipelineContext): Promise<void> {
+    const running = (await this.runtime.engine.listContainers({ key: LABELS.service, value: ctx.service.id })).filter((c) => c.running);
+    if (running.length === 0) return;
+    ctx.created.stopped = [];
+    ctx.created.downSince = Date.now();
+    for (const previous of running) {
+      ctx.log.write(`Stopping the previous container ${previous.name} first: a database's data volume takes one server at a time`);
+      await this.runtime.engine.stopContainer(previous.id, this.deps.config.deploy.stopGraceSeconds);
+      ctx.created.stopped.push(previous.id);
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import type { TrafficSlots } from '../routing/traffic-slots.js';
 import type { ContainerEngine, ContainerState } from './container-engine.port.js';
-import { isWeb, serves, type CurrentContainers } from './current-containers.js';
+import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { Rollout } from './rollout.js';
 import { LABELS, type RuntimeDeps } from './runtime-deps.js';
 
@@ -89,7 +89,7 @@ export class Reconciler {
       const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
       this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, target ? current : undefined));
       if (service.status !== 'active') continue;
-      await this.runtime.forwarder.set(service.hostPort, target).catch(() => {});
+      await this.runtime.forwarder.set(service.hostPort, target, exposureOf(service)).catch(() => {});
       if (serves(service) && !!current !== service.reachable) await this.deps.store.projects.updateService(service.id, { reachable: !!current });
     }
     this.routing.markUpstreamsKnown();

@@ -4,7 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import type { SlotAssignment, TrafficSlots } from '../routing/traffic-slots.js';
 import type { ContainerState } from './container-engine.port.js';
-import { isWeb, serves, type CurrentContainers } from './current-containers.js';
+import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';
 import { throwIfAborted, type CreatedResources } from './pipeline-context.js';
 import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
@@ -70,6 +70,11 @@ export class Rollout {
     try {
       if (attempt.created.container) await this.runtime.engine.stopAndRemove(attempt.created.container, 0);
       if (attempt.created.image) await this.runtime.engine.removeImage(attempt.created.image);
+      // A database's previous server was stopped to free its volume: it serves again.
+      for (const previous of attempt.created.stopped ?? []) {
+        await this.runtime.engine.startContainer(previous);
+        log.write(`The previous container ${previous.slice(0, 12)} is started again`);
+      }
     } catch (error) {
       log.write(`Cleanup after the failure was incomplete: ${(error as Error).message}`, 'stderr');
     }
@@ -135,8 +140,9 @@ export class Rollout {
     await this.runtime.engine.keepRunning(container.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
-    await this.runtime.forwarder.set(service.hostPort, upstream);
-    if (upstream) log.write(`Host port 127.0.0.1:${service.hostPort} now forwards to ${container.name}`);
+    const exposure = exposureOf(service);
+    await this.runtime.forwarder.set(service.hostPort, upstream, exposure);
+    if (upstream) log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
     this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
     // Between slots the table stays the same and the proxy is not reloaded: the gate moves the traffic.
     const proxy = slot ? await this.routing.reloadIfChanged() : { ...(await this.routing.reload()), loaded: true };

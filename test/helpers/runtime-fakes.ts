@@ -332,6 +332,15 @@ export class FakeContainerEngine implements ContainerEngine {
     return this.stateOf(container);
   }
 
+  async stopContainer(idOrName: string, _graceSeconds: number): Promise<void> {
+    const container = this.find(idOrName);
+    this.journal.add(`engine.stopContainer ${container?.name ?? idOrName}`);
+    if (!container) return;
+    container.running = false;
+    container.exitCode = 0;
+    container.ip = null;
+  }
+
   async startContainer(idOrName: string): Promise<void> {
     const container = this.find(idOrName);
     if (!container) throw new Error(`No such container: ${idOrName}`);
