@@ -68,7 +68,7 @@ export class DeploymentPipeline {
     ctx.created.stopped = [];
     ctx.created.downSince = Date.now();
     for (const previous of running) {
-      ctx.log.write(`Stopping the previous container ${previous.name} first: a database's data volume takes one server at a time`);
+      ctx.log.write(`The previous container ${previous.name} stops first: a database's data volume takes one server at a time`);
       await this.runtime.engine.stopContainer(previous.id, this.deps.config.deploy.stopGraceSeconds);
       ctx.created.stopped.push(previous.id);
     }
