@@ -27,6 +27,9 @@ export const DEFAULT_QUERY_LIMITS: DatabaseQueryLimits = { timeoutMs: 30_000, ro
  * every engine; what differs lives in the DatabaseAdmin adapter of its family.
  */
 export class DatabaseAdminService {
+  /** Calls under way per service: a deleted database ends them at once rather than when its server goes. */
+  private readonly inFlight = new Map<string, Set<AbortController>>();
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
@@ -37,26 +40,26 @@ export class DatabaseAdminService {
 
   async tables(actor: Actor, serviceId: string, options: { database?: number | undefined }, signal?: AbortSignal): Promise<TablesView> {
     const { admin, db } = await this.open(actor, serviceId, 'read');
-    return this.bounded(signal, async (s) => ({ engine: db.engine, tables: await admin.listTables(db, { logicalDatabase: options.database ?? 0 }, s) }));
+    return this.bounded(db.serviceId, signal, async (s) => ({ engine: db.engine, tables: await admin.listTables(db, { logicalDatabase: options.database ?? 0 }, s) }));
   }
 
   async rows(actor: Actor, serviceId: string, input: { table: string; limit: number; offset: number }, signal?: AbortSignal): Promise<RowsView> {
     const table = parseTable(input.table);
     const { admin, db } = await this.open(actor, serviceId, 'read');
-    const page = await this.bounded(signal, (s) => admin.readRows(db, table, { limit: input.limit, offset: input.offset }, s));
+    const page = await this.bounded(db.serviceId, signal, (s) => admin.readRows(db, table, { limit: input.limit, offset: input.offset }, s));
     return { engine: db.engine, table: input.table, columns: page.columns, rows: page.rows, limit: input.limit, offset: input.offset, total: page.total };
   }
 
   async query(actor: Actor, serviceId: string, text: string, signal?: AbortSignal): Promise<QueryResultView> {
     if (!text.trim()) throw new ValidationError('sql', 'sql must not be empty');
     const { admin, db } = await this.open(actor, serviceId, 'write');
-    return this.bounded(signal, (s) => admin.query(db, text, this.limits, s));
+    return this.bounded(db.serviceId, signal, (s) => admin.query(db, text, this.limits, s));
   }
 
   async insertRow(actor: Actor, serviceId: string, input: { table: string; values: Row }, signal?: AbortSignal): Promise<{ ok: true; table: string; id: CellValue }> {
     const table = parseTable(input.table);
     const { admin, db } = await this.open(actor, serviceId, 'write');
-    const { id } = await this.bounded(signal, (s) => admin.insertRow(db, table, input.values, s));
+    const { id } = await this.bounded(db.serviceId, signal, (s) => admin.insertRow(db, table, input.values, s));
     return { ok: true, table: input.table, id };
   }
 
@@ -65,20 +68,26 @@ export class DatabaseAdminService {
     if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
     if (Object.keys(input.values).length === 0) throw new ValidationError('values', 'values must set at least one column');
     const { admin, db } = await this.open(actor, serviceId, 'write');
-    await this.bounded(signal, (s) => admin.updateRow(db, table, input.primaryKey, input.values, s));
+    await this.bounded(db.serviceId, signal, (s) => admin.updateRow(db, table, input.primaryKey, input.values, s));
   }
 
   async deleteRow(actor: Actor, serviceId: string, input: { table: string; primaryKey: Row }, signal?: AbortSignal): Promise<void> {
     const table = parseTable(input.table);
     if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
     const { admin, db } = await this.open(actor, serviceId, 'write');
-    await this.bounded(signal, (s) => admin.deleteRow(db, table, input.primaryKey, s));
+    await this.bounded(db.serviceId, signal, (s) => admin.deleteRow(db, table, input.primaryKey, s));
   }
 
-  /** Pools of services that are gone or stopped are closed at once, not when they fall idle. */
+  /**
+   * A deleted service: its calls under way end now with 409, and its pools close in the background
+   * (a driver's close may wait for a statement the server is still running).
+   */
   async release(serviceIds: string[]): Promise<void> {
-    if (!this.admin) return;
-    for (const id of serviceIds) await this.admin.release(id);
+    for (const id of serviceIds) {
+      for (const controller of this.inFlight.get(id) ?? []) controller.abort(new NotRunningError('The database was deleted while this request ran', { serviceId: id }));
+      this.inFlight.delete(id);
+      void this.admin?.release(id).catch(() => undefined);
+    }
   }
 
   private async open(actor: Actor, serviceId: string, access: 'read' | 'write'): Promise<{ admin: DatabaseAdmin; db: DatabaseEndpoint }> {
@@ -92,10 +101,23 @@ export class DatabaseAdminService {
     return { admin: this.admin, db: { serviceId: service.id, engine, host: location.host, port: service.internalPort, env } };
   }
 
-  /** Every call ends by the statement timeout (plus a margin for the engine to cancel), or with the request. */
-  private bounded<T>(signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const timeout = AbortSignal.timeout(this.limits.timeoutMs + 5_000);
-    return work(signal ? AbortSignal.any([signal, timeout]) : timeout);
+  /** Every call ends by the statement timeout (plus a margin for the engine to cancel), with the request, or when its database is deleted. */
+  private async bounded<T>(serviceId: string, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const released = new AbortController();
+    const calls = this.inFlight.get(serviceId) ?? new Set<AbortController>();
+    calls.add(released);
+    this.inFlight.set(serviceId, calls);
+    const signals = [released.signal, AbortSignal.timeout(this.limits.timeoutMs + 5_000), ...(signal ? [signal] : [])];
+    try {
+      return await work(AbortSignal.any(signals));
+    } catch (error) {
+      // However the adapter reports its abort, a deleted database reads as one.
+      if (released.signal.aborted) throw released.signal.reason;
+      throw error;
+    } finally {
+      calls.delete(released);
+      if (calls.size === 0 && this.inFlight.get(serviceId) === calls) this.inFlight.delete(serviceId);
+    }
   }
 }
 

@@ -123,8 +123,11 @@ interface Row {
   template: string;
   /** read: read key allowed. write: write key, project scope. admin: write key for all projects (api keys, creating projects). */
   access: 'read' | 'write' | 'admin';
-  /** 400 only where an allowed caller passes every access check and then meets a missing setting. */
-  success: 200 | 201 | 400;
+  /**
+   * 400 only where an allowed caller passes every access check and then meets a missing setting;
+   * 409 where it reaches a database that is not running (this matrix runs no containers).
+   */
+  success: 200 | 201 | 400 | 409;
   sse?: boolean;
   /** For the key scoped to project B: 404 for project A's resources (default; 403 on admin rows) or a 200 that shows only B. */
   other?: 'hidden' | 'list-only-own';
@@ -486,6 +489,28 @@ const rows: Row[] = [
     },
     check: (res) => expect(res.json).toMatchObject({ error: 'validation_error', details: { field: 'providerId' } }),
   },
+
+  // Database administration: the matrix runs no containers, so an allowed caller gets past
+  // authentication, access and scope and meets the stopped database (409 not_running).
+  ...(
+    [
+      ['GET', '/api/services/{serviceId}/database/tables', 'read', () => ({ path: `/api/services/${f.dbId}/database/tables` })],
+      ['GET', '/api/services/{serviceId}/database/rows', 'read', () => ({ path: `/api/services/${f.dbId}/database/rows?table=public.items` })],
+      ['POST', '/api/services/{serviceId}/database/query', 'write', () => ({ path: `/api/services/${f.dbId}/database/query`, body: { sql: 'SELECT 1' } })],
+      ['POST', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', values: { name: 'x' } } })],
+      ['PATCH', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', primaryKey: { id: 1 }, values: { name: 'x' } } })],
+      ['DELETE', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', primaryKey: { id: 1 } } })],
+    ] as const
+  ).map(
+    ([method, template, access, prepare]): Row => ({
+      method,
+      template,
+      access,
+      success: 409,
+      prepare: async () => prepare(),
+      check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
+    }),
+  ),
 
   // Platform settings: all-project write keys only
   {
