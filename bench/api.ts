@@ -24,7 +24,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
-import { autocannon, type AutocannonResult } from './autocannon.js';
+import { autocannon } from './autocannon.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
@@ -170,7 +170,10 @@ interface BareKoa {
 
 async function startBareKoa(): Promise<BareKoa> {
   // One process (node with tsx's loader), so its pid is the server's own.
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--bare-koa'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--bare-koa'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let output = '';
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -231,7 +234,10 @@ async function seed(url: string, token: string): Promise<Seeded> {
   let serviceCount = 0;
 
   const seedProject = async (p: number) => {
-    const { project } = await must('POST', '/api/projects', { name: `Bench project ${p}`, description: `Project ${p} of the API benchmark` });
+    const { project } = await must('POST', '/api/projects', {
+      name: `Bench project ${p}`,
+      description: `Project ${p} of the API benchmark`,
+    });
     const slugs: string[] = [];
     for (let s = 0; s < SERVICES_PER_PROJECT; s++) {
       // A realistic mix: repository web apps, a worker, a container image and a database.
@@ -242,7 +248,13 @@ async function seed(url: string, token: string): Promise<Seeded> {
             ? { name: `cache ${s}`, repoUrl: 'container-image', containerImage: 'redis:7-alpine' }
             : s === SERVICES_PER_PROJECT - 3
               ? { name: `worker ${s}`, repoFullName: `acme/project-${p}-worker`, runtimeMode: 'worker', startCommand: 'node worker.js' }
-              : { name: `web ${s}`, repoFullName: `acme/project-${p}-web-${s}`, branch: 'main', buildCommand: 'npm run build', startCommand: 'npm start' };
+              : {
+                  name: `web ${s}`,
+                  repoFullName: `acme/project-${p}-web-${s}`,
+                  branch: 'main',
+                  buildCommand: 'npm run build',
+                  startCommand: 'npm start',
+                };
       const { service } = await must('POST', `/api/projects/${project.id}/services`, input);
       slugs.push(service.slug);
       serviceCount++;
@@ -397,7 +409,9 @@ async function main(): Promise<void> {
     const listed = (bodies[paths.projects] as { projects: Array<{ services: unknown[] }> }).projects;
     const listedServices = listed.reduce((n, p) => n + p.services.length, 0);
     if (listed.length !== PROJECTS || listedServices !== PROJECTS * SERVICES_PER_PROJECT) {
-      throw new Error(`GET /api/projects lists ${listed.length} projects / ${listedServices} services, expected ${PROJECTS} / ${PROJECTS * SERVICES_PER_PROJECT}`);
+      throw new Error(
+        `GET /api/projects lists ${listed.length} projects / ${listedServices} services, expected ${PROJECTS} / ${PROJECTS * SERVICES_PER_PROJECT}`,
+      );
     }
 
     // 3. Warm up, settle, measure memory, then load.
@@ -439,13 +453,37 @@ async function main(): Promise<void> {
       rows.push([`${label} throughput (req/s)`, fmt(s.rps), fmt(b.rps), fmt(s.rps / b.rps, 2), `ratio >= ${TARGET_RATIO}`]);
       rows.push([`${label} p99 latency (ms)`, fmt(s.p99, 0), fmt(b.p99, 0), fmt(s.p99 / b.p99, 1), `slipway < ${TARGET_P99_MS} ms`]);
       rows.push([`${label} mean latency (ms)`, fmt(s.avg), fmt(b.avg), fmt(s.avg / b.avg, 1), 'info']);
-      rows.push([`${label} server CPU per request (ms)`, fmt(s.cpuMsPerRequest, 2), fmt(b.cpuMsPerRequest, 2), fmt(s.cpuMsPerRequest / b.cpuMsPerRequest, 1), 'info']);
+      rows.push([
+        `${label} server CPU per request (ms)`,
+        fmt(s.cpuMsPerRequest, 2),
+        fmt(b.cpuMsPerRequest, 2),
+        fmt(s.cpuMsPerRequest / b.cpuMsPerRequest, 1),
+        'info',
+      ]);
     };
     addLoad('GET /api/projects', sProjects, bProjects);
     addLoad('GET /api/services/:id/overview', sOverview, bOverview);
-    rows.push(['RSS idle after start (MB)', fmt(rssStart), fmt(bareRssStart), fmt(rssStart / bareRssStart, 2), `slipway < ${TARGET_RSS_MB} MB`]);
-    rows.push(['RSS idle after seeding + warm-up (MB)', fmt(rssWarm), fmt(bareRssWarm), fmt(rssWarm / bareRssWarm, 2), `slipway < ${TARGET_RSS_MB} MB`]);
-    rows.push(['RSS idle after the load runs (MB)', fmt(rssAfterLoad), fmt(bareRssAfterLoad), fmt(rssAfterLoad / bareRssAfterLoad, 2), 'info']);
+    rows.push([
+      'RSS idle after start (MB)',
+      fmt(rssStart),
+      fmt(bareRssStart),
+      fmt(rssStart / bareRssStart, 2),
+      `slipway < ${TARGET_RSS_MB} MB`,
+    ]);
+    rows.push([
+      'RSS idle after seeding + warm-up (MB)',
+      fmt(rssWarm),
+      fmt(bareRssWarm),
+      fmt(rssWarm / bareRssWarm, 2),
+      `slipway < ${TARGET_RSS_MB} MB`,
+    ]);
+    rows.push([
+      'RSS idle after the load runs (MB)',
+      fmt(rssAfterLoad),
+      fmt(bareRssAfterLoad),
+      fmt(rssAfterLoad / bareRssAfterLoad, 2),
+      'info',
+    ]);
 
     const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     const checks: Array<[string, boolean, string]> = [
@@ -457,38 +495,65 @@ async function main(): Promise<void> {
       ['RSS after seed+warm-up', rssWarm < TARGET_RSS_MB, `${fmt(rssWarm)} MB`],
     ];
     const problems = [
-      ...([['slipway projects', sProjects], ['slipway overview', sOverview], ['bare projects', bProjects], ['bare overview', bOverview]] as const)
+      ...(
+        [
+          ['slipway projects', sProjects],
+          ['slipway overview', sOverview],
+          ['bare projects', bProjects],
+          ['bare overview', bOverview],
+        ] as const
+      )
         .filter(([, l]) => l.non2xx + l.errors + l.timeouts > 0)
         .map(([name, l]) => `${name}: ${l.non2xx} non-2xx, ${l.errors} errors, ${l.timeouts} timeouts`),
     ];
 
     const out: string[] = [];
     out.push('');
-    out.push(`slipway API benchmark: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run, Authorization: Bearer <key>, RATE_LIMIT_PER_MINUTE=0`);
+    out.push(
+      `slipway API benchmark: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run, Authorization: Bearer <key>, RATE_LIMIT_PER_MINUTE=0`,
+    );
     out.push(
       `data: ${seeded.projectCount} projects x ${SERVICES_PER_PROJECT} services (seeded through REST by ${SEED_CLIENTS} clients in ${fmt(seeded.seconds)} s); ` +
         `GET /api/projects body ${kb(sizes[paths.projects]!)}, overview body ${kb(sizes[paths.overview]!)} (5 variables, 1 domain, 3 deployments)`,
     );
-    out.push('bare koa: a koa app in its own process answering the same paths with the same bodies, held in memory as objects and serialised per request');
+    out.push(
+      'bare koa: a koa app in its own process answering the same paths with the same bodies, held in memory as objects and serialised per request',
+    );
     out.push('ratio = slipway / bare koa; RSS = VmRSS of the server process (MiB)');
-    out.push(`note: in a closed loop of ${CONNECTIONS} connections, latency ~ ${CONNECTIONS} / throughput: p99 < ${TARGET_P99_MS} ms needs about ${fmtInt((CONNECTIONS * 1000) / TARGET_P99_MS)} req/s`);
+    out.push(
+      `note: in a closed loop of ${CONNECTIONS} connections, latency ~ ${CONNECTIONS} / throughput: p99 < ${TARGET_P99_MS} ms needs about ${fmtInt((CONNECTIONS * 1000) / TARGET_P99_MS)} req/s`,
+    );
     out.push('');
     out.push(table(rows));
     out.push('');
-    out.push(`requests: slipway ${fmtInt(sProjects.total)} + ${fmtInt(sOverview.total)}, bare koa ${fmtInt(bProjects.total)} + ${fmtInt(bOverview.total)} (projects + overview); ` +
-      `slipway server CPU busy ${fmt(sProjects.cpuBusy * 100, 0)}% / ${fmt(sOverview.cpuBusy * 100, 0)}% of one core`);
-    if (Number.isFinite(launcherRss)) out.push(`note: started through tsx, the server has a launcher parent process too (${fmt(launcherRss)} MB RSS after start), not counted above`);
+    out.push(
+      `requests: slipway ${fmtInt(sProjects.total)} + ${fmtInt(sOverview.total)}, bare koa ${fmtInt(bProjects.total)} + ${fmtInt(bOverview.total)} (projects + overview); ` +
+        `slipway server CPU busy ${fmt(sProjects.cpuBusy * 100, 0)}% / ${fmt(sOverview.cpuBusy * 100, 0)}% of one core`,
+    );
+    if (Number.isFinite(launcherRss))
+      out.push(
+        `note: started through tsx, the server has a launcher parent process too (${fmt(launcherRss)} MB RSS after start), not counted above`,
+      );
     const others = [sProjects, sOverview, bProjects, bOverview].map((l) => l.otherCores);
     out.push(
       `machine: ${cpus().length} CPUs shared by autocannon and the server under test; load average ${fmt(load1, 2)} at start; ` +
-        `CPU used by other processes during the runs (cores): slipway ${others.slice(0, 2).map((x) => fmt(Math.max(0, x), 2)).join(' / ')}, ` +
-        `bare koa ${others.slice(2).map((x) => fmt(Math.max(0, x), 2)).join(' / ')}`,
+        `CPU used by other processes during the runs (cores): slipway ${others
+          .slice(0, 2)
+          .map((x) => fmt(Math.max(0, x), 2))
+          .join(' / ')}, ` +
+        `bare koa ${others
+          .slice(2)
+          .map((x) => fmt(Math.max(0, x), 2))
+          .join(' / ')}`,
     );
-    if (others.some((x) => x > 0.25)) out.push('WARNING: other processes used the CPUs during the runs: the figures are pessimistic and noisy; rerun on a quiet machine');
+    if (others.some((x) => x > 0.25))
+      out.push('WARNING: other processes used the CPUs during the runs: the figures are pessimistic and noisy; rerun on a quiet machine');
     if (problems.length > 0) out.push(`WARNING (responses that were not 2xx, errors or timeouts): ${problems.join('; ')}`);
     out.push(`total bench time ${fmt((performance.now() - runStarted) / 1000, 1)} s`);
     out.push('');
-    out.push(`Targets: ${checks.map(([name, ok, value]) => `${name} ${verdict(ok)} (${value})`).join('; ')} -> ${checks.filter((c) => c[1]).length}/${checks.length} met`);
+    out.push(
+      `Targets: ${checks.map(([name, ok, value]) => `${name} ${verdict(ok)} (${value})`).join('; ')} -> ${checks.filter((c) => c[1]).length}/${checks.length} met`,
+    );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     process.off('SIGINT', onSignal);

@@ -24,6 +24,12 @@ export interface AutocannonResult {
   throughput: Histogram;
 }
 
-type Autocannon = (opts: { url: string; connections: number; duration: number; headers?: Record<string, string>; timeout?: number }) => Promise<AutocannonResult>;
+type Autocannon = (opts: {
+  url: string;
+  connections: number;
+  duration: number;
+  headers?: Record<string, string>;
+  timeout?: number;
+}) => Promise<AutocannonResult>;
 
 export const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;

@@ -99,7 +99,9 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const message = `cold ${round} ${randomBytes(3).toString('hex')}`;
       await git.addRepo('bench/app', app(randomBytes(8).toString('hex'), message));
-      service ??= (await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'bench/app', internalPort: 3000 })).json.service;
+      service ??= (
+        await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'bench/app', internalPort: 3000 })
+      ).json.service;
       const started = performance.now();
       const { deployment } = (await call('POST', `/api/services/${service!.id}/deployments`)).json;
       await until200(`http://127.0.0.1:${service!.hostPort}`, message);
@@ -127,7 +129,9 @@ async function main(): Promise<void> {
     rows.push(['unchanged redeploy live (ms, median)', median(warmSlipway), median(warmBase)]);
 
     // Log latency: a build prints its clock every 20 ms; the SSE client compares on arrival.
-    const chatty = (await call('POST', `/api/projects/${project.id}/services`, { name: 'chatty', repoFullName: 'bench/chatty', internalPort: 3000 })).json.service;
+    const chatty = (
+      await call('POST', `/api/projects/${project.id}/services`, { name: 'chatty', repoFullName: 'bench/chatty', internalPort: 3000 })
+    ).json.service;
     await git.addRepo('bench/chatty', chattyBuild(randomBytes(6).toString('hex')));
     const { deployment } = (await call('POST', `/api/services/${chatty.id}/deployments`)).json;
     const latencies: number[] = [];
@@ -146,11 +150,17 @@ async function main(): Promise<void> {
     console.log('\nDeployments: slipway vs. the same steps by hand (git clone + docker build + docker run), same run');
     console.log(`${pad('measure', 40)}${pad('slipway', 12)}${pad('by hand', 12)}${pad('ratio', 8)}target`);
     const [cold, warm] = rows as [[string, number, number], [string, number, number]];
-    console.log(`${pad(cold[0], 40)}${pad(cold[1].toFixed(0), 12)}${pad(cold[2].toFixed(0), 12)}${pad((cold[1] / cold[2]).toFixed(2), 8)}<= 1.15x`);
-    console.log(`${pad(warm[0], 40)}${pad(warm[1].toFixed(0), 12)}${pad(warm[2].toFixed(0), 12)}${pad((warm[1] / warm[2]).toFixed(2), 8)}< 3000 ms`);
+    console.log(
+      `${pad(cold[0], 40)}${pad(cold[1].toFixed(0), 12)}${pad(cold[2].toFixed(0), 12)}${pad((cold[1] / cold[2]).toFixed(2), 8)}<= 1.15x`,
+    );
+    console.log(
+      `${pad(warm[0], 40)}${pad(warm[1].toFixed(0), 12)}${pad(warm[2].toFixed(0), 12)}${pad((warm[1] / warm[2]).toFixed(2), 8)}< 3000 ms`,
+    );
     const sorted = [...latencies].sort((a, b) => a - b);
     const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-    console.log(`${pad(`build line -> SSE client (ms, ${sorted.length} lines)`, 40)}p50 ${p(0.5)}  p99 ${p(0.99)}  max ${sorted.at(-1)}   target p99 < 100`);
+    console.log(
+      `${pad(`build line -> SSE client (ms, ${sorted.length} lines)`, 40)}p50 ${p(0.5)}  p99 ${p(0.99)}  max ${sorted.at(-1)}   target p99 < 100`,
+    );
     console.log(
       `\ncold ${(cold[1] / cold[2]).toFixed(2)}x ${cold[1] / cold[2] <= 1.15 ? 'PASS' : 'MISS'}; unchanged redeploy ${warm[1].toFixed(0)} ms ${warm[1] < 3000 ? 'PASS' : 'MISS'}; log p99 ${p(0.99)} ms ${p(0.99) < 100 ? 'PASS' : 'MISS'}`,
     );

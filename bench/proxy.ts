@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import { docker, provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
-import { autocannon, type AutocannonResult } from './autocannon.js';
+import { autocannon } from './autocannon.js';
 
 const CONNECTIONS = 50;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -81,7 +81,13 @@ interface Load {
 }
 
 async function load(url: string, host?: string): Promise<Load> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, timeout: 30, ...(host ? { headers: { host } } : {}) });
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    timeout: 30,
+    ...(host ? { headers: { host } } : {}),
+  });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -103,7 +109,8 @@ async function servedAfter(port: number, hostname: string, since: number, timeou
   for (;;) {
     const answer = await requestVia(port, hostname, '/', 1_000);
     if (answer?.status === 200 && BODY.test(answer.text)) return performance.now() - since;
-    if (performance.now() - since > timeoutMs) throw new Error(`${hostname} not served within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
+    if (performance.now() - since > timeoutMs)
+      throw new Error(`${hostname} not served within ${timeoutMs} ms; last: ${JSON.stringify(answer)}`);
     await sleep(POLL_MS);
   }
 }
@@ -144,7 +151,12 @@ async function main(): Promise<void> {
   try {
     await provisionDocker();
     caddy = await startCaddy();
-    server = await startServerProcess({ ...caddy.platformEnv, BUILD_CONCURRENCY: '2', STOP_GRACE_SECONDS: '1', RATE_LIMIT_PER_MINUTE: '0' });
+    server = await startServerProcess({
+      ...caddy.platformEnv,
+      BUILD_CONCURRENCY: '2',
+      STOP_GRACE_SECONDS: '1',
+      RATE_LIMIT_PER_MINUTE: '0',
+    });
     call = api(server.url, server.token);
     const nonce = randomBytes(3).toString('hex');
     projectId = (await call('POST', '/api/projects', { name: `bench-proxy-${nonce}` })).json.project.id as string;
@@ -165,14 +177,19 @@ async function main(): Promise<void> {
     await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: BODY });
     // Its project-network address: the slot address is Caddy's alone (the gate refuses anyone else's new connections).
     const slot = await docker('inspect', '-f', '{{index .Config.Labels "slipway.slot"}}', deployed.deployment.containerName!);
-    const containerIp = (await docker('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', deployed.deployment.containerName!))
+    const containerIp = (
+      await docker('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', deployed.deployment.containerName!)
+    )
       .split(' ')
       .find((ip) => ip && ip !== slot.trim())!;
 
     // ---- (a) through Caddy vs (b) the host port's forwarder -----------------------------------
     const viaCaddy = `http://127.0.0.1:${caddy.httpPort}/`;
     const direct = `http://127.0.0.1:${web.hostPort}/`;
-    for (const [url, host] of [[viaCaddy, hostname], [direct, undefined]] as const) {
+    for (const [url, host] of [
+      [viaCaddy, hostname],
+      [direct, undefined],
+    ] as const) {
       await autocannon({ url, connections: WARMUP_CONNECTIONS, duration: WARMUP_S, ...(host ? { headers: { host } } : {}) });
     }
     const caddyRuns: Load[] = [];
@@ -210,7 +227,9 @@ async function main(): Promise<void> {
       const batch = Array.from({ length: Math.min(FILL_BATCH, toCreate - first) }, (_, k) => first + k);
       await Promise.all(
         batch.map(async (i) => {
-          const res = await call!('POST', `/api/services/${fillServices[i % fillServices.length]}/domains`, { hostname: `d${i}.fill-${nonce}.test` });
+          const res = await call!('POST', `/api/services/${fillServices[i % fillServices.length]}/domains`, {
+            hostname: `d${i}.fill-${nonce}.test`,
+          });
           if (res.status !== 201) throw new Error(`domain ${i}: ${res.status} ${res.text}`);
         }),
       );
@@ -220,7 +239,10 @@ async function main(): Promise<void> {
     for (const id of fillServices) domainCount += (await call('GET', `/api/services/${id}/overview`)).json.domains.length as number;
     const routesPath = '/config/apps/http/servers/slipway/routes';
     // A service routed to traffic slots has one route for all its hostnames.
-    const loadedRoutes = ((await caddyAdmin(caddy, 'GET', routesPath)) as CaddyRoute[]).reduce((n, r) => n + (r.match?.[0]?.host?.length ?? 0), 0);
+    const loadedRoutes = ((await caddyAdmin(caddy, 'GET', routesPath)) as CaddyRoute[]).reduce(
+      (n, r) => n + (r.match?.[0]?.host?.length ?? 0),
+      0,
+    );
     if (loadedRoutes !== DOMAINS - 1) throw new Error(`Caddy serves ${loadedRoutes} hostnames, expected ${DOMAINS - 1}`);
 
     const slipwayMs: number[] = [];
@@ -230,7 +252,10 @@ async function main(): Promise<void> {
       // Slipway: POST the domain, poll Caddy meanwhile.
       const name = `m${round}.measure-${nonce}.test`;
       const started = performance.now();
-      const posted = call('POST', `/api/services/${web.id}/domains`, { hostname: name }).then((res) => ({ res, at: performance.now() - started }));
+      const posted = call('POST', `/api/services/${web.id}/domains`, { hostname: name }).then((res) => ({
+        res,
+        at: performance.now() - started,
+      }));
       slipwayMs.push(await servedAfter(caddy.httpPort, name, started));
       const { res, at } = await posted;
       if (res.status !== 201 || !res.json.proxy.ok) throw new Error(`${res.status} ${res.text}`);
@@ -245,7 +270,10 @@ async function main(): Promise<void> {
       const webRoute = routes.find((r) => r.match?.[0]?.host?.includes(hostname))!;
       const baseName = `b${round}.baseline-${nonce}.test`;
       const extended = structuredClone(config);
-      extended.apps.http.servers.slipway.routes.splice(routes.length - 1, 0, { ...structuredClone(webRoute), match: [{ host: [baseName] }] });
+      extended.apps.http.servers.slipway.routes.splice(routes.length - 1, 0, {
+        ...structuredClone(webRoute),
+        match: [{ host: [baseName] }],
+      });
       const baseStarted = performance.now();
       const loaded = caddyAdmin(caddy, 'POST', '/load', extended);
       caddyMs.push(await servedAfter(caddy.httpPort, baseName, baseStarted));
@@ -263,28 +291,60 @@ async function main(): Promise<void> {
     const directP99 = median(directRuns.map((r) => r.p99));
     const fmt = (n: number, digits = 0) => n.toFixed(digits);
     const rows: string[][] = [
-      ['req/s through Caddy (Host header) vs host port forwarder', fmt(caddyRps), fmt(directRps), `${fmt(caddyRps / directRps, 2)}x`, `>= ${TARGET_RATIO}x`],
+      [
+        'req/s through Caddy (Host header) vs host port forwarder',
+        fmt(caddyRps),
+        fmt(directRps),
+        `${fmt(caddyRps / directRps, 2)}x`,
+        `>= ${TARGET_RATIO}x`,
+      ],
       ['latency p50, ms', fmt(caddyP50, 1), fmt(directP50, 1), `${fmt(caddyP50 / directP50, 2)}x`, '-'],
       ['latency p99, ms', fmt(caddyP99, 1), fmt(directP99, 1), `${fmt(caddyP99 / directP99, 2)}x`, '-'],
-      [`new domain -> served, ${DOMAINS} domains (ms, median of ${DOMAIN_ROUNDS})`, fmt(median(slipwayMs)), fmt(median(caddyMs)), `${fmt(median(slipwayMs) / median(caddyMs), 2)}x`, `< ${TARGET_DOMAIN_MS} ms`],
-      [`new domain -> served, ${DOMAINS} domains (ms, max of ${DOMAIN_ROUNDS})`, fmt(Math.max(...slipwayMs)), fmt(Math.max(...caddyMs)), `${fmt(Math.max(...slipwayMs) / Math.max(...caddyMs), 2)}x`, `< ${TARGET_DOMAIN_MS} ms`],
+      [
+        `new domain -> served, ${DOMAINS} domains (ms, median of ${DOMAIN_ROUNDS})`,
+        fmt(median(slipwayMs)),
+        fmt(median(caddyMs)),
+        `${fmt(median(slipwayMs) / median(caddyMs), 2)}x`,
+        `< ${TARGET_DOMAIN_MS} ms`,
+      ],
+      [
+        `new domain -> served, ${DOMAINS} domains (ms, max of ${DOMAIN_ROUNDS})`,
+        fmt(Math.max(...slipwayMs)),
+        fmt(Math.max(...caddyMs)),
+        `${fmt(Math.max(...slipwayMs) / Math.max(...caddyMs), 2)}x`,
+        `< ${TARGET_DOMAIN_MS} ms`,
+      ],
     ];
     const header = ['measure', 'slipway', 'baseline', 'ratio', 'target'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
     console.log(`\nReverse proxy: Slipway's Caddy routes vs the host port forwarder and Caddy alone, same run`);
-    console.log(`(${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}; ${CONNECTIONS} connections, ${DURATION_S} s x ${ROUNDS} rounds each, medians; autocannon in this process)\n`);
+    console.log(
+      `(${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(2)}; ${CONNECTIONS} connections, ${DURATION_S} s x ${ROUNDS} rounds each, medians; autocannon in this process)\n`,
+    );
     console.log(line(header));
     console.log(line(widths.map((w) => '-'.repeat(w))));
     for (const row of rows) console.log(line(row));
     console.log('');
-    console.log(`baseline of rows 1-3: the same service on 127.0.0.1:<hostPort> (the platform's TCP forwarder); of rows 4-5: Caddy's own POST /load of the same ${DOMAINS}-hostname configuration`);
-    console.log(`rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; forwarder ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the container directly (no proxy): ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50, 1)} ms, p99 ${fmt(bare.p99, 1)} ms`);
-    console.log(`new connections to the container in TIME_WAIT (upstream connections opened and closed), per round: Caddy ${waits.caddy.join(', ')}; forwarder ${waits.direct.join(', ')} (the ephemeral ports toward one ip:port are ${(await portRange())})`);
+    console.log(
+      `baseline of rows 1-3: the same service on 127.0.0.1:<hostPort> (the platform's TCP forwarder); of rows 4-5: Caddy's own POST /load of the same ${DOMAINS}-hostname configuration`,
+    );
+    console.log(
+      `rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; forwarder ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the container directly (no proxy): ${fmt(bare.rps)} req/s, p50 ${fmt(bare.p50, 1)} ms, p99 ${fmt(bare.p99, 1)} ms`,
+    );
+    console.log(
+      `new connections to the container in TIME_WAIT (upstream connections opened and closed), per round: Caddy ${waits.caddy.join(', ')}; forwarder ${waits.direct.join(', ')} (the ephemeral ports toward one ip:port are ${await portRange()})`,
+    );
     const problems = [...caddyRuns, ...directRuns, bare].reduce((sum, r) => sum + r.errors + r.non2xx, 0);
-    console.log(`errors + non-2xx answers during the load: ${problems} of ${[...caddyRuns, ...directRuns, bare].reduce((s, r) => s + r.total, 0)} requests`);
-    console.log(`domains: ${domainCount} configured over ${fillServices.length} services, ${DOMAINS - 1} hostnames loaded in Caddy before each measure; the ${DOMAINS - 2} fill domains took ${fmt(fillMs / 1000, 1)} s (${FILL_BATCH} at a time)`);
-    console.log(`new domain, each round (ms): slipway ${slipwayMs.map((v) => fmt(v)).join(', ')} (POST answered after ${postMs.map((v) => fmt(v)).join(', ')}); Caddy alone ${caddyMs.map((v) => fmt(v)).join(', ')}`);
+    console.log(
+      `errors + non-2xx answers during the load: ${problems} of ${[...caddyRuns, ...directRuns, bare].reduce((s, r) => s + r.total, 0)} requests`,
+    );
+    console.log(
+      `domains: ${domainCount} configured over ${fillServices.length} services, ${DOMAINS - 1} hostnames loaded in Caddy before each measure; the ${DOMAINS - 2} fill domains took ${fmt(fillMs / 1000, 1)} s (${FILL_BATCH} at a time)`,
+    );
+    console.log(
+      `new domain, each round (ms): slipway ${slipwayMs.map((v) => fmt(v)).join(', ')} (POST answered after ${postMs.map((v) => fmt(v)).join(', ')}); Caddy alone ${caddyMs.map((v) => fmt(v)).join(', ')}`,
+    );
     const ratio = caddyRps / directRps;
     console.log(
       `\nCaddy/forwarder ${fmt(ratio, 2)}x ${ratio >= TARGET_RATIO ? 'PASS' : 'MISS'}; new domain median ${fmt(median(slipwayMs))} ms, max ${fmt(Math.max(...slipwayMs))} ms ${Math.max(...slipwayMs) < TARGET_DOMAIN_MS ? 'PASS' : 'MISS'}`,

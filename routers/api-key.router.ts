@@ -7,7 +7,10 @@ const tags = ['API keys'];
 
 export const apiKeyRouter = router({
   create: writeProcedure
-    .meta({ created: true, openapi: { method: 'POST', path: '/api/api-keys', tags, summary: 'Create an API key; the token is shown once, in this response' } })
+    .meta({
+      created: true,
+      openapi: { method: 'POST', path: '/api/api-keys', tags, summary: 'Create an API key; the token is shown once, in this response' },
+    })
     .input(
       z.strictObject({
         name: line(100).min(1),

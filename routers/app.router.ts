@@ -18,7 +18,8 @@ export const appRouter = router({
         path: '/api/health',
         tags: ['System'],
         summary: 'Health: the API, the Docker engine, the reverse proxy and the database',
-        description: 'Answers without a key, always 200 while the API runs; `status` is `degraded` when the engine, the proxy or the database is down (each with the reason). Checked at most every 3 s.',
+        description:
+          'Answers without a key, always 200 while the API runs; `status` is `degraded` when the engine, the proxy or the database is down (each with the reason). Checked at most every 3 s.',
         protect: false,
       },
     })

@@ -21,13 +21,32 @@ const cells = z.record(line(1024), z.unknown());
 
 export const databaseRouter = router({
   tables: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/database/tables', tags, summary: 'Tables of a database service (Redis: keys of one logical database; MongoDB: collections)' } })
-    .input(z.strictObject({ serviceId: idParam, database: queryInt(0, 255).optional().meta({ description: 'Redis only: the logical database number (default 0)' }) }))
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/services/{serviceId}/database/tables',
+        tags,
+        summary: 'Tables of a database service (Redis: keys of one logical database; MongoDB: collections)',
+      },
+    })
+    .input(
+      z.strictObject({
+        serviceId: idParam,
+        database: queryInt(0, 255).optional().meta({ description: 'Redis only: the logical database number (default 0)' }),
+      }),
+    )
     .output(tablesView)
     .query(({ ctx, input, signal }) => ctx.services.databases.tables(ctx.actor, input.serviceId, { database: input.database }, signal)),
 
   rows: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/database/rows', tags, summary: 'A page of rows of one table, with its columns and total' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/services/{serviceId}/database/rows',
+        tags,
+        summary: 'A page of rows of one table, with its columns and total',
+      },
+    })
     .input(
       z.strictObject({
         serviceId: idParam,
@@ -40,33 +59,78 @@ export const databaseRouter = router({
     .query(({ ctx, input, signal }) => ctx.services.databases.rows(ctx.actor, input.serviceId, input, signal)),
 
   query: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/database/query', tags, summary: 'Run one statement (SQL), one command line (Redis) or one JSON command document (MongoDB)' } })
-    .input(z.strictObject({ serviceId: idParam, sql: text(1_000_000).meta({ description: 'One statement; a statement timeout and a row cap apply' }) }))
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/database/query',
+        tags,
+        summary: 'Run one statement (SQL), one command line (Redis) or one JSON command document (MongoDB)',
+      },
+    })
+    .input(
+      z.strictObject({
+        serviceId: idParam,
+        sql: text(1_000_000).meta({ description: 'One statement; a statement timeout and a row cap apply' }),
+      }),
+    )
     .output(queryResultView)
     .mutation(({ ctx, input, signal }) => ctx.services.databases.query(ctx.actor, input.serviceId, input.sql, signal)),
 
   insertRow: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/database/rows', tags, summary: 'Insert a row; the answer carries its primary key as `id`' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/database/rows',
+        tags,
+        summary: 'Insert a row; the answer carries its primary key as `id`',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, table: tableId, values: cells }))
     .output(insertedRowView)
-    .mutation(({ ctx, input, signal }) => ctx.services.databases.insertRow(ctx.actor, input.serviceId, { table: input.table, values: input.values as never }, signal)),
+    .mutation(({ ctx, input, signal }) =>
+      ctx.services.databases.insertRow(ctx.actor, input.serviceId, { table: input.table, values: input.values as never }, signal),
+    ),
 
   updateRow: writeProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}/database/rows', tags, summary: 'Change a row named by its primary key (400 for a table without one)' } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/services/{serviceId}/database/rows',
+        tags,
+        summary: 'Change a row named by its primary key (400 for a table without one)',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, table: tableId, primaryKey: cells, values: cells }))
     .output(okTrue)
     .mutation(async ({ ctx, input, signal }) => {
-      await ctx.services.databases.updateRow(ctx.actor, input.serviceId, { table: input.table, primaryKey: input.primaryKey as never, values: input.values as never }, signal);
+      await ctx.services.databases.updateRow(
+        ctx.actor,
+        input.serviceId,
+        { table: input.table, primaryKey: input.primaryKey as never, values: input.values as never },
+        signal,
+      );
       return { ok: true as const };
     }),
 
   deleteRow: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/database/rows', tags, summary: 'Delete a row named by its primary key (400 for a table without one); the body is JSON' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/services/{serviceId}/database/rows',
+        tags,
+        summary: 'Delete a row named by its primary key (400 for a table without one); the body is JSON',
+      },
+    })
     // A pipe, so trpc-to-openapi accepts the object where a DELETE's input is read from (rest.ts adds the body there).
     .input(z.strictObject({ serviceId: idParam, table: tableId, primaryKey: cells.transform((key) => key) }))
     .output(okTrue)
     .mutation(async ({ ctx, input, signal }) => {
-      await ctx.services.databases.deleteRow(ctx.actor, input.serviceId, { table: input.table, primaryKey: input.primaryKey as never }, signal);
+      await ctx.services.databases.deleteRow(
+        ctx.actor,
+        input.serviceId,
+        { table: input.table, primaryKey: input.primaryKey as never },
+        signal,
+      );
       return { ok: true as const };
     }),
 });

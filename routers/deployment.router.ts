@@ -11,13 +11,18 @@ const lastEventId = z.string().regex(/^\d+$/).nullish();
 
 export const deploymentRouter = router({
   create: writeProcedure
-    .meta({ created: true, openapi: { method: 'POST', path: '/api/services/{serviceId}/deployments', tags, summary: 'Queue a deployment of the service' } })
+    .meta({
+      created: true,
+      openapi: { method: 'POST', path: '/api/services/{serviceId}/deployments', tags, summary: 'Queue a deployment of the service' },
+    })
     .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ deployment: deploymentView }))
     .mutation(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.create(ctx.actor, input.serviceId) })),
 
   list: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' } })
+    .meta({
+      openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' },
+    })
     .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ deployments: z.array(deploymentView) }))
     .query(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.list(ctx.actor, input.serviceId) })),
@@ -29,7 +34,14 @@ export const deploymentRouter = router({
     .query(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.get(ctx.actor, input.deploymentId) })),
 
   abort: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/deployments/{deploymentId}/abort', tags, summary: 'Abort a queued or running deployment (409 once finished)' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/deployments/{deploymentId}/abort',
+        tags,
+        summary: 'Abort a queued or running deployment (409 once finished)',
+      },
+    })
     .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ accepted: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
@@ -38,7 +50,9 @@ export const deploymentRouter = router({
     }),
 
   logs: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' } })
+    .meta({
+      openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' },
+    })
     .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ logs: z.array(deploymentLogView) }))
     .query(async ({ ctx, input }) => ({ logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId) })),

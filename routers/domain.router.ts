@@ -9,7 +9,15 @@ const proxyAnswer = z.object({ ok: z.literal(true), proxy: proxyResultView });
 
 export const domainRouter = router({
   create: writeProcedure
-    .meta({ created: true, openapi: { method: 'POST', path: '/api/services/{serviceId}/domains', tags, summary: 'Add a hostname to a web service and reload the proxy' } })
+    .meta({
+      created: true,
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/domains',
+        tags,
+        summary: 'Add a hostname to a web service and reload the proxy',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, hostname }))
     .output(proxyAnswer.extend({ domain: domainView }))
     .mutation(async ({ ctx, input }) => {
@@ -17,7 +25,14 @@ export const domainRouter = router({
     }),
 
   update: writeProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Change a hostname and reload the proxy' } })
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/api/services/{serviceId}/domains/{domainId}',
+        tags,
+        summary: 'Change a hostname and reload the proxy',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, domainId: idParam, hostname }))
     .output(proxyAnswer)
     .mutation(async ({ ctx, input }) => ({
@@ -36,11 +51,24 @@ export const domainRouter = router({
     })
     .input(z.strictObject({ serviceId: idParam, domainId: idParam, providerId: line(32).min(1) }))
     .output(z.object({ ok: z.literal(true), result: dnsRecordResultView, domain: domainView }))
-    .mutation(async ({ ctx, input }) => ({ ok: true as const, ...(await ctx.services.dns.createRecord(ctx.actor, input.serviceId, input.domainId, input.providerId)) })),
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      ...(await ctx.services.dns.createRecord(ctx.actor, input.serviceId, input.domainId, input.providerId)),
+    })),
 
   delete: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/domains/{domainId}', tags, summary: 'Remove a hostname and reload the proxy' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/services/{serviceId}/domains/{domainId}',
+        tags,
+        summary: 'Remove a hostname and reload the proxy',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, domainId: idParam }))
     .output(proxyAnswer)
-    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.domains.delete(ctx.actor, input.serviceId, input.domainId) })),
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      proxy: await ctx.services.domains.delete(ctx.actor, input.serviceId, input.domainId),
+    })),
 });

@@ -6,7 +6,14 @@ const tags = ['Environment variables'];
 
 export const envRouter = router({
   set: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/env', tags, summary: 'Create a variable or update its value; ${service_slug.KEY} references resolve at deploy time' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/env',
+        tags,
+        summary: 'Create a variable or update its value; ${service_slug.KEY} references resolve at deploy time',
+      },
+    })
     .input(
       z.strictObject({
         serviceId: idParam,
@@ -31,7 +38,14 @@ export const envRouter = router({
     }),
 
   reveal: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/env/{envId}/reveal', tags, summary: 'Read one variable in clear, secrets included (write keys only)' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/env/{envId}/reveal',
+        tags,
+        summary: 'Read one variable in clear, secrets included (write keys only)',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, envId: idParam }))
     .output(z.object({ key: z.string(), value: z.string(), resolvedValue: z.string() }))
     .mutation(async ({ ctx, input }) => ctx.services.env.reveal(ctx.actor, input.serviceId, input.envId)),

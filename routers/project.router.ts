@@ -34,7 +34,14 @@ export const projectRouter = router({
     }),
 
   delete: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/projects/{projectId}', tags, summary: 'Delete a project with its services, domains, variables, deployments and logs' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/projects/{projectId}',
+        tags,
+        summary: 'Delete a project with its services, domains, variables, deployments and logs',
+      },
+    })
     .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.projects.delete(ctx.actor, input.projectId) })),
@@ -50,5 +57,7 @@ export const projectRouter = router({
     })
     .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ suggestions: z.array(suggestionView) }))
-    .query(async ({ ctx, input }) => ({ suggestions: await ctx.services.projects.databaseVariableSuggestions(ctx.actor, input.projectId) })),
+    .query(async ({ ctx, input }) => ({
+      suggestions: await ctx.services.projects.databaseVariableSuggestions(ctx.actor, input.projectId),
+    })),
 });

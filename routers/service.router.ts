@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { createServiceInput, deploymentView, domainView, envVarView, projectView, proxyResultView, serviceView, suggestionView, updateServiceInput } from '../src/index.js';
+import {
+  createServiceInput,
+  deploymentView,
+  domainView,
+  envVarView,
+  projectView,
+  proxyResultView,
+  serviceView,
+  suggestionView,
+  updateServiceInput,
+} from '../src/index.js';
 import { idParam, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -10,7 +20,15 @@ const updateInput = z.strictObject({ ...updateServiceInput.shape, serviceId: idP
 
 export const serviceRouter = router({
   create: writeProcedure
-    .meta({ created: true, openapi: { method: 'POST', path: '/api/projects/{projectId}/services', tags, summary: 'Create a repository, container-image, database, worker or static-site service' } })
+    .meta({
+      created: true,
+      openapi: {
+        method: 'POST',
+        path: '/api/projects/{projectId}/services',
+        tags,
+        summary: 'Create a repository, container-image, database, worker or static-site service',
+      },
+    })
     .input(createInput)
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
@@ -19,12 +37,25 @@ export const serviceRouter = router({
     }),
 
   overview: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/overview', tags, summary: 'A service with its deployments, variables and domains' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/services/{serviceId}/overview',
+        tags,
+        summary: 'A service with its deployments, variables and domains',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam }))
     .output(
       trustedOutput(
         'ServiceOverview',
-        z.object({ service: serviceView, deployments: z.array(deploymentView), env: z.array(envVarView), domains: z.array(domainView), publicIp: z.string() }),
+        z.object({
+          service: serviceView,
+          deployments: z.array(deploymentView),
+          env: z.array(envVarView),
+          domains: z.array(domainView),
+          publicIp: z.string(),
+        }),
       ),
     )
     .query(async ({ ctx, input }) => ctx.services.services.overview(ctx.actor, input.serviceId)),
@@ -39,20 +70,43 @@ export const serviceRouter = router({
     }),
 
   transfer: writeProcedure
-    .meta({ openapi: { method: 'POST', path: '/api/services/{serviceId}/transfer', tags, summary: 'Move a service to another project (the key must see both)' } })
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/transfer',
+        tags,
+        summary: 'Move a service to another project (the key must see both)',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam, targetProjectId: idParam }))
     .output(z.object({ service: serviceView, project: projectView, proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ctx.services.services.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
 
   delete: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}', tags, summary: 'Delete a service with its domains, variables, deployments and logs' } })
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/api/services/{serviceId}',
+        tags,
+        summary: 'Delete a service with its domains, variables, deployments and logs',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.serviceId) })),
 
   suggestionKeys: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/services/{serviceId}/suggestion-keys', tags, summary: 'Keys worth referencing from this service, and database connection variables' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/services/{serviceId}/suggestion-keys',
+        tags,
+        summary: 'Keys worth referencing from this service, and database connection variables',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam }))
-    .output(z.object({ suggestions: z.array(z.object({ key: z.string(), label: z.string() })), databaseVariables: z.array(suggestionView) }))
+    .output(
+      z.object({ suggestions: z.array(z.object({ key: z.string(), label: z.string() })), databaseVariables: z.array(suggestionView) }),
+    )
     .query(async ({ ctx, input }) => ctx.services.services.suggestionKeys(ctx.actor, input.serviceId)),
 });

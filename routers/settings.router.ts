@@ -6,7 +6,14 @@ const tags = ['Settings'];
 
 export const settingsRouter = router({
   get: writeProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/settings', tags, summary: 'Platform settings (all-project write keys): public IP, root domain, connected DNS providers' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/api/settings',
+        tags,
+        summary: 'Platform settings (all-project write keys): public IP, root domain, connected DNS providers',
+      },
+    })
     .input(z.strictObject({}).optional())
     .output(z.object({ settings: settingsView }))
     .query(async ({ ctx }) => ({ settings: await ctx.services.settings.get(ctx.actor) })),

@@ -39,7 +39,10 @@ export interface SlipwayMeta extends OpenApiMeta {
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
 export function proceduresOf(router: AnyTRPCRouter): Array<{ path: string; meta: SlipwayMeta }> {
-  return Object.entries(router._def.procedures).map(([path, procedure]) => ({ path, meta: ((procedure as AnyTRPCProcedure)._def.meta ?? {}) as SlipwayMeta }));
+  return Object.entries(router._def.procedures).map(([path, procedure]) => ({
+    path,
+    meta: ((procedure as AnyTRPCProcedure)._def.meta ?? {}) as SlipwayMeta,
+  }));
 }
 
 /**
@@ -63,7 +66,9 @@ export const ERRORS = {
 
 /** An error tRPC raised itself, by the first code of the table with its tRPC code; never internal_error, whose message is not for users. */
 const CODE_OF = new Map<TRPC_ERROR_CODE_KEY, ErrorCode>();
-for (const [code, entry] of Object.entries(ERRORS) as Array<[ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; also?: readonly TRPC_ERROR_CODE_KEY[] }]>) {
+for (const [code, entry] of Object.entries(ERRORS) as Array<
+  [ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; also?: readonly TRPC_ERROR_CODE_KEY[] }]
+>) {
   if (code === 'internal_error') continue;
   for (const trpc of [entry.trpc, ...(entry.also ?? [])]) if (!CODE_OF.has(trpc)) CODE_OF.set(trpc, code);
 }

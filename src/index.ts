@@ -70,13 +70,24 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
   // A deleted database's pools close at once, not when they fall idle.
-  const removal = new ServiceRemoval(deps, routing, runner && teardown ? { stopDeploymentsOf: (ids) => runner.stopDeploymentsOf(ids), removeService: (s) => teardown.removeService(s), removeProjectNetwork: (id) => teardown.removeProjectNetwork(id) } : null, {
-    ...options,
-    onServicesRemoved: async (removed) => {
-      await databases.release(removed.map((s) => s.id));
-      await options.onServicesRemoved?.(removed);
+  const removal = new ServiceRemoval(
+    deps,
+    routing,
+    runner && teardown
+      ? {
+          stopDeploymentsOf: (ids) => runner.stopDeploymentsOf(ids),
+          removeService: (s) => teardown.removeService(s),
+          removeProjectNetwork: (id) => teardown.removeProjectNetwork(id),
+        }
+      : null,
+    {
+      ...options,
+      onServicesRemoved: async (removed) => {
+        await databases.release(removed.map((s) => s.id));
+        await options.onServicesRemoved?.(removed);
+      },
     },
-  });
+  );
   const projects = new ProjectService(deps, removal);
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
@@ -113,7 +124,15 @@ export * from './databases/database-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';
-export { createServiceInput, updateServiceInput, projectInput, projectPatchInput, type CreateServiceInput, type UpdateServiceInput, type ProjectInput } from './projects/project.inputs.js';
+export {
+  createServiceInput,
+  updateServiceInput,
+  projectInput,
+  projectPatchInput,
+  type CreateServiceInput,
+  type UpdateServiceInput,
+  type ProjectInput,
+} from './projects/project.inputs.js';
 export { settingsInput, type SettingsInput } from './settings/settings.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';

@@ -27,6 +27,8 @@ bash test/provision/compose.sh >/dev/null
 
 echo "== type-checking and building what npm start runs"
 npx tsc --noEmit -p .
+echo "== lint and format check (biome)"
+npx biome check .
 npm run -s build
 export SLIPWAY_TEST_BUILT=1
 

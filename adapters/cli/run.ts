@@ -18,7 +18,12 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, access: { type: 'string' }, project: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      name: { type: 'string' },
+      access: { type: 'string' },
+      project: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const [group, command, ...rest] = positionals;
   if (values.help || group !== 'keys' || !command) {
@@ -45,8 +50,14 @@ async function main(argv: string[]): Promise<number> {
           console.error('keys create needs --name and --access read|write');
           return 2;
         }
-        const { apiKey, token } = await services.apiKeys.create(operator, { name: values.name, access: values.access, projectIds: values.project ?? null });
-        console.error(`created API key ${apiKey.id} (${apiKey.access}, ${apiKey.projectIds ? `projects ${apiKey.projectIds.join(', ')}` : 'all projects'}); the token is shown once:`);
+        const { apiKey, token } = await services.apiKeys.create(operator, {
+          name: values.name,
+          access: values.access,
+          projectIds: values.project ?? null,
+        });
+        console.error(
+          `created API key ${apiKey.id} (${apiKey.access}, ${apiKey.projectIds ? `projects ${apiKey.projectIds.join(', ')}` : 'all projects'}); the token is shown once:`,
+        );
         console.log(token);
         return 0;
       }

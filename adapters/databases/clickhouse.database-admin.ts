@@ -114,8 +114,10 @@ class ConnectTimeoutAgent extends http.Agent {
 
   override createConnection(options: http.ClientRequestArgs, callback?: (err: Error | null, stream: import('node:stream').Duplex) => void) {
     const socket = super.createConnection(options, callback) as net.Socket | null | undefined;
-    if (socket && socket.connecting) {
-      const stop = timer(this.connectTimeoutMs, () => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })));
+    if (socket?.connecting) {
+      const stop = timer(this.connectTimeoutMs, () =>
+        socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      );
       socket.once('connect', stop);
       socket.once('close', stop);
     }
@@ -141,7 +143,19 @@ async function* lines(stream: Readable): AsyncGenerator<Buffer> {
   if (pending.length) yield Buffer.concat(pending);
 }
 
-const ESCAPES: Record<number, number> = { 0x62: 8, 0x66: 12, 0x72: 13, 0x6e: 10, 0x74: 9, 0x30: 0, 0x27: 0x27, 0x5c: 0x5c, 0x22: 0x22, 0x61: 7, 0x76: 11 };
+const ESCAPES: Record<number, number> = {
+  98: 8,
+  102: 12,
+  114: 13,
+  110: 10,
+  116: 9,
+  48: 0,
+  39: 0x27,
+  92: 0x5c,
+  34: 0x22,
+  97: 7,
+  118: 11,
+};
 
 /** One TabSeparated field: `\N` is NULL, backslash escapes are undone. */
 function unescapeField(field: Buffer): Buffer | null {
@@ -236,7 +250,16 @@ export function wallTimeToIso(text: string, tz: string): string {
   let format = zoneFormats.get(tz);
   if (format === undefined) {
     try {
-      format = new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+      format = new Intl.DateTimeFormat('en-US', {
+        timeZone: tz,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+      });
     } catch {
       format = null;
     }
@@ -307,7 +330,20 @@ function parseLiteral(text: string): Literal {
       for (i++; i < text.length && text[i] !== "'"; i++) {
         if (text[i] === '\\' && i + 1 < text.length) {
           const next = text[++i]!;
-          out += next === 'n' ? '\n' : next === 't' ? '\t' : next === 'r' ? '\r' : next === '0' ? '\0' : next === 'b' ? '\b' : next === 'f' ? '\f' : next;
+          out +=
+            next === 'n'
+              ? '\n'
+              : next === 't'
+                ? '\t'
+                : next === 'r'
+                  ? '\r'
+                  : next === '0'
+                    ? '\0'
+                    : next === 'b'
+                      ? '\b'
+                      : next === 'f'
+                        ? '\f'
+                        : next;
         } else out += text[i];
       }
       i++;
@@ -375,7 +411,12 @@ function isByteString(typeText: string): boolean {
  * response is dropped by `stop`). A body in another format (a FORMAT clause of the user's) is shown
  * as its lines, one `result` column. An exception ClickHouse writes after rows had started is thrown.
  */
-async function readTsv(stream: Readable, cap: RowCap, serverTz: string, stop: () => void): Promise<{ columns: Array<{ name: string; type: string }> }> {
+async function readTsv(
+  stream: Readable,
+  cap: RowCap,
+  serverTz: string,
+  stop: () => void,
+): Promise<{ columns: Array<{ name: string; type: string }> }> {
   let names: string[] | null = null;
   let columns: Array<{ name: string; type: string }> = [];
   let convert: Array<(field: Buffer) => CellValue> = [];
@@ -407,7 +448,8 @@ async function readTsv(stream: Readable, cap: RowCap, serverTz: string, stop: ()
         if (isComposite(type)) {
           // Arrays, tuples and maps are written as literals whose strings carry their own escapes:
           // TabSeparated does not escape them a second time.
-          return (field: Buffer) => (field.length === 2 && field[0] === 0x5c && field[1] === 0x4e ? null : fromText(field.toString('utf8')));
+          return (field: Buffer) =>
+            field.length === 2 && field[0] === 0x5c && field[1] === 0x4e ? null : fromText(field.toString('utf8'));
         }
         return (field: Buffer) => {
           const value = unescapeField(field);
@@ -419,7 +461,8 @@ async function readTsv(stream: Readable, cap: RowCap, serverTz: string, stop: ()
       continue;
     }
     // An exception after rows had started comes as a line of text in the body (the status was sent already).
-    if (line.length > 10 && line[0] === 0x43 && EXCEPTION_LINE.test(line.subarray(0, 200).toString('latin1'))) throw chError(line.toString('utf8'));
+    if (line.length > 10 && line[0] === 0x43 && EXCEPTION_LINE.test(line.subarray(0, 200).toString('latin1')))
+      throw chError(line.toString('utf8'));
     const fields = splitFields(line);
     if (!cap.push(rowOf(names, fields, (field, k) => convert[k]!(field as Buffer)))) break;
   }
@@ -540,7 +583,11 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     };
   }
 
-  private async withClient<T>(db: DatabaseEndpoint, signal: AbortSignal, work: (service: ChService, meta: ServerMeta) => Promise<T>): Promise<T> {
+  private async withClient<T>(
+    db: DatabaseEndpoint,
+    signal: AbortSignal,
+    work: (service: ChService, meta: ServerMeta) => Promise<T>,
+  ): Promise<T> {
     signal.throwIfAborted();
     const key = this.endpointKey(db);
     try {
@@ -564,10 +611,16 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     const reach = await service.client.ping({ select: false, abort_signal: AbortSignal.any([signal, deadline]) });
     if (!reach.success) {
       signal.throwIfAborted();
-      if (deadline.aborted) throw Object.assign(new Error(`no answer to /ping within ${this.options.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
+      if (deadline.aborted)
+        throw Object.assign(new Error(`no answer to /ping within ${this.options.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
       throw reach.error;
     }
-    const { rows } = await this.select(service, 'Etc/UTC', "SELECT version() AS version, timezone() AS tz, (SELECT count() FROM system.columns WHERE database = 'system' AND table = 'tables' AND name = 'total_rows') AS total_rows", signal);
+    const { rows } = await this.select(
+      service,
+      'Etc/UTC',
+      "SELECT version() AS version, timezone() AS tz, (SELECT count() FROM system.columns WHERE database = 'system' AND table = 'tables' AND name = 'total_rows') AS total_rows",
+      signal,
+    );
     const row = rows[0]!;
     return { version: String(row.version), timezone: String(row.tz), totalRows: Number(row.total_rows) > 0 };
   }
@@ -636,7 +689,12 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
   /** KILL QUERY for a statement of ours: `queryId` is a UUID we generated, never user input. */
   private async kill(service: ChService, queryId: string): Promise<void> {
     if (!/^[0-9a-f-]{36}$/.test(queryId)) return;
-    await service.client.command({ query: `KILL QUERY WHERE query_id = '${queryId}' ASYNC`, abort_signal: AbortSignal.timeout(this.options.connectTimeoutMs) }).catch(() => undefined);
+    await service.client
+      .command({
+        query: `KILL QUERY WHERE query_id = '${queryId}' ASYNC`,
+        abort_signal: AbortSignal.timeout(this.options.connectTimeoutMs),
+      })
+      .catch(() => undefined);
   }
 
   async checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string> {
@@ -656,7 +714,11 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
   }
 
   /** The service database's tables, without the hidden `.inner.` tables of materialized views. */
-  private async tables(service: ChService, meta: ServerMeta, signal: AbortSignal): Promise<Array<{ name: string; engine: string; sortingKey: string; totalRows: number | null }>> {
+  private async tables(
+    service: ChService,
+    meta: ServerMeta,
+    signal: AbortSignal,
+  ): Promise<Array<{ name: string; engine: string; sortingKey: string; totalRows: number | null }>> {
     const { rows } = await this.select(
       service,
       meta.timezone,
@@ -664,7 +726,12 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
          FROM system.tables WHERE database = currentDatabase() AND NOT is_temporary AND NOT startsWith(name, '.inner') ORDER BY name`,
       signal,
     );
-    return rows.map((r) => ({ name: String(r.name), engine: String(r.engine), sortingKey: String(r.sorting_key ?? ''), totalRows: r.total_rows === null ? null : Number(r.total_rows) }));
+    return rows.map((r) => ({
+      name: String(r.name),
+      engine: String(r.engine),
+      sortingKey: String(r.sorting_key ?? ''),
+      totalRows: r.total_rows === null ? null : Number(r.total_rows),
+    }));
   }
 
   /**
@@ -672,10 +739,20 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
    * else the active parts' row sum for MergeTree tables (exact, read from metadata), else count()
    * (other engines are small by design); a view is counted up to EXACT_COUNT_LIMIT + 1 rows.
    */
-  private async counts(service: ChService, meta: ServerMeta, tables: Array<{ name: string; engine: string; totalRows: number | null }>, signal: AbortSignal): Promise<number[]> {
+  private async counts(
+    service: ChService,
+    meta: ServerMeta,
+    tables: Array<{ name: string; engine: string; totalRows: number | null }>,
+    signal: AbortSignal,
+  ): Promise<number[]> {
     const counts = tables.map((t) => t.totalRows);
     if (tables.some((t, i) => counts[i] === null && t.engine.endsWith('MergeTree'))) {
-      const { rows } = await this.select(service, meta.timezone, 'SELECT table, sum(rows) AS n FROM system.parts WHERE database = currentDatabase() AND active GROUP BY table', signal);
+      const { rows } = await this.select(
+        service,
+        meta.timezone,
+        'SELECT table, sum(rows) AS n FROM system.parts WHERE database = currentDatabase() AND active GROUP BY table',
+        signal,
+      );
       const byTable = new Map(rows.map((r) => [String(r.table), Number(r.n)]));
       tables.forEach((t, i) => {
         if (counts[i] === null && t.engine.endsWith('MergeTree')) counts[i] = byTable.get(t.name) ?? 0;
@@ -684,7 +761,10 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     for (let i = 0; i < tables.length; i++) {
       if (counts[i] !== null) continue;
       const t = tables[i]!;
-      const source = t.engine === 'View' ? `(SELECT 1 FROM ${quoteClickHouse(service.database)}.${quoteClickHouse(t.name)} LIMIT ${EXACT_COUNT_LIMIT + 1})` : `${quoteClickHouse(service.database)}.${quoteClickHouse(t.name)}`;
+      const source =
+        t.engine === 'View'
+          ? `(SELECT 1 FROM ${quoteClickHouse(service.database)}.${quoteClickHouse(t.name)} LIMIT ${EXACT_COUNT_LIMIT + 1})`
+          : `${quoteClickHouse(service.database)}.${quoteClickHouse(t.name)}`;
       try {
         const { rows } = await this.select(service, meta.timezone, `SELECT count() AS n FROM ${source}`, signal);
         counts[i] = Number(rows[0]?.n ?? 0);
@@ -776,7 +856,13 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
       const query = `INSERT INTO ${qualified(table)}${given.length ? ` (${given.map(([c]) => quoteClickHouse(c.name)).join(', ')})` : ''} FORMAT JSONEachRow`;
       await this.request(service, signal, this.options.internalTimeoutMs, async ({ queryId, abortSignal }) => {
         const settings = { max_execution_time: Math.ceil(this.options.internalTimeoutMs / 1000) };
-        const result = await service.client.exec({ query, values: Readable.from([line]), query_id: queryId, abort_signal: abortSignal, clickhouse_settings: settings });
+        const result = await service.client.exec({
+          query,
+          values: Readable.from([line]),
+          query_id: queryId,
+          abort_signal: abortSignal,
+          clickhouse_settings: settings,
+        });
         for await (const _ of result.stream) void _;
       });
       return { id: null };

@@ -166,7 +166,8 @@ export class MongoDatabaseAdmin implements DatabaseAdmin {
     return this.run(db, signal, async (client) => {
       const database = client.db(dbName ?? (await defaultDatabase(client, signal)));
       const name = Object.keys(command)[0]!;
-      if (name !== 'getMore') command.maxTimeMS = Math.max(1, Math.ceil(Math.min(timeoutMs, positiveNumber(command.maxTimeMS) ?? Infinity)));
+      if (name !== 'getMore')
+        command.maxTimeMS = Math.max(1, Math.ceil(Math.min(timeoutMs, positiveNumber(command.maxTimeMS) ?? Infinity)));
       limitFirstBatch(command, name, rowCap);
       // The server stops the command after maxTimeMS; this stops waiting for one that does not.
       const clientTimeout = AbortSignal.timeout(timeoutMs + CLIENT_GRACE_MS);
@@ -188,7 +189,10 @@ export class MongoDatabaseAdmin implements DatabaseAdmin {
         while (docs.length <= rowCap && open) {
           const more = await client
             .db(open.dbName)
-            .command({ getMore: open.id, collection: open.collection, batchSize: rowCap + 1 - docs.length }, { session, signal: commandSignal, ...EXACT_TYPES });
+            .command(
+              { getMore: open.id, collection: open.collection, batchSize: rowCap + 1 - docs.length },
+              { session, signal: commandSignal, ...EXACT_TYPES },
+            );
           const next = cursorOf(more, 'nextBatch');
           if (!next) throw new QueryError('The server answered getMore without a cursor.');
           docs.push(...next.firstBatch);
@@ -236,7 +240,10 @@ export class MongoDatabaseAdmin implements DatabaseAdmin {
       if (Object.keys(set).length === 0) return;
       const reply = await client
         .db(table.schema)
-        .command({ update: table.name, updates: [{ q: { _id: existing._id }, u: { $set: set }, multi: false, upsert: false }] }, { signal });
+        .command(
+          { update: table.name, updates: [{ q: { _id: existing._id }, u: { $set: set }, multi: false, upsert: false }] },
+          { signal },
+        );
       throwWriteErrors(reply);
       if (Number(reply.n) === 0) throw new NotFoundError('row', keyText(primaryKey)); // deleted meanwhile
     });
@@ -344,7 +351,12 @@ function domainError(error: unknown, target: Target): unknown {
     // Replies read with promoteValues: false carry the code as an Int32.
     const details = { code: error.code === undefined ? undefined : Number(error.code), codeName: error.codeName };
     if (error.code === 18) {
-      return new QueryError(hide(`MongoDB refused the credentials in MONGO_INITDB_ROOT_USERNAME / MONGO_INITDB_ROOT_PASSWORD (user ${target.user ?? ''}, authSource admin): ${message}`), details);
+      return new QueryError(
+        hide(
+          `MongoDB refused the credentials in MONGO_INITDB_ROOT_USERNAME / MONGO_INITDB_ROOT_PASSWORD (user ${target.user ?? ''}, authSource admin): ${message}`,
+        ),
+        details,
+      );
     }
     if (error.code === 13 && !target.user) {
       return new QueryError(`MongoDB asks for authentication and the service has no MONGO_INITDB_ROOT_USERNAME: ${message}`, details);
@@ -626,14 +638,19 @@ function parseCommand(text: string): { command: Document; dbName: string | null 
   try {
     parsed = BSON.EJSON.parse(text, EJSON_OPTIONS);
   } catch (error) {
-    throw new ValidationError('sql', `A MongoDB query is one JSON command document, such as {"find": "users", "filter": {"age": {"$gt": 3}}}: ${(error as Error).message}`);
+    throw new ValidationError(
+      'sql',
+      `A MongoDB query is one JSON command document, such as {"find": "users", "filter": {"age": {"$gt": 3}}}: ${(error as Error).message}`,
+    );
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || bsonTypeName(parsed) !== 'object') {
     throw new ValidationError('sql', 'A MongoDB query is one JSON command document (an object), such as {"find": "users", "filter": {}}.');
   }
   const { $db, ...command } = parsed as Document;
-  if ($db !== undefined && (typeof $db !== 'string' || !DB_NAME.test($db))) throw new ValidationError('sql', '"$db" names a database: a string such as "shop".');
-  if (Object.keys(command).length === 0) throw new ValidationError('sql', 'The command document is empty: its first field names the command, e.g. {"find": "users"}.');
+  if ($db !== undefined && (typeof $db !== 'string' || !DB_NAME.test($db)))
+    throw new ValidationError('sql', '"$db" names a database: a string such as "shop".');
+  if (Object.keys(command).length === 0)
+    throw new ValidationError('sql', 'The command document is empty: its first field names the command, e.g. {"find": "users"}.');
   return { command, dbName: ($db as string | undefined) ?? null };
 }
 
@@ -651,11 +668,17 @@ function limitFirstBatch(command: Document, name: string, rowCap: number): void 
   } else if (name === 'aggregate' && !command.explain) {
     const cursor = command.cursor && typeof command.cursor === 'object' ? (command.cursor as Document) : {};
     const current = positiveNumber(cursor.batchSize);
-    command.cursor = { ...cursor, batchSize: cursor.batchSize === undefined || (current !== null && current > cap) ? cap : cursor.batchSize };
+    command.cursor = {
+      ...cursor,
+      batchSize: cursor.batchSize === undefined || (current !== null && current > cap) ? cap : cursor.batchSize,
+    };
   }
 }
 
-function cursorOf(reply: Document, batch: 'firstBatch' | 'nextBatch' = 'firstBatch'): { id: Long; ns: string; firstBatch: Document[] } | null {
+function cursorOf(
+  reply: Document,
+  batch: 'firstBatch' | 'nextBatch' = 'firstBatch',
+): { id: Long; ns: string; firstBatch: Document[] } | null {
   const cursor = reply.cursor as Document | undefined;
   if (!cursor || typeof cursor !== 'object' || !Array.isArray(cursor[batch])) return null;
   const id = cursor.id;
@@ -668,7 +691,11 @@ function isZero(id: Long): boolean {
 }
 
 /** Kills a cursor left open; bounded, and never failing the call it cleans up after. */
-async function killCursor(client: MongoClient, open: { id: Long; dbName: string; collection: string }, session: ClientSession): Promise<void> {
+async function killCursor(
+  client: MongoClient,
+  open: { id: Long; dbName: string; collection: string },
+  session: ClientSession,
+): Promise<void> {
   await client
     .db(open.dbName)
     .command({ killCursors: open.collection, cursors: [open.id] }, { session, signal: AbortSignal.timeout(CLIENT_GRACE_MS) })

@@ -188,15 +188,25 @@ const NOT_RUNNING_ERRNOS = new Set([1053, 1077]);
 const LOST = new Set(['PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT']);
 
 function isEngineError(error: unknown): error is MysqlDriverError {
-  return error instanceof Error && typeof (error as MysqlDriverError).sqlState === 'string' && typeof (error as MysqlDriverError).errno === 'number';
+  return (
+    error instanceof Error &&
+    typeof (error as MysqlDriverError).sqlState === 'string' &&
+    typeof (error as MysqlDriverError).errno === 'number'
+  );
 }
 
 function mapError(error: unknown, db: DatabaseEndpoint, secrets: string[]): Error {
   if (isEngineError(error)) {
     if (NOT_RUNNING_ERRNOS.has(error.errno!)) return notRunning('MySQL', db.host, db.port, redact(error.message, secrets));
-    return new QueryError(redact(error.sqlMessage ?? error.message, secrets), { code: error.code, errno: error.errno, sqlState: error.sqlState });
+    return new QueryError(redact(error.sqlMessage ?? error.message, secrets), {
+      code: error.code,
+      errno: error.errno,
+      sqlState: error.sqlState,
+    });
   }
-  const code = connectionFailureCode(error) ?? ((error as MysqlDriverError)?.code && LOST.has((error as MysqlDriverError).code!) ? (error as MysqlDriverError).code! : null);
+  const code =
+    connectionFailureCode(error) ??
+    ((error as MysqlDriverError)?.code && LOST.has((error as MysqlDriverError).code!) ? (error as MysqlDriverError).code! : null);
   if (code) return notRunning('MySQL', db.host, db.port, code);
   return error instanceof Error ? error : new Error(String(error));
 }
@@ -374,7 +384,9 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
     const toCount = tables.map((t, i) => ({ t, i })).filter(({ t }) => t.estimate <= EXACT_COUNT_LIMIT);
     for (let start = 0; start < toCount.length; start += 50) {
       const batch = toCount.slice(start, start + 50);
-      const sql = batch.map(({ t, i }) => `SELECT ${i} AS i, COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`).join(' UNION ALL ');
+      const sql = batch
+        .map(({ t, i }) => `SELECT ${i} AS i, COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`)
+        .join(' UNION ALL ');
       try {
         const [rows] = await conn.query<mysql.RowDataPacket[]>(sql);
         for (const r of rows) counts[Number(r.i)] = this.countOrEstimate(Number(r.n), tables[Number(r.i)]!.estimate);
@@ -398,7 +410,9 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
 
   private async boundedCount(conn: mysql.PoolConnection, table: TableRef, estimate: number): Promise<number> {
     if (estimate > EXACT_COUNT_LIMIT) return estimate;
-    const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`);
+    const [rows] = await conn.query<mysql.RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`,
+    );
     return this.countOrEstimate(Number(rows[0]?.n ?? 0), estimate);
   }
 
@@ -448,10 +462,13 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       const order = key.length ? ` ORDER BY ${key.map((c) => quoteMysql(c.name)).join(', ')}` : '';
       const names = table.columns.map((c) => c.name);
       // LIMIT placeholders are bound as strings: MySQL 8 refuses a JS number there (it arrives as a DOUBLE).
-      const [rows] = await conn.execute<mysql.RowDataPacket[]>({
-        sql: `SELECT ${names.map(quoteMysql).join(', ')} FROM ${qualified(table)}${order} LIMIT ? OFFSET ?`,
-        rowsAsArray: true,
-      }, [String(limit), String(offset)]);
+      const [rows] = await conn.execute<mysql.RowDataPacket[]>(
+        {
+          sql: `SELECT ${names.map(quoteMysql).join(', ')} FROM ${qualified(table)}${order} LIMIT ? OFFSET ?`,
+          rowsAsArray: true,
+        },
+        [String(limit), String(offset)],
+      );
       const total = await this.boundedCount(conn, table, table.estimate);
       const out = (rows as unknown as unknown[][]).map((values) => rowOf(names, values, toCell));
       return {
@@ -544,13 +561,17 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       const table = await this.table(conn, db, ref);
       const given = checkColumns(table, values, 'values');
       const sql = `INSERT INTO ${qualified(table)} (${given.map(([c]) => quoteMysql(c.name)).join(', ')}) VALUES (${given.map(() => '?').join(', ')})`;
-      const [result] = await conn.execute<ResultSetHeader>(sql, given.map(([c, v]) => param(c as MysqlColumn, v)));
+      const [result] = await conn.execute<ResultSetHeader>(
+        sql,
+        given.map(([c, v]) => param(c as MysqlColumn, v)),
+      );
       // The key as given, or the AUTO_INCREMENT value the server assigned; a key filled by a default
       // expression cannot be known without a second read and stays null.
       const givenByName = new Map(given.map(([c, v]) => [c.name, v]));
       const key = primaryKeyColumns(table) as MysqlColumn[];
       const row: Row = {};
-      for (const c of key) row[c.name] = givenByName.has(c.name) ? givenByName.get(c.name)! : c.autoIncrement ? toCell(result.insertId) : null;
+      for (const c of key)
+        row[c.name] = givenByName.has(c.name) ? givenByName.get(c.name)! : c.autoIncrement ? toCell(result.insertId) : null;
       return { id: keyId(key, row) };
     });
   }
@@ -562,7 +583,10 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       const set = checkUpdateValues(table, values);
       const sql = `UPDATE ${qualified(table)} SET ${set.map(([c]) => `${quoteMysql(c.name)} = ?`).join(', ')} WHERE ${key.map(([c]) => `${quoteMysql(c.name)} = ?`).join(' AND ')}`;
       // The driver's FOUND_ROWS flag makes affectedRows count matched rows, also when nothing changed.
-      const [result] = await conn.execute<ResultSetHeader>(sql, [...set, ...key].map(([c, v]) => param(c as MysqlColumn, v)));
+      const [result] = await conn.execute<ResultSetHeader>(
+        sql,
+        [...set, ...key].map(([c, v]) => param(c as MysqlColumn, v)),
+      );
       if (result.affectedRows === 0) throw new NotFoundError('row', rowId(table, key));
     });
   }
@@ -572,7 +596,10 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       const table = await this.table(conn, db, ref);
       const key = checkPrimaryKey(table, primaryKey);
       const sql = `DELETE FROM ${qualified(table)} WHERE ${key.map(([c]) => `${quoteMysql(c.name)} = ?`).join(' AND ')}`;
-      const [result] = await conn.execute<ResultSetHeader>(sql, key.map(([c, v]) => param(c as MysqlColumn, v)));
+      const [result] = await conn.execute<ResultSetHeader>(
+        sql,
+        key.map(([c, v]) => param(c as MysqlColumn, v)),
+      );
       if (result.affectedRows === 0) throw new NotFoundError('row', rowId(table, key));
     });
   }

@@ -383,7 +383,8 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
         let stopForce = (): void => undefined;
         const detach = onAbort(signal, () => {
           const ids = client as unknown as { processID?: number; secretKey?: number };
-          if (typeof ids.processID === 'number' && typeof ids.secretKey === 'number') sendCancel(service.host, service.port, ids.processID, ids.secretKey);
+          if (typeof ids.processID === 'number' && typeof ids.secretKey === 'number')
+            sendCancel(service.host, service.port, ids.processID, ids.secretKey);
           stopForce = timer(CANCEL_GRACE_MS, () => {
             broken = true;
             client.connection.stream.destroy();
@@ -432,12 +433,17 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
    * the planner's estimate (pg_class.reltuples) above it. Counted in batches of one UNION ALL each;
    * a batch that fails (a view that errors) is counted table by table, a failure standing at the estimate.
    */
-  private async countMany(client: pg.PoolClient, tables: Array<{ schema: string; name: string; estimate: number; readable: boolean }>): Promise<number[]> {
+  private async countMany(
+    client: pg.PoolClient,
+    tables: Array<{ schema: string; name: string; estimate: number; readable: boolean }>,
+  ): Promise<number[]> {
     const counts = tables.map((t) => Math.max(0, Math.round(t.estimate)));
     const toCount = tables.map((t, i) => ({ t, i })).filter(({ t }) => t.readable && t.estimate <= EXACT_COUNT_LIMIT);
     for (let start = 0; start < toCount.length; start += 50) {
       const batch = toCount.slice(start, start + 50);
-      const sql = batch.map(({ t, i }) => `SELECT ${i} AS i, count(*)::int AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT $1) x`).join(' UNION ALL ');
+      const sql = batch
+        .map(({ t, i }) => `SELECT ${i} AS i, count(*)::int AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT $1) x`)
+        .join(' UNION ALL ');
       try {
         const { rows } = await client.query<{ i: number; n: number }>(sql, [EXACT_COUNT_LIMIT + 1]);
         for (const r of rows) counts[r.i] = this.countOrEstimate(r.n, tables[r.i]!.estimate);
@@ -461,14 +467,20 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
 
   private async boundedCount(client: pg.PoolClient, table: TableRef, estimate: number): Promise<number> {
     if (estimate > EXACT_COUNT_LIMIT) return Math.round(estimate);
-    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT $1) x`, [EXACT_COUNT_LIMIT + 1]);
+    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT $1) x`, [
+      EXACT_COUNT_LIMIT + 1,
+    ]);
     return this.countOrEstimate(rows[0]!.n, estimate);
   }
 
   /** The table with its columns, from pg_catalog by bound name; outside the user's schemas it does not exist. */
   private async table(client: pg.PoolClient, ref: TableRef): Promise<PgTable> {
     checkTableRef(ref);
-    const { rows } = await client.query<{ relkind: string; estimate: number; columns: Array<{ name: string; type: string; json: boolean; key: number | null }> }>(
+    const { rows } = await client.query<{
+      relkind: string;
+      estimate: number;
+      columns: Array<{ name: string; type: string; json: boolean; key: number | null }>;
+    }>(
       `SELECT c.relkind, c.reltuples::float8 AS estimate,
               coalesce(json_agg(json_build_object(
                 'name', a.attname,
@@ -590,7 +602,10 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
       const text = given.length
         ? `INSERT INTO ${qualified(table)} (${given.map(([c]) => quotePg(c.name)).join(', ')}) VALUES (${given.map((_, i) => `$${i + 1}`).join(', ')})${returning}`
         : `INSERT INTO ${qualified(table)} DEFAULT VALUES${returning}`;
-      const result = await client.query(text, given.map(([c, v]) => param(c as PgColumn, v)));
+      const result = await client.query(
+        text,
+        given.map(([c, v]) => param(c as PgColumn, v)),
+      );
       const inserted = result.rows[0] as Record<string, unknown> | undefined;
       return { id: inserted ? keyId(key, Object.fromEntries(Object.entries(inserted).map(([k, v]) => [k, toCell(v)]))) : null };
     });
@@ -615,7 +630,10 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
       const table = await this.table(client, ref);
       const key = checkPrimaryKey(table, primaryKey);
       const text = `DELETE FROM ${qualified(table)} WHERE ${key.map(([c], i) => `${quotePg(c.name)} = $${i + 1}`).join(' AND ')}`;
-      const result = await client.query(text, key.map(([c, v]) => param(c as PgColumn, v)));
+      const result = await client.query(
+        text,
+        key.map(([c, v]) => param(c as PgColumn, v)),
+      );
       if (result.rowCount === 0) throw new NotFoundError('row', rowId(table, key));
     });
   }

@@ -132,7 +132,9 @@ export function checkCommand(args: Buffer[]): string {
   const why =
     DENIED[name] ??
     (sub !== undefined ? DENIED_SUBCOMMANDS[name]?.[sub] : undefined) ??
-    (name === 'CLIENT' && !(sub !== undefined && CLIENT_ALLOWED.has(sub)) ? 'only CLIENT LIST, INFO, ID, GETNAME, GETREDIR and TRACKINGINFO are allowed' : undefined);
+    (name === 'CLIENT' && !(sub !== undefined && CLIENT_ALLOWED.has(sub))
+      ? 'only CLIENT LIST, INFO, ID, GETNAME, GETREDIR and TRACKINGINFO are allowed'
+      : undefined);
   if (why) {
     const shown = name === 'CLIENT' || (sub !== undefined && DENIED_SUBCOMMANDS[name]?.[sub]) ? `${name} ${sub ?? ''}`.trim() : name;
     throw new ValidationError('sql', `${shown} is not allowed in the query console: ${why}.`, { command: shown });

@@ -174,9 +174,19 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
         for (const key of batch) if (keys.size < this.maxKeys) keys.set(key.toString('hex'), key);
       } while (cursor !== '0' && keys.size < this.maxKeys);
       const list = [...keys.values()];
-      const types = list.length ? await pipelined(client, list.map((key) => ['type', key])) : [];
+      const types = list.length
+        ? await pipelined(
+            client,
+            list.map((key) => ['type', key]),
+          )
+        : [];
       const kinds = types.map((t) => String(t));
-      const lengths = list.length ? await pipelined(client, list.map((key, i) => (LENGTH_COMMAND[kinds[i]!] ? [LENGTH_COMMAND[kinds[i]!]!, key] : ['exists', key]))) : [];
+      const lengths = list.length
+        ? await pipelined(
+            client,
+            list.map((key, i) => (LENGTH_COMMAND[kinds[i]!] ? [LENGTH_COMMAND[kinds[i]!]!, key] : ['exists', key])),
+          )
+        : [];
       const schema = `db${n}`;
       return list
         .map((key, i) => ({ key, kind: kinds[i]!, length: Number(lengths[i] ?? 0) }))
@@ -237,7 +247,9 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
           const fields = ((await client.callBuffer('hkeys', key)) as Buffer[]).sort(Buffer.compare);
           const pageFields = fields.slice(offset, offset + limit);
           const values = pageFields.length ? ((await client.callBuffer('hmget', key, ...pageFields)) as Array<Buffer | null>) : [];
-          const rows = pageFields.flatMap((field, i) => (values[i] == null ? [] : [{ field: bytesCell(field), value: bytesCell(values[i]!) }]));
+          const rows = pageFields.flatMap((field, i) =>
+            values[i] == null ? [] : [{ field: bytesCell(field), value: bytesCell(values[i]!) }],
+          );
           return { columns, rows, total: fields.length };
         }
         case 'stream': {
@@ -246,7 +258,9 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
             ['xlen', key],
             ['xrange', key, '-', '+', 'COUNT', offset + limit],
           ]);
-          const rows = (entries as Array<[Buffer, Buffer[]]>).slice(offset).map(([id, flat]) => ({ id: id.toString(), fields: fieldsCell(flat) }));
+          const rows = (entries as Array<[Buffer, Buffer[]]>)
+            .slice(offset)
+            .map(([id, flat]) => ({ id: id.toString(), fields: fieldsCell(flat) }));
           return { columns, rows, total: Number(total) };
         }
       }
@@ -267,13 +281,17 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
   async insertRow(db: DatabaseEndpoint, table: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
     return this.run(db, signal, async (service) => {
       const { client, key, kind } = await this.resolveTable(service, table);
-      if (kind === 'string') throw new ValidationError('table', 'A string key holds one value and takes no rows: change it with a query (SET key value).');
+      if (kind === 'string')
+        throw new ValidationError('table', 'A string key holds one value and takes no rows: change it with a query (SET key value).');
       checkColumns('values', values, INSERT_COLUMNS[kind].required, INSERT_COLUMNS[kind].optional, kind);
       switch (kind) {
         case 'hash': {
           const field = arg(values, 'field');
           if (Number(await client.call('hsetnx', key, field, arg(values, 'value'))) === 0) {
-            throw new ValidationError('values', `The hash already has the field ${JSON.stringify(String(values.field))}: change it with PATCH.`);
+            throw new ValidationError(
+              'values',
+              `The hash already has the field ${JSON.stringify(String(values.field))}: change it with PATCH.`,
+            );
           }
           return { id: String(values.field) };
         }
@@ -289,7 +307,10 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
         }
         case 'zset': {
           if (Number(await client.call('zadd', key, 'NX', scoreArg(values.score), arg(values, 'member'))) === 0) {
-            throw new ValidationError('values', `The sorted set already has the member ${JSON.stringify(String(values.member))}: change its score with PATCH.`);
+            throw new ValidationError(
+              'values',
+              `The sorted set already has the member ${JSON.stringify(String(values.member))}: change its score with PATCH.`,
+            );
           }
           return { id: String(values.member) };
         }
@@ -318,7 +339,16 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
           checkColumns('values', values, [], ['field', 'value'], kind);
           const field = await resolveMember(client, key, 'hexists', String(primaryKey.field));
           const renamed = values.field === undefined ? field : arg(values, 'field');
-          const result = await client.call('eval', HASH_UPDATE, 1, key, field, renamed, values.value === undefined ? '0' : '1', values.value === undefined ? '' : arg(values, 'value'));
+          const result = await client.call(
+            'eval',
+            HASH_UPDATE,
+            1,
+            key,
+            field,
+            renamed,
+            values.value === undefined ? '0' : '1',
+            values.value === undefined ? '' : arg(values, 'value'),
+          );
           return updateOutcome(result, String(primaryKey.field), `The hash already has the field ${JSON.stringify(String(values.field))}.`);
         }
         case 'zset': {
@@ -326,15 +356,32 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
           checkColumns('values', values, [], ['member', 'score'], kind);
           const member = await resolveMember(client, key, 'zscore', String(primaryKey.member));
           const renamed = values.member === undefined ? member : arg(values, 'member');
-          const result = await client.call('eval', ZSET_UPDATE, 1, key, member, renamed, values.score === undefined ? '0' : '1', values.score === undefined ? '' : scoreArg(values.score));
-          return updateOutcome(result, String(primaryKey.member), `The sorted set already has the member ${JSON.stringify(String(values.member))}.`);
+          const result = await client.call(
+            'eval',
+            ZSET_UPDATE,
+            1,
+            key,
+            member,
+            renamed,
+            values.score === undefined ? '0' : '1',
+            values.score === undefined ? '' : scoreArg(values.score),
+          );
+          return updateOutcome(
+            result,
+            String(primaryKey.member),
+            `The sorted set already has the member ${JSON.stringify(String(values.member))}.`,
+          );
         }
         case 'set': {
           checkColumns('primaryKey', primaryKey, ['member'], [], kind);
           checkColumns('values', values, ['member'], [], kind);
           const member = await resolveMember(client, key, 'sismember', String(primaryKey.member));
           const result = await client.call('eval', SET_UPDATE, 1, key, member, arg(values, 'member'));
-          return updateOutcome(result, String(primaryKey.member), `The set already has the member ${JSON.stringify(String(values.member))}.`);
+          return updateOutcome(
+            result,
+            String(primaryKey.member),
+            `The set already has the member ${JSON.stringify(String(values.member))}.`,
+          );
         }
         case 'list': {
           checkColumns('primaryKey', primaryKey, ['index'], [], kind);
@@ -508,7 +555,8 @@ class RedisService {
    */
   async query(command: string, args: Buffer[], timeoutMs: number, signal: AbortSignal): Promise<unknown> {
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(Math.min(timeoutMs, 2_147_483_647))]);
-    const failure = () => (signal.aborted ? signal.reason : new QueryError(`${command} timed out after ${timeoutMs} ms: its connection was closed.`));
+    const failure = () =>
+      signal.aborted ? signal.reason : new QueryError(`${command} timed out after ${timeoutMs} ms: its connection was closed.`);
     let client: Redis;
     try {
       client = await this.acquireQueryConnection(deadline);
@@ -525,7 +573,10 @@ class RedisService {
         running.catch(() => undefined);
         this.returnQueryConnection(client, false);
         const kill = SCRIPT_KILL[command];
-        if (kill) void this.connection(0).then((c) => c.call(kill, 'KILL')).catch(() => undefined);
+        if (kill)
+          void this.connection(0)
+            .then((c) => c.call(kill, 'KILL'))
+            .catch(() => undefined);
         throw failure();
       }
       // A reply error leaves the connection as it was; anything else has broken it.
@@ -551,7 +602,11 @@ class RedisService {
         try {
           return await abortable(signal, opening);
         } catch (error) {
-          if (signal.aborted) opening.then((c) => this.returnQueryConnection(c, true), () => this.returnQueryConnection(null, false));
+          if (signal.aborted)
+            opening.then(
+              (c) => this.returnQueryConnection(c, true),
+              () => this.returnQueryConnection(null, false),
+            );
           else this.returnQueryConnection(null, false);
           throw error;
         }
@@ -631,7 +686,14 @@ class RedisService {
     for (const client of this.idleQuery.splice(0)) client.disconnect();
     for (const wake of this.waiting) wake();
     this.waiting.clear();
-    await Promise.all(shared.map((entry) => entry.promise.then((client) => client.disconnect(), () => undefined)));
+    await Promise.all(
+      shared.map((entry) =>
+        entry.promise.then(
+          (client) => client.disconnect(),
+          () => undefined,
+        ),
+      ),
+    );
   }
 }
 
@@ -694,7 +756,15 @@ function columnKind(replies: unknown[]): string {
  * rows, `truncated` when the reply had more. The reply itself is read whole: Redis sends it in one piece.
  */
 function queryResult(reply: unknown, rowCap: number): QueryResult {
-  if (reply !== null && typeof reply === 'object' && !Buffer.isBuffer(reply) && !(reply instanceof String) && !(reply instanceof Error) && !Array.isArray(reply) && !(reply instanceof Set)) {
+  if (
+    reply !== null &&
+    typeof reply === 'object' &&
+    !Buffer.isBuffer(reply) &&
+    !(reply instanceof String) &&
+    !(reply instanceof Error) &&
+    !Array.isArray(reply) &&
+    !(reply instanceof Set)
+  ) {
     const entries = reply instanceof Map ? [...reply] : Object.entries(reply);
     const kept = entries.slice(0, rowCap);
     return {
@@ -762,13 +832,15 @@ function arg(values: Row, column: string): string {
 /** A score: a number, or its text (`1.5`, `inf`, `-inf`), checked here so Redis never parses a bad one in a script. */
 function scoreArg(value: CellValue | undefined): string {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (typeof value === 'string' && (/^[+-]?inf$/i.test(value.trim()) || (value.trim() !== '' && Number.isFinite(Number(value))))) return value.trim();
+  if (typeof value === 'string' && (/^[+-]?inf$/i.test(value.trim()) || (value.trim() !== '' && Number.isFinite(Number(value)))))
+    return value.trim();
   throw new ValidationError('values', 'score must be a number (or "inf" / "-inf").');
 }
 
 function listIndex(value: CellValue | undefined): number {
   const index = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0) throw new ValidationError('primaryKey', 'index must be a whole number from 0.');
+  if (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)
+    throw new ValidationError('primaryKey', 'index must be a whole number from 0.');
   return index;
 }
 
@@ -776,10 +848,14 @@ function checkColumns(field: 'values' | 'primaryKey', row: Row, required: string
   const known = [...required, ...optional];
   const unknown = Object.keys(row).filter((k) => !known.includes(k));
   if (unknown.length) {
-    throw new ValidationError(field, `Unknown column ${JSON.stringify(unknown[0])}: a ${kind} row ${field === 'primaryKey' ? 'is keyed by' : 'takes'} ${known.join(', ')}.`);
+    throw new ValidationError(
+      field,
+      `Unknown column ${JSON.stringify(unknown[0])}: a ${kind} row ${field === 'primaryKey' ? 'is keyed by' : 'takes'} ${known.join(', ')}.`,
+    );
   }
   const missing = required.filter((k) => row[k] === undefined);
-  if (missing.length) throw new ValidationError(field, `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} needed for a ${kind} row.`);
+  if (missing.length)
+    throw new ValidationError(field, `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} needed for a ${kind} row.`);
   if (field === 'values' && required.length === 0 && Object.keys(row).length === 0) {
     throw new ValidationError(field, `Nothing to change: a ${kind} row takes ${known.join(', ')}.`);
   }
@@ -832,7 +908,9 @@ function domainError(error: unknown, address: Address): unknown {
   const hide = (text: string) => (address.password ? text.split(address.password).join('***') : text);
   if (isReplyError(error)) {
     if (/^(WRONGPASS|NOAUTH)\b/.test(error.message)) {
-      const what = address.password ? 'Redis refused the password in REDIS_PASSWORD (user default)' : 'Redis asks for a password and the service has no REDIS_PASSWORD';
+      const what = address.password
+        ? 'Redis refused the password in REDIS_PASSWORD (user default)'
+        : 'Redis asks for a password and the service has no REDIS_PASSWORD';
       return new QueryError(hide(`${what}: ${error.message}`));
     }
     return new QueryError(hide(error.message));

@@ -126,11 +126,15 @@ export function checkPrimaryKey(table: CatalogTable, primaryKey: Row): Array<[Ca
   const given = new Map(checkColumns(table, primaryKey, 'primaryKey').map(([c, v]) => [c.name, v]));
   for (const name of given.keys()) {
     if (!keyColumns.some((c) => c.name === name)) {
-      throw new ValidationError('primaryKey', `column ${JSON.stringify(name)} is not part of the primary key (${keyColumns.map((c) => c.name).join(', ')})`);
+      throw new ValidationError(
+        'primaryKey',
+        `column ${JSON.stringify(name)} is not part of the primary key (${keyColumns.map((c) => c.name).join(', ')})`,
+      );
     }
   }
   return keyColumns.map((column) => {
-    if (!given.has(column.name)) throw new ValidationError('primaryKey', `missing column ${JSON.stringify(column.name)} of the primary key`);
+    if (!given.has(column.name))
+      throw new ValidationError('primaryKey', `missing column ${JSON.stringify(column.name)} of the primary key`);
     const value = given.get(column.name)!;
     if (value === null) throw new ValidationError('primaryKey', `column ${JSON.stringify(column.name)} is null: a key value is never null`);
     return [column, value];

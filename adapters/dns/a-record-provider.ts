@@ -1,5 +1,13 @@
 import type { ARecordRequest, ARecordResult, DnsProvider } from '../../src/routing/dns-provider.port.js';
-import { DEFAULT_DNS_TIMEOUT_MS, MAX_ZONE_PAGES, dnsRequest, noZone, pickZone, type DnsHttpRequest, type DnsProviderOptions } from './dns-http.js';
+import {
+  DEFAULT_DNS_TIMEOUT_MS,
+  MAX_ZONE_PAGES,
+  dnsRequest,
+  noZone,
+  pickZone,
+  type DnsHttpRequest,
+  type DnsProviderOptions,
+} from './dns-http.js';
 
 /** Where the record goes: the zone the hostname falls in, its label there (`@` for the apex) and full name. */
 export interface RecordTarget<Zone> {
@@ -39,7 +47,14 @@ export abstract class ARecordProvider<Zone, Rec> implements DnsProvider {
     if (!picked) throw noZone(this.name, request.hostname);
     const { zone, zoneName, host } = picked;
     const target: RecordTarget<Zone> = { zone, zoneName, host, fqdn: host === '@' ? zoneName : `${host}.${zoneName}` };
-    const result = (action: ARecordResult['action']): ARecordResult => ({ action, hostname: request.hostname, recordType: 'A', host, zone: zoneName, targetIp: request.targetIp });
+    const result = (action: ARecordResult['action']): ARecordResult => ({
+      action,
+      hostname: request.hostname,
+      recordType: 'A',
+      host,
+      zone: zoneName,
+      targetIp: request.targetIp,
+    });
 
     const existing = await this.aRecords(request, target);
     if (existing.some((r) => this.addressOf(r) === request.targetIp)) return result('unchanged');

@@ -57,7 +57,9 @@ export class CloudflareDnsProvider extends ARecordProvider<CfZone, CfRecord> {
       const info = isRecord(body) && isRecord(body.result_info) ? body.result_info : undefined;
       const totalPages = typeof info?.total_pages === 'number' ? info.total_pages : undefined;
       return {
-        items: result.filter((z): z is CfZone => isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string').map((z) => ({ id: z.id, name: z.name })),
+        items: result
+          .filter((z): z is CfZone => isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string')
+          .map((z) => ({ id: z.id, name: z.name })),
         more: totalPages !== undefined && page < totalPages,
       };
     });
@@ -65,13 +67,18 @@ export class CloudflareDnsProvider extends ARecordProvider<CfZone, CfRecord> {
 
   protected async aRecords(request: ARecordRequest, target: RecordTarget<CfZone>): Promise<CfRecord[]> {
     const query = new URLSearchParams({ type: 'A', name: target.fqdn });
-    const records = this.result(await this.call(request, 'GET', `/zones/${encodeURIComponent(target.zone.id)}/dns_records?${query}`), 'the record list');
+    const records = this.result(
+      await this.call(request, 'GET', `/zones/${encodeURIComponent(target.zone.id)}/dns_records?${query}`),
+      'the record list',
+    );
     if (!Array.isArray(records)) throw malformed(this.name, 'the record list');
     return records.filter(isCfRecord).filter((r) => r.type === 'A');
   }
 
   protected async updateRecord(request: ARecordRequest, target: RecordTarget<CfZone>, record: CfRecord): Promise<void> {
-    await this.call(request, 'PATCH', `/zones/${encodeURIComponent(target.zone.id)}/dns_records/${encodeURIComponent(record.id)}`, { content: request.targetIp });
+    await this.call(request, 'PATCH', `/zones/${encodeURIComponent(target.zone.id)}/dns_records/${encodeURIComponent(record.id)}`, {
+      content: request.targetIp,
+    });
   }
 
   protected async createRecord(request: ARecordRequest, target: RecordTarget<CfZone>): Promise<void> {

@@ -64,7 +64,10 @@ export class DigitalOceanDnsProvider extends ARecordProvider<string, DoRecord> {
 
   /** The API documents `type` as required in an update body. */
   protected async updateRecord(request: ARecordRequest, target: RecordTarget<string>, record: DoRecord): Promise<void> {
-    await this.call(request, 'PUT', `${this.recordsPath(target)}/${encodeURIComponent(String(record.id))}`, { type: 'A', data: request.targetIp });
+    await this.call(request, 'PUT', `${this.recordsPath(target)}/${encodeURIComponent(String(record.id))}`, {
+      type: 'A',
+      data: request.targetIp,
+    });
   }
 
   protected async createRecord(request: ARecordRequest, target: RecordTarget<string>): Promise<void> {

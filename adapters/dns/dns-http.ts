@@ -73,7 +73,7 @@ export async function dnsRequest(req: DnsHttpRequest): Promise<DnsHttpResponse> 
     const detail = cause ?? (error instanceof Error ? error.message : String(error));
     throw new DnsProviderError(redact(`${req.provider} could not be reached: ${detail}`, req.token), 'upstream');
   }
-  let body: unknown = undefined;
+  let body: unknown;
   if (text.length > 0) {
     try {
       body = JSON.parse(text);
@@ -93,7 +93,7 @@ export async function dnsRequest(req: DnsHttpRequest): Promise<DnsHttpResponse> 
 function safeMessage(extract: (body: unknown) => string | undefined, body: unknown): string | undefined {
   try {
     const message = extract(body);
-    return message && message.trim() ? message.trim() : undefined;
+    return message?.trim() ? message.trim() : undefined;
   } catch {
     return undefined;
   }
@@ -112,7 +112,11 @@ export function normalizeName(name: string): string {
  * The zone that is the longest suffix of the hostname, and the hostname's label in it (`@` for the apex);
  * undefined when no zone holds it.
  */
-export function pickZone<Z>(hostname: string, zones: readonly Z[], nameOf: (zone: Z) => string): { zone: Z; zoneName: string; host: string } | undefined {
+export function pickZone<Z>(
+  hostname: string,
+  zones: readonly Z[],
+  nameOf: (zone: Z) => string,
+): { zone: Z; zoneName: string; host: string } | undefined {
   const fqdn = normalizeName(hostname);
   let best: { zone: Z; zoneName: string; host: string } | undefined;
   for (const zone of zones) {

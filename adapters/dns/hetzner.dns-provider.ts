@@ -62,7 +62,9 @@ export class HetznerDnsProvider extends ARecordProvider<HzZone, HzRecord> {
       if (!Array.isArray(list)) throw malformed(this.name, 'the zone list');
       const last = lastPage(body);
       return {
-        items: list.filter((z): z is HzZone => isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string').map((z) => ({ id: z.id, name: z.name })),
+        items: list
+          .filter((z): z is HzZone => isRecord(z) && typeof z.id === 'string' && typeof z.name === 'string')
+          .map((z) => ({ id: z.id, name: z.name })),
         more: last !== undefined && page < last,
       };
     });
@@ -92,10 +94,22 @@ export class HetznerDnsProvider extends ARecordProvider<HzZone, HzRecord> {
   }
 
   protected async createRecord(request: ARecordRequest, target: RecordTarget<HzZone>): Promise<void> {
-    await this.call(request, 'POST', '/records', { zone_id: target.zone.id, type: 'A', name: target.host, value: request.targetIp, ttl: 3600 });
+    await this.call(request, 'POST', '/records', {
+      zone_id: target.zone.id,
+      type: 'A',
+      name: target.host,
+      value: request.targetIp,
+      ttl: 3600,
+    });
   }
 }
 
 function isHzRecord(value: unknown): value is HzRecord {
-  return isRecord(value) && typeof value.id === 'string' && typeof value.type === 'string' && typeof value.name === 'string' && typeof value.value === 'string';
+  return (
+    isRecord(value) &&
+    typeof value.id === 'string' &&
+    typeof value.type === 'string' &&
+    typeof value.name === 'string' &&
+    typeof value.value === 'string'
+  );
 }

@@ -3,7 +3,6 @@ import { LABELS } from '../../src/deployments/container-engine.port.js';
 import type { RuntimeLogEvent, RuntimeLogLine, RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
 import { DockerFrameParser, splitTimestamp } from './docker-log-frames.js';
 
-
 /** Follows the log of the running container labelled with the service id. */
 export class DockerRuntimeLogs implements RuntimeLogSource {
   constructor(private readonly docker: Docker) {}
@@ -26,7 +25,14 @@ export class DockerRuntimeLogs implements RuntimeLogSource {
     }
     const container = this.docker.getContainer(containerId);
     const since = opts.since ? opts.since.getTime() / 1000 : 0;
-    const snapshotBuffer = (await container.logs({ stdout: true, stderr: true, timestamps: true, follow: false, tail: opts.tail, since })) as unknown as Buffer;
+    const snapshotBuffer = (await container.logs({
+      stdout: true,
+      stderr: true,
+      timestamps: true,
+      follow: false,
+      tail: opts.tail,
+      since,
+    })) as unknown as Buffer;
     const snapshot: RuntimeLogLine[] = [];
     let lastTimestamp = '';
     for (const frame of new DockerFrameParser().push(snapshotBuffer)) {

@@ -1,9 +1,17 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import tar from 'tar-fs';
-import { LABELS, type BuildRequest, type ContainerEngine, type ContainerState, type DaemonRequest, type LineSink, type RunRequest } from '../../src/deployments/container-engine.port.js';
+import {
+  LABELS,
+  type BuildRequest,
+  type ContainerEngine,
+  type ContainerState,
+  type DaemonRequest,
+  type LineSink,
+  type RunRequest,
+} from '../../src/deployments/container-engine.port.js';
 import { DockerFrameParser } from './docker-log-frames.js';
 
 const CALL_TIMEOUT_MS = 30_000;
@@ -53,14 +61,17 @@ export class DockerodeContainerEngine implements ContainerEngine {
 
   async buildImage(request: BuildRequest): Promise<void> {
     const context = tar.pack(request.contextDir, { ignore: (name) => name.split('/').includes('.git') });
-    const stream = (await this.docker.buildImage(context as unknown as NodeJS.ReadableStream, {
-      t: request.tag,
-      dockerfile: request.dockerfile,
-      buildargs: request.buildArgs,
-      rm: true,
-      forcerm: true,
-      abortSignal: timeout(request.signal, BUILD_TIMEOUT_MS),
-    } as Docker.ImageBuildOptions)) as NodeJS.ReadableStream;
+    const stream = (await this.docker.buildImage(
+      context as unknown as NodeJS.ReadableStream,
+      {
+        t: request.tag,
+        dockerfile: request.dockerfile,
+        buildargs: request.buildArgs,
+        rm: true,
+        forcerm: true,
+        abortSignal: timeout(request.signal, BUILD_TIMEOUT_MS),
+      } as Docker.ImageBuildOptions,
+    )) as NodeJS.ReadableStream;
     await this.follow(stream, request.signal, (event) => {
       if (event.stream) {
         for (const line of event.stream.split('\n')) if (line.trim()) request.onLine(line.replace(/\r$/, ''), 'stdout');
@@ -86,7 +97,13 @@ export class DockerodeContainerEngine implements ContainerEngine {
   private async createNetworkOnce(name: string, labels: Record<string, string>): Promise<void> {
     if ((await this.networksNamed(name)).length > 0) return;
     try {
-      await this.docker.createNetwork({ Name: name, Driver: 'bridge', Labels: labels, CheckDuplicate: true, abortSignal: timeout() } as never);
+      await this.docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        Labels: labels,
+        CheckDuplicate: true,
+        abortSignal: timeout(),
+      } as never);
     } catch (error) {
       if (statusOf(error) !== 409) throw error;
     }
@@ -95,7 +112,10 @@ export class DockerodeContainerEngine implements ContainerEngine {
   async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
     const previous = this.networkLocks.get(name) ?? Promise.resolve();
     const next = previous.catch(() => {}).then(() => this.createSlotNetworkOnce(name, labels, subnet));
-    this.networkLocks.set(name, next.then(() => {}));
+    this.networkLocks.set(
+      name,
+      next.then(() => {}),
+    );
     return next;
   }
 
@@ -127,12 +147,17 @@ export class DockerodeContainerEngine implements ContainerEngine {
         if (!/overlap/i.test((error as Error).message)) throw error;
       }
     }
-    throw new Error(`no free subnet for the slot network ${name}: ${(lastError as Error | null)?.message ?? 'none tried'} (set SLOT_SUBNET)`);
+    throw new Error(
+      `no free subnet for the slot network ${name}: ${(lastError as Error | null)?.message ?? 'none tried'} (set SLOT_SUBNET)`,
+    );
   }
 
   /** Exact-name matches: Docker's name filter also matches substrings. */
   private async networksNamed(name: string): Promise<Docker.NetworkInspectInfo[]> {
-    const found: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout() } as Docker.NetworkListOptions);
+    const found: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({
+      filters: { name: [name] },
+      abortSignal: timeout(),
+    } as Docker.NetworkListOptions);
     return found.filter((n) => n.Name === name);
   }
 
@@ -156,9 +181,11 @@ export class DockerodeContainerEngine implements ContainerEngine {
     } as Docker.ContainerCreateOptions);
     // A second network can only be joined after creation (API < 1.44), and before start the address is not yet in use.
     if (request.slot) {
-      await this.docker
-        .getNetwork(request.slot.network)
-        .connect({ Container: container.id, EndpointConfig: { IPAMConfig: { IPv4Address: request.slot.ip } }, abortSignal: timeout(request.signal) } as never);
+      await this.docker.getNetwork(request.slot.network).connect({
+        Container: container.id,
+        EndpointConfig: { IPAMConfig: { IPv4Address: request.slot.ip } },
+        abortSignal: timeout(request.signal),
+      } as never);
     }
     await container.start({ abortSignal: timeout(request.signal) } as never);
     const state = await this.inspect(container.id);
@@ -200,7 +227,10 @@ export class DockerodeContainerEngine implements ContainerEngine {
       const name = path.posix.basename(file.path);
       await writeFile(path.join(dir, name), file.content, { mode: 0o644 });
       const archive = tar.pack(dir, { entries: [name] });
-      await container.putArchive(archive as unknown as NodeJS.ReadableStream, { path: path.posix.dirname(file.path), abortSignal: timeout(signal) } as never);
+      await container.putArchive(
+        archive as unknown as NodeJS.ReadableStream,
+        { path: path.posix.dirname(file.path), abortSignal: timeout(signal) } as never,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -220,7 +250,9 @@ export class DockerodeContainerEngine implements ContainerEngine {
    */
   async countConnections(idOrName: string, port: number): Promise<number | null> {
     try {
-      const info: Docker.ContainerInspectInfo = await this.docker.getContainer(idOrName).inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
+      const info: Docker.ContainerInspectInfo = await this.docker
+        .getContainer(idOrName)
+        .inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
       if (!info.State.Running || !info.State.Pid) return 0;
       let count = 0;
       for (const table of ['tcp', 'tcp6']) {
@@ -241,7 +273,9 @@ export class DockerodeContainerEngine implements ContainerEngine {
 
   async inspect(idOrName: string): Promise<ContainerState | null> {
     try {
-      const info: Docker.ContainerInspectInfo = await this.docker.getContainer(idOrName).inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
+      const info: Docker.ContainerInspectInfo = await this.docker
+        .getContainer(idOrName)
+        .inspect({ abortSignal: timeout() } as Docker.ContainerInspectOptions);
       const networks = Object.values(info.NetworkSettings?.Networks ?? {});
       return {
         id: info.Id,
@@ -260,7 +294,9 @@ export class DockerodeContainerEngine implements ContainerEngine {
 
   async tail(idOrName: string, lines: number): Promise<string[]> {
     try {
-      const buffer = (await this.docker.getContainer(idOrName).logs({ stdout: true, stderr: true, tail: lines, follow: false, abortSignal: timeout() } as never)) as unknown as Buffer;
+      const buffer = (await this.docker
+        .getContainer(idOrName)
+        .logs({ stdout: true, stderr: true, tail: lines, follow: false, abortSignal: timeout() } as never)) as unknown as Buffer;
       return new DockerFrameParser()
         .push(buffer)
         .flatMap((frame) => frame.text.split('\n'))
@@ -273,7 +309,9 @@ export class DockerodeContainerEngine implements ContainerEngine {
 
   async stopContainer(idOrName: string, graceSeconds: number): Promise<void> {
     try {
-      await this.docker.getContainer(idOrName).stop({ t: graceSeconds, abortSignal: timeout(undefined, (graceSeconds + 30) * 1000) } as never);
+      await this.docker
+        .getContainer(idOrName)
+        .stop({ t: graceSeconds, abortSignal: timeout(undefined, (graceSeconds + 30) * 1000) } as never);
     } catch (error) {
       // 304: it was not running; 404: it is gone. Either way it is not running now.
       if (statusOf(error) !== 304 && statusOf(error) !== 404) throw error;
@@ -298,7 +336,11 @@ export class DockerodeContainerEngine implements ContainerEngine {
 
   async listContainers(label: { key: string; value?: string }): Promise<ContainerState[]> {
     const filter = label.value === undefined ? label.key : `${label.key}=${label.value}`;
-    const list: Docker.ContainerInfo[] = await this.docker.listContainers({ all: true, filters: { label: [filter] }, abortSignal: timeout() } as Docker.ContainerListOptions);
+    const list: Docker.ContainerInfo[] = await this.docker.listContainers({
+      all: true,
+      filters: { label: [filter] },
+      abortSignal: timeout(),
+    } as Docker.ContainerListOptions);
     return list.map((c) => ({
       id: c.Id,
       name: (c.Names[0] ?? '').replace(/^\//, ''),

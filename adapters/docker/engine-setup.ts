@@ -31,7 +31,8 @@ export type EngineSetup = { ok: true; provisioned: boolean } | { ok: false; line
 export async function ensureEngine(socket: string, deps: EngineSetupDeps): Promise<EngineSetup> {
   const first = await reason(deps.ping);
   if (first === null) return { ok: true, provisioned: false };
-  const canProvision = deps.isRoot && deps.isDebian && !deps.inContainer && socket === DEFAULT_DOCKER_SOCKET && deps.provisionScript !== null;
+  const canProvision =
+    deps.isRoot && deps.isDebian && !deps.inContainer && socket === DEFAULT_DOCKER_SOCKET && deps.provisionScript !== null;
   if (canProvision) {
     deps.log('no Docker engine answers; installing and starting one', { socket, reason: first, script: deps.provisionScript });
     const failed = await deps.provision(deps.provisionScript!).then(
@@ -43,7 +44,10 @@ export async function ensureEngine(socket: string, deps: EngineSetupDeps): Promi
       deps.log('Docker engine ready');
       return { ok: true, provisioned: true };
     }
-    return { ok: false, line: `slipway: no Docker engine at ${socket}, and starting one failed (${oneLine(after)}); see /tmp/slipway-dockerd.log, or install Docker yourself (apt-get install docker.io) and start it.` };
+    return {
+      ok: false,
+      line: `slipway: no Docker engine at ${socket}, and starting one failed (${oneLine(after)}); see /tmp/slipway-dockerd.log, or install Docker yourself (apt-get install docker.io) and start it.`,
+    };
   }
   const how =
     socket !== DEFAULT_DOCKER_SOCKET
@@ -84,9 +88,16 @@ export function findProvisionScript(from = path.dirname(fileURLToPath(import.met
  */
 export function runProvisionScript(script: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'inherit', 'inherit'], detached: true, timeout: PROVISION_TIMEOUT_MS, killSignal: 'SIGKILL' });
+    const child = spawn('bash', [script], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      detached: true,
+      timeout: PROVISION_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+    });
     child.once('error', reject);
-    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${path.basename(script)} ended with ${signal ?? `exit code ${code}`}`))));
+    child.once('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(script)} ended with ${signal ?? `exit code ${code}`}`)),
+    );
   });
 }
 

@@ -37,9 +37,18 @@ export class GitCliSource implements GitSource {
   }
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, onLine: (line: string, stream: LogStream) => void): Promise<string> {
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  onLine: (line: string, stream: LogStream) => void,
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { env, stdio: ['ignore', 'pipe', 'pipe'], signal: AbortSignal.any([signal, AbortSignal.timeout(CLONE_TIMEOUT_MS)]) });
+    const child = spawn('git', args, {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: AbortSignal.any([signal, AbortSignal.timeout(CLONE_TIMEOUT_MS)]),
+    });
     let stdout = '';
     let lastError = '';
     const lines = (stream: LogStream) => {
@@ -60,7 +69,8 @@ function run(args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, onLine
     child.on('error', (error) => reject(signal.aborted ? new Error('aborted') : error));
     child.on('close', (code) => {
       if (code === 0) resolve(stdout);
-      else reject(new Error(signal.aborted ? 'aborted' : `git ${args[0] === '-C' ? args[2] : args[0]} failed (exit ${code}): ${lastError}`));
+      else
+        reject(new Error(signal.aborted ? 'aborted' : `git ${args[0] === '-C' ? args[2] : args[0]} failed (exit ${code}): ${lastError}`));
     });
   });
 }

@@ -55,7 +55,8 @@ function proxyConfig(env: NodeJS.ProcessEnv, dataDir: string, instanceId: string
   if (mode !== 'caddy') throw new ConfigError(`PROXY must be caddy or none, got ${JSON.stringify(env.PROXY)}`);
   const autoHttps = boolean(env, 'PROXY_AUTO_HTTPS', true);
   const acmeEmail = env.ACME_EMAIL?.trim() || null;
-  if (acmeEmail && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(acmeEmail)) throw new ConfigError(`ACME_EMAIL is not an email address: ${JSON.stringify(acmeEmail)}`);
+  if (acmeEmail && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(acmeEmail))
+    throw new ConfigError(`ACME_EMAIL is not an email address: ${JSON.stringify(acmeEmail)}`);
   const serving: ProxyServing = {
     httpPort: int(env, 'PROXY_HTTP_PORT', 80, 1, 65535),
     httpsPort: int(env, 'PROXY_HTTPS_PORT', 443, 1, 65535),
@@ -64,7 +65,10 @@ function proxyConfig(env: NodeJS.ProcessEnv, dataDir: string, instanceId: string
     gatePort: int(env, 'PROXY_GATE_PORT', 2080, 1, 65535),
     healthIntervalMs: int(env, 'PROXY_HEALTH_INTERVAL_MS', 500, 100, 10_000),
     slotSubnet: slotSubnet(env.SLOT_SUBNET),
-    routesDir: path.resolve(env.PROXY_ROUTES_DIR || (dataDir === ':memory:' ? path.join(tmpdir(), `slipway-caddy-routes-${instanceId}`) : path.join(dataDir, 'caddy-routes'))),
+    routesDir: path.resolve(
+      env.PROXY_ROUTES_DIR ||
+        (dataDir === ':memory:' ? path.join(tmpdir(), `slipway-caddy-routes-${instanceId}`) : path.join(dataDir, 'caddy-routes')),
+    ),
   };
   if (env.CADDY_ADMIN_URL) {
     let url: URL;
@@ -109,7 +113,8 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -118,7 +123,8 @@ function portRange(raw: string | undefined): { from: number; to: number } {
   const match = /^(\d+)-(\d+)$/.exec(raw.trim());
   const from = Number(match?.[1]);
   const to = Number(match?.[2]);
-  if (!match || from < 1 || to > 65535 || from > to) throw new ConfigError(`HOST_PORT_RANGE must look like 20000-29999, got ${JSON.stringify(raw)}`);
+  if (!match || from < 1 || to > 65535 || from > to)
+    throw new ConfigError(`HOST_PORT_RANGE must look like 20000-29999, got ${JSON.stringify(raw)}`);
   return { from, to };
 }
 
@@ -201,7 +207,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: env.TRUST_PROXY === 'true',
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
-    dnsApiUrls: { cloudflare: env.CLOUDFLARE_API_URL || undefined, digitalocean: env.DIGITALOCEAN_API_URL || undefined, hetzner: env.HETZNER_DNS_API_URL || undefined },
+    dnsApiUrls: {
+      cloudflare: env.CLOUDFLARE_API_URL || undefined,
+      digitalocean: env.DIGITALOCEAN_API_URL || undefined,
+      hetzner: env.HETZNER_DNS_API_URL || undefined,
+    },
     proxy,
     platform: {
       hostPortRange: portRange(env.HOST_PORT_RANGE),

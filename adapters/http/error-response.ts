@@ -68,12 +68,22 @@ export function answerParserRejections(server: Server): void {
 function parserRejection(code: string | undefined): [number, ErrorBody] {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
-      return [431, { error: 'payload_too_large', message: 'The request head (request line and headers) is larger than 16 KB', details: { limitBytes: 16_384 } }];
+      return [
+        431,
+        {
+          error: 'payload_too_large',
+          message: 'The request head (request line and headers) is larger than 16 KB',
+          details: { limitBytes: 16_384 },
+        },
+      ];
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return [408, { error: 'validation_error', message: 'The request was not received in time', details: { field: 'request' } }];
     default:
       // Only the parser's code: its message can quote the bytes that were sent.
-      return [400, { error: 'validation_error', message: `Malformed HTTP request${code ? ` (${code})` : ''}`, details: { field: 'request' } }];
+      return [
+        400,
+        { error: 'validation_error', message: `Malformed HTTP request${code ? ` (${code})` : ''}`, details: { field: 'request' } },
+      ];
   }
 }
 

@@ -29,7 +29,9 @@ const ssePath = ({ path, summary, description }: SseMeta) => ({
     responses: {
       '200': {
         description,
-        content: { 'text/event-stream': { schema: z.string().meta({ description: 'Server-Sent Events: `event:` and `data:` (JSON) lines' }) } },
+        content: {
+          'text/event-stream': { schema: z.string().meta({ description: 'Server-Sent Events: `event:` and `data:` (JSON) lines' }) },
+        },
       },
     },
   },
@@ -51,16 +53,23 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     paths: Object.fromEntries(procedures.flatMap(({ meta: { sse } }) => (sse ? [[sse.path, ssePath(sse)]] : []))),
   });
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>)) {
+    for (const [method, operation] of Object.entries(
+      item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>,
+    )) {
       if (!operation || typeof operation !== 'object' || !operation.responses) continue;
       const responses = operation.responses;
       for (const status of Object.keys(responses)) if (Number(status) >= 400) delete responses[status];
       const statuses = operation.security?.length ? Object.keys(ERROR_STATUSES) : ['400', '404', '500'];
       for (const status of statuses) {
         if (status === '409' && method === 'get') continue;
-        responses[status] = { description: ERROR_STATUSES[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+        responses[status] = {
+          description: ERROR_STATUSES[status],
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
       }
-      const created = procedures.some(({ meta }) => meta.created && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method);
+      const created = procedures.some(
+        ({ meta }) => meta.created && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method,
+      );
       if (created && responses['200']) {
         responses['201'] = responses['200'];
         delete responses['200'];
@@ -70,26 +79,36 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
   return doc;
 }
 
-const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
 /** A self-contained reference page (no CDN: installs may be offline), rendered from the document. */
 export function renderDocsPage(doc: OpenAPIObject): string {
   const rows: string[] = [];
   const byTag = new Map<string, string[]>();
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, op] of Object.entries(item as Record<string, { summary?: string; description?: string; tags?: string[]; requestBody?: unknown; responses?: Record<string, unknown> }>)) {
+    for (const [method, op] of Object.entries(
+      item as Record<
+        string,
+        { summary?: string; description?: string; tags?: string[]; requestBody?: unknown; responses?: Record<string, unknown> }
+      >,
+    )) {
       if (!op || typeof op !== 'object' || !('responses' in op)) continue;
       const tag = op.tags?.[0] ?? 'Other';
       const statuses = Object.keys(op.responses ?? {}).join(' ');
-      const body = op.requestBody ? `<details><summary>request body</summary><pre>${escape(JSON.stringify(op.requestBody, null, 2))}</pre></details>` : '';
-      const html = `<tr><td><code class="m ${method}">${method.toUpperCase()}</code></td><td><code>${escape(path)}</code></td><td>${escape(op.summary ?? '')}${op.description ? `<br><small>${escape(op.description)}</small>` : ''}${body}</td><td><small>${statuses}</small></td></tr>`;
+      const body = op.requestBody
+        ? `<details><summary>request body</summary><pre>${escapeHtml(JSON.stringify(op.requestBody, null, 2))}</pre></details>`
+        : '';
+      const html = `<tr><td><code class="m ${method}">${method.toUpperCase()}</code></td><td><code>${escapeHtml(path)}</code></td><td>${escapeHtml(op.summary ?? '')}${op.description ? `<br><small>${escapeHtml(op.description)}</small>` : ''}${body}</td><td><small>${statuses}</small></td></tr>`;
       byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
     }
   }
-  for (const [tag, html] of byTag) rows.push(`<h2>${escape(tag)}</h2><table><tr><th>method</th><th>path</th><th>what</th><th>statuses</th></tr>${html.join('')}</table>`);
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(doc.info.title)}</title>
+  for (const [tag, html] of byTag)
+    rows.push(
+      `<h2>${escapeHtml(tag)}</h2><table><tr><th>method</th><th>path</th><th>what</th><th>statuses</th></tr>${html.join('')}</table>`,
+    );
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(doc.info.title)}</title>
 <style>body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1b1f24}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4em;text-align:left;vertical-align:top}code.m{font-weight:700}.get{color:#0a7}.post{color:#06c}.patch{color:#a60}.delete{color:#c22}pre{background:#f5f5f5;padding:.5em;overflow:auto}</style></head>
-<body><h1>${escape(doc.info.title)} <small>${escape(doc.info.version)}</small></h1><p>${escape(doc.info.description ?? '')}</p>
-<p>Machine-readable: <a href="/api/openapi.json">/api/openapi.json</a> (OpenAPI ${escape(doc.openapi)}). Error body: <code>{"error": "validation_error", "message": "...", "details": {"field": "name"}}</code>.</p>
+<body><h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1><p>${escapeHtml(doc.info.description ?? '')}</p>
+<p>Machine-readable: <a href="/api/openapi.json">/api/openapi.json</a> (OpenAPI ${escapeHtml(doc.openapi)}). Error body: <code>{"error": "validation_error", "message": "...", "details": {"field": "name"}}</code>.</p>
 ${rows.join('\n')}</body></html>`;
 }

@@ -15,7 +15,11 @@ export function createRestHandler(opts: {
   createContext: (req: IncomingMessage) => Context;
   bodyLimitBytes: number;
 }): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
-  const createdPaths = new Set(proceduresOf(opts.router).filter(({ meta }) => meta.created).map(({ path }) => path));
+  const createdPaths = new Set(
+    proceduresOf(opts.router)
+      .filter(({ meta }) => meta.created)
+      .map(({ path }) => path),
+  );
   const handler = createOpenApiNodeHttpHandler({
     router: opts.router,
     createContext: ({ req }) => opts.createContext(req),

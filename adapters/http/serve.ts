@@ -23,7 +23,15 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const running = await startServer(config);
-  log('slipway listening', { url: running.url, host: config.host, port: config.port, database: running.database.kind, dataDir: config.dataDir, proxy: describeProxy(config.proxy), instanceId: config.platform.instanceId });
+  log('slipway listening', {
+    url: running.url,
+    host: config.host,
+    port: config.port,
+    database: running.database.kind,
+    dataDir: config.dataDir,
+    proxy: describeProxy(config.proxy),
+    instanceId: config.platform.instanceId,
+  });
   if (running.initialApiKey) printInitialKey(running.initialApiKey, running.url);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {

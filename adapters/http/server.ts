@@ -88,31 +88,37 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
       : {}),
   };
-  const services = createServices({
-    store: database.store,
-    secrets: SecretBox.fromSecret(config.secretKey),
-    proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
-    runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
-    portProbe: overrides.portProbe ?? new NetPortProbe(),
-    clock: systemClock,
-    logBus: new LogBus(),
-    config: config.platform,
-  }, {
-    runtime,
-    log,
-    dnsProviders: [
-      new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
-      new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
-      new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
-    ],
-  });
+  const services = createServices(
+    {
+      store: database.store,
+      secrets: SecretBox.fromSecret(config.secretKey),
+      proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
+      runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
+      portProbe: overrides.portProbe ?? new NetPortProbe(),
+      clock: systemClock,
+      logBus: new LogBus(),
+      config: config.platform,
+    },
+    {
+      runtime,
+      log,
+      dnsProviders: [
+        new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
+        new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
+        new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
+      ],
+    },
+  );
   await services.settings.load();
   let initialApiKey: string | null = null;
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
   else if (database.fresh && (await database.store.apiKeys.count()) === 0) {
     // Without it, a first start leaves no way in over HTTP. Only its id and prefix are logged.
     const { apiKey, token } = await services.apiKeys.mint('initial', 'write', null);
-    log('initial API key created (all projects, write); its token is printed once, outside the log records', { id: apiKey.id, prefix: apiKey.prefix });
+    log('initial API key created (all projects, write); its token is printed once, outside the log records', {
+      id: apiKey.id,
+      prefix: apiKey.prefix,
+    });
     initialApiKey = token;
   }
 
@@ -176,7 +182,13 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
   const proxy = config.proxy;
   if (proxy.kind === 'none') return new UnconfiguredReverseProxy();
   if (proxy.kind === 'external') return new CaddyReverseProxy(proxy);
-  const container = new CaddyContainer(engine, { prefix: config.platform.resourcePrefix, image: proxy.image, adminPort: proxy.adminPort, routesDir: proxy.routesDir, log });
+  const container = new CaddyContainer(engine, {
+    prefix: config.platform.resourcePrefix,
+    image: proxy.image,
+    adminPort: proxy.adminPort,
+    routesDir: proxy.routesDir,
+    log,
+  });
   return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container, caddyRoutesDir: container.routesMount });
 }
 

@@ -7,7 +7,9 @@ import { proceduresOf, type Context } from '../../routers/trpc.js';
 const pathPattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}/?$`);
 
 /** The subscriptions that declare `meta.sse`: `path` is the procedure's (`deployments.stream`). */
-const SSE_PROCEDURES = proceduresOf(appRouter).flatMap(({ path, meta: { sse } }) => (sse ? [{ path, sse, pattern: pathPattern(sse.path) }] : []));
+const SSE_PROCEDURES = proceduresOf(appRouter).flatMap(({ path, meta: { sse } }) =>
+  sse ? [{ path, sse, pattern: pathPattern(sse.path) }] : [],
+);
 
 /** A matched request: the procedure and the parameters its path named. */
 export interface SseRoute {
@@ -27,7 +29,11 @@ export class SseBridge {
     if (method !== 'GET') return null;
     for (const procedure of SSE_PROCEDURES) {
       const match = procedure.pattern.exec(pathname);
-      if (match) return { procedure, params: Object.fromEntries(Object.entries(match.groups ?? {}).map(([name, value]) => [name, decodeSegment(value)])) };
+      if (match)
+        return {
+          procedure,
+          params: Object.fromEntries(Object.entries(match.groups ?? {}).map(([name, value]) => [name, decodeSegment(value)])),
+        };
     }
     return null;
   }
@@ -71,7 +77,10 @@ export class SseBridge {
 function inputOf(route: SseRoute, req: IncomingMessage, url: URL): Record<string, unknown> {
   const header = req.headers['last-event-id'];
   const lastEventId = (Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('lastEventId') ?? undefined;
-  const input: Record<string, unknown> = { ...route.params, lastEventId: lastEventId && /^\d+$/.test(lastEventId) ? lastEventId : undefined };
+  const input: Record<string, unknown> = {
+    ...route.params,
+    lastEventId: lastEventId && /^\d+$/.test(lastEventId) ? lastEventId : undefined,
+  };
   for (const name of route.procedure.sse.query ?? []) {
     const value = url.searchParams.get(name);
     input[name] = value && /^\d+$/.test(value) ? Number(value) : undefined;

@@ -21,7 +21,10 @@ export class IptablesTrafficGate implements TrafficGate {
   private readonly natChain: string;
 
   constructor(private readonly options: IptablesGateOptions) {
-    const id = options.instanceId.replace(/[^a-zA-Z0-9]/g, '').slice(0, 12).toUpperCase();
+    const id = options.instanceId
+      .replace(/[^a-zA-Z0-9]/g, '')
+      .slice(0, 12)
+      .toUpperCase();
     this.filterChain = `SLIPWAY-EDGE-${id}`;
     this.natChain = `SLIPWAY-GATE-${id}`;
   }
@@ -49,7 +52,10 @@ export class IptablesTrafficGate implements TrafficGate {
   }
 
   async remove(signal?: AbortSignal): Promise<void> {
-    for (const [table, chain] of [['filter', this.filterChain], ['nat', this.natChain]] as const) {
+    for (const [table, chain] of [
+      ['filter', this.filterChain],
+      ['nat', this.natChain],
+    ] as const) {
       const rules = await run('iptables', ['--wait', '-t', table, '-S', 'OUTPUT'], '', signal).catch(() => '');
       for (const rule of rules.split('\n')) {
         if (!rule.startsWith('-A OUTPUT ') || !rule.endsWith(`-j ${chain}`)) continue;
@@ -74,13 +80,18 @@ export class IptablesTrafficGate implements TrafficGate {
 function run(command: string, args: string[], input: string, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     const limit = AbortSignal.timeout(CALL_TIMEOUT_MS);
-    const child = spawn(command, args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'], signal: signal ? AbortSignal.any([signal, limit]) : limit });
+    const child = spawn(command, args, {
+      stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      signal: signal ? AbortSignal.any([signal, limit]) : limit,
+    });
     let out = '';
     let err = '';
     child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.once('error', (error) => reject(new Error(`${command}: ${error.message}`)));
-    child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${err.trim()}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${err.trim()}`)),
+    );
     if (child.stdin) {
       // A command that exits without reading its input must not take the platform down with an EPIPE.
       child.stdin.once('error', () => {});

@@ -7,10 +7,20 @@ const ATTEMPT_TIMEOUT_MS = 2000;
 export class NetHealthProbe implements HealthProbe {
   http(host: string, port: number, path: string, signal: AbortSignal): Promise<number | null> {
     return new Promise((resolve) => {
-      const req = request({ host, port, path, method: 'GET', signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]), headers: { 'user-agent': 'slipway-health' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? null);
-      });
+      const req = request(
+        {
+          host,
+          port,
+          path,
+          method: 'GET',
+          signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]),
+          headers: { 'user-agent': 'slipway-health' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? null);
+        },
+      );
       req.on('error', () => resolve(null));
       req.end();
     });

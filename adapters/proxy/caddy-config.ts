@@ -61,7 +61,9 @@ export function tableMarker(digest: string): string {
  */
 export function servingMarker(options: CaddyServeOptions): string {
   const { httpPort, httpsPort, autoHttps, acmeEmail, gatePort, healthIntervalMs } = options;
-  const digest = createHash('sha256').update(JSON.stringify([httpPort, httpsPort, autoHttps, acmeEmail, gatePort ?? null, healthIntervalMs ?? null])).digest('hex');
+  const digest = createHash('sha256')
+    .update(JSON.stringify([httpPort, httpsPort, autoHttps, acmeEmail, gatePort ?? null, healthIntervalMs ?? null]))
+    .digest('hex');
   return `slipway-serving-${digest.slice(0, 16)}`;
 }
 
@@ -82,7 +84,12 @@ export function planRoutes(table: RoutingTable): ServiceRoute[] {
     if (!service) {
       const n = (perService.get(route.serviceId) ?? 0) + 1;
       perService.set(route.serviceId, n);
-      service = { dir: `${serviceDirName(route.serviceId)}${n > 1 ? `.${n}` : ''}`, serviceId: route.serviceId, upstream: route.upstream, hostnames: [] };
+      service = {
+        dir: `${serviceDirName(route.serviceId)}${n > 1 ? `.${n}` : ''}`,
+        serviceId: route.serviceId,
+        upstream: route.upstream,
+        hostnames: [],
+      };
       byKey.set(key, service);
     }
     service.hostnames.push(route.hostname);
@@ -121,14 +128,26 @@ export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions
   const routesDir = layout.routesDir.replace(/\/+$/, '');
   const neutral = JSON.stringify([routesDir, configFor(routes, options, { root: '\0root', marker: '\0marker', onDemand: 'permission' })]);
   const digest = createHash('sha256').update(neutral).digest('hex').slice(0, 16);
-  const config = configFor(routes, options, { root: `${routesDir}/${digest}`, marker: tableMarker(digest), onDemand: layout.onDemand ?? 'permission' });
+  const config = configFor(routes, options, {
+    root: `${routesDir}/${digest}`,
+    marker: tableMarker(digest),
+    onDemand: layout.onDemand ?? 'permission',
+  });
   return { config: { ...(admin ? { admin } : {}), ...config }, digest, routes };
 }
 
-function configFor(routes: ServiceRoute[], options: CaddyServeOptions, at: { root: string; marker: string; onDemand: OnDemandForm }): Record<string, unknown> {
+function configFor(
+  routes: ServiceRoute[],
+  options: CaddyServeOptions,
+  at: { root: string; marker: string; onDemand: OnDemandForm },
+): Record<string, unknown> {
   const serviceRoutes = routes.map((route) => ({
     match: [hostnameIn(`${at.root}/${route.dir}`, '{http.request.host}')],
-    handle: [route.upstream ? reverseProxy(route.upstream, options) : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
+    handle: [
+      route.upstream
+        ? reverseProxy(route.upstream, options)
+        : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] }),
+    ],
     terminal: true,
   }));
   const fallback = { '@id': at.marker, handle: [notFound()] };
@@ -163,7 +182,9 @@ function configFor(routes: ServiceRoute[], options: CaddyServeOptions, at: { roo
     };
   }
   // A closed slot fails its check every interval by design: not worth a log line each time.
-  const logging = options.gatePort ? { logging: { logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } } } : {};
+  const logging = options.gatePort
+    ? { logging: { logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } } }
+    : {};
   return { ...logging, apps };
 }
 
@@ -186,7 +207,12 @@ function httpServer(root: string, options: CaddyServeOptions): Record<string, un
             routes: [
               {
                 // The regular expression keeps an empty or odd `domain` from naming the directory itself.
-                match: [{ vars_regexp: { '{http.request.uri.query.domain}': { pattern: '^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$' } }, ...hostnameIn(all, '{http.request.uri.query.domain}') }],
+                match: [
+                  {
+                    vars_regexp: { '{http.request.uri.query.domain}': { pattern: '^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$' } },
+                    ...hostnameIn(all, '{http.request.uri.query.domain}'),
+                  },
+                ],
                 handle: [{ handler: 'static_response', status_code: 200 }],
                 terminal: true,
               },
@@ -222,7 +248,13 @@ function reverseProxy(upstream: string | string[], options: CaddyServeOptions): 
           // The gate decides which slot is open; `first` sends everything to the first open one, so
           // a client never goes back from the new container to the old one.
           health_checks: {
-            active: { port: options.gatePort, uri: '/', interval: `${options.healthIntervalMs ?? 500}ms`, timeout: '1s', expect_status: 200 },
+            active: {
+              port: options.gatePort,
+              uri: '/',
+              interval: `${options.healthIntervalMs ?? 500}ms`,
+              timeout: '1s',
+              expect_status: 200,
+            },
           },
         }
       : {}),

@@ -107,6 +107,8 @@ export class CaddyContainer implements ProxyHost {
       if (answered) return;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    throw new Error(`${this.name} did not answer on its admin API (${this.adminUrl}) within ${ADMIN_WAIT_MS / 1000} s; see \`docker logs ${this.name}\``);
+    throw new Error(
+      `${this.name} did not answer on its admin API (${this.adminUrl}) within ${ADMIN_WAIT_MS / 1000} s; see \`docker logs ${this.name}\``,
+    );
   }
 }

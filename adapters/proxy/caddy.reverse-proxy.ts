@@ -59,7 +59,8 @@ export class CaddyReverseProxy implements ReverseProxy {
     }
     try {
       const admin = await this.call('GET', '/config/admin', signal);
-      if (admin.status !== 200) return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
+      if (admin.status !== 200)
+        return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
       const layout = () => ({ routesDir: this.caddyRoutesDir, onDemand: this.onDemand });
       let built = buildCaddyConfig(table, this.options, admin.body, layout());
       await this.directory.ensureRoot();
@@ -136,10 +137,20 @@ export class CaddyReverseProxy implements ReverseProxy {
     return loaded ? `Caddy loaded ${routes}` : `Caddy serves ${routes}; hostnames updated without a reload`;
   }
 
-  private async call(method: 'GET' | 'POST', path: string, signal: AbortSignal | undefined, body?: unknown): Promise<{ status: number; body: unknown }> {
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    signal: AbortSignal | undefined,
+    body?: unknown,
+  ): Promise<{ status: number; body: unknown }> {
     let answer: { status: number; text: string };
     try {
-      answer = await adminRequest(`${this.adminUrl}${path}`, method, body === undefined ? null : JSON.stringify(body), withTimeout(signal, CALL_TIMEOUT_MS));
+      answer = await adminRequest(
+        `${this.adminUrl}${path}`,
+        method,
+        body === undefined ? null : JSON.stringify(body),
+        withTimeout(signal, CALL_TIMEOUT_MS),
+      );
     } catch (error) {
       throw new Error(`Caddy's admin API at ${this.adminUrl} is unreachable: ${messageOf(error)}`);
     }
@@ -167,7 +178,12 @@ function adminRequest(url: string, method: string, body: string | null, signal: 
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(
       target,
-      { method, agent: false, signal, headers: body === null ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+      {
+        method,
+        agent: false,
+        signal,
+        headers: body === null ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -186,6 +202,7 @@ function withTimeout(signal: AbortSignal | undefined, ms: number): AbortSignal {
 
 function messageOf(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  if (error.name === 'TimeoutError' || (error.name === 'AbortError' && (error.cause as Error | undefined)?.name === 'TimeoutError')) return 'timed out';
+  if (error.name === 'TimeoutError' || (error.name === 'AbortError' && (error.cause as Error | undefined)?.name === 'TimeoutError'))
+    return 'timed out';
   return error.message;
 }

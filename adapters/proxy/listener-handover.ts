@@ -10,14 +10,19 @@ const SYSCTL = '/proc/sys/net/ipv4/tcp_migrate_req';
 export async function enableListenerHandover(log: (message: string, extra?: Record<string, unknown>) => void): Promise<void> {
   const current = (await readFile(SYSCTL, 'utf8').catch(() => null))?.trim();
   if (current === undefined) {
-    log('net.ipv4.tcp_migrate_req is not available (Linux before 5.14): a route change may reset connections waiting in Caddy\'s accept queue');
+    log(
+      "net.ipv4.tcp_migrate_req is not available (Linux before 5.14): a route change may reset connections waiting in Caddy's accept queue",
+    );
     return;
   }
   if (current === '1') return;
   try {
     await writeFile(SYSCTL, '1');
-    log('set net.ipv4.tcp_migrate_req=1 so that Caddy\'s configuration loads reset no waiting connection');
+    log("set net.ipv4.tcp_migrate_req=1 so that Caddy's configuration loads reset no waiting connection");
   } catch (error) {
-    log('could not set net.ipv4.tcp_migrate_req=1 (run as root, or set it with sysctl): a route change may reset connections waiting in Caddy\'s accept queue', { error: (error as Error).message });
+    log(
+      "could not set net.ipv4.tcp_migrate_req=1 (run as root, or set it with sysctl): a route change may reset connections waiting in Caddy's accept queue",
+      { error: (error as Error).message },
+    );
   }
 }

@@ -31,7 +31,9 @@ export class RoutesDirectory {
   async stamp(): Promise<RoutesStamp | null> {
     try {
       const parsed = JSON.parse(await readFile(path.join(this.root, STAMP), 'utf8')) as Partial<RoutesStamp>;
-      return typeof parsed.version === 'string' && typeof parsed.digest === 'string' ? { version: parsed.version, digest: parsed.digest } : null;
+      return typeof parsed.version === 'string' && typeof parsed.digest === 'string'
+        ? { version: parsed.version, digest: parsed.digest }
+        : null;
     } catch {
       return null;
     }
@@ -96,7 +98,9 @@ export class RoutesDirectory {
   /** Removes every generation but `keep`, and what an interrupted stamp write left. */
   async prune(keep: string): Promise<void> {
     for (const entry of await readdir(this.root, { withFileTypes: true })) {
-      const stale = (entry.isDirectory() && GENERATION.test(entry.name) && entry.name !== keep) || (entry.isFile() && entry.name.startsWith(`${STAMP}.`) && entry.name.endsWith('.tmp'));
+      const stale =
+        (entry.isDirectory() && GENERATION.test(entry.name) && entry.name !== keep) ||
+        (entry.isFile() && entry.name.startsWith(`${STAMP}.`) && entry.name.endsWith('.tmp'));
       if (stale) await rm(path.join(this.root, entry.name), { recursive: true, force: true });
     }
   }

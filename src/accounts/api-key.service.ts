@@ -74,7 +74,10 @@ export class ApiKeyService {
     });
   }
 
-  async create(actor: Actor, input: { name: string; access: Access; projectIds?: string[] | null | undefined }): Promise<{ apiKey: ApiKeyView; token: string }> {
+  async create(
+    actor: Actor,
+    input: { name: string; access: Access; projectIds?: string[] | null | undefined },
+  ): Promise<{ apiKey: ApiKeyView; token: string }> {
     this.assertAdmin(actor);
     if (input.projectIds && input.projectIds.length === 0) {
       // An empty list reading as "every project" would be a dangerous surprise.
@@ -83,7 +86,8 @@ export class ApiKeyService {
     const projectIds = input.projectIds ? [...new Set(input.projectIds)] : null;
     if (projectIds) {
       for (const [i, id] of projectIds.entries()) {
-        if (!(await this.deps.store.projects.get(id))) throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);
+        if (!(await this.deps.store.projects.get(id)))
+          throw new ValidationError(`projectIds.${i}`, `Project ${JSON.stringify(id)} does not exist`);
       }
     }
     return this.mint(input.name, input.access, projectIds);

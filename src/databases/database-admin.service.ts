@@ -40,14 +40,32 @@ export class DatabaseAdminService {
 
   async tables(actor: Actor, serviceId: string, options: { database?: number | undefined }, signal?: AbortSignal): Promise<TablesView> {
     const { admin, db } = await this.open(actor, serviceId, 'read');
-    return this.bounded(db.serviceId, signal, async (s) => ({ engine: db.engine, tables: await admin.listTables(db, { logicalDatabase: options.database ?? 0 }, s) }));
+    return this.bounded(db.serviceId, signal, async (s) => ({
+      engine: db.engine,
+      tables: await admin.listTables(db, { logicalDatabase: options.database ?? 0 }, s),
+    }));
   }
 
-  async rows(actor: Actor, serviceId: string, input: { table: string; limit: number; offset: number }, signal?: AbortSignal): Promise<RowsView> {
+  async rows(
+    actor: Actor,
+    serviceId: string,
+    input: { table: string; limit: number; offset: number },
+    signal?: AbortSignal,
+  ): Promise<RowsView> {
     const table = parseTable(input.table);
     const { admin, db } = await this.open(actor, serviceId, 'read');
-    const page = await this.bounded(db.serviceId, signal, (s) => admin.readRows(db, table, { limit: input.limit, offset: input.offset }, s));
-    return { engine: db.engine, table: input.table, columns: page.columns, rows: page.rows, limit: input.limit, offset: input.offset, total: page.total };
+    const page = await this.bounded(db.serviceId, signal, (s) =>
+      admin.readRows(db, table, { limit: input.limit, offset: input.offset }, s),
+    );
+    return {
+      engine: db.engine,
+      table: input.table,
+      columns: page.columns,
+      rows: page.rows,
+      limit: input.limit,
+      offset: input.offset,
+      total: page.total,
+    };
   }
 
   async query(actor: Actor, serviceId: string, text: string, signal?: AbortSignal): Promise<QueryResultView> {
@@ -56,16 +74,27 @@ export class DatabaseAdminService {
     return this.bounded(db.serviceId, signal, (s) => admin.query(db, text, this.limits, s));
   }
 
-  async insertRow(actor: Actor, serviceId: string, input: { table: string; values: Row }, signal?: AbortSignal): Promise<{ ok: true; table: string; id: CellValue }> {
+  async insertRow(
+    actor: Actor,
+    serviceId: string,
+    input: { table: string; values: Row },
+    signal?: AbortSignal,
+  ): Promise<{ ok: true; table: string; id: CellValue }> {
     const table = parseTable(input.table);
     const { admin, db } = await this.open(actor, serviceId, 'write');
     const { id } = await this.bounded(db.serviceId, signal, (s) => admin.insertRow(db, table, input.values, s));
     return { ok: true, table: input.table, id };
   }
 
-  async updateRow(actor: Actor, serviceId: string, input: { table: string; primaryKey: Row; values: Row }, signal?: AbortSignal): Promise<void> {
+  async updateRow(
+    actor: Actor,
+    serviceId: string,
+    input: { table: string; primaryKey: Row; values: Row },
+    signal?: AbortSignal,
+  ): Promise<void> {
     const table = parseTable(input.table);
-    if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
+    if (Object.keys(input.primaryKey).length === 0)
+      throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
     if (Object.keys(input.values).length === 0) throw new ValidationError('values', 'values must set at least one column');
     const { admin, db } = await this.open(actor, serviceId, 'write');
     await this.bounded(db.serviceId, signal, (s) => admin.updateRow(db, table, input.primaryKey, input.values, s));
@@ -73,7 +102,8 @@ export class DatabaseAdminService {
 
   async deleteRow(actor: Actor, serviceId: string, input: { table: string; primaryKey: Row }, signal?: AbortSignal): Promise<void> {
     const table = parseTable(input.table);
-    if (Object.keys(input.primaryKey).length === 0) throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
+    if (Object.keys(input.primaryKey).length === 0)
+      throw new ValidationError('primaryKey', 'primaryKey must name the row by its primary key columns');
     const { admin, db } = await this.open(actor, serviceId, 'write');
     await this.bounded(db.serviceId, signal, (s) => admin.deleteRow(db, table, input.primaryKey, s));
   }
@@ -84,7 +114,8 @@ export class DatabaseAdminService {
    */
   async release(serviceIds: string[]): Promise<void> {
     for (const id of serviceIds) {
-      for (const controller of this.inFlight.get(id) ?? []) controller.abort(new NotRunningError('The database was deleted while this request ran', { serviceId: id }));
+      for (const controller of this.inFlight.get(id) ?? [])
+        controller.abort(new NotRunningError('The database was deleted while this request ran', { serviceId: id }));
       this.inFlight.delete(id);
       void this.admin?.release(id).catch(() => undefined);
     }
@@ -128,6 +159,7 @@ function notRunning(service: ServiceRecord, engine: DatabaseEngine): NotRunningE
 /** `<schema>.<name>`, split at the first dot (names may hold dots: Redis keys, MongoDB collections). */
 export function parseTable(id: string): TableRef {
   const dot = id.indexOf('.');
-  if (dot <= 0 || dot === id.length - 1) throw new ValidationError('table', 'table must be "<schema>.<name>", as the tables endpoint lists it');
+  if (dot <= 0 || dot === id.length - 1)
+    throw new ValidationError('table', 'table must be "<schema>.<name>", as the tables endpoint lists it');
   return { schema: id.slice(0, dot), name: id.slice(dot + 1) };
 }

@@ -49,7 +49,11 @@ export class ContainerLaunch {
     const { service, log } = ctx;
     const engine = databaseEngineOf(service);
     const spec = engine ? ENGINE_SPECS[engine] : null;
-    await this.runtime.engine.ensureNetwork(names.network, { [LABELS.managed]: 'true', [LABELS.instance]: this.deps.config.instanceId, [LABELS.project]: service.projectId });
+    await this.runtime.engine.ensureNetwork(names.network, {
+      [LABELS.managed]: 'true',
+      [LABELS.instance]: this.deps.config.instanceId,
+      [LABELS.project]: service.projectId,
+    });
     const cmd = spec?.command
       ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
       : service.source.kind === 'image' && service.startCommand
@@ -112,9 +116,13 @@ export class ContainerLaunch {
         try {
           // A check that hangs must not outlast the deadline.
           const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]);
-          const answer = await check.admin.checkReady({ serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env }, signal);
+          const answer = await check.admin.checkReady(
+            { serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env },
+            signal,
+          );
           log.write(`Database ready: ${answer}`);
-          if (ctx.created.downSince !== undefined) log.write(`The database was unavailable for ${Date.now() - ctx.created.downSince} ms while its server was replaced`);
+          if (ctx.created.downSince !== undefined)
+            log.write(`The database was unavailable for ${Date.now() - ctx.created.downSince} ms while its server was replaced`);
           return state;
         } catch (error) {
           throwIfAborted(ctx.signal);
@@ -123,7 +131,9 @@ export class ContainerLaunch {
       }
       if (Date.now() >= deadline) {
         for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
-        throw new DeploymentFailure(`The database did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`);
+        throw new DeploymentFailure(
+          `The database did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`,
+        );
       }
       await sleep(DATABASE_CHECK_MS, ctx.signal);
     }
@@ -134,7 +144,9 @@ export class ContainerLaunch {
     const state = await this.runtime.engine.inspect(container.id);
     if (state?.running) return state;
     for (const line of await this.runtime.engine.tail(container.id, 30)) ctx.log.write(line, 'stderr');
-    throw new DeploymentFailure(`The container exited${state?.exitCode !== null && state?.exitCode !== undefined ? ` with code ${state.exitCode}` : ''} before it served`);
+    throw new DeploymentFailure(
+      `The container exited${state?.exitCode !== null && state?.exitCode !== undefined ? ` with code ${state.exitCode}` : ''} before it served`,
+    );
   }
 
   /** Web: any HTTP answer on the internal port; database without a DatabaseAdmin: a TCP connection; worker: still running after a moment. */
@@ -143,7 +155,11 @@ export class ContainerLaunch {
     const deploy = this.deps.config.deploy;
     const worker = service.runtimeMode === 'worker' && !isDatabase;
     const deadline = Date.now() + (worker ? deploy.workerSettleMs : deploy.healthTimeoutMs);
-    log.write(worker ? 'Waiting to see that the worker keeps running' : `Waiting for the container to answer on port ${service.internalPort}${isDatabase ? '' : ` (GET ${deploy.healthPath})`}`);
+    log.write(
+      worker
+        ? 'Waiting to see that the worker keeps running'
+        : `Waiting for the container to answer on port ${service.internalPort}${isDatabase ? '' : ` (GET ${deploy.healthPath})`}`,
+    );
     let current = container;
     for (;;) {
       throwIfAborted(ctx.signal);
@@ -159,7 +175,9 @@ export class ContainerLaunch {
       }
       if (Date.now() >= deadline) {
         for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
-        throw new DeploymentFailure(`The container did not answer on port ${service.internalPort} within ${Math.round(deploy.healthTimeoutMs / 1000)} s; is internalPort right?`);
+        throw new DeploymentFailure(
+          `The container did not answer on port ${service.internalPort} within ${Math.round(deploy.healthTimeoutMs / 1000)} s; is internalPort right?`,
+        );
       }
       await sleep(250, ctx.signal);
     }

@@ -42,16 +42,29 @@ export class DeployRunner {
       recoverRuntime: () => this.reconciler.recoverRuntime(),
     });
     this.jobs = new JobRunner(kind, { concurrency: () => deps.config.deploy.buildConcurrency, log });
-    this.reconciler = new Reconciler(deps, runtime, routing, slots, containers, rollout, {
-      services: () => this.jobs.busyKeys(),
-      holds: (id) => this.jobs.holds(id),
-      stopping: () => this.jobs.stopping,
-    }, log);
-    this.loop = new ReconcileLoop(runtime.engine, {
-      recovered: () => this.jobs.recovered,
-      recover: () => this.jobs.recover(),
-      reconcile: () => this.reconciler.reconcile(),
-    }, log);
+    this.reconciler = new Reconciler(
+      deps,
+      runtime,
+      routing,
+      slots,
+      containers,
+      rollout,
+      {
+        services: () => this.jobs.busyKeys(),
+        holds: (id) => this.jobs.holds(id),
+        stopping: () => this.jobs.stopping,
+      },
+      log,
+    );
+    this.loop = new ReconcileLoop(
+      runtime.engine,
+      {
+        recovered: () => this.jobs.recovered,
+        recover: () => this.jobs.recover(),
+        reconcile: () => this.reconciler.reconcile(),
+      },
+      log,
+    );
     deployments.onAbort((id) => this.jobs.abort(id));
     deployments.onCreated(() => this.jobs.wake());
   }

@@ -81,9 +81,13 @@ export class DeploymentJobs implements JobKind<DeploymentRecord, JobLogWriter> {
           : signal.reason instanceof Error
             ? signal.reason.message
             : `Internal error: ${(error as Error).message}`;
-      log.write(aborted ? 'Deployment aborted; the previous container keeps serving' : `Deployment failed: ${reason}`, aborted ? 'stdout' : 'stderr');
+      log.write(
+        aborted ? 'Deployment aborted; the previous container keeps serving' : `Deployment failed: ${reason}`,
+        aborted ? 'stdout' : 'stderr',
+      );
       await this.rollout.abandon(attempt, log);
-      if (service && !(await this.containers.currentOf(service))) await this.deps.store.projects.updateService(service.id, { status: 'failed', reachable: false });
+      if (service && !(await this.containers.currentOf(service)))
+        await this.deps.store.projects.updateService(service.id, { status: 'failed', reachable: false });
       return aborted ? 'aborted' : 'failed';
     } finally {
       this.rollout.end(attempt);

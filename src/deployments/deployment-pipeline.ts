@@ -47,7 +47,8 @@ export class DeploymentPipeline {
 
     let built: BuiltImage;
     const { source } = service;
-    if (source.kind === 'database') built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.databases.images[source.engine], names.image));
+    if (source.kind === 'database')
+      built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.databases.images[source.engine], names.image));
     else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);

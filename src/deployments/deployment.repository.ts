@@ -42,7 +42,10 @@ export class DeploymentRepository extends Repository {
   }
 
   // Log lines: appending them does not change the store's version.
-  async appendLogs(deploymentId: string, lines: Array<{ line: string; stream: LogStream; createdAt: Date }>): Promise<DeploymentLogRecord[]> {
+  async appendLogs(
+    deploymentId: string,
+    lines: Array<{ line: string; stream: LogStream; createdAt: Date }>,
+  ): Promise<DeploymentLogRecord[]> {
     const records: DeploymentLogRecord[] = [];
     await this.fork().transactional(async (tx) => {
       for (const line of lines) {

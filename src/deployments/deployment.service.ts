@@ -86,7 +86,9 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
       throw new ConflictError(`The deployment is ${deployment.status} and can no longer be aborted`, { status: deployment.status });
     }
     const now = this.deps.clock.now();
-    if (await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })) {
+    if (
+      await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })
+    ) {
       await this.appendLog(deployment.id, 'stdout', 'Deployment aborted before it started');
       this.deps.logBus.publish(deployment.id, { type: 'status', status: 'aborted' });
       return;
@@ -115,13 +117,20 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
    * The deployment log stream: a snapshot of the lines after `lastEventId`, then each new line,
    * with a keep-alive ping. It ends once the deployment has finished and every line was sent.
    */
-  async stream(actor: Actor, deploymentId: string, opts: { lastEventId?: number | undefined; signal: AbortSignal }): Promise<AsyncGenerator<DeploymentStreamEvent>> {
+  async stream(
+    actor: Actor,
+    deploymentId: string,
+    opts: { lastEventId?: number | undefined; signal: AbortSignal },
+  ): Promise<AsyncGenerator<DeploymentStreamEvent>> {
     // Access is checked before the first event, so a refusal is an HTTP error, not a broken stream.
     const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
     return this.follow(deployment, opts);
   }
 
-  private follow(deployment: DeploymentRecord, opts: { lastEventId?: number | undefined; signal: AbortSignal }): AsyncGenerator<DeploymentStreamEvent> {
+  private follow(
+    deployment: DeploymentRecord,
+    opts: { lastEventId?: number | undefined; signal: AbortSignal },
+  ): AsyncGenerator<DeploymentStreamEvent> {
     const { store, logBus, config } = this.deps;
     return followJobLog(
       {

@@ -55,7 +55,12 @@ export class Reconciler {
     // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes.
     // Written even when memory says nothing changed: the kernel's rules are the truth to restore.
     if (this.slots?.ready) {
-      await this.slots.reconcile(currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip), new Set(), snapshot, { force: true });
+      await this.slots.reconcile(
+        currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip),
+        new Set(),
+        snapshot,
+        { force: true },
+      );
     }
     for (const container of all) {
       const service = services.get(container.labels[LABELS.service] ?? '');
@@ -90,7 +95,8 @@ export class Reconciler {
       this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, target ? current : undefined));
       if (service.status !== 'active') continue;
       await this.runtime.forwarder.set(service.hostPort, target, exposureOf(service)).catch(() => {});
-      if (serves(service) && !!current !== service.reachable) await this.deps.store.projects.updateService(service.id, { reachable: !!current });
+      if (serves(service) && !!current !== service.reachable)
+        await this.deps.store.projects.updateService(service.id, { reachable: !!current });
     }
     this.routing.markUpstreamsKnown();
     await this.retireLeftovers(services, containers, currents, deploying);
@@ -105,7 +111,8 @@ export class Reconciler {
       this.slotsProblem = '';
     } catch (error) {
       const message = (error as Error).message;
-      if (message !== this.slotsProblem) this.log('traffic slots unavailable: cutovers reload the proxy until they are', { error: message });
+      if (message !== this.slotsProblem)
+        this.log('traffic slots unavailable: cutovers reload the proxy until they are', { error: message });
       this.slotsProblem = message;
     }
   }
@@ -123,11 +130,19 @@ export class Reconciler {
       const ip = currents.get(service.id)?.labels[LABELS.slot];
       if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push(ip);
     }
-    const keep = new Set([...this.rollout.heldSlots, ...containers.filter((c) => deploying.has(c.labels[LABELS.service] ?? '')).map((c) => c.labels[LABELS.slot] ?? '')]);
+    const keep = new Set([
+      ...this.rollout.heldSlots,
+      ...containers.filter((c) => deploying.has(c.labels[LABELS.service] ?? '')).map((c) => c.labels[LABELS.slot] ?? ''),
+    ]);
     await this.slots!.reconcile(wanted, keep, snapshot);
   }
 
-  private async retireLeftovers(services: ServiceRecord[], containers: ContainerState[], currents: Map<string, ContainerState>, deploying: Set<string>): Promise<void> {
+  private async retireLeftovers(
+    services: ServiceRecord[],
+    containers: ContainerState[],
+    currents: Map<string, ContainerState>,
+    deploying: Set<string>,
+  ): Promise<void> {
     const byId = new Map(services.map((s) => [s.id, s]));
     const leftovers = containers.filter((c) => {
       const serviceId = c.labels[LABELS.service] ?? '';
@@ -158,10 +173,19 @@ export class Reconciler {
     });
     if (candidates.length === 0) return;
     // One query for all of them: this runs every 10 s.
-    const deployments = new Map((await this.deps.store.deployments.listByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]));
+    const deployments = new Map(
+      (await this.deps.store.deployments.listByIds([...new Set(candidates.map((c) => c.deploymentId))])).map((d) => [d.id, d]),
+    );
     for (const { tag, serviceId, deploymentId } of candidates) {
       const deployment = deployments.get(deploymentId);
-      if (!deployment || deployment.serviceId !== serviceId || deployment.status === 'succeeded' || deployment.status === 'running' || deployment.status === 'queued') continue;
+      if (
+        !deployment ||
+        deployment.serviceId !== serviceId ||
+        deployment.status === 'succeeded' ||
+        deployment.status === 'running' ||
+        deployment.status === 'queued'
+      )
+        continue;
       await this.runtime.engine.removeImage(tag);
     }
   }

@@ -66,7 +66,8 @@ export class Rollout {
   /** After a failure: traffic leaves the new slot (a switch cut short may have opened it), then what the attempt made goes. */
   async abandon(attempt: RolloutAttempt, log: JobLogWriter): Promise<void> {
     const slot = attempt.slot;
-    if (slot) await this.slots?.close([slot.ip]).catch((e: Error) => log.write(`Could not close traffic slot ${slot.ip}: ${e.message}`, 'stderr'));
+    if (slot)
+      await this.slots?.close([slot.ip]).catch((e: Error) => log.write(`Could not close traffic slot ${slot.ip}: ${e.message}`, 'stderr'));
     try {
       if (attempt.created.container) await this.runtime.engine.stopAndRemove(attempt.created.container, 0);
       if (attempt.created.image) await this.runtime.engine.removeImage(attempt.created.image);
@@ -110,7 +111,8 @@ export class Rollout {
         idleLooks = open === 0 ? idleLooks + 1 : 0;
         if (idleLooks < 2) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       }
-      if (open === null) await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_FALLBACK_MS, this.deps.config.routing.drainTimeoutMs)));
+      if (open === null)
+        await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_FALLBACK_MS, this.deps.config.routing.drainTimeoutMs)));
     }
     const waited = Date.now() - started;
     log?.write(
@@ -136,13 +138,20 @@ export class Rollout {
    * serving has finished. When the proxy did not take the new routes, it may still send traffic to
    * the old container, which then keeps running until the reconcile loop sees the routes loaded.
    */
-  private async switchTo(service: ServiceRecord, deployment: DeploymentRecord, container: ContainerState, log: JobLogWriter, slot?: SlotAssignment): Promise<void> {
+  private async switchTo(
+    service: ServiceRecord,
+    deployment: DeploymentRecord,
+    container: ContainerState,
+    log: JobLogWriter,
+    slot?: SlotAssignment,
+  ): Promise<void> {
     await this.runtime.engine.keepRunning(container.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
     const exposure = exposureOf(service);
     await this.runtime.forwarder.set(service.hostPort, upstream, exposure);
-    if (upstream) log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
+    if (upstream)
+      log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
     this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
     // Between slots the table stays the same and the proxy is not reloaded: the gate moves the traffic.
     const proxy = slot ? await this.routing.reloadIfChanged() : { ...(await this.routing.reload()), loaded: true };
@@ -152,17 +161,26 @@ export class Rollout {
       const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip);
       await this.slots.switchTo(slot.ip, closing, { wait: routed });
       if (routed) {
-        const how = proxy.loaded ? proxy.detail : `traffic slot ${slot.ip} opened${closing.length ? `, ${closing.join(', ')} closed` : ''}; the proxy was not reloaded`;
+        const how = proxy.loaded
+          ? proxy.detail
+          : `traffic slot ${slot.ip} opened${closing.length ? `, ${closing.join(', ')} closed` : ''}; the proxy was not reloaded`;
         log.write(proxy.ok ? `Routes switched to ${container.name}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
       }
     } else if (routed) {
-      log.write(proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
+      log.write(
+        proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`,
+        proxy.ok ? 'stdout' : 'stderr',
+      );
     }
     const keepOld = old.length > 0 && routed && !proxy.ok;
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
     else for (const previous of old) await this.retire(service, previous, log);
     const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
-    const keep = new Set([`${container.image}`, `${container.image}:latest`, ...(keepOld ? old.flatMap((c) => [c.image, `${c.image}:latest`]) : [])]);
+    const keep = new Set([
+      `${container.image}`,
+      `${container.image}:latest`,
+      ...(keepOld ? old.flatMap((c) => [c.image, `${c.image}:latest`]) : []),
+    ]);
     for (const tag of await this.runtime.engine.listImageTags(prefix)) if (!keep.has(tag)) await this.runtime.engine.removeImage(tag);
   }
 }

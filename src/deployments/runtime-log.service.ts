@@ -42,9 +42,17 @@ export class RuntimeLogService {
       return lastId;
     };
     const resumeAfter = opts.lastEventId ?? 0;
-    const toView = (line: RuntimeLogLine, id: number): RuntimeLogView => ({ id, line: line.line, stream: line.stream, createdAt: line.createdAt.toISOString() });
+    const toView = (line: RuntimeLogLine, id: number): RuntimeLogView => ({
+      id,
+      line: line.line,
+      stream: line.stream,
+      createdAt: line.createdAt.toISOString(),
+    });
     const fresh = (lines: RuntimeLogLine[]) =>
-      lines.map((line) => ({ line, id: idOf(line) })).filter(({ id }) => id > resumeAfter).map(({ line, id }) => toView(line, id));
+      lines
+        .map((line) => ({ line, id: idOf(line) }))
+        .filter(({ id }) => id > resumeAfter)
+        .map(({ line, id }) => toView(line, id));
     let sentSnapshot = false;
     for await (const event of this.deps.runtimeLogs.follow(serviceId, {
       tail: opts.tail ?? this.deps.config.runtimeLogTail,

@@ -41,7 +41,14 @@ export class SourceBuild {
       log.write(`Cloning ${url} (branch ${service.branch})${token ? ' with the service token' : ''}`);
       let commitSha: string;
       try {
-        ({ commitSha } = await this.runtime.git.clone({ url, branch: service.branch, token, dest: workdir, signal: ctx.signal, onLine: log.write }));
+        ({ commitSha } = await this.runtime.git.clone({
+          url,
+          branch: service.branch,
+          token,
+          dest: workdir,
+          signal: ctx.signal,
+          onLine: log.write,
+        }));
       } catch (error) {
         throwIfAborted(ctx.signal);
         throw new DeploymentFailure(`Could not clone ${url} at branch ${service.branch}: ${(error as Error).message}`);
@@ -51,7 +58,8 @@ export class SourceBuild {
       throwIfAborted(ctx.signal);
 
       const root = service.rootDir ? path.join(workdir, service.rootDir) : workdir;
-      if (!(await isDirectory(root)) || !root.startsWith(workdir)) throw new DeploymentFailure(`rootDir ${service.rootDir} is not a folder of the repository`);
+      if (!(await isDirectory(root)) || !root.startsWith(workdir))
+        throw new DeploymentFailure(`rootDir ${service.rootDir} is not a folder of the repository`);
       const { method, dockerfile, framework } = await this.chooseBuilder(ctx, root, env);
       await this.deps.store.projects.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
       throwIfAborted(ctx.signal);
@@ -87,18 +95,26 @@ export class SourceBuild {
     const { service, log } = ctx;
     const dockerfilePath = env.SERVICE_DOCKERFILE_PATH?.trim() || service.dockerfilePath || 'Dockerfile';
     const dockerfileFull = path.resolve(root, dockerfilePath);
-    if (!dockerfileFull.startsWith(root + path.sep)) throw new DeploymentFailure(`The build file path ${dockerfilePath} leaves the service root`);
+    if (!dockerfileFull.startsWith(root + path.sep))
+      throw new DeploymentFailure(`The build file path ${dockerfilePath} leaves the service root`);
     const hasDockerfile = await isFile(dockerfileFull);
 
     if (service.buildMethod === 'dockerfile' || (service.buildMethod === 'auto' && hasDockerfile)) {
-      if (!hasDockerfile) throw new DeploymentFailure(`buildMethod is dockerfile but there is no build file at ${dockerfilePath} (relative to ${service.rootDir ?? 'the repository root'})`);
+      if (!hasDockerfile)
+        throw new DeploymentFailure(
+          `buildMethod is dockerfile but there is no build file at ${dockerfilePath} (relative to ${service.rootDir ?? 'the repository root'})`,
+        );
       const dockerfile = path.relative(root, dockerfileFull);
       log.write(`Building with ${dockerfile}${service.buildMethod === 'auto' ? ' (found a build file, buildMethod auto)' : ''}`);
       return { method: 'dockerfile', dockerfile, framework: null };
     }
 
-    log.write(service.buildMethod === 'analyzer' ? 'Building with the analyzer (buildMethod analyzer)' : `No build file at ${dockerfilePath}: building with the analyzer`);
-    let analysis;
+    log.write(
+      service.buildMethod === 'analyzer'
+        ? 'Building with the analyzer (buildMethod analyzer)'
+        : `No build file at ${dockerfilePath}: building with the analyzer`,
+    );
+    let analysis: Awaited<ReturnType<typeof analyze>>;
     try {
       analysis = await analyze({
         tree: directoryTree(root),

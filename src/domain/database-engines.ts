@@ -89,8 +89,7 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
       { key: 'CLICKHOUSE_PASSWORD', generate: (_s, pw) => pw() },
       { key: 'CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT', generate: () => '1' },
     ],
-    connectionUrl: (v, h, p) =>
-      `clickhouse://${v('CLICKHOUSE_USER')}:${v('CLICKHOUSE_PASSWORD')}@${h}:${p}/${v('CLICKHOUSE_DB')}`,
+    connectionUrl: (v, h, p) => `clickhouse://${v('CLICKHOUSE_USER')}:${v('CLICKHOUSE_PASSWORD')}@${h}:${p}/${v('CLICKHOUSE_DB')}`,
     urlKey: 'CLICKHOUSE_URL',
   },
 };

@@ -55,7 +55,15 @@ function expand(raw: string, env: ProjectEnv, chain: string[], state: ExpandStat
   });
 }
 
-function expandTarget(reference: string, target: string, serviceSlug: string, key: string, env: ProjectEnv, chain: string[], state: ExpandState): string {
+function expandTarget(
+  reference: string,
+  target: string,
+  serviceSlug: string,
+  key: string,
+  env: ProjectEnv,
+  chain: string[],
+  state: ExpandState,
+): string {
   const { problems } = state;
   if (chain.includes(target)) {
     problems.push({ kind: 'cycle', reference, chain: [...chain, target] });

@@ -30,7 +30,8 @@ export class EnvService {
   /** Shared with service creation, which writes the initial env in its own transaction. */
   async upsert(store: Store, serviceId: string, input: { key: string; value: string; secret?: boolean | undefined }): Promise<void> {
     assertEnvKey(input.key);
-    if (input.value.length > MAX_VALUE_LENGTH) throw new ValidationError('value', `A value may hold at most ${MAX_VALUE_LENGTH} characters`);
+    if (input.value.length > MAX_VALUE_LENGTH)
+      throw new ValidationError('value', `A value may hold at most ${MAX_VALUE_LENGTH} characters`);
     const now = this.deps.clock.now();
     const valueEncrypted = this.deps.secrets.encrypt(input.value);
     const update = (existing: EnvVarRecord) =>
@@ -38,7 +39,15 @@ export class EnvService {
     const existing = await store.env.getByKey(serviceId, input.key);
     if (existing) return update(existing);
     try {
-      await store.env.insert({ id: newId(), serviceId, key: input.key, valueEncrypted, secret: input.secret ?? false, createdAt: now, updatedAt: now });
+      await store.env.insert({
+        id: newId(),
+        serviceId,
+        key: input.key,
+        valueEncrypted,
+        secret: input.secret ?? false,
+        createdAt: now,
+        updatedAt: now,
+      });
     } catch (error) {
       // A concurrent set of the same new key inserted first: this one is an update then.
       const winner = error instanceof ConflictError ? await store.env.getByKey(serviceId, input.key) : null;
@@ -64,7 +73,11 @@ export class EnvService {
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
     const snapshot = await this.projectEnv(service.projectId);
     const value = this.deps.secrets.decrypt(envVar.valueEncrypted);
-    return { key: envVar.key, value, resolvedValue: resolveValue(value, snapshot.env, { serviceSlug: service.slug, key: envVar.key }).value };
+    return {
+      key: envVar.key,
+      value,
+      resolvedValue: resolveValue(value, snapshot.env, { serviceSlug: service.slug, key: envVar.key }).value,
+    };
   }
 
   /** The variables of a service as the overview shows them: secrets masked, references resolved. */
@@ -93,7 +106,8 @@ export class EnvService {
     const values: string[] = [];
     for (const [key, raw] of snapshot.env.get(service.slug) ?? new Map<string, string>()) {
       const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key });
-      if (snapshot.secretKeys.has(`${service.slug}.${key}`) || resolution.reached.some((ref) => snapshot.secretKeys.has(ref))) values.push(resolution.value);
+      if (snapshot.secretKeys.has(`${service.slug}.${key}`) || resolution.reached.some((ref) => snapshot.secretKeys.has(ref)))
+        values.push(resolution.value);
     }
     for (const ref of snapshot.secretKeys) {
       const [slug, key] = ref.split('.') as [string, string];
@@ -102,8 +116,6 @@ export class EnvService {
     }
     return values;
   }
-
-
 
   private present(v: EnvVarRecord, service: ServiceRecord, snapshot: ProjectEnvSnapshot): EnvVarView {
     const raw = snapshot.env.get(service.slug)?.get(v.key) ?? '';

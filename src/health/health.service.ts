@@ -36,7 +36,14 @@ export class HealthService {
   private async run(): Promise<HealthView> {
     const [engine, proxy, database] = await Promise.all([this.checkEngine(), this.checkProxy(), this.checkDatabase()]);
     const degraded = [engine, proxy, database].some((c) => c.status === 'down');
-    const view: HealthView = { ok: true, status: degraded ? 'degraded' : 'ok', engine, proxy, database, checkedAt: this.deps.clock.now().toISOString() };
+    const view: HealthView = {
+      ok: true,
+      status: degraded ? 'degraded' : 'ok',
+      engine,
+      proxy,
+      database,
+      checkedAt: this.deps.clock.now().toISOString(),
+    };
     this.cached = { at: Date.now(), view };
     return view;
   }
@@ -56,7 +63,9 @@ export class HealthService {
     return probe(async (signal) => {
       const state = await this.deps.proxy.check(table?.version ?? 'none', signal);
       if (state.state === 'unreachable') throw new Error(state.detail);
-      return state.state === 'current' || !table ? 'the proxy serves the current routes' : 'the proxy answers; the current routes are being loaded';
+      return state.state === 'current' || !table
+        ? 'the proxy serves the current routes'
+        : 'the proxy answers; the current routes are being loaded';
     });
   }
 

@@ -45,7 +45,10 @@ export class JobLogWriter implements JobLog {
       let start = 0;
       for (let i = 1; i <= batch.length; i++) {
         if (i === batch.length || batch[i]!.stream !== batch[start]!.stream) {
-          await this.append(batch[start]!.stream, batch.slice(start, i).map((l) => l.line));
+          await this.append(
+            batch[start]!.stream,
+            batch.slice(start, i).map((l) => l.line),
+          );
           start = i;
         }
       }

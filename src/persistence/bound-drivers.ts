@@ -29,7 +29,12 @@ interface ConnectionInternals {
 }
 
 /** formatQuery's walk over `?` (value), `??` (identifier) and `\?` (a literal `?`), binding strings. */
-export function bindStrings(platform: Platform, sql: string, params: readonly unknown[], placeholder: (n: number) => string): { sql: string; parameters: unknown[] } {
+export function bindStrings(
+  platform: Platform,
+  sql: string,
+  params: readonly unknown[],
+  placeholder: (n: number) => string,
+): { sql: string; parameters: unknown[] } {
   const parameters: unknown[] = [];
   if (params.length === 0) return { sql, parameters };
   let j = 0;
@@ -104,7 +109,11 @@ class BoundSqliteConnection extends SqliteConnection {}
 Object.defineProperty(BoundSqliteConnection.prototype, 'execute', { value: boundExecute(() => '?'), writable: true, configurable: true });
 
 class BoundPostgreSqlConnection extends PostgreSqlConnection {}
-Object.defineProperty(BoundPostgreSqlConnection.prototype, 'execute', { value: boundExecute((n) => `$${n}`), writable: true, configurable: true });
+Object.defineProperty(BoundPostgreSqlConnection.prototype, 'execute', {
+  value: boundExecute((n) => `$${n}`),
+  writable: true,
+  configurable: true,
+});
 
 type DriverInternals = { connection: unknown; replicas: unknown[]; config: Configuration };
 

@@ -39,7 +39,14 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
       ...common,
       driver: BoundPostgreSqlDriver,
       clientUrl: config.databaseUrl,
-      migrations: { migrationsList: postgresqlMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/postgresql', emit: 'ts' },
+      migrations: {
+        migrationsList: postgresqlMigrations,
+        transactional: true,
+        snapshot: false,
+        silent: true,
+        path: 'src/persistence/migrations/postgresql',
+        emit: 'ts',
+      },
     };
   }
   const dbName = config.dataDir === ':memory:' ? ':memory:' : path.join(config.dataDir, 'slipway.db');
@@ -48,7 +55,14 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
     ...common,
     driver: BoundSqliteDriver,
     dbName,
-    migrations: { migrationsList: sqliteMigrations, transactional: true, snapshot: false, silent: true, path: 'src/persistence/migrations/sqlite', emit: 'ts' },
+    migrations: {
+      migrationsList: sqliteMigrations,
+      transactional: true,
+      snapshot: false,
+      silent: true,
+      path: 'src/persistence/migrations/sqlite',
+      emit: 'ts',
+    },
   };
 }
 

@@ -217,7 +217,12 @@ type Same<A, B> = [keyof A] extends [keyof B]
   : false;
 function same<_ extends true>(): void {}
 same<Same<ProjectRow, ProjectRecord>>();
-same<Same<ServiceRow, Omit<ServiceRecord, 'source'> & { source: ServiceSourceKind } & Omit<RepositorySource, 'kind'> & { containerImage: string | null }>>();
+same<
+  Same<
+    ServiceRow,
+    Omit<ServiceRecord, 'source'> & { source: ServiceSourceKind } & Omit<RepositorySource, 'kind'> & { containerImage: string | null }
+  >
+>();
 same<Same<ServiceDatabaseRow, Omit<DatabaseSource, 'kind'> & { serviceId: string }>>();
 same<Same<EnvVarRow, EnvVarRecord>>();
 same<Same<DomainRow, DomainRecord>>();

@@ -2,9 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type { DeploymentLogRecord } from '../domain/types.js';
 
-export type DeploymentEvent =
-  | { type: 'log'; line: DeploymentLogRecord }
-  | { type: 'status'; status: DeploymentStatus };
+export type DeploymentEvent = { type: 'log'; line: DeploymentLogRecord } | { type: 'status'; status: DeploymentStatus };
 
 /**
  * In-process fan-out of what happens to deployments, so subscribers see a line the moment it

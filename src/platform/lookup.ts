@@ -22,7 +22,11 @@ export async function serviceFor(store: Store, actor: Actor, serviceId: string):
   return service;
 }
 
-export async function deploymentFor(store: Store, actor: Actor, deploymentId: string): Promise<{ deployment: DeploymentRecord; service: ServiceRecord }> {
+export async function deploymentFor(
+  store: Store,
+  actor: Actor,
+  deploymentId: string,
+): Promise<{ deployment: DeploymentRecord; service: ServiceRecord }> {
   const deployment = await store.deployments.get(deploymentId);
   if (!deployment) throw new NotFoundError('Deployment', deploymentId);
   const service = await store.projects.getService(deployment.serviceId);

@@ -22,7 +22,10 @@ export interface ServiceContext {
 }
 
 /** The fields the spec spells a service's source with, placeholder strings included; present on every service. */
-export type WireSource = Pick<ServiceView, 'repoFullName' | 'repoUrl' | 'containerImage' | 'databasePublicEnabled' | 'databasePublicHostname' | 'postgresLogicalReplicationEnabled'>;
+export type WireSource = Pick<
+  ServiceView,
+  'repoFullName' | 'repoUrl' | 'containerImage' | 'databasePublicEnabled' | 'databasePublicHostname' | 'postgresLogicalReplicationEnabled'
+>;
 
 const NOT_A_DATABASE = { databasePublicEnabled: false, databasePublicHostname: null, postgresLogicalReplicationEnabled: false } as const;
 
@@ -30,7 +33,12 @@ export function wireSource(source: ServiceSource): WireSource {
   switch (source.kind) {
     case 'repository':
       // Rows saved before credentials were split out of URLs still show none.
-      return { repoFullName: source.repoFullName, repoUrl: source.repoUrl && splitGitUrlCredential(source.repoUrl).url, containerImage: null, ...NOT_A_DATABASE };
+      return {
+        repoFullName: source.repoFullName,
+        repoUrl: source.repoUrl && splitGitUrlCredential(source.repoUrl).url,
+        containerImage: null,
+        ...NOT_A_DATABASE,
+      };
     case 'image':
       return { repoFullName: `image:${source.image}`, repoUrl: 'container-image', containerImage: source.image, ...NOT_A_DATABASE };
     case 'database':

@@ -137,9 +137,7 @@ export type DeploymentLogView = z.infer<typeof deploymentLogView>;
 export const runtimeLogView = deploymentLogView.omit({ deploymentId: true }).meta({ id: 'RuntimeLogLine' });
 export type RuntimeLogView = z.infer<typeof runtimeLogView>;
 
-export const suggestionView = z
-  .object({ key: z.string(), value: z.string().optional(), label: z.string() })
-  .meta({ id: 'Suggestion' });
+export const suggestionView = z.object({ key: z.string(), value: z.string().optional(), label: z.string() }).meta({ id: 'Suggestion' });
 export type SuggestionView = z.infer<typeof suggestionView>;
 
 export const apiKeyView = z
@@ -196,12 +194,16 @@ export const dnsRecordResultView = z
 export type DnsRecordResultView = z.infer<typeof dnsRecordResultView>;
 
 const componentHealthView = z.object({
-  status: z.enum(['up', 'down', 'disabled']).meta({ description: '`disabled`: not used by this install (PROXY=none, or no container engine wired)' }),
+  status: z
+    .enum(['up', 'down', 'disabled'])
+    .meta({ description: '`disabled`: not used by this install (PROXY=none, or no container engine wired)' }),
   detail: z.string().meta({ description: 'Why: the error when down, what answered when up' }),
 });
 export const healthView = z
   .object({
-    ok: z.literal(true).meta({ description: 'The API answers (always true: a down dependency is reported in `status`, not by failing this call)' }),
+    ok: z
+      .literal(true)
+      .meta({ description: 'The API answers (always true: a down dependency is reported in `status`, not by failing this call)' }),
     status: z.enum(['ok', 'degraded']).meta({ description: '`degraded` when the engine, the proxy or the database is down' }),
     engine: componentHealthView.meta({ description: 'The Docker engine (DOCKER_SOCKET)' }),
     proxy: componentHealthView.meta({ description: 'The reverse proxy (Caddy admin API)' }),

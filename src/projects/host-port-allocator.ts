@@ -7,7 +7,12 @@ import type { PortProbe } from './port-probe.port.js';
  * listening on. The unique index on services.host_port is the final word: a caller that loses
  * a race gets a conflict from the insert and asks again.
  */
-export async function allocateHostPort(store: Store, probe: PortProbe, range: { from: number; to: number }, skip: ReadonlySet<number> = new Set()): Promise<number> {
+export async function allocateHostPort(
+  store: Store,
+  probe: PortProbe,
+  range: { from: number; to: number },
+  skip: ReadonlySet<number> = new Set(),
+): Promise<number> {
   const taken = await store.projects.hostPortsTaken(range.from, range.to);
   for (let port = range.from; port <= range.to; port++) {
     if (taken.has(port) || skip.has(port)) continue;

@@ -19,7 +19,9 @@ export type EnvEntryInput = z.output<typeof envEntryInput>;
 export const createServiceInput = z.strictObject({
   name: line(100).min(1),
   repoFullName: nullableLine(512),
-  repoUrl: nullableLine(2048).meta({ description: 'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL' }),
+  repoUrl: nullableLine(2048).meta({
+    description: 'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL',
+  }),
   containerImage: nullableLine(512),
   branch: line(255).min(1).optional(),
   rootDir: nullableLine(1024),

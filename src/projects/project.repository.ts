@@ -44,7 +44,11 @@ export class ProjectRepository extends Repository {
     return new Set(rows.map((r) => r.slug));
   }
   async hostPortsTaken(from: number, to: number): Promise<Set<number>> {
-    const rows = (await this.fork().createQueryBuilder(Service).select('hostPort').where({ hostPort: { $gte: from, $lte: to } }).execute('all', true)) as Array<{ hostPort: number }>;
+    const rows = (await this.fork()
+      .createQueryBuilder(Service)
+      .select('hostPort')
+      .where({ hostPort: { $gte: from, $lte: to } })
+      .execute('all', true)) as Array<{ hostPort: number }>;
     return new Set(rows.map((r) => r.hostPort));
   }
   /** Writes the service row and, for a database, its settings row. Call inside a transaction. */
@@ -68,8 +72,7 @@ export class ProjectRepository extends Repository {
   /** One more query for the database settings, of the services that are databases (`all`: without an IN list). */
   private async withSources(rows: ServiceRow[], all = false): Promise<ServiceRecord[]> {
     const databaseIds = rows.filter((r) => r.source === 'database').map((r) => r.id);
-    const databases =
-      databaseIds.length === 0 ? [] : await this.rows(ServiceDatabase, all ? {} : { serviceId: { $in: databaseIds } });
+    const databases = databaseIds.length === 0 ? [] : await this.rows(ServiceDatabase, all ? {} : { serviceId: { $in: databaseIds } });
     const byService = new Map(databases.map((d) => [d.serviceId, d]));
     return rows.map((row) => toRecord(row, byService.get(row.id)));
   }
@@ -91,12 +94,18 @@ function toRows(service: ServiceRecord): { row: ServiceRow; database: ServiceDat
   const { source, ...rest } = service;
   switch (source.kind) {
     case 'repository':
-      return { row: { ...rest, source: source.kind, repoFullName: source.repoFullName, repoUrl: source.repoUrl, containerImage: null }, database: null };
+      return {
+        row: { ...rest, source: source.kind, repoFullName: source.repoFullName, repoUrl: source.repoUrl, containerImage: null },
+        database: null,
+      };
     case 'image':
       return { row: { ...rest, source: source.kind, repoFullName: null, repoUrl: null, containerImage: source.image }, database: null };
     case 'database': {
       const { kind, ...settings } = source;
-      return { row: { ...rest, source: kind, repoFullName: null, repoUrl: null, containerImage: null }, database: { serviceId: service.id, ...settings } };
+      return {
+        row: { ...rest, source: kind, repoFullName: null, repoUrl: null, containerImage: null },
+        database: { serviceId: service.id, ...settings },
+      };
     }
   }
 }

@@ -105,14 +105,20 @@ export class ProjectService {
       const spec = ENGINE_SPECS[engine];
       // References, not literal values: the URL resolves at deploy time and no password is echoed.
       const value = spec.connectionUrl((key) => `\${${service.slug}.${key}}`, service.slug, service.internalPort);
-      suggestions.push({ key: spec.urlKey, value, label: `${engine} "${service.name}" connection URL (${service.slug}:${service.internalPort})` });
+      suggestions.push({
+        key: spec.urlKey,
+        value,
+        label: `${engine} "${service.name}" connection URL (${service.slug}:${service.internalPort})`,
+      });
     }
     return suggestions;
   }
 
   /** Three queries whatever the number of projects; `everything` skips long IN lists when all are shown. */
   private async present(projects: ProjectRecord[], everything = false): Promise<ProjectView[]> {
-    const services = everything ? await this.deps.store.projects.listAllServices() : await this.deps.store.projects.listServices(projects.map((p) => p.id));
+    const services = everything
+      ? await this.deps.store.projects.listAllServices()
+      : await this.deps.store.projects.listServices(projects.map((p) => p.id));
     const domains = await this.deps.store.domains.list(everything ? null : services.map((s) => s.id));
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const servicesOf = groupBy(services, (s) => s.projectId);

@@ -4,7 +4,15 @@ import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
-import { assertEnvKey, assertImageReference, assertRemoteGitUrl, cleanName, normalizeHostname, REPO_FULL_NAME, splitGitUrlCredential } from '../domain/validation.js';
+import {
+  assertEnvKey,
+  assertImageReference,
+  assertRemoteGitUrl,
+  cleanName,
+  normalizeHostname,
+  REPO_FULL_NAME,
+  splitGitUrlCredential,
+} from '../domain/validation.js';
 import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { EnvService } from '../env/env.service.js';
@@ -17,7 +25,15 @@ import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { generatePassword } from '../platform/secret-box.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
-import type { DeploymentView, DomainView, EnvVarView, ProjectView, ProxyResultView, ServiceView, SuggestionView } from '../platform/views.js';
+import type {
+  DeploymentView,
+  DomainView,
+  EnvVarView,
+  ProjectView,
+  ProxyResultView,
+  ServiceView,
+  SuggestionView,
+} from '../platform/views.js';
 
 export interface ServiceOverview {
   service: ServiceView;
@@ -36,7 +52,9 @@ type Variant =
   | { kind: 'database'; engine: DatabaseEngine };
 
 export class ServiceCatalog {
-  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(() => this.deps.store.version);
+  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(
+    () => this.deps.store.version,
+  );
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -93,7 +111,10 @@ export class ServiceCatalog {
                   publicHostname: input.databasePublicHostname
                     ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
                     : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain),
-                  logicalReplicationEnabled: variant.engine === 'postgres' || variant.engine === 'timescale' ? (input.postgresLogicalReplicationEnabled ?? false) : false,
+                  logicalReplicationEnabled:
+                    variant.engine === 'postgres' || variant.engine === 'timescale'
+                      ? (input.postgresLogicalReplicationEnabled ?? false)
+                      : false,
                 },
         status: 'idle',
         reachable: false,
@@ -105,8 +126,10 @@ export class ServiceCatalog {
       };
       await tx.projects.insertService(record);
       // A database password is secret whoever chose it.
-      const isPassword = (key: string) => engine !== null && ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
-      for (const entry of env) await this.env.upsert(tx, record.id, { ...entry, secret: entry.secret ?? (isPassword(entry.key) || undefined) });
+      const isPassword = (key: string) =>
+        engine !== null && ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
+      for (const entry of env)
+        await this.env.upsert(tx, record.id, { ...entry, secret: entry.secret ?? (isPassword(entry.key) || undefined) });
       if (engine) {
         const given = new Set(env.map((e) => e.key));
         for (const initial of ENGINE_SPECS[engine].initialEnv) {
@@ -170,7 +193,11 @@ export class ServiceCatalog {
     return this.view(service.id);
   }
 
-  async transfer(actor: Actor, serviceId: string, targetProjectId: string): Promise<{ service: ServiceView; project: ProjectView; proxy: ProxyResultView }> {
+  async transfer(
+    actor: Actor,
+    serviceId: string,
+    targetProjectId: string,
+  ): Promise<{ service: ServiceView; project: ProjectView; proxy: ProxyResultView }> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const target = await projectFor(this.deps.store, actor, targetProjectId);
@@ -193,7 +220,10 @@ export class ServiceCatalog {
     return this.removal.removeService(service);
   }
 
-  async suggestionKeys(actor: Actor, serviceId: string): Promise<{ suggestions: Array<{ key: string; label: string }>; databaseVariables: SuggestionView[] }> {
+  async suggestionKeys(
+    actor: Actor,
+    serviceId: string,
+  ): Promise<{ suggestions: Array<{ key: string; label: string }>; databaseVariables: SuggestionView[] }> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const siblings = await this.deps.store.projects.listServices([service.projectId]);
     const vars = await this.deps.store.env.list(siblings.map((s) => s.id));
@@ -211,7 +241,10 @@ export class ServiceCatalog {
 
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
-    const [project, domains] = await Promise.all([this.deps.store.projects.get(service.projectId), this.deps.store.domains.list([service.id])]);
+    const [project, domains] = await Promise.all([
+      this.deps.store.projects.get(service.projectId),
+      this.deps.store.domains.list([service.id]),
+    ]);
     return presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config);
   }
 }
@@ -225,7 +258,10 @@ function classify(input: CreateServiceInput): Variant {
   if (input.repoUrl === 'database') {
     const engine = input.repoFullName?.startsWith('database:') ? input.repoFullName.slice('database:'.length) : null;
     if (!engine || !isDatabaseEngine(engine)) {
-      throw new ValidationError('repoFullName', 'A database service needs repoFullName "database:<engine>", engine one of postgres, timescale, mysql, redis, mongodb, clickhouse');
+      throw new ValidationError(
+        'repoFullName',
+        'A database service needs repoFullName "database:<engine>", engine one of postgres, timescale, mysql, redis, mongodb, clickhouse',
+      );
     }
     return { kind: 'database', engine };
   }
@@ -234,12 +270,16 @@ function classify(input: CreateServiceInput): Variant {
   if (repoFullName?.startsWith('database:') || engineOf(repoFullName)) {
     throw new ValidationError('repoUrl', 'A database service is created with repoUrl "database"');
   }
-  if (repoFullName && !REPO_FULL_NAME.test(repoFullName)) throw new ValidationError('repoFullName', 'repoFullName must be "<owner>/<repo>"');
+  if (repoFullName && !REPO_FULL_NAME.test(repoFullName))
+    throw new ValidationError('repoFullName', 'repoFullName must be "<owner>/<repo>"');
   if (repoUrl) assertRemoteGitUrl(repoUrl);
   const { url, credential } = repoUrl ? splitGitUrlCredential(repoUrl) : { url: null, credential: null };
   if (credential && input.gitToken) throw new ValidationError('repoUrl', 'Give the credential either in repoUrl or as gitToken, not both');
   if (!repoFullName && !repoUrl) {
-    throw new ValidationError('repoFullName', 'A service needs a repository (repoFullName or repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")');
+    throw new ValidationError(
+      'repoFullName',
+      'A service needs a repository (repoFullName or repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")',
+    );
   }
   return { kind: 'repository', repoFullName, repoUrl: url, urlCredential: credential };
 }

@@ -35,7 +35,10 @@ export class ServiceRemoval {
     const services = await this.deps.store.projects.listServices([project.id]);
     await this.before(services);
     await this.deps.store.transaction(async (tx) => {
-      await deleteServiceRows(tx, (await tx.projects.listServices([project.id])).map((s) => s.id));
+      await deleteServiceRows(
+        tx,
+        (await tx.projects.listServices([project.id])).map((s) => s.id),
+      );
       await tx.projects.delete(project.id);
     });
     await this.after(services);
@@ -57,9 +60,14 @@ export class ServiceRemoval {
   private async after(removed: ServiceRecord[]): Promise<void> {
     const { runtime, options } = this;
     if (runtime) {
-      for (const service of removed) await runtime.removeService(service).catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
+      for (const service of removed)
+        await runtime
+          .removeService(service)
+          .catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
       for (const projectId of new Set(removed.map((s) => s.projectId))) {
-        await runtime.removeProjectNetwork(projectId).catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
+        await runtime
+          .removeProjectNetwork(projectId)
+          .catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
       }
     }
     await options.onServicesRemoved?.(removed);

@@ -41,7 +41,8 @@ export class DomainService {
       const now = this.deps.clock.now();
       await this.deps.store.transaction(async (tx) => {
         await tx.domains.update(domain.id, { hostname, updatedAt: now });
-        if (service.preferredDomain === domain.hostname) await tx.projects.updateService(service.id, { preferredDomain: hostname, updatedAt: now });
+        if (service.preferredDomain === domain.hostname)
+          await tx.projects.updateService(service.id, { preferredDomain: hostname, updatedAt: now });
       });
     }
     return this.routing.reload();

@@ -69,12 +69,18 @@ export class RoutingService {
     const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !databaseEngineOf(s)).map((s) => [s.id, s]));
     const routes = new Map<string, RouteTarget>();
     for (const domain of domains) {
-      if (web.has(domain.serviceId)) routes.set(domain.hostname, { hostname: domain.hostname, serviceId: domain.serviceId, upstream: this.upstreamOf(domain.serviceId) });
+      if (web.has(domain.serviceId))
+        routes.set(domain.hostname, {
+          hostname: domain.hostname,
+          serviceId: domain.serviceId,
+          upstream: this.upstreamOf(domain.serviceId),
+        });
     }
     for (const service of web.values()) {
       const hostname = generatedHostname(service, projectSlugs.get(service.projectId) ?? '', this.deps.config.rootDomain);
       // A custom domain of the same name wins: it was asked for.
-      if (hostname && !routes.has(hostname)) routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
+      if (hostname && !routes.has(hostname))
+        routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
     }
     const sorted = [...routes.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
     const version = createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
@@ -156,7 +162,8 @@ export class RoutingService {
           return;
         }
       }
-      let reason: string | null = table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
+      let reason: string | null =
+        table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
       if (!reason) {
         const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
         if (state.state === 'unreachable') {

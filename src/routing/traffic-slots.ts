@@ -164,7 +164,12 @@ export class TrafficSlots {
    * unless a cutover changed the gate since `snapshot` (the pass then read a world that is gone: the
    * next one redoes it). Waits for the proxy only when something closed.
    */
-  async reconcile(wanted: Iterable<string>, keep: Set<string>, snapshot: number, options: { force?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+  async reconcile(
+    wanted: Iterable<string>,
+    keep: Set<string>,
+    snapshot: number,
+    options: { force?: boolean; signal?: AbortSignal } = {},
+  ): Promise<void> {
     const target = new Set(wanted);
     await this.set(
       (open) => {

@@ -4,7 +4,7 @@ import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js'
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
-import { DNS_PROVIDER_IDS, type SettingsView } from '../platform/views.js';
+import type { DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 
@@ -57,17 +57,20 @@ export class SettingsService {
     const stored = await this.read();
     const next: StoredSettings = { ...stored };
     if (input.publicIp !== undefined) {
-      if (input.publicIp !== null && !IPV4.test(input.publicIp)) throw new ValidationError('publicIp', `${JSON.stringify(input.publicIp)} is not an IPv4 address`);
+      if (input.publicIp !== null && !IPV4.test(input.publicIp))
+        throw new ValidationError('publicIp', `${JSON.stringify(input.publicIp)} is not an IPv4 address`);
       next.publicIp = input.publicIp;
     }
-    if (input.rootDomain !== undefined) next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
+    if (input.rootDomain !== undefined)
+      next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
     if (input.dnsProviders !== undefined) {
       const seen = new Set<string>();
       next.dnsProviders = input.dnsProviders.map((entry, i) => {
         if (seen.has(entry.providerId)) throw new ValidationError(`dnsProviders.${i}.providerId`, `${entry.providerId} is listed twice`);
         seen.add(entry.providerId);
         const existing = stored.dnsProviders?.find((p) => p.providerId === entry.providerId);
-        if (!entry.apiToken && !existing) throw new ValidationError(`dnsProviders.${i}.apiToken`, `Connecting ${entry.providerId} needs an apiToken`);
+        if (!entry.apiToken && !existing)
+          throw new ValidationError(`dnsProviders.${i}.apiToken`, `Connecting ${entry.providerId} needs an apiToken`);
         return {
           providerId: entry.providerId,
           apiTokenEncrypted: entry.apiToken ? this.deps.secrets.encrypt(entry.apiToken) : existing!.apiTokenEncrypted,

@@ -69,7 +69,11 @@ const uniq = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`
 async function createProject(name: string, description: string, label: string): Promise<Project> {
   return (await ok<{ project: Project }>(admin('POST', '/api/projects', { name, description }), label)).project;
 }
-async function createService(projectId: string, body: Record<string, unknown>, label: string): Promise<{ id: string; projectId: string; branch: string }> {
+async function createService(
+  projectId: string,
+  body: Record<string, unknown>,
+  label: string,
+): Promise<{ id: string; projectId: string; branch: string }> {
   return (await ok(admin('POST', `/api/projects/${projectId}/services`, body), label)).service;
 }
 async function overview(serviceId: string): Promise<any> {
@@ -107,7 +111,8 @@ async function freshKey(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/api-keys', { name: uniq('key'), access: 'read' }), 'key')).apiKey;
 }
 async function mintKey(access: 'read' | 'write', projectIds?: string[]): Promise<string> {
-  return (await ok(admin('POST', '/api/api-keys', { name: uniq(`key-${access}`), access, ...(projectIds ? { projectIds } : {}) }), 'key')).token;
+  return (await ok(admin('POST', '/api/api-keys', { name: uniq(`key-${access}`), access, ...(projectIds ? { projectIds } : {}) }), 'key'))
+    .token;
 }
 
 interface Prepared {
@@ -367,7 +372,8 @@ const rows: Row[] = [
       return {
         path: `/api/services/${f.webId}/domains`,
         body: { hostname },
-        unchanged: async () => expect((await overview(f.webId)).domains.map((d: { hostname: string }) => d.hostname)).not.toContain(hostname),
+        unchanged: async () =>
+          expect((await overview(f.webId)).domains.map((d: { hostname: string }) => d.hostname)).not.toContain(hostname),
       };
     },
     check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
@@ -419,7 +425,15 @@ const rows: Row[] = [
       };
     },
     check: (res) =>
-      expect(res.json.deployment).toMatchObject({ status: 'queued', trigger: 'manual', commitSha: null, imageTag: null, containerName: null, startedAt: null, finishedAt: null }),
+      expect(res.json.deployment).toMatchObject({
+        status: 'queued',
+        trigger: 'manual',
+        commitSha: null,
+        imageTag: null,
+        containerName: null,
+        startedAt: null,
+        finishedAt: null,
+      }),
   },
   {
     method: 'GET',
@@ -446,7 +460,8 @@ const rows: Row[] = [
       const deployment = await freshDeployment();
       return {
         path: `/api/deployments/${deployment.id}/abort`,
-        unchanged: async () => expect((await ok(admin('GET', `/api/deployments/${deployment.id}`), 'get')).deployment.status).toBe('queued'),
+        unchanged: async () =>
+          expect((await ok(admin('GET', `/api/deployments/${deployment.id}`), 'get')).deployment.status).toBe('queued'),
       };
     },
     check: (res) => expect(res.json).toEqual({ accepted: true }),
@@ -495,11 +510,39 @@ const rows: Row[] = [
   ...(
     [
       ['GET', '/api/services/{serviceId}/database/tables', 'read', () => ({ path: `/api/services/${f.dbId}/database/tables` })],
-      ['GET', '/api/services/{serviceId}/database/rows', 'read', () => ({ path: `/api/services/${f.dbId}/database/rows?table=public.items` })],
-      ['POST', '/api/services/{serviceId}/database/query', 'write', () => ({ path: `/api/services/${f.dbId}/database/query`, body: { sql: 'SELECT 1' } })],
-      ['POST', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', values: { name: 'x' } } })],
-      ['PATCH', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', primaryKey: { id: 1 }, values: { name: 'x' } } })],
-      ['DELETE', '/api/services/{serviceId}/database/rows', 'write', () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', primaryKey: { id: 1 } } })],
+      [
+        'GET',
+        '/api/services/{serviceId}/database/rows',
+        'read',
+        () => ({ path: `/api/services/${f.dbId}/database/rows?table=public.items` }),
+      ],
+      [
+        'POST',
+        '/api/services/{serviceId}/database/query',
+        'write',
+        () => ({ path: `/api/services/${f.dbId}/database/query`, body: { sql: 'SELECT 1' } }),
+      ],
+      [
+        'POST',
+        '/api/services/{serviceId}/database/rows',
+        'write',
+        () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', values: { name: 'x' } } }),
+      ],
+      [
+        'PATCH',
+        '/api/services/{serviceId}/database/rows',
+        'write',
+        () => ({
+          path: `/api/services/${f.dbId}/database/rows`,
+          body: { table: 'public.items', primaryKey: { id: 1 }, values: { name: 'x' } },
+        }),
+      ],
+      [
+        'DELETE',
+        '/api/services/{serviceId}/database/rows',
+        'write',
+        () => ({ path: `/api/services/${f.dbId}/database/rows`, body: { table: 'public.items', primaryKey: { id: 1 } } }),
+      ],
     ] as const
   ).map(
     ([method, template, access, prepare]): Row => ({
@@ -604,7 +647,11 @@ beforeAll(async () => {
   const A = await createProject('Project A', 'matrix A', 'A');
   const B = await createProject('Project B', 'matrix B', 'B');
   const web = await createService(A.id, { name: 'web', repoFullName: 'acme/web' }, 'web');
-  const db = await createService(A.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false }, 'db');
+  const db = await createService(
+    A.id,
+    { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false },
+    'db',
+  );
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
   const deployment = await freshDeployment(web.id);
@@ -640,7 +687,8 @@ describe('the matrix covers every documented endpoint', () => {
     const documented: string[] = [];
     for (const [path, item] of Object.entries(res.json.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(item)) {
-        if (['get', 'post', 'put', 'patch', 'delete'].includes(method) && path !== '/api/health') documented.push(`${method.toUpperCase()} ${path}`);
+        if (['get', 'post', 'put', 'patch', 'delete'].includes(method) && path !== '/api/health')
+          documented.push(`${method.toUpperCase()} ${path}`);
       }
     }
     const covered = rows.map((row) => `${row.method} ${row.template}`);
@@ -653,7 +701,13 @@ describe('the matrix covers every documented endpoint', () => {
   it('/api/health is public', async () => {
     const res = await api(server.url, undefined)('GET', '/api/health');
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ ok: true, status: 'ok', engine: { status: 'up' }, proxy: { status: 'disabled' }, database: { status: 'up' } });
+    expect(res.json).toMatchObject({
+      ok: true,
+      status: 'ok',
+      engine: { status: 'up' },
+      proxy: { status: 'disabled' },
+      database: { status: 'up' },
+    });
     expect(Object.keys(res.json as object).sort()).toEqual(['checkedAt', 'database', 'engine', 'ok', 'proxy', 'status']);
   });
 });
@@ -702,7 +756,11 @@ describe('scope rules', () => {
 
   it('API keys are managed only by a write key for all projects', async () => {
     const target = await freshKey();
-    const callers = { 'read, all projects': await mintKey('read'), 'write, project A': await mintKey('write', [f.A.id]), 'write, A and B': await mintKey('write', [f.A.id, f.B.id]) };
+    const callers = {
+      'read, all projects': await mintKey('read'),
+      'write, project A': await mintKey('write', [f.A.id]),
+      'write, A and B': await mintKey('write', [f.A.id, f.B.id]),
+    };
     for (const [who, token] of Object.entries(callers)) {
       const call = api(server.url, token);
       expectErrorBody(await call('GET', '/api/api-keys'), 403, `${who} GET /api/api-keys`);
@@ -751,11 +809,15 @@ describe('scope rules', () => {
       ['source only', [f.A.id]],
       ['target only', [f.B.id]],
     ] as const) {
-      const res = await api(server.url, await mintKey('write', [...projectIds]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });
+      const res = await api(server.url, await mintKey('write', [...projectIds]))('POST', `/api/services/${service.id}/transfer`, {
+        targetProjectId: f.B.id,
+      });
       expectHidden(res, `transfer with a key for the ${who}`, who === 'source only' ? [] : [f.A.id]);
       expect((await overview(service.id)).service.projectId).toBe(f.A.id);
     }
-    const res = await api(server.url, await mintKey('write', [f.A.id, f.B.id]))('POST', `/api/services/${service.id}/transfer`, { targetProjectId: f.B.id });
+    const res = await api(server.url, await mintKey('write', [f.A.id, f.B.id]))('POST', `/api/services/${service.id}/transfer`, {
+      targetProjectId: f.B.id,
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.json.service.projectId).toBe(f.B.id);
     expect((await overview(service.id)).service.projectId).toBe(f.B.id);

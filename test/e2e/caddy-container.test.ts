@@ -74,25 +74,37 @@ afterAll(async () => {
 }, 60_000);
 
 it('runs <prefix>-caddy on the host network, restarted unless stopped, with its volumes and its admin API on loopback', async () => {
-  const caddy = await waitFor('the proxy container to run', async () => {
-    const inspected = await inspectCaddy();
-    return inspected?.State.Running ? inspected : null;
-  }, 60_000);
+  const caddy = await waitFor(
+    'the proxy container to run',
+    async () => {
+      const inspected = await inspectCaddy();
+      return inspected?.State.Running ? inspected : null;
+    },
+    60_000,
+  );
   expect(caddy.HostConfig.NetworkMode).toBe('host');
   expect(caddy.HostConfig.RestartPolicy.Name).toBe('unless-stopped');
   expect(caddy.Config.Image).toBe('caddy:2');
   expect(caddy.Config.Labels).toMatchObject({ 'slipway.managed': 'true', 'slipway.role': 'proxy' });
-  expect(caddy.Mounts.filter((m) => m.Type === 'volume').map((m) => `${m.Name}:${m.Destination}`).sort()).toEqual([`${volumes[1]}:/config`, `${volumes[0]}:/data`]);
+  expect(
+    caddy.Mounts.filter((m) => m.Type === 'volume')
+      .map((m) => `${m.Name}:${m.Destination}`)
+      .sort(),
+  ).toEqual([`${volumes[1]}:/config`, `${volumes[0]}:/data`]);
   // The routes directory (one file per hostname) from the platform's data directory, read-only.
   expect(caddy.Mounts.filter((m) => m.Type === 'bind').map((m) => ({ source: m.Source, target: m.Destination, rw: m.RW }))).toEqual([
     { source: path.join(server!.dataDir, 'caddy-routes'), target: '/slipway/routes', rw: false },
   ]);
   expect(caddy.Config.Labels['slipway.proxy-routes']).toBe(path.join(server!.dataDir, 'caddy-routes'));
 
-  const admin = await waitFor('the admin API to answer', async () => {
-    const res = await fetch(`http://127.0.0.1:${adminPort}/config/admin`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
-    return res?.ok ? ((await res.json()) as unknown) : null;
-  }, 30_000);
+  const admin = await waitFor(
+    'the admin API to answer',
+    async () => {
+      const res = await fetch(`http://127.0.0.1:${adminPort}/config/admin`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
+      return res?.ok ? ((await res.json()) as unknown) : null;
+    },
+    30_000,
+  );
   expect(admin).toEqual({ listen: `127.0.0.1:${adminPort}` });
   // The routes (none yet) are loaded once the runner has listed the containers: a hostname nobody configured is a 404.
   await waitUntilServed(httpPort, 'nobody.e2e.test', { status: 404, text: /No service is configured/ }, 30_000);
@@ -135,7 +147,12 @@ it('a stopped proxy container is started again and gets its routes back within 1
   // Sampled right after the stop, "not running" raced the platform starting it again (seen once in 8
   // runs, 0.6 s later): that it stopped is read from its exit time below instead.
 
-  const back = await waitUntilServed(httpPort, hostname, { status: 200, text: /^hi\n?$/ }, Math.max(1_000, 10_000 - (Date.now() - stoppedAt)));
+  const back = await waitUntilServed(
+    httpPort,
+    hostname,
+    { status: 200, text: /^hi\n?$/ },
+    Math.max(1_000, 10_000 - (Date.now() - stoppedAt)),
+  );
   const elapsed = Date.now() - stoppedAt;
   expect(elapsed, `routes came back after ${elapsed} ms`).toBeLessThan(10_000);
   expect(back.response.text.trim()).toBe('hi');

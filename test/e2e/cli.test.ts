@@ -34,7 +34,10 @@ it('creates a read key scoped to a project, lists it without its token, and dele
   const listed = (await cli('keys', 'list')).stdout;
   expect(listed).toContain('ci');
   expect(listed).not.toContain(token);
-  const id = listed.split('\n').find((line) => line.includes('\tci\t'))!.split('\t')[0]!;
+  const id = listed
+    .split('\n')
+    .find((line) => line.includes('\tci\t'))!
+    .split('\t')[0]!;
   await cli('keys', 'delete', id);
   // The server caches keys for at most 2 s: a key revoked from another process stops working within that.
   await new Promise((r) => setTimeout(r, 2100));

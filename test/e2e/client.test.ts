@@ -68,7 +68,11 @@ describe('typed client', () => {
       const seen: Array<{ type: string; lines?: unknown[] }> = [];
       client.deployments.stream.subscribe(
         { deploymentId: deployment.id, lastEventId: events[0]!.id! },
-        { onData: (e) => seen.push((e as unknown as { data: { type: string; lines?: unknown[] } }).data), onError: reject, onComplete: () => resolve(seen) },
+        {
+          onData: (e) => seen.push((e as unknown as { data: { type: string; lines?: unknown[] } }).data),
+          onError: reject,
+          onComplete: () => resolve(seen),
+        },
       );
     });
     expect(resumed[0]).toMatchObject({ type: 'snapshot' });

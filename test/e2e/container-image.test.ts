@@ -53,18 +53,32 @@ describe('the platform in a container', () => {
   beforeAll(async () => {
     await provisionDocker();
     startArgs(); // builds dist/ unless SLIPWAY_TEST_BUILT
-    const { stdout: nodeVersion } = await run('bash', ['scripts/container/prepare-context.sh'], { cwd: ROOT, timeout: 5 * 60_000, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout: nodeVersion } = await run('bash', ['scripts/container/prepare-context.sh'], {
+      cwd: ROOT,
+      timeout: 5 * 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     image = `slipway-test/platform:${inputsHash()}`;
-    const exists = await docker('image', 'inspect', '--format', '{{.Id}}', image).then(() => true, () => false);
+    const exists = await docker('image', 'inspect', '--format', '{{.Id}}', image).then(
+      () => true,
+      () => false,
+    );
     if (!exists) await run('docker', ['build', '-q', '-t', image, '.'], { cwd: ROOT, timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 });
-    expect(await docker('image', 'inspect', '--format', '{{ index .Config.Labels "org.slipway.node-version" }}', image)).toBe(nodeVersion.trim());
+    expect(await docker('image', 'inspect', '--format', '{{ index .Config.Labels "org.slipway.node-version" }}', image)).toBe(
+      nodeVersion.trim(),
+    );
     const { stdout } = await run('bash', ['test/provision/compose.sh'], { cwd: ROOT, timeout: 5 * 60_000 });
     compose = stdout.trim() ? stdout.trim().split(' ') : null;
     port = await freePort();
   }, 25 * 60_000);
 
   afterAll(async () => {
-    if (compose) await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'down', '-v', '--timeout', '5'], { cwd: ROOT, env: composeEnv(), timeout: 60_000 }).catch(() => {});
+    if (compose)
+      await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'down', '-v', '--timeout', '5'], {
+        cwd: ROOT,
+        env: composeEnv(),
+        timeout: 60_000,
+      }).catch(() => {});
     await docker('rm', '-f', project).catch(() => {});
     await docker('volume', 'rm', '-f', volume).catch(() => {});
   }, 90_000);
@@ -75,23 +89,63 @@ describe('the platform in a container', () => {
 
   it('starts with the Docker socket and a data volume mounted, on the host network, and answers GET /api/health', async () => {
     if (compose) {
-      await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'up', '-d', '--no-build'], { cwd: ROOT, env: composeEnv(), timeout: 120_000 });
+      await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'up', '-d', '--no-build'], {
+        cwd: ROOT,
+        env: composeEnv(),
+        timeout: 120_000,
+      });
     } else {
       console.warn('container-image.test: no Docker Compose is installable here; running the equivalent `docker run` of compose.yaml');
-      await docker('run', '-d', '--name', project, '--network', 'host', '--restart', 'unless-stopped',
-        '-e', 'HOST=127.0.0.1', '-e', `PORT=${port}`, '-e', 'DATA_DIR=/data', '-e', 'DOCKER_SOCKET=/var/run/docker.sock', '-e', 'PROXY=none',
-        '-v', '/var/run/docker.sock:/var/run/docker.sock', '-v', `${volume}:/data`, image);
+      await docker(
+        'run',
+        '-d',
+        '--name',
+        project,
+        '--network',
+        'host',
+        '--restart',
+        'unless-stopped',
+        '-e',
+        'HOST=127.0.0.1',
+        '-e',
+        `PORT=${port}`,
+        '-e',
+        'DATA_DIR=/data',
+        '-e',
+        'DOCKER_SOCKET=/var/run/docker.sock',
+        '-e',
+        'PROXY=none',
+        '-v',
+        '/var/run/docker.sock:/var/run/docker.sock',
+        '-v',
+        `${volume}:/data`,
+        image,
+      );
     }
     const deadline = Date.now() + 60_000;
     let health: Record<string, { status: string }> | null = null;
     while (!health && Date.now() < deadline) {
-      health = await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(2_000) }).then((r) => (r.ok ? (r.json() as Promise<Record<string, { status: string }>>) : null), () => null);
+      health = await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => (r.ok ? (r.json() as Promise<Record<string, { status: string }>>) : null),
+        () => null,
+      );
       if (!health) await new Promise((r) => setTimeout(r, 500));
     }
     const logs = compose
-      ? (await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'logs', '--no-color'], { cwd: ROOT, env: composeEnv() })).stdout
+      ? (
+          await run(compose[0]!, [...compose.slice(1), '-f', 'compose.yaml', '-p', project, 'logs', '--no-color'], {
+            cwd: ROOT,
+            env: composeEnv(),
+          })
+        ).stdout
       : await docker('logs', project);
-    expect(health, logs).toMatchObject({ ok: true, status: 'ok', engine: { status: 'up' }, proxy: { status: 'disabled' }, database: { status: 'up' } });
+    expect(health, logs).toMatchObject({
+      ok: true,
+      status: 'ok',
+      engine: { status: 'up' },
+      proxy: { status: 'disabled' },
+      database: { status: 'up' },
+    });
     // First start of the empty volume: the key is printed, as plain lines.
     expect(logs).toMatch(/^.* {5}slw_\S+$/m);
     expect(logs).toContain('"dataDir":"/data"');

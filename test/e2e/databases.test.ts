@@ -76,7 +76,11 @@ const CASES: EngineCase[] = [
     textColumn: 'name',
     peer: {
       image: 'mysql:8.4',
-      env: (slug) => ({ DB_USER: `\${${slug}.MYSQL_USER}`, DB_PASSWORD: `\${${slug}.MYSQL_PASSWORD}`, DB_NAME: `\${${slug}.MYSQL_DATABASE}` }),
+      env: (slug) => ({
+        DB_USER: `\${${slug}.MYSQL_USER}`,
+        DB_PASSWORD: `\${${slug}.MYSQL_PASSWORD}`,
+        DB_NAME: `\${${slug}.MYSQL_DATABASE}`,
+      }),
       command: `mysql -h "$DB_HOST" -u "$DB_USER" -p"$DB_PASSWORD" "$DB_NAME" -e "INSERT INTO items (name) VALUES ('from-peer')" && sleep 3600`,
     },
     peerCheck: () => "SELECT name FROM items WHERE name = 'from-peer'",
@@ -197,7 +201,8 @@ describe.each(CASES)('$engine', (c) => {
     const env = await envOf(service.id);
     created.set(c.engine, { id: service.id, slug: service.slug, hostPort: service.hostPort, env });
 
-    for (const statement of c.seed(env)) ok(await call('POST', `/api/services/${service.id}/database/query`, { sql: statement }), statement);
+    for (const statement of c.seed(env))
+      ok(await call('POST', `/api/services/${service.id}/database/query`, { sql: statement }), statement);
     const tables = (await call('GET', `/api/services/${service.id}/database/tables`)).json;
     expect(tables.engine).toBe(c.engine);
     expect(tables.tables.map((t: { id: string }) => t.id)).toContain(c.table(env));
@@ -215,7 +220,10 @@ describe.each(CASES)('$engine', (c) => {
     expect(JSON.stringify(page.json.rows)).toContain(String(c.insert[c.textColumn]));
 
     if (c.update) {
-      ok(await call('PATCH', `/api/services/${service.id}/database/rows`, { table: c.table(env), primaryKey: key, values: c.update }), 'update');
+      ok(
+        await call('PATCH', `/api/services/${service.id}/database/rows`, { table: c.table(env), primaryKey: key, values: c.update }),
+        'update',
+      );
       const after = (await call('GET', `/api/services/${service.id}/database/rows?table=${encodeURIComponent(c.table(env))}`)).json;
       expect(JSON.stringify(after.rows)).toContain(String(Object.values(c.update)[0]));
       ok(await call('DELETE', `/api/services/${service.id}/database/rows`, { table: c.table(env), primaryKey: key }), 'delete');
@@ -227,48 +235,55 @@ describe.each(CASES)('$engine', (c) => {
 
     const unknown = await call('GET', `/api/services/${service.id}/database/rows?table=${encodeURIComponent(`${c.table(env)}_nope`)}`);
     expectErrorShape(unknown, 404, 'unknown table');
-    const bad = await call('POST', `/api/services/${service.id}/database/query`, { sql: c.engine === 'mongodb' ? '{"find": ' : c.engine === 'redis' ? 'NOSUCHCOMMAND x' : 'SELEC 1' });
+    const bad = await call('POST', `/api/services/${service.id}/database/query`, {
+      sql: c.engine === 'mongodb' ? '{"find": ' : c.engine === 'redis' ? 'NOSUCHCOMMAND x' : 'SELEC 1',
+    });
     expectErrorShape(bad, 400, 'bad statement');
     expect(bad.json.error).toBe(c.engine === 'mongodb' ? 'validation_error' : 'query_error');
   });
 
   // Only where the stand-in image has a client to connect with (see docs/databases.md).
-  if (c.peer) it('is reached by a peer service of the project through its slug and the suggested variable', { timeout: 5 * 60_000 }, async () => {
-    const db = created.get(c.engine)!;
-    const suggestions = (await call('GET', `/api/projects/${projectId}/database-variable-suggestions`)).json.suggestions as Array<{ key: string; value: string }>;
-    const ours = suggestions.filter((s) => s.value.includes(`\${${db.slug}.`));
-    expect(ours.length, JSON.stringify(suggestions)).toBeGreaterThan(0);
-    // The suggested URL as it is: references to the database's variables, its slug as the host.
-    const suggested = (key: string) => {
-      const found = ours.find((s) => s.value.startsWith(key === 'REDIS_URL' ? 'redis://' : 'postgres')) ?? ours[0]!;
-      expect(found.value).toContain(`@${db.slug}:`);
-      return found.value;
-    };
-    const peer = c.peer!;
-    const res = await call('POST', `/api/projects/${projectId}/services`, {
-      name: `${c.engine} peer`,
-      repoUrl: 'container-image',
-      containerImage: peer.image,
-      runtimeMode: 'worker',
-      startCommand: peer.command,
+  if (c.peer)
+    it('is reached by a peer service of the project through its slug and the suggested variable', { timeout: 5 * 60_000 }, async () => {
+      const db = created.get(c.engine)!;
+      const suggestions = (await call('GET', `/api/projects/${projectId}/database-variable-suggestions`)).json.suggestions as Array<{
+        key: string;
+        value: string;
+      }>;
+      const ours = suggestions.filter((s) => s.value.includes(`\${${db.slug}.`));
+      expect(ours.length, JSON.stringify(suggestions)).toBeGreaterThan(0);
+      // The suggested URL as it is: references to the database's variables, its slug as the host.
+      const suggested = (key: string) => {
+        const found = ours.find((s) => s.value.startsWith(key === 'REDIS_URL' ? 'redis://' : 'postgres')) ?? ours[0]!;
+        expect(found.value).toContain(`@${db.slug}:`);
+        return found.value;
+      };
+      const peer = c.peer!;
+      const res = await call('POST', `/api/projects/${projectId}/services`, {
+        name: `${c.engine} peer`,
+        repoUrl: 'container-image',
+        containerImage: peer.image,
+        runtimeMode: 'worker',
+        startCommand: peer.command,
+      });
+      ok(res, 'peer create');
+      const peerId = res.json.service.id;
+      for (const [key, value] of Object.entries({ ...peer.env(db.slug, suggested), DB_HOST: db.slug }))
+        ok(await call('POST', `/api/services/${peerId}/env`, { key, value }), `env ${key}`);
+      const result = await deploy(call, peerId, 3 * 60_000);
+      expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
+      let seen = '';
+      for (let i = 0; i < 60 && !seen.includes('from-peer'); i++) {
+        seen = (await call('POST', `/api/services/${db.id}/database/query`, { sql: c.peerCheck(db.env) })).text;
+        if (!seen.includes('from-peer')) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(seen).toContain('from-peer');
+      await call('DELETE', `/api/services/${peerId}`);
     });
-    ok(res, 'peer create');
-    const peerId = res.json.service.id;
-    for (const [key, value] of Object.entries({ ...peer.env(db.slug, suggested), DB_HOST: db.slug })) ok(await call('POST', `/api/services/${peerId}/env`, { key, value }), `env ${key}`);
-    const result = await deploy(call, peerId, 3 * 60_000);
-    expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
-    let seen = '';
-    for (let i = 0; i < 60 && !seen.includes('from-peer'); i++) {
-      seen = (await call('POST', `/api/services/${db.id}/database/query`, { sql: c.peerCheck(db.env) })).text;
-      if (!seen.includes('from-peer')) await new Promise((r) => setTimeout(r, 500));
-    }
-    expect(seen).toContain('from-peer');
-    await call('DELETE', `/api/services/${peerId}`);
-  });
 });
 
 describe('across redeploys and restarts', () => {
-  it('keeps every database\'s data across a redeploy', { timeout: 10 * 60_000 }, async () => {
+  it("keeps every database's data across a redeploy", { timeout: 10 * 60_000 }, async () => {
     for (const c of CASES) {
       const db = created.get(c.engine);
       expect(db, `${c.engine} was created`).toBeDefined();
@@ -329,7 +344,14 @@ describe('bad input and failure (postgres)', () => {
     const found = await call('POST', `/api/services/${id()}/database/query`, { sql: 'SELECT count(*)::int AS n FROM items' });
     expect(found.json.rows[0].n).toBeGreaterThan(0);
     expect(JSON.stringify((await rows('public.items', '&limit=500')).json.rows)).toContain(sneaky.replace(/'/g, "'"));
-    expectErrorShape(await call('POST', `/api/services/${id()}/database/rows`, { table: 'public.items', values: { 'name" text); DROP TABLE items; --': 'x' } }), 400, 'column name');
+    expectErrorShape(
+      await call('POST', `/api/services/${id()}/database/rows`, {
+        table: 'public.items',
+        values: { 'name" text); DROP TABLE items; --': 'x' },
+      }),
+      400,
+      'column name',
+    );
     for (const query of ['&limit=0', '&limit=501', '&offset=-1', '&limit=abc']) {
       const res = await rows('public.items', query);
       expectErrorShape(res, 400, query);
@@ -338,26 +360,39 @@ describe('bad input and failure (postgres)', () => {
   });
 
   it('reads back a 10 MB value; a 10 MB request body is refused with 413', { timeout: 60_000 }, async () => {
-    ok(await call('POST', `/api/services/${id()}/database/query`, { sql: 'CREATE TABLE blobs (id serial PRIMARY KEY, v text)' }), 'create blobs');
-    ok(await call('POST', `/api/services/${id()}/database/query`, { sql: "INSERT INTO blobs (v) VALUES (repeat('x', 10485760))" }), 'insert 10 MB');
+    ok(
+      await call('POST', `/api/services/${id()}/database/query`, { sql: 'CREATE TABLE blobs (id serial PRIMARY KEY, v text)' }),
+      'create blobs',
+    );
+    ok(
+      await call('POST', `/api/services/${id()}/database/query`, { sql: "INSERT INTO blobs (v) VALUES (repeat('x', 10485760))" }),
+      'insert 10 MB',
+    );
     const page = await rows('public.blobs');
     ok(page, 'read 10 MB');
     expect(page.json.rows[0].v.length).toBe(10_485_760);
-    const tooBig = await call('POST', `/api/services/${id()}/database/rows`, { table: 'public.blobs', values: { v: 'y'.repeat(10_485_760) } });
+    const tooBig = await call('POST', `/api/services/${id()}/database/rows`, {
+      table: 'public.blobs',
+      values: { v: 'y'.repeat(10_485_760) },
+    });
     expectErrorShape(tooBig, 413, '10 MB body');
   });
 
   it('caps a query of 10 million rows, with the platform memory flat', { timeout: 120_000 }, async () => {
     const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) * 1024;
     const before = rss();
-    const res = await call('POST', `/api/services/${id()}/database/query`, { sql: 'SELECT g, md5(g::text) AS h FROM generate_series(1, 10000000) g' });
+    const res = await call('POST', `/api/services/${id()}/database/query`, {
+      sql: 'SELECT g, md5(g::text) AS h FROM generate_series(1, 10000000) g',
+    });
     ok(res, '10 M rows');
     expect(res.json).toMatchObject({ rowCount: 1000, truncated: true });
     expect(res.json.rows).toHaveLength(1000);
     expect(rss() - before).toBeLessThan(64 * 1024 * 1024);
   });
 
-  it('answers 409 not_running for a stopped database, and an error (never a hang) for one stopped mid-query', { timeout: 120_000 }, async () => {
+  it('answers 409 not_running for a stopped database, and an error (never a hang) for one stopped mid-query', {
+    timeout: 120_000,
+  }, async () => {
     const sleeping = call('POST', `/api/services/${id()}/database/query`, { sql: 'SELECT pg_sleep(20)' });
     await new Promise((r) => setTimeout(r, 1_000));
     const { deployments } = (await call('GET', `/api/services/${id()}/deployments`)).json;

@@ -26,12 +26,16 @@ it('marks the interrupted deployment failed, leaves no stray container, keeps th
   const call = api(first.url, first.token);
   const project = (await call('POST', '/api/projects', { name: `restart-${Date.now()}` })).json.project;
   const live = await git.addRepo('acme/live', apps.dockerfileApp('still here'));
-  const liveService = (await call('POST', `/api/projects/${project.id}/services`, { name: 'live', repoFullName: null, repoUrl: live.cloneUrl })).json.service;
+  const liveService = (
+    await call('POST', `/api/projects/${project.id}/services`, { name: 'live', repoFullName: null, repoUrl: live.cloneUrl })
+  ).json.service;
   const ok = await deploy(call, liveService.id);
   expect(ok.deployment.status, ok.logs.join('\n')).toBe('succeeded');
 
   const slow = await git.addRepo('acme/slow-restart', apps.slowBuild(120));
-  const slowService = (await call('POST', `/api/projects/${project.id}/services`, { name: 'slow', repoFullName: null, repoUrl: slow.cloneUrl })).json.service;
+  const slowService = (
+    await call('POST', `/api/projects/${project.id}/services`, { name: 'slow', repoFullName: null, repoUrl: slow.cloneUrl })
+  ).json.service;
   const { deployment } = (await call('POST', `/api/services/${slowService.id}/deployments`)).json;
   await waitForLogLine(call, deployment.id, /Building image/);
   await first.kill();

@@ -19,7 +19,13 @@ let projectId: string;
 beforeAll(async () => {
   await provisionDocker();
   git = await startGitServer();
-  server = await startServerProcess({ BUILD_CONCURRENCY: '2', GIT_BASE_URL: git.url, HEALTH_TIMEOUT_MS: '20000', STOP_GRACE_SECONDS: '1', WORKER_SETTLE_MS: '1500' });
+  server = await startServerProcess({
+    BUILD_CONCURRENCY: '2',
+    GIT_BASE_URL: git.url,
+    HEALTH_TIMEOUT_MS: '20000',
+    STOP_GRACE_SECONDS: '1',
+    WORKER_SETTLE_MS: '1500',
+  });
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `deploy-${Date.now()}` })).json.project.id;
 }, 20 * 60_000);
@@ -52,7 +58,12 @@ describe('repository services', () => {
     expect(first.deployment.startedAt).not.toBeNull();
     expect(first.deployment.finishedAt).not.toBeNull();
     const view = await overview(web.id);
-    expect(view.service).toMatchObject({ status: 'active', reachable: true, localUrl: `http://127.0.0.1:${web.hostPort}`, detectedBuildMethod: 'dockerfile' });
+    expect(view.service).toMatchObject({
+      status: 'active',
+      reachable: true,
+      localUrl: `http://127.0.0.1:${web.hostPort}`,
+      detectedBuildMethod: 'dockerfile',
+    });
     expect(view.service.lastDeployedAt).not.toBeNull();
     expect((await httpText(view.service.localUrl))?.text).toContain('hello v1');
     expect(await containersWithLabel(`slipway.service=${web.id}`)).toEqual([first.deployment.containerName]);
@@ -69,7 +80,12 @@ describe('repository services', () => {
 
   it('uses dockerfilePath, and SERVICE_DOCKERFILE_PATH over it', async () => {
     const repo = await git.addRepo('acme/custom-path', apps.dockerfileAtCustomPath('custom path'));
-    const byField = await service({ name: 'by-field', repoFullName: null, repoUrl: repo.cloneUrl, dockerfilePath: 'docker/web.Dockerfile' });
+    const byField = await service({
+      name: 'by-field',
+      repoFullName: null,
+      repoUrl: repo.cloneUrl,
+      dockerfilePath: 'docker/web.Dockerfile',
+    });
     const byEnv = await service({
       name: 'by-env',
       repoFullName: null,
@@ -127,10 +143,22 @@ describe('logs', () => {
   it('masks secret values in build logs and closes the runtime stream when the container is replaced', async () => {
     const files = {
       ...apps.dockerfileApp('logs v1'),
-      Dockerfile: ['FROM busybox:latest', 'ARG API_SECRET', 'RUN echo "build sees $API_SECRET"', 'COPY www/ /www/', 'CMD ["sh", "-c", "echo started; exec httpd -f -v -p 3000 -h /www"]', ''].join('\n'),
+      Dockerfile: [
+        'FROM busybox:latest',
+        'ARG API_SECRET',
+        'RUN echo "build sees $API_SECRET"',
+        'COPY www/ /www/',
+        'CMD ["sh", "-c", "echo started; exec httpd -f -v -p 3000 -h /www"]',
+        '',
+      ].join('\n'),
     };
     const repo = await git.addRepo('acme/logs', files);
-    const web = await service({ name: 'logs', repoFullName: null, repoUrl: repo.cloneUrl, env: [{ key: 'API_SECRET', value: 'hunter2-very-secret', secret: true }] });
+    const web = await service({
+      name: 'logs',
+      repoFullName: null,
+      repoUrl: repo.cloneUrl,
+      env: [{ key: 'API_SECRET', value: 'hunter2-very-secret', secret: true }],
+    });
     const first = await deploy(call, web.id);
     expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
     expect(first.logs.join('\n')).not.toContain('hunter2-very-secret');
@@ -191,7 +219,10 @@ describe('image services and workers', () => {
     const openFiles = () => readdirSync(`/proc/${server.child.pid}/fd`).length;
     const before = openFiles();
     for (let i = 0; i < 10; i++) {
-      await readSse(`${server.url}/api/services/${worker.id}/runtime-logs/stream`, { token: server.token, until: (frames) => frames.some((f) => f.event === 'log') });
+      await readSse(`${server.url}/api/services/${worker.id}/runtime-logs/stream`, {
+        token: server.token,
+        until: (frames) => frames.some((f) => f.event === 'log'),
+      });
     }
     await new Promise((r) => setTimeout(r, 500));
     expect(openFiles()).toBeLessThan(before + 5);
@@ -212,7 +243,9 @@ describe('failures keep the previous deployment serving', () => {
       expect(result.deployment.status, result.logs.join('\n')).toBe('failed');
       expect(result.logs.join('\n')).toMatch(expected);
       const answer = await httpText(`http://127.0.0.1:${steady.hostPort}`);
-      expect(answer?.text, `${answer?.status} ${JSON.stringify(await overview(steady.id))} ${server.output().slice(-3000)}`).toContain("steady");
+      expect(answer?.text, `${answer?.status} ${JSON.stringify(await overview(steady.id))} ${server.output().slice(-3000)}`).toContain(
+        'steady',
+      );
       expect(await containersWithLabel(`slipway.service=${steady.id}`)).toEqual([good.deployment.containerName]);
     };
     await attempt({ branch: 'no-such-branch' }, null, /Could not clone .* at branch no-such-branch/);

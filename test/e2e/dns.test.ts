@@ -76,11 +76,15 @@ describe('DNS records at three providers', () => {
 
   it('answers 404 for a hostname in no zone and 502 with the provider message when it fails', async () => {
     const outside = await domainOn('app.nowhere.test');
-    const missing = await call('POST', `/api/services/${outside.serviceId}/domains/${outside.domainId}/dns-records`, { providerId: 'cloudflare' });
+    const missing = await call('POST', `/api/services/${outside.serviceId}/domains/${outside.domainId}/dns-records`, {
+      providerId: 'cloudflare',
+    });
     expect(missing.status).toBe(404);
     const inside = await domainOn('api.example.com');
     cloudflare.failNext(429);
-    const limited = await call('POST', `/api/services/${inside.serviceId}/domains/${inside.domainId}/dns-records`, { providerId: 'cloudflare' });
+    const limited = await call('POST', `/api/services/${inside.serviceId}/domains/${inside.domainId}/dns-records`, {
+      providerId: 'cloudflare',
+    });
     expect(limited.status).toBe(502);
     expect(limited.json).toMatchObject({ error: 'upstream_error' });
     expect(limited.json.message).toMatch(/Cloudflare/);

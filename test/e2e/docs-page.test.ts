@@ -53,14 +53,22 @@ async function renderedDom(url: string): Promise<string> {
 
 describe('the reference page in a browser', () => {
   it('renders every operation of the OpenAPI document', async () => {
-    const doc = (await (await fetch(`${server.url}/api/openapi.json`, { signal: AbortSignal.timeout(10_000) })).json()) as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m)).map((m) => ({ method: m.toUpperCase(), path: p })));
+    const doc = (await (await fetch(`${server.url}/api/openapi.json`, { signal: AbortSignal.timeout(10_000) })).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const operations = Object.entries(doc.paths).flatMap(([p, item]) =>
+      Object.keys(item)
+        .filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m))
+        .map((m) => ({ method: m.toUpperCase(), path: p })),
+    );
     expect(operations.length).toBeGreaterThan(30);
 
     const dom = await renderedDom(`${server.url}/api/docs`);
     expect(dom).toContain('<h1>Slipway Platform API');
     // Each operation is a table row: its method, then its path.
-    const rows = [...dom.matchAll(/<tr><td><code class="m \w+">(\w+)<\/code><\/td><td><code>([^<]+)<\/code><\/td>/g)].map((m) => `${m[1]} ${m[2]!.replace(/&amp;/g, '&')}`);
+    const rows = [...dom.matchAll(/<tr><td><code class="m \w+">(\w+)<\/code><\/td><td><code>([^<]+)<\/code><\/td>/g)].map(
+      (m) => `${m[1]} ${m[2]!.replace(/&amp;/g, '&')}`,
+    );
     const missing = operations.map((o) => `${o.method} ${o.path}`).filter((o) => !rows.includes(o));
     expect(missing).toEqual([]);
     expect(rows).toHaveLength(operations.length);

@@ -108,13 +108,30 @@ describe('400 validation_error, details.field names the first offending field', 
     expectError(await admin('POST', `/api/projects/${A.id}/services`, { name: 5, repoFullName: 'acme/x' }), 400, 'service name: 5', 'name');
     expectError(await admin('POST', `/api/services/${webId}/env`, { key: 'OK', value: 5 }), 400, 'env value: 5', 'value');
     expectError(await admin('POST', `/api/services/${webId}/domains`, { hostname: 5 }), 400, 'hostname: 5', 'hostname');
-    expectError(await admin('POST', `/api/services/${webId}/transfer`, { targetProjectId: 5 }), 400, 'targetProjectId: 5', 'targetProjectId');
+    expectError(
+      await admin('POST', `/api/services/${webId}/transfer`, { targetProjectId: 5 }),
+      400,
+      'targetProjectId: 5',
+      'targetProjectId',
+    );
   });
 
   describe('wrong-typed numbers and booleans in a JSON body are refused, not coerced', () => {
     const cases: Array<[string, string, () => string, () => Record<string, unknown>, string]> = [
-      ['create service, internalPort "80"', 'POST', () => `/api/projects/${A.id}/services`, () => ({ name: 'coerced-port-string', repoFullName: 'acme/x', internalPort: '80' }), 'internalPort'],
-      ['create service, internalPort true', 'POST', () => `/api/projects/${A.id}/services`, () => ({ name: 'coerced-port-bool', repoFullName: 'acme/x', internalPort: true }), 'internalPort'],
+      [
+        'create service, internalPort "80"',
+        'POST',
+        () => `/api/projects/${A.id}/services`,
+        () => ({ name: 'coerced-port-string', repoFullName: 'acme/x', internalPort: '80' }),
+        'internalPort',
+      ],
+      [
+        'create service, internalPort true',
+        'POST',
+        () => `/api/projects/${A.id}/services`,
+        () => ({ name: 'coerced-port-bool', repoFullName: 'acme/x', internalPort: true }),
+        'internalPort',
+      ],
       [
         'create database, databasePublicEnabled "false"',
         'POST',
@@ -122,9 +139,21 @@ describe('400 validation_error, details.field names the first offending field', 
         () => ({ name: 'coerced-public', repoUrl: 'database', repoFullName: 'database:postgres', databasePublicEnabled: 'false' }),
         'databasePublicEnabled',
       ],
-      ['create service, env secret "no"', 'POST', () => `/api/projects/${A.id}/services`, () => ({ name: 'coerced-secret', repoFullName: 'acme/x', env: [{ key: 'K', value: 'v', secret: 'no' }] }), 'env.0.secret'],
+      [
+        'create service, env secret "no"',
+        'POST',
+        () => `/api/projects/${A.id}/services`,
+        () => ({ name: 'coerced-secret', repoFullName: 'acme/x', env: [{ key: 'K', value: 'v', secret: 'no' }] }),
+        'env.0.secret',
+      ],
       ['update service, internalPort "8080"', 'PATCH', () => `/api/services/${workerId}`, () => ({ internalPort: '8080' }), 'internalPort'],
-      ['set env, secret "false"', 'POST', () => `/api/services/${webId}/env`, () => ({ key: 'COERCED_FLAG', value: 'v', secret: 'false' }), 'secret'],
+      [
+        'set env, secret "false"',
+        'POST',
+        () => `/api/services/${webId}/env`,
+        () => ({ key: 'COERCED_FLAG', value: 'v', secret: 'false' }),
+        'secret',
+      ],
     ];
     for (const [label, method, path, body, field] of cases) {
       it(`${label} -> 400 on ${field}`, async () => {
@@ -148,7 +177,12 @@ describe('400 validation_error, details.field names the first offending field', 
   });
 
   it('unknown enum values -> the field', async () => {
-    expectError(await admin('POST', `/api/projects/${A.id}/services`, { name: 'x', repoFullName: 'acme/x', buildMethod: 'nope' }), 400, 'buildMethod nope', 'buildMethod');
+    expectError(
+      await admin('POST', `/api/projects/${A.id}/services`, { name: 'x', repoFullName: 'acme/x', buildMethod: 'nope' }),
+      400,
+      'buildMethod nope',
+      'buildMethod',
+    );
     expectError(await admin('PATCH', `/api/services/${webId}`, { buildMethod: 'nope' }), 400, 'PATCH buildMethod nope', 'buildMethod');
     expectError(await admin('PATCH', `/api/services/${webId}`, { runtimeMode: 'daemon' }), 400, 'runtimeMode daemon', 'runtimeMode');
     expectError(await admin('POST', '/api/api-keys', { name: 'k', access: 'admin' }), 400, 'access admin', 'access');
@@ -159,7 +193,14 @@ describe('400 validation_error, details.field names the first offending field', 
       expectError(await admin('POST', `/api/services/${webId}/env`, { key, value: 'x' }), 400, `env key ${JSON.stringify(key)}`, 'key');
     }
     expectError(
-      await admin('POST', `/api/projects/${A.id}/services`, { name: uniq('envsvc'), repoFullName: 'acme/x', env: [{ key: 'GOOD', value: '' }, { key: 'bad-key', value: '' }] }),
+      await admin('POST', `/api/projects/${A.id}/services`, {
+        name: uniq('envsvc'),
+        repoFullName: 'acme/x',
+        env: [
+          { key: 'GOOD', value: '' },
+          { key: 'bad-key', value: '' },
+        ],
+      }),
       400,
       'service env bad-key',
       'env.1.key',
@@ -169,7 +210,14 @@ describe('400 validation_error, details.field names the first offending field', 
   });
 
   it('bad hostnames -> field "hostname", on create and on update', async () => {
-    const bad = ['bad_host', '-a.com', 'a..b', `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(44)}.com`, 'x'.repeat(300), ''];
+    const bad = [
+      'bad_host',
+      '-a.com',
+      'a..b',
+      `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(44)}.com`,
+      'x'.repeat(300),
+      '',
+    ];
     expect(bad[3]!.length).toBeGreaterThan(253);
     for (const hostname of bad) {
       const label = `hostname ${JSON.stringify(hostname.slice(0, 20))}${hostname.length > 20 ? `… (${hostname.length} chars)` : ''}`;
@@ -182,7 +230,12 @@ describe('400 validation_error, details.field names the first offending field', 
 
   it('internalPort 70000 -> field "internalPort", on create and on update', async () => {
     const before = (await overview(webId)).service.internalPort;
-    expectError(await admin('POST', `/api/projects/${A.id}/services`, { name: 'x', repoFullName: 'acme/x', internalPort: 70000 }), 400, 'create port 70000', 'internalPort');
+    expectError(
+      await admin('POST', `/api/projects/${A.id}/services`, { name: 'x', repoFullName: 'acme/x', internalPort: 70000 }),
+      400,
+      'create port 70000',
+      'internalPort',
+    );
     expectError(await admin('PATCH', `/api/services/${webId}`, { internalPort: 70000 }), 400, 'patch port 70000', 'internalPort');
     expectError(await admin('PATCH', `/api/services/${webId}`, { internalPort: 0 }), 400, 'patch port 0', 'internalPort');
     expectError(await admin('PATCH', `/api/services/${webId}`, { internalPort: 80.5 }), 400, 'patch port 80.5', 'internalPort');
@@ -191,7 +244,13 @@ describe('400 validation_error, details.field names the first offending field', 
 
   it('with several offending fields, the first one is named', async () => {
     expectError(
-      await admin('POST', `/api/projects/${A.id}/services`, { name: 'x', repoFullName: 'acme/x', buildMethod: 'nope', runtimeMode: 'nope', internalPort: 70000 }),
+      await admin('POST', `/api/projects/${A.id}/services`, {
+        name: 'x',
+        repoFullName: 'acme/x',
+        buildMethod: 'nope',
+        runtimeMode: 'nope',
+        internalPort: 70000,
+      }),
       400,
       'three bad fields',
       'buildMethod',
@@ -206,11 +265,19 @@ describe('401 unauthorized', () => {
     const unknown = api(server.url, 'slw_never-issued-token-000000000000');
     expectError(await none('GET', '/api/projects'), 401, 'no token');
     expectError(await unknown('GET', '/api/projects'), 401, 'unknown token');
-    expectError(await none('GET', '/api/projects', undefined, { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` }), 401, 'basic auth');
+    expectError(
+      await none('GET', '/api/projects', undefined, { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` }),
+      401,
+      'basic auth',
+    );
     expectError(await none('GET', '/api/projects', undefined, { authorization: server.token }), 401, 'token without Bearer');
     expectError(await none('POST', `/api/services/${webId}/deployments`), 401, 'no token, write');
     expectError(await openStream(server.url, `/api/deployments/${deploymentId}/stream`, undefined), 401, 'no token, stream');
-    expectError(await openStream(server.url, `/api/services/${webId}/runtime-logs/stream`, 'slw_unknown'), 401, 'unknown token, runtime stream');
+    expectError(
+      await openStream(server.url, `/api/services/${webId}/runtime-logs/stream`, 'slw_unknown'),
+      401,
+      'unknown token, runtime stream',
+    );
   });
 
   it('a revoked key: 401', async () => {
@@ -302,7 +369,11 @@ describe('404 not_found for unknown ids on every kind of resource, never 500', (
 
   it('SSE paths: unknown deployment and unknown service -> 404 JSON', async () => {
     expectError(await openStream(server.url, `/api/deployments/${U}/stream`, server.token), 404, 'unknown deployment stream');
-    expectError(await openStream(server.url, `/api/services/${U}/runtime-logs/stream`, server.token), 404, 'unknown service runtime stream');
+    expectError(
+      await openStream(server.url, `/api/services/${U}/runtime-logs/stream`, server.token),
+      404,
+      'unknown service runtime stream',
+    );
   });
 
   it('an unknown id asked by a scoped key is 404, not 403', async () => {
@@ -319,7 +390,12 @@ describe('404 not_found for unknown ids on every kind of resource, never 500', (
     expectError(await admin('GET', `/api/deployments/${deployment.id}/logs`), 404, 'deployment of deleted project');
   });
 
-  for (const path of ['/api/services/%ZZ/overview', '/api/deployments/%E0%A4%A/logs', '/api/deployments/%ZZ/stream', '/api/services/%ZZ/runtime-logs/stream']) {
+  for (const path of [
+    '/api/services/%ZZ/overview',
+    '/api/deployments/%E0%A4%A/logs',
+    '/api/deployments/%ZZ/stream',
+    '/api/services/%ZZ/runtime-logs/stream',
+  ]) {
     it(`a malformed percent-encoding in an id is a JSON 4xx, never 500: GET ${path}`, async () => {
       const res = await raw(server.url, 'GET', path, { headers: { authorization: `Bearer ${server.token}` } });
       record(res, `GET ${path}`);
@@ -349,7 +425,11 @@ describe('409 conflict', () => {
 
   it('a hostname already used by the same service, and renaming a domain onto a used hostname', async () => {
     expectError(await admin('POST', `/api/services/${webId}/domains`, { hostname: 'shop.errors.test' }), 409, 'duplicate on same service');
-    expectError(await admin('PATCH', `/api/services/${otherId}/domains/${otherDomainId}`, { hostname: 'shop.errors.test' }), 409, 'rename onto a used hostname');
+    expectError(
+      await admin('PATCH', `/api/services/${otherId}/domains/${otherDomainId}`, { hostname: 'shop.errors.test' }),
+      409,
+      'rename onto a used hostname',
+    );
     expect((await overview(otherId)).domains.map((d: { hostname: string }) => d.hostname)).toEqual(['other.errors.test']);
   });
 
@@ -361,7 +441,9 @@ describe('409 conflict', () => {
 
 describe('request bodies', () => {
   it('curl -X POST with no content type and no body creates a deployment (201)', async () => {
-    const res = await raw(server.url, 'POST', `/api/services/${webId}/deployments`, { headers: { authorization: `Bearer ${server.token}` } });
+    const res = await raw(server.url, 'POST', `/api/services/${webId}/deployments`, {
+      headers: { authorization: `Bearer ${server.token}` },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.json.deployment).toMatchObject({ serviceId: webId, status: 'queued', trigger: 'manual' });
   });
@@ -441,7 +523,10 @@ describe('429 rate_limited (separate server processes)', () => {
   let guarded: ServerProcess;
 
   beforeAll(async () => {
-    [limited, guarded] = await Promise.all([startServerProcess({ RATE_LIMIT_PER_MINUTE: '5' }), startServerProcess({ AUTH_FAILURES_PER_MINUTE: '3' })]);
+    [limited, guarded] = await Promise.all([
+      startServerProcess({ RATE_LIMIT_PER_MINUTE: '5' }),
+      startServerProcess({ AUTH_FAILURES_PER_MINUTE: '3' }),
+    ]);
   }, 60_000);
 
   afterAll(async () => {
@@ -498,7 +583,11 @@ describe('500 internal_error', () => {
       } catch {
         body = text;
       }
-      expect(body, `${label} (${status})`).toEqual({ error: ERROR_CODE_OF_STATUS[status], message: expect.any(String), details: expect.any(Object) });
+      expect(body, `${label} (${status})`).toEqual({
+        error: ERROR_CODE_OF_STATUS[status],
+        message: expect.any(String),
+        details: expect.any(Object),
+      });
     }
   });
 });

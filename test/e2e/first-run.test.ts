@@ -58,7 +58,14 @@ describe('no Docker engine', () => {
     try {
       const child = spawn(process.execPath, startArgs(), {
         cwd: ROOT,
-        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, PROXY: 'none', DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock') },
+        env: {
+          ...process.env,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          DATA_DIR: dataDir,
+          PROXY: 'none',
+          DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
@@ -68,7 +75,11 @@ describe('no Docker engine', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       expect(code).toBe(1);
       expect(stdout).toBe('');
-      expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^slipway: no Docker engine answers at \S+no-engine\.sock \(connect ENOENT .*\): start the engine behind DOCKER_SOCKET=/)]);
+      expect(stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(
+          /^slipway: no Docker engine answers at \S+no-engine\.sock \(connect ENOENT .*\): start the engine behind DOCKER_SOCKET=/,
+        ),
+      ]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -79,7 +90,10 @@ describe('no Docker engine', () => {
 class EngineSocketProxy {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
-  constructor(readonly socketPath: string, private readonly target = '/var/run/docker.sock') {}
+  constructor(
+    readonly socketPath: string,
+    private readonly target = '/var/run/docker.sock',
+  ) {}
 
   async open(): Promise<void> {
     rmSync(this.socketPath, { force: true });
@@ -124,7 +138,8 @@ describe('the Docker engine goes away while the platform runs', () => {
     if (server) {
       const call = api(server.url, server.token);
       const projects = await call('GET', '/api/projects').catch(() => null);
-      for (const p of (projects?.json as { projects?: Array<{ id: string }> } | undefined)?.projects ?? []) await call('DELETE', `/api/projects/${p.id}`).catch(() => {});
+      for (const p of (projects?.json as { projects?: Array<{ id: string }> } | undefined)?.projects ?? [])
+        await call('DELETE', `/api/projects/${p.id}`).catch(() => {});
       await server.dispose();
     }
     await proxy?.cut();
@@ -136,10 +151,16 @@ describe('the Docker engine goes away while the platform runs', () => {
     expect((await call('GET', '/api/health')).json).toMatchObject({ status: 'ok', engine: { status: 'up' } });
 
     await proxy.cut();
-    const down = await until(async () => {
-      const res = await call('GET', '/api/health');
-      return res.status === 200 && (res.json as { status: string }).status === 'degraded' ? (res.json as Record<string, { status: string; detail: string }>) : null;
-    }, 10_000, 'health to say degraded');
+    const down = await until(
+      async () => {
+        const res = await call('GET', '/api/health');
+        return res.status === 200 && (res.json as { status: string }).status === 'degraded'
+          ? (res.json as Record<string, { status: string; detail: string }>)
+          : null;
+      },
+      10_000,
+      'health to say degraded',
+    );
     expect(down.engine).toMatchObject({ status: 'down', detail: expect.stringMatching(/ENOENT|ECONNREFUSED/) });
     expect(down.database!.status).toBe('up');
 
@@ -159,17 +180,23 @@ describe('the Docker engine goes away while the platform runs', () => {
 
     // Well past a few claim and maintenance passes: still queued, not failed.
     await new Promise((r) => setTimeout(r, 12_000));
-    expect(((await call('GET', `/api/deployments/${deploymentId}`)).json as { deployment: { status: string } }).deployment.status).toBe('queued');
+    expect(((await call('GET', `/api/deployments/${deploymentId}`)).json as { deployment: { status: string } }).deployment.status).toBe(
+      'queued',
+    );
     const log = server.output();
     expect(log.match(/the Docker engine is unreachable/g)).toHaveLength(1);
     // A call cut mid-way (the start's recovery may be running) fails once; nothing repeats every pass.
     expect((log.match(/"msg":"(recovery|reconcile) failed"/g) ?? []).length).toBeLessThanOrEqual(1);
 
     await proxy.open();
-    const finished = await until(async () => {
-      const d = ((await call('GET', `/api/deployments/${deploymentId}`)).json as { deployment: { status: string } }).deployment;
-      return d.status === 'queued' || d.status === 'running' ? null : d;
-    }, 60_000, 'the deployment to finish');
+    const finished = await until(
+      async () => {
+        const d = ((await call('GET', `/api/deployments/${deploymentId}`)).json as { deployment: { status: string } }).deployment;
+        return d.status === 'queued' || d.status === 'running' ? null : d;
+      },
+      60_000,
+      'the deployment to finish',
+    );
     expect(finished.status, JSON.stringify((await call('GET', `/api/deployments/${deploymentId}/logs`)).json)).toBe('succeeded');
     expect((await httpText(`http://127.0.0.1:${service.hostPort}`))?.text).toContain('engine-back');
     expect(server.output()).toContain('the Docker engine is reachable again');

@@ -133,7 +133,14 @@ describe('stand-in images', () => {
   });
 
   it('debian:bookworm-slim is the debootstrapped root, with apt sources for the reachable mirror', async () => {
-    const out = await docker(['run', '--rm', 'debian:bookworm-slim', 'sh', '-c', 'cat /etc/debian_version; cat /etc/apt/sources.list.d/debian.sources']);
+    const out = await docker([
+      'run',
+      '--rm',
+      'debian:bookworm-slim',
+      'sh',
+      '-c',
+      'cat /etc/debian_version; cat /etc/apt/sources.list.d/debian.sources',
+    ]);
     expect(out).toMatch(/^12\./);
     expect(out).toMatch(/Suites: bookworm/);
   });
@@ -156,7 +163,10 @@ describe('git server', () => {
   }
 
   it('serves a shallow clone of main with the files and the commit sha', async () => {
-    const { cloneUrl, commitSha } = await git.addRepo('web', { ...dockerfileApp('hello from git'), 'bin/data.bin': Buffer.from([0, 1, 2, 255]) });
+    const { cloneUrl, commitSha } = await git.addRepo('web', {
+      ...dockerfileApp('hello from git'),
+      'bin/data.bin': Buffer.from([0, 1, 2, 255]),
+    });
     expect(cloneUrl).toBe(`${git.url}/web.git`);
     const { code, dir, stderr } = await clone(cloneUrl, ['--branch', 'main']);
     expect(code, stderr).toBe(0);
@@ -268,86 +278,140 @@ describe('app fixtures on Docker', () => {
     return id;
   }
 
-  it('dockerfileApp builds and answers its message over HTTP', async () => {
-    const image = imageName('web');
-    await docker(['build', '-t', image, await writeContext(dockerfileApp('hello from docker'))]);
-    const port = await freePort();
-    const id = await runDetached(image, ['-p', `127.0.0.1:${port}:${APP_PORT}`]);
-    expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello from docker\n');
-    expect((await attempt('docker', ['logs', id])).stdout).toContain('started');
-    const stopStart = Date.now();
-    await docker(['stop', id]);
-    expect(Date.now() - stopStart).toBeLessThan(5_000); // the TERM trap: no 10 s grace period
-  }, 2 * MINUTE);
+  it(
+    'dockerfileApp builds and answers its message over HTTP',
+    async () => {
+      const image = imageName('web');
+      await docker(['build', '-t', image, await writeContext(dockerfileApp('hello from docker'))]);
+      const port = await freePort();
+      const id = await runDetached(image, ['-p', `127.0.0.1:${port}:${APP_PORT}`]);
+      expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello from docker\n');
+      expect((await attempt('docker', ['logs', id])).stdout).toContain('started');
+      const stopStart = Date.now();
+      await docker(['stop', id]);
+      expect(Date.now() - stopStart).toBeLessThan(5_000); // the TERM trap: no 10 s grace period
+    },
+    2 * MINUTE,
+  );
 
-  it('dockerfileAtCustomPath builds with -f docker/web.Dockerfile', async () => {
-    const files = dockerfileAtCustomPath('custom path');
-    expect(files.Dockerfile).toBeUndefined();
-    const ctx = await writeContext(files);
-    const image = imageName('custom');
-    await docker(['build', '-f', path.join(ctx, 'docker/web.Dockerfile'), '-t', image, ctx]);
-    const port = await freePort();
-    await runDetached(image, ['-p', `127.0.0.1:${port}:${APP_PORT}`]);
-    expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('custom path\n');
-  }, 2 * MINUTE);
+  it(
+    'dockerfileAtCustomPath builds with -f docker/web.Dockerfile',
+    async () => {
+      const files = dockerfileAtCustomPath('custom path');
+      expect(files.Dockerfile).toBeUndefined();
+      const ctx = await writeContext(files);
+      const image = imageName('custom');
+      await docker(['build', '-f', path.join(ctx, 'docker/web.Dockerfile'), '-t', image, ctx]);
+      const port = await freePort();
+      await runDetached(image, ['-p', `127.0.0.1:${port}:${APP_PORT}`]);
+      expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('custom path\n');
+    },
+    2 * MINUTE,
+  );
 
-  it('failingDockerfile fails its build with a recognisable message', async () => {
-    // --force-rm: the legacy builder otherwise keeps the failed step's container (and its parent image).
-    const r = await attempt('docker', ['build', '--force-rm', '-t', imageName('failing'), await writeContext(failingDockerfile())]);
-    expect(r.code).not.toBe(0);
-    expect(r.stdout + r.stderr).toContain(BUILD_FAILURE_MESSAGE);
-  }, 2 * MINUTE);
+  it(
+    'failingDockerfile fails its build with a recognisable message',
+    async () => {
+      // --force-rm: the legacy builder otherwise keeps the failed step's container (and its parent image).
+      const r = await attempt('docker', ['build', '--force-rm', '-t', imageName('failing'), await writeContext(failingDockerfile())]);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout + r.stderr).toContain(BUILD_FAILURE_MESSAGE);
+    },
+    2 * MINUTE,
+  );
 
-  it('exitsAtOnce prints boom and exits 3', async () => {
-    const image = imageName('exits');
-    await docker(['build', '-t', image, await writeContext(exitsAtOnce())]);
-    const r = await attempt('docker', ['run', '--rm', image]);
-    expect(r.code).toBe(3);
-    expect(r.stdout.trim()).toBe('boom');
-  }, 2 * MINUTE);
+  it(
+    'exitsAtOnce prints boom and exits 3',
+    async () => {
+      const image = imageName('exits');
+      await docker(['build', '-t', image, await writeContext(exitsAtOnce())]);
+      const r = await attempt('docker', ['run', '--rm', image]);
+      expect(r.code).toBe(3);
+      expect(r.stdout.trim()).toBe('boom');
+    },
+    2 * MINUTE,
+  );
 
-  it('slowBuild takes its seconds and prints progress, every time (no layer cache)', async () => {
-    for (let i = 0; i < 2; i++) {
-      const started = Date.now();
-      const r = await attempt('docker', ['build', '-t', imageName('slow'), await writeContext(slowBuild(2))]);
-      expect(r.code, r.stderr).toBe(0);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
-      expect(r.stdout + r.stderr).toContain('slow build: 2/2');
-      expect(r.stdout + r.stderr).toContain('slow build: done');
-    }
-  }, 2 * MINUTE);
+  it(
+    'slowBuild takes its seconds and prints progress, every time (no layer cache)',
+    async () => {
+      for (let i = 0; i < 2; i++) {
+        const started = Date.now();
+        const r = await attempt('docker', ['build', '-t', imageName('slow'), await writeContext(slowBuild(2))]);
+        expect(r.code, r.stderr).toBe(0);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+        expect(r.stdout + r.stderr).toContain('slow build: 2/2');
+        expect(r.stdout + r.stderr).toContain('slow build: done');
+      }
+    },
+    2 * MINUTE,
+  );
 
-  it('worker prints ticks and stops promptly', async () => {
-    const image = imageName('worker');
-    await docker(['build', '-t', image, await writeContext(worker())]);
-    const id = await runDetached(image);
-    const deadline = Date.now() + 15_000;
-    let logs = '';
-    while (Date.now() < deadline && !logs.includes('tick 2')) {
-      await new Promise((r) => setTimeout(r, 300));
-      logs = (await attempt('docker', ['logs', id])).stdout;
-    }
-    expect(logs).toMatch(/tick 1\ntick 2/);
-    const stopStart = Date.now();
-    await docker(['stop', id]);
-    expect(Date.now() - stopStart).toBeLessThan(5_000);
-  }, 2 * MINUTE);
+  it(
+    'worker prints ticks and stops promptly',
+    async () => {
+      const image = imageName('worker');
+      await docker(['build', '-t', image, await writeContext(worker())]);
+      const id = await runDetached(image);
+      const deadline = Date.now() + 15_000;
+      let logs = '';
+      while (Date.now() < deadline && !logs.includes('tick 2')) {
+        await new Promise((r) => setTimeout(r, 300));
+        logs = (await attempt('docker', ['logs', id])).stdout;
+      }
+      expect(logs).toMatch(/tick 1\ntick 2/);
+      const stopStart = Date.now();
+      await docker(['stop', id]);
+      expect(Date.now() - stopStart).toBeLessThan(5_000);
+    },
+    2 * MINUTE,
+  );
 
-  it('nodeApp runs with npm start in node:22-bookworm-slim, with no network', async () => {
-    const ctx = await writeContext(nodeApp('hello from node'));
-    const port = await freePort();
-    // npm install needs nothing (no dependencies) even with networking off.
-    const install = await attempt('docker', ['run', '--rm', '--network', 'none', '-v', `${ctx}:/app`, '-w', '/app', 'node:22-bookworm-slim', 'npm', 'install', '--no-audit', '--no-fund']);
-    expect(install.code, install.stderr).toBe(0);
-    const id = await runDetached('node:22-bookworm-slim', ['-p', `127.0.0.1:${port}:8080`, '-e', 'PORT=8080', '-v', `${ctx}:/app`, '-w', '/app'], ['npm', 'start']);
-    expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello from node\n');
-    expect((await attempt('docker', ['logs', id])).stdout).toContain('listening on 8080');
-  }, 2 * MINUTE);
+  it(
+    'nodeApp runs with npm start in node:22-bookworm-slim, with no network',
+    async () => {
+      const ctx = await writeContext(nodeApp('hello from node'));
+      const port = await freePort();
+      // npm install needs nothing (no dependencies) even with networking off.
+      const install = await attempt('docker', [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '-v',
+        `${ctx}:/app`,
+        '-w',
+        '/app',
+        'node:22-bookworm-slim',
+        'npm',
+        'install',
+        '--no-audit',
+        '--no-fund',
+      ]);
+      expect(install.code, install.stderr).toBe(0);
+      const id = await runDetached(
+        'node:22-bookworm-slim',
+        ['-p', `127.0.0.1:${port}:8080`, '-e', 'PORT=8080', '-v', `${ctx}:/app`, '-w', '/app'],
+        ['npm', 'start'],
+      );
+      expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello from node\n');
+      expect((await attempt('docker', ['logs', id])).stdout).toContain('listening on 8080');
+    },
+    2 * MINUTE,
+  );
 
-  it('staticSite is served by caddy file-server', async () => {
-    const ctx = await writeContext(staticSite('hello static'));
-    const port = await freePort();
-    await runDetached('caddy:2', ['-p', `127.0.0.1:${port}:8080`, '-v', `${ctx}:/srv:ro`], ['caddy', 'file-server', '--root', '/srv', '--listen', ':8080']);
-    expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello static\n');
-  }, 2 * MINUTE);
+  it(
+    'staticSite is served by caddy file-server',
+    async () => {
+      const ctx = await writeContext(staticSite('hello static'));
+      const port = await freePort();
+      await runDetached(
+        'caddy:2',
+        ['-p', `127.0.0.1:${port}:8080`, '-v', `${ctx}:/srv:ro`],
+        ['caddy', 'file-server', '--root', '/srv', '--listen', ':8080'],
+      );
+      expect(await waitForHttp(`http://127.0.0.1:${port}/`)).toBe('hello static\n');
+    },
+    2 * MINUTE,
+  );
 });

@@ -30,7 +30,8 @@ beforeAll(async () => {
   const admin = api(server.url, server.token);
   const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
   const other = (await ok(admin('POST', '/api/projects', { name: 'Fuzz other' }), 'other project')).project;
-  const service = (await ok(admin('POST', `/api/projects/${project.id}/services`, { name: 'web', repoFullName: 'acme/web' }), 'service')).service;
+  const service = (await ok(admin('POST', `/api/projects/${project.id}/services`, { name: 'web', repoFullName: 'acme/web' }), 'service'))
+    .service;
   await ok(admin('POST', `/api/services/${service.id}/env`, { key: 'GREETING', value: 'hi', secret: true }), 'env');
   const domain = (await ok(admin('POST', `/api/services/${service.id}/domains`, { hostname: 'www.fuzz.test' }), 'domain')).domain;
   const deployment = (await ok(admin('POST', `/api/services/${service.id}/deployments`), 'deployment')).deployment;
@@ -81,7 +82,9 @@ function send(agent: Agent, base: URL, req: FuzzRequest): Promise<Outcome> {
         }
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started, text: Buffer.concat(chunks).toString('utf8'), contentType }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, ms: Date.now() - started, text: Buffer.concat(chunks).toString('utf8'), contentType }),
+        );
         res.on('error', () => resolve({ status: -1, ms: Date.now() - started, text: 'response error', contentType }));
       },
     );
@@ -100,7 +103,8 @@ function errorShapeProblem(outcome: Outcome): string | null {
     const body = JSON.parse(outcome.text) as Record<string, unknown>;
     const keys = Object.keys(body).sort().join(',');
     if (keys !== 'details,error,message') return `keys ${keys}`;
-    if (typeof body.error !== 'string' || typeof body.message !== 'string' || !body.details || typeof body.details !== 'object') return 'types';
+    if (typeof body.error !== 'string' || typeof body.message !== 'string' || !body.details || typeof body.details !== 'object')
+      return 'types';
     return null;
   } catch {
     return 'not JSON';

@@ -22,7 +22,8 @@ beforeAll(async () => {
   server = await startServerProcess();
   admin = api(server.url, server.token);
   projectId = (await ok(admin('POST', '/api/projects', { name: 'Hardening', description: '' }), 'project')).project.id;
-  serviceId = (await ok(admin('POST', `/api/projects/${projectId}/services`, { name: 'web', repoFullName: 'acme/web' }), 'service')).service.id;
+  serviceId = (await ok(admin('POST', `/api/projects/${projectId}/services`, { name: 'web', repoFullName: 'acme/web' }), 'service')).service
+    .id;
   await ok(admin('POST', `/api/services/${serviceId}/env`, { key: 'GREETING', value: 'hi' }), 'env');
   const overview = await ok(admin('GET', `/api/services/${serviceId}/overview`), 'overview');
   envId = overview.env[0].id;
@@ -122,7 +123,12 @@ describe('NUL and control characters', () => {
   it('are a 400 naming the field, on every route the fuzz found', async () => {
     expectField(await admin('POST', '/api/projects', { name: 'x', description: 'a\u0000b' }), 400, 'description', 'project description');
     expectField(await admin('POST', '/api/projects', { name: 'a\u0001b' }), 400, 'name', 'project name');
-    expectField(await admin('POST', `/api/services/${serviceId}/transfer`, { targetProjectId: 'x\u0000y' }), 400, 'targetProjectId', 'transfer');
+    expectField(
+      await admin('POST', `/api/services/${serviceId}/transfer`, { targetProjectId: 'x\u0000y' }),
+      400,
+      'targetProjectId',
+      'transfer',
+    );
     expectField(await admin('POST', '/api/api-keys', { name: 'k\u0000', access: 'read' }), 400, 'name', 'api key name');
     // In a path, encoded control characters are refused with the path, before routing.
     expectField(await admin('GET', '/api/deployments/x%00y'), 400, 'path', 'deployment get');
@@ -138,15 +144,34 @@ describe('request bodies', () => {
   it('a body nested 5,000 levels deep is a 400 on body, and the server lives on', async () => {
     const deep = `{"name":"deep","description":${'['.repeat(5000)}${']'.repeat(5000)}}`;
     expectField(await admin('POST', '/api/projects', deep), 400, 'body', 'deep body');
-    expectField(await admin('PATCH', `/api/projects/${projectId}`, `{"name":${'{"a":'.repeat(100)}1${'}'.repeat(100)}}`), 400, 'body', 'deep object');
+    expectField(
+      await admin('PATCH', `/api/projects/${projectId}`, `{"name":${'{"a":'.repeat(100)}1${'}'.repeat(100)}}`),
+      400,
+      'body',
+      'deep object',
+    );
     expect((await admin('GET', '/api/health')).status).toBe(200);
   });
 
   it('an unknown field is a 400 naming it, PUT /api/settings included', async () => {
     expectField(await admin('PUT', '/api/settings', { rootDomain: 'example.com', colour: 'blue' }), 400, 'colour', 'settings');
     expectField(await admin('POST', '/api/projects', { name: 'x', nmae: 'typo' }), 400, 'nmae', 'project');
-    expectField(await admin('POST', `/api/projects/${projectId}/services`, { name: 'w2', repoFullName: 'a/b', env: [{ key: 'A', value: 'b', extra: 1 }] }), 400, 'env.0.extra', 'nested');
-    expectField(await admin('PATCH', `/api/services/${serviceId}`, { repoUrl: 'https://example.com/x.git' }), 400, 'repoUrl', 'not updatable');
+    expectField(
+      await admin('POST', `/api/projects/${projectId}/services`, {
+        name: 'w2',
+        repoFullName: 'a/b',
+        env: [{ key: 'A', value: 'b', extra: 1 }],
+      }),
+      400,
+      'env.0.extra',
+      'nested',
+    );
+    expectField(
+      await admin('PATCH', `/api/services/${serviceId}`, { repoUrl: 'https://example.com/x.git' }),
+      400,
+      'repoUrl',
+      'not updatable',
+    );
   });
 
   it('a non-empty body that is not declared JSON is a 415; no Content-Type and +json are read as JSON', async () => {
@@ -155,7 +180,9 @@ describe('request bodies', () => {
         method: 'POST',
         headers: { authorization: `Bearer ${server.token}`, ...(contentType ? { 'content-type': contentType } : {}) },
         body,
-      }).then(async (r) => ({ status: r.status, json: await r.json().catch(() => undefined), text: '', headers: r.headers }) as ApiResponse);
+      }).then(
+        async (r) => ({ status: r.status, json: await r.json().catch(() => undefined), text: '', headers: r.headers }) as ApiResponse,
+      );
     expectErrorShape(await post('text/plain', '{"name":"plain"}'), 415, 'text/plain');
     expectErrorShape(await post('application/x-www-form-urlencoded', '{"name":"form"}'), 415, 'form');
     expect((await post('application/json; charset=utf-8', '{"name":"json"}')).status).toBe(201);
@@ -206,11 +233,18 @@ describe("rejections at Node's HTTP parser carry the JSON error body", () => {
 
 describe('credentials in repoUrl', () => {
   it('are kept as the encrypted git token, and no view shows them', async () => {
-    const res = await admin('POST', `/api/projects/${projectId}/services`, { name: 'private', repoUrl: 'https://bot:s3cr3t-t0ken@git.example.com/acme/private.git' });
+    const res = await admin('POST', `/api/projects/${projectId}/services`, {
+      name: 'private',
+      repoUrl: 'https://bot:s3cr3t-t0ken@git.example.com/acme/private.git',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.json.service.repoUrl).toBe('https://git.example.com/acme/private.git');
     expect(res.json.service.hasGitToken).toBe(true);
-    for (const path of [`/api/services/${res.json.service.id}/overview`, '/api/projects', `/api/projects/${projectId}/database-variable-suggestions`]) {
+    for (const path of [
+      `/api/services/${res.json.service.id}/overview`,
+      '/api/projects',
+      `/api/projects/${projectId}/database-variable-suggestions`,
+    ]) {
       const view = await admin('GET', path);
       expect(view.text, path).not.toContain('s3cr3t-t0ken');
     }
@@ -221,7 +255,7 @@ describe('credentials in repoUrl', () => {
 describe('shutdown', () => {
   it('SIGTERM right after a 413 does not wait for that connection', async () => {
     const pending = rawExchange(
-      `POST /api/projects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${'100000\r\n' + 'y'.repeat(0x100000) + '\r\n'}${'100000\r\n' + 'y'.repeat(0x100000) + '\r\n'}`,
+      `POST /api/projects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${`100000\r\n${'y'.repeat(0x100000)}\r\n`}${`100000\r\n${'y'.repeat(0x100000)}\r\n`}`,
       8_000,
     );
     await new Promise((resolve) => setTimeout(resolve, 300));

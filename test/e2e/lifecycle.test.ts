@@ -52,11 +52,22 @@ describe('start, restart and stop', () => {
     const body = JSON.stringify({ name: 'in flight' });
     const url = new URL('/api/projects', server.url);
     const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      });
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${server.token}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        },
+      );
       req.on('error', reject);
       req.write(body.slice(0, 5));
       setTimeout(() => {
@@ -100,7 +111,9 @@ describe('start, restart and stop', () => {
     await Promise.all(inFlight);
     expect(acknowledged).toHaveLength(160);
     const second = await start({}, { dataDir: first.dataDir, token: first.token });
-    const ids = new Set(((await api(second.url, second.token)('GET', '/api/projects')).json.projects as Array<{ id: string }>).map((p) => p.id));
+    const ids = new Set(
+      ((await api(second.url, second.token)('GET', '/api/projects')).json.projects as Array<{ id: string }>).map((p) => p.id),
+    );
     expect(acknowledged.filter((id) => !ids.has(id))).toEqual([]);
   }, 60_000);
 
@@ -117,7 +130,9 @@ describe('PostgreSQL through DATABASE_URL', () => {
       expect(first.output()).toContain('"database":"postgresql"');
       const call = api(first.url, first.token);
       const project = (await call('POST', '/api/projects', { name: 'On Postgres' })).json.project;
-      const db = (await call('POST', `/api/projects/${project.id}/services`, { name: 'pg', repoUrl: 'database', repoFullName: 'database:postgres' })).json.service;
+      const db = (
+        await call('POST', `/api/projects/${project.id}/services`, { name: 'pg', repoUrl: 'database', repoFullName: 'database:postgres' })
+      ).json.service;
       await call('POST', `/api/services/${db.id}/domains`, { hostname: 'pg.example.com' }); // refused: databases use databasePublicHostname
       const deployment = (await call('POST', `/api/services/${db.id}/deployments`)).json.deployment;
       expect((await call('POST', `/api/deployments/${deployment.id}/abort`)).json).toEqual({ accepted: true });

@@ -20,10 +20,18 @@ const CRASH = /Assertion failed|Aborted|Segmentation fault|SIGABRT|SIGSEGV|FATAL
 
 /** The directory holding the pinned Node of `major`, fetched through the same script `npm start` uses. */
 function nodeBin(major: number): string {
-  return execFileSync('bash', [path.join(ROOT, 'scripts/ensure-node.sh'), '--major', String(major), '--print-bin'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 }).trim();
+  return execFileSync('bash', [path.join(ROOT, 'scripts/ensure-node.sh'), '--major', String(major), '--print-bin'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 180_000,
+  }).trim();
 }
 
-function run(command: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -66,16 +74,34 @@ describe('supported Node majors: install, start, writes under GC pressure, clean
       const dataDir = path.join(dir, 'data');
       const token = `boot_${randomBytes(16).toString('hex')}`;
       // The start script's own flags first (they must work on every major), then the test's: later flags win.
-      const args = [...serverArgs.slice(0, -1), '--expose-gc', '--max-semi-space-size=1', '--import', path.join(ROOT, 'test/helpers/gc-pressure.mjs'), serverArgs.at(-1)!];
+      const args = [
+        ...serverArgs.slice(0, -1),
+        '--expose-gc',
+        '--max-semi-space-size=1',
+        '--import',
+        path.join(ROOT, 'test/helpers/gc-pressure.mjs'),
+        serverArgs.at(-1)!,
+      ];
       const child = spawn(path.join(bin, 'node'), args, {
         cwd: dir,
-        env: { ...env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', PROXY: 'none', RATE_LIMIT_PER_MINUTE: '0' },
+        env: {
+          ...env,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          DATA_DIR: dataDir,
+          BOOTSTRAP_API_KEY: token,
+          BUILD_CONCURRENCY: '0',
+          PROXY: 'none',
+          RATE_LIMIT_PER_MINUTE: '0',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once('exit', (code, signal) => resolve({ code, signal })),
+      );
       try {
         const url = await new Promise<string>((resolve, reject) => {
           const timer = setTimeout(() => reject(new Error(`Node ${major}: no "listening" in 60 s:\n${output}`)), 60_000);
@@ -87,7 +113,9 @@ describe('supported Node majors: install, start, writes under GC pressure, clean
             }
           };
           child.stdout.on('data', onData);
-          void exited.then(({ code, signal }) => reject(new Error(`Node ${major}: exited (${code ?? signal}) before listening:\n${output}`)));
+          void exited.then(({ code, signal }) =>
+            reject(new Error(`Node ${major}: exited (${code ?? signal}) before listening:\n${output}`)),
+          );
         });
 
         const call = api(url, token);
@@ -96,10 +124,17 @@ describe('supported Node majors: install, start, writes under GC pressure, clean
           const project = await call('POST', '/api/projects', { name: `Smoke ${i}`, description: 'x'.repeat(2000) });
           expect(project.status, project.text).toBe(201);
           for (const name of ['web', 'api']) {
-            const service = await call('POST', `/api/projects/${project.json.project.id}/services`, { name, repoFullName: `acme/${name}-${i}` });
+            const service = await call('POST', `/api/projects/${project.json.project.id}/services`, {
+              name,
+              repoFullName: `acme/${name}-${i}`,
+            });
             expect(service.status, service.text).toBe(201);
             for (let k = 0; k < 3; k++) {
-              const envVar = await call('POST', `/api/services/${service.json.service.id}/env`, { key: `KEY_${k}`, value: randomBytes(64).toString('hex'), secret: k === 0 });
+              const envVar = await call('POST', `/api/services/${service.json.service.id}/env`, {
+                key: `KEY_${k}`,
+                value: randomBytes(64).toString('hex'),
+                secret: k === 0,
+              });
               expect(envVar.status, envVar.text).toBeLessThan(300);
             }
             writes += 4;
@@ -114,7 +149,12 @@ describe('supported Node majors: install, start, writes under GC pressure, clean
       } finally {
         if (child.exitCode === null) child.kill('SIGTERM');
       }
-      const { code, signal } = await Promise.race([exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`Node ${major}: no exit 20 s after SIGTERM:\n${output}`)), 20_000))]);
+      const { code, signal } = await Promise.race([
+        exited,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`Node ${major}: no exit 20 s after SIGTERM:\n${output}`)), 20_000),
+        ),
+      ]);
       expect(output).not.toMatch(CRASH);
       expect({ code, signal }, output).toEqual({ code: 0, signal: null });
       expect(output).toMatch(/"msg":"stopped"/);

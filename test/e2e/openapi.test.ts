@@ -50,10 +50,14 @@ describe('OpenAPI document', () => {
 
   it('lists every documented path, SSE as text/event-stream, errors as {error, message, details}', async () => {
     const doc = (await api(server.url, undefined)('GET', '/api/openapi.json')).json;
-    const listed = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    const listed = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     for (const entry of DOCUMENTED) expect(listed).toContain(entry);
     expect(Object.keys(doc.paths['/api/deployments/{deploymentId}/stream'].get.responses['200'].content)).toEqual(['text/event-stream']);
-    expect(Object.keys(doc.paths['/api/services/{serviceId}/runtime-logs/stream'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(Object.keys(doc.paths['/api/services/{serviceId}/runtime-logs/stream'].get.responses['200'].content)).toEqual([
+      'text/event-stream',
+    ]);
     expect(doc.components.schemas.Error.required.sort()).toEqual(['details', 'error', 'message']);
     const create = doc.paths['/api/projects'].post;
     expect(create.responses['201']).toBeDefined();

@@ -94,7 +94,10 @@ it('keeps the last good configuration when Caddy rejects one, and loads the tabl
   const newPort = await quietPort();
   blocker = await occupy(newPort);
 
-  const second = await startServerProcess({ ...caddy.platformEnv, ...env, PROXY_HTTP_PORT: String(newPort) }, { dataDir: first.dataDir, token: first.token });
+  const second = await startServerProcess(
+    { ...caddy.platformEnv, ...env, PROXY_HTTP_PORT: String(newPort) },
+    { dataDir: first.dataDir, token: first.token },
+  );
   servers.push(second);
   live = api(second.url, second.token);
   // B's reconcile loop has tried its table (so the runner knows the containers) and Caddy refused it.

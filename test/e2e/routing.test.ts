@@ -71,7 +71,11 @@ async function deployed(serviceId: string): Promise<void> {
 async function addDomain(serviceId: string, hostname: string) {
   const res = await call('POST', `/api/services/${serviceId}/domains`, { hostname });
   expect(res.status, res.text).toBe(201);
-  return res.json as { ok: true; domain: { id: string; hostname: string; serviceId: string; status: string }; proxy: { ok: boolean; detail: string } };
+  return res.json as {
+    ok: true;
+    domain: { id: string; hostname: string; serviceId: string; status: string };
+    proxy: { ok: boolean; detail: string };
+  };
 }
 
 async function overview(serviceId: string) {
@@ -110,7 +114,13 @@ beforeAll(async () => {
   await run('bash', ['test/provision/caddy.sh']);
   caddy = await startCaddy();
   httpPort = await quietPort();
-  server = await startServerProcess({ ...caddy.platformEnv, PROXY_HTTP_PORT: String(httpPort), ROOT_DOMAIN, BUILD_CONCURRENCY: '2', STOP_GRACE_SECONDS: '1' });
+  server = await startServerProcess({
+    ...caddy.platformEnv,
+    PROXY_HTTP_PORT: String(httpPort),
+    ROOT_DOMAIN,
+    BUILD_CONCURRENCY: '2',
+    STOP_GRACE_SECONDS: '1',
+  });
   call = api(server.url, server.token);
 
   main = await project('routing');
@@ -199,7 +209,10 @@ describe('requests through Caddy', () => {
 
   it('stops serving a deleted domain, a deleted service and a deleted project', async () => {
     const other = await project('routing-doomed');
-    const [gamma, delta] = await Promise.all([textService(main.id, 'gamma', 'gamma-says-hi'), textService(other.id, 'delta', 'delta-says-hi')]);
+    const [gamma, delta] = await Promise.all([
+      textService(main.id, 'gamma', 'gamma-says-hi'),
+      textService(other.id, 'delta', 'delta-says-hi'),
+    ]);
     // Two projects: two networks, so these two may deploy at once.
     await Promise.all([deployed(gamma.id), deployed(delta.id)]);
     const extra = await addDomain(beta.id, 'beta-extra.example.test');
@@ -296,7 +309,17 @@ describe('a Caddy that restarts empty', () => {
 
 describe('bad domain input over REST', () => {
   it('answers 400 with the error body for invalid hostnames, and saves nothing', async () => {
-    const invalid = ['bad_host.example.com', '-x.example.com', 'a..b.com', `${'a'.repeat(60)}.`.repeat(5) + 'com', '', 'http://x.com', 'localhost', '10.0.0.1', 'x-.example.com'];
+    const invalid = [
+      'bad_host.example.com',
+      '-x.example.com',
+      'a..b.com',
+      `${`${'a'.repeat(60)}.`.repeat(5)}com`,
+      '',
+      'http://x.com',
+      'localhost',
+      '10.0.0.1',
+      'x-.example.com',
+    ];
     expect(invalid[3]!.length).toBeGreaterThan(253);
     const before = (await overview(idle.id)).domains;
     for (const hostname of invalid) {
@@ -322,10 +345,18 @@ describe('bad domain input over REST', () => {
     const otherProject = await call('POST', `/api/services/${stranger.id}/domains`, { hostname: 'beta.example.test' });
     expectErrorShape(otherProject, 409, 'hostname of a service in another project');
     // Case and a trailing dot do not make it another hostname.
-    expectErrorShape(await call('POST', `/api/services/${stranger.id}/domains`, { hostname: 'BETA.example.test.' }), 409, 'same hostname, other spelling');
+    expectErrorShape(
+      await call('POST', `/api/services/${stranger.id}/domains`, { hostname: 'BETA.example.test.' }),
+      409,
+      'same hostname, other spelling',
+    );
     // Moving a domain onto a taken name is refused the same way.
     const own = (await overview(idle.id)).domains[0];
-    expectErrorShape(await call('PATCH', `/api/services/${idle.id}/domains/${own.id}`, { hostname: 'alpha-moved.example.test' }), 409, 'PATCH onto a taken hostname');
+    expectErrorShape(
+      await call('PATCH', `/api/services/${idle.id}/domains/${own.id}`, { hostname: 'alpha-moved.example.test' }),
+      409,
+      'PATCH onto a taken hostname',
+    );
     expect((await overview(stranger.id)).domains).toEqual([]);
     // Two services asking for one new hostname at the same moment: one gets it, the other a 409 (not a 500).
     const race = await Promise.all([
@@ -350,7 +381,13 @@ describe('bad domain input over REST', () => {
     expectErrorShape(onWorker, 409, 'domain on a worker');
     expect(onWorker.json.message).toMatch(/worker/i);
 
-    const db = await service(main.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false });
+    const db = await service(main.id, {
+      name: 'db',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+      internalPort: 5432,
+      databasePublicEnabled: false,
+    });
     const onDatabase = await call('POST', `/api/services/${db.id}/domains`, { hostname: 'db.example.test' });
     expectErrorShape(onDatabase, 409, 'domain on a database service');
     expect(onDatabase.json.message).toMatch(/database/i);

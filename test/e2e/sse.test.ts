@@ -35,7 +35,9 @@ describe('deployment log stream', () => {
     expect(result.ended).toBe(true);
     const [snapshot, ...rest] = result.frames;
     expect(snapshot!.event).toBe('snapshot');
-    expect(snapshot!.data).toEqual([expect.objectContaining({ deploymentId: deployment.id, line: 'Deployment queued for web', stream: 'stdout' })]);
+    expect(snapshot!.data).toEqual([
+      expect.objectContaining({ deploymentId: deployment.id, line: 'Deployment queued for web', stream: 'stdout' }),
+    ]);
     const ping = rest.find((f) => f.event === 'ping')!;
     expect(Object.keys(ping.data)).toEqual(['t']);
     expect(Math.abs(ping.data.t - Date.now())).toBeLessThan(60_000);
@@ -71,7 +73,10 @@ describe('deployment log stream', () => {
 
 describe('runtime log stream', () => {
   it('sends a snapshot then a closed status when no container runs', async () => {
-    const result = await readSse(`${server.url}/api/services/${serviceId}/runtime-logs/stream`, { token: server.token, until: () => false });
+    const result = await readSse(`${server.url}/api/services/${serviceId}/runtime-logs/stream`, {
+      token: server.token,
+      until: () => false,
+    });
     expect(result.status).toBe(200);
     expect(result.frames.map((f) => f.event)).toEqual(['snapshot', 'status']);
     expect(result.frames[0]!.data).toEqual([]);

@@ -15,7 +15,7 @@ afterAll(async () => {
   await gate.remove();
 });
 
-it('writes the open slots, refuses new connections to the rest of the subnet, and redirects open slots\' checks', async () => {
+it("writes the open slots, refuses new connections to the rest of the subnet, and redirects open slots' checks", async () => {
   await gate.sync('172.16.252.0/24', ['172.16.252.2', '172.16.252.5']);
   expect(ours('filter')).toEqual([
     '-N SLIPWAY-EDGE-GATETEST0001',

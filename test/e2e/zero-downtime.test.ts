@@ -95,7 +95,11 @@ class LoadGenerator {
       const mark = [...this.marks].sort((a, b) => Math.abs(a.at - at) - Math.abs(b.at - at))[0];
       return mark ? ` (${at - mark.at >= 0 ? '+' : ''}${at - mark.at} ms from ${mark.label})` : '';
     };
-    if (this.failures.length > 0) console.log('failed:', this.failures.slice(0, 20).map((f) => `${new Date(f.at).toISOString()} loop ${f.loop}: ${f.detail}${nearest(f.at)}`));
+    if (this.failures.length > 0)
+      console.log(
+        'failed:',
+        this.failures.slice(0, 20).map((f) => `${new Date(f.at).toISOString()} loop ${f.loop}: ${f.detail}${nearest(f.at)}`),
+      );
   }
 
   /** The version each loop saw last, and whether any loop went back to an older one after a newer. */
@@ -135,7 +139,15 @@ class LoadGenerator {
   private once(method: 'GET' | 'POST'): Promise<{ status: number; text: string } | { error: string }> {
     return new Promise((resolve) => {
       const req = request(
-        { host: '127.0.0.1', port: this.port, path: '/', method, headers: { Host: this.host, 'content-type': 'text/plain' }, agent: this.agent, timeout: 10_000 },
+        {
+          host: '127.0.0.1',
+          port: this.port,
+          path: '/',
+          method,
+          headers: { Host: this.host, 'content-type': 'text/plain' },
+          agent: this.agent,
+          timeout: 10_000,
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -207,10 +219,19 @@ it('serves every request during 5 consecutive redeploys, moving from each versio
       outcomes.push({ status: result.deployment.status, logs: result.logs });
       expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
       const name = result.deployment.containerName!;
-      expect(result.logs.some((l) => l.startsWith(`Routes switched to ${name}: `)), result.logs.join('\n')).toBe(true);
-      expect(result.logs.some((l) => new RegExp(`^Stopping the previous container ${liveContainer} \\(drained in \\d+ ms\\)$`).test(l)), result.logs.join('\n')).toBe(true);
+      expect(
+        result.logs.some((l) => l.startsWith(`Routes switched to ${name}: `)),
+        result.logs.join('\n'),
+      ).toBe(true);
+      expect(
+        result.logs.some((l) => new RegExp(`^Stopping the previous container ${liveContainer} \\(drained in \\d+ ms\\)$`).test(l)),
+        result.logs.join('\n'),
+      ).toBe(true);
       liveContainer = name;
-      const lines = (await call('GET', `/api/deployments/${result.deployment.id}/logs`)).json.logs as Array<{ line: string; createdAt: string }>;
+      const lines = (await call('GET', `/api/deployments/${result.deployment.id}/logs`)).json.logs as Array<{
+        line: string;
+        createdAt: string;
+      }>;
       const switched = lines.find((l) => l.line.startsWith('Routes switched to'));
       if (switched) load.marks.push({ at: Date.parse(switched.createdAt), label: `routes switched to version ${version}` });
       // Once the deployment is over, the new version is what the domain serves.
@@ -244,7 +265,9 @@ it('fails a redeploy whose container never answers, and the old container serves
     await load.stop('a redeploy that never becomes healthy');
   }
   expect(result.deployment.status, result.logs.join('\n')).toBe('failed');
-  expect(result.logs.join('\n')).toContain(`Deployment failed: The container did not answer on port 3000 within ${HEALTH_TIMEOUT_MS / 1000} s`);
+  expect(result.logs.join('\n')).toContain(
+    `Deployment failed: The container did not answer on port 3000 within ${HEALTH_TIMEOUT_MS / 1000} s`,
+  );
   expect(result.logs.some((l) => l.startsWith('Routes switched to'))).toBe(false);
   expect(load.failures).toEqual([]);
   const { seen } = load.summary();
@@ -304,7 +327,10 @@ it('drops no request of a hostname while domains of another service are added an
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
-    await Promise.all([keepAlive.stop(`${changes} domain changes of another service`), fresh.stop(`${changes} domain changes of another service`)]);
+    await Promise.all([
+      keepAlive.stop(`${changes} domain changes of another service`),
+      fresh.stop(`${changes} domain changes of another service`),
+    ]);
   }
   console.log(`zero-downtime: ${changes} domain changes; a new domain answered after ${Math.max(...servedAfterMs)} ms at most`);
   expect(changes).toBe(2 * ROUNDS);
@@ -348,7 +374,8 @@ it('keeps serving when the platform is killed in the middle of a cutover, and so
     expect(ended.logs.join('\n')).toContain('The server stopped while this deployment was running');
     // The interrupted container is drained and removed; only the live one is left.
     const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && (await containersWithLabel(`slipway.service=${service.id}`)).length > 1) await new Promise((r) => setTimeout(r, 250));
+    while (Date.now() < deadline && (await containersWithLabel(`slipway.service=${service.id}`)).length > 1)
+      await new Promise((r) => setTimeout(r, 250));
     await new Promise((r) => setTimeout(r, 500));
   } finally {
     await load.stop('a cutover cut short by SIGKILL, then a restart');

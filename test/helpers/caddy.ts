@@ -82,7 +82,10 @@ export async function startCaddy(): Promise<CaddyProcess> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
       if (started.exitCode !== null) throw new Error(`caddy exited with ${started.exitCode}:\n${output}`);
-      const up = await fetch(`${adminUrl}/config/`, { signal: AbortSignal.timeout(500) }).then((r) => r.ok, () => false);
+      const up = await fetch(`${adminUrl}/config/`, { signal: AbortSignal.timeout(500) }).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (up) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -134,13 +137,16 @@ export interface ViaResponse {
  */
 export function requestVia(port: number, hostname: string, pathname = '/', timeoutMs = 5_000): Promise<ViaResponse | null> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: pathname, method: 'GET', headers: { Host: hostname }, agent: false, timeout: timeoutMs }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      res.on('error', () => resolve(null));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path: pathname, method: 'GET', headers: { Host: hostname }, agent: false, timeout: timeoutMs },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', () => resolve(null));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve(null));
     req.end();
@@ -163,7 +169,9 @@ export async function waitUntilServed(
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${hostname} was not served with ${expected.status} ${expected.text ?? ''} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+  throw new Error(
+    `${hostname} was not served with ${expected.status} ${expected.text ?? ''} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`,
+  );
 }
 
 /**

@@ -1,9 +1,17 @@
-import { api } from './server-process.js';
+import type { api } from './server-process.js';
 
 type Call = ReturnType<typeof api>;
 
 export interface Finished {
-  deployment: { id: string; status: string; commitSha: string | null; imageTag: string | null; containerName: string | null; startedAt: string | null; finishedAt: string | null };
+  deployment: {
+    id: string;
+    status: string;
+    commitSha: string | null;
+    imageTag: string | null;
+    containerName: string | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+  };
   logs: string[];
 }
 

@@ -90,7 +90,7 @@ abstract class DnsStandin {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
     const url = new URL(req.url ?? '/', 'http://standin');
-    let body: unknown = undefined;
+    let body: unknown;
     if (raw) {
       try {
         body = JSON.parse(raw);
@@ -306,7 +306,10 @@ export class DigitalOceanStandin extends DnsStandin {
       if (page > 1) Object.assign(pages, { first: pageUrl(1), prev: pageUrl(page - 1) });
       if (page < last) Object.assign(pages, { next: pageUrl(page + 1), last: pageUrl(last) });
       const slice = this.domains.slice((page - 1) * perPage, page * perPage).map((name) => ({ name, ttl: 1800, zone_file: '' }));
-      return { status: 200, body: { domains: slice, links: Object.keys(pages).length ? { pages } : {}, meta: { total: this.domains.length } } };
+      return {
+        status: 200,
+        body: { domains: slice, links: Object.keys(pages).length ? { pages } : {}, meta: { total: this.domains.length } },
+      };
     }
     const m = /^\/domains\/([^/]+)\/records(?:\/([^/]+))?$/.exec(path);
     const domain = m ? decodeURIComponent(m[1]!) : undefined;
@@ -386,7 +389,8 @@ export class HetznerStandin extends DnsStandin {
   }
 
   protected errorBody(status: number): unknown {
-    const message = status === 429 ? 'rate limit exceeded' : status === 404 ? 'not found' : status === 400 ? 'invalid JSON' : 'internal server error';
+    const message =
+      status === 429 ? 'rate limit exceeded' : status === 404 ? 'not found' : status === 400 ? 'invalid JSON' : 'internal server error';
     return { error: { message, code: status } };
   }
 
@@ -412,9 +416,13 @@ export class HetznerStandin extends DnsStandin {
       return { status: 200, body: { zones: slice, meta: HetznerStandin.pagination(page, perPage, this.zones.length) } };
     }
     if (method === 'GET' && path === '/records') {
-      if (!this.zones.some((z) => z.id === query.zone_id)) return { status: 404, body: { records: null, error: { message: 'zone not found', code: 404 } } };
+      if (!this.zones.some((z) => z.id === query.zone_id))
+        return { status: 404, body: { records: null, error: { message: 'zone not found', code: 404 } } };
       const all = this.records.filter((r) => r.zone_id === query.zone_id);
-      return { status: 200, body: { records: all.slice((page - 1) * perPage, page * perPage), meta: HetznerStandin.pagination(page, perPage, all.length) } };
+      return {
+        status: 200,
+        body: { records: all.slice((page - 1) * perPage, page * perPage), meta: HetznerStandin.pagination(page, perPage, all.length) },
+      };
     }
     const b = obj(body);
     const invalid = (message: string): Reply => ({ status: 422, body: { record: {}, error: { message, code: 422 } } });

@@ -49,7 +49,10 @@ export interface FuzzRequest {
   label: string;
 }
 
-type Doc = { paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>; components?: { schemas?: Record<string, Schema> } };
+type Doc = {
+  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>;
+  components?: { schemas?: Record<string, Schema> };
+};
 
 /** Every operation of the document: new endpoints join the fuzz without a change here. */
 export function operationsOf(doc: Doc): Operation[] {
@@ -96,7 +99,27 @@ export const INJECTIONS = [
   '',
 ];
 
-const SEGMENTS = ['..', '.', '%2e%2e', '%2E', '.%2e', '%2f', 'a%2fb', '%5c', 'a%5Cb', '%00', 'x%00y', '%zz', '%', '..%2f..', "'%20OR%201=1", '%252e%252e', 'a'.repeat(300), '%ff', '%C0%AE%C0%AE'];
+const SEGMENTS = [
+  '..',
+  '.',
+  '%2e%2e',
+  '%2E',
+  '.%2e',
+  '%2f',
+  'a%2fb',
+  '%5c',
+  'a%5Cb',
+  '%00',
+  'x%00y',
+  '%zz',
+  '%',
+  '..%2f..',
+  "'%20OR%201=1",
+  '%252e%252e',
+  'a'.repeat(300),
+  '%ff',
+  '%C0%AE%C0%AE',
+];
 
 export class Fuzzer {
   private readonly random: () => number;
@@ -152,7 +175,18 @@ export class Fuzzer {
       case 'null':
         return null;
       default:
-        return this.pick(['fuzz', 'web', 'example.com', 'acme/web', 'A_KEY', 'main', 'read', 'write', 'x.fuzz.test', this.real.projectId ?? 'p']);
+        return this.pick([
+          'fuzz',
+          'web',
+          'example.com',
+          'acme/web',
+          'A_KEY',
+          'main',
+          'read',
+          'write',
+          'x.fuzz.test',
+          this.real.projectId ?? 'p',
+        ]);
     }
   }
 
@@ -250,7 +284,12 @@ export class Fuzzer {
         label = 'bad json';
       } else if (roll === 3) {
         body = JSON.stringify(this.valid(op.bodySchema));
-        headers['content-type'] = this.pick(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml']);
+        headers['content-type'] = this.pick([
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/xml',
+        ]);
         label = 'content type';
       } else if (roll === 4) {
         body = JSON.stringify(this.pick([[], 'string', 42, null, true]));

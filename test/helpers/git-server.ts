@@ -73,7 +73,7 @@ const GIT_ENV: NodeJS.ProcessEnv = {
 };
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
-const BRANCH_RE = /^[A-Za-z0-9][A-Za-z0-9._\/-]*$/;
+const BRANCH_RE = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
 
 interface Repo {
   name: string;
@@ -203,7 +203,9 @@ export async function startGitServer(): Promise<GitServer> {
     if (repo.token !== undefined) {
       const credentials = basicCredentials(req.headers.authorization);
       if (!credentials || !safeEqual(credentials.password, repo.token)) {
-        res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="slipway-test"', 'Content-Type': 'text/plain' }).end('authentication required\n');
+        res
+          .writeHead(401, { 'WWW-Authenticate': 'Basic realm="slipway-test"', 'Content-Type': 'text/plain' })
+          .end('authentication required\n');
         req.resume();
         return;
       }

@@ -32,23 +32,34 @@ export interface Harness {
 }
 
 /** The services on a real SQLite database in memory, with fakes of the outside ports. */
-export async function createHarness(opts: { config?: Partial<PlatformConfig>; clock?: Clock; databaseUrl?: string; dnsProviders?: DnsProvider[]; databases?: ServicesOptions['databases'] } = {}): Promise<Harness> {
+export async function createHarness(
+  opts: {
+    config?: Partial<PlatformConfig>;
+    clock?: Clock;
+    databaseUrl?: string;
+    dnsProviders?: DnsProvider[];
+    databases?: ServicesOptions['databases'];
+  } = {},
+): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
   const proxy = new RecordingReverseProxy();
   const portProbe = new FakePortProbe();
   const runtimeLogs = new ScriptedRuntimeLogs();
   const logBus = new LogBus();
   const secrets = SecretBox.fromSecret('test-secret-key-test-secret-key-0123');
-  const services = createServices({
-    store: database.store,
-    secrets,
-    proxy,
-    runtimeLogs,
-    portProbe,
-    clock: opts.clock ?? monotonicClock(),
-    logBus,
-    config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
-  }, { dnsProviders: opts.dnsProviders, databases: opts.databases });
+  const services = createServices(
+    {
+      store: database.store,
+      secrets,
+      proxy,
+      runtimeLogs,
+      portProbe,
+      clock: opts.clock ?? monotonicClock(),
+      logBus,
+      config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
+    },
+    { dnsProviders: opts.dnsProviders, databases: opts.databases },
+  );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
   const adminToken = await mintKey('write');

@@ -10,7 +10,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  * installs it when missing). Never skipped: without a server this throws.
  */
 export async function createScratchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const serverUrl = process.env.PG_TEST_URL ?? execFileSync('bash', [path.join(ROOT, 'test/provision/postgres.sh')], { encoding: 'utf8' }).trim();
+  const serverUrl =
+    process.env.PG_TEST_URL ?? execFileSync('bash', [path.join(ROOT, 'test/provision/postgres.sh')], { encoding: 'utf8' }).trim();
   const name = `slipway_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();

@@ -52,7 +52,9 @@ async function startContainer(password: string): Promise<TestRedis> {
   const name = `redisadmin-${randomBytes(4).toString('hex')}`;
   const command = ENGINE_SPECS.redis.command?.({ logicalReplication: false });
   if (!command) throw new Error('ENGINE_SPECS.redis has no container command');
-  await run('docker', ['run', '-d', '--name', name, '-e', `REDIS_PASSWORD=${password}`, '-p', '127.0.0.1::6379', 'redis:7', ...command], { timeout: 60_000 });
+  await run('docker', ['run', '-d', '--name', name, '-e', `REDIS_PASSWORD=${password}`, '-p', '127.0.0.1::6379', 'redis:7', ...command], {
+    timeout: 60_000,
+  });
   const remove = async () => {
     await run('docker', ['rm', '-f', name], { timeout: 60_000 }).catch(() => undefined);
   };
@@ -87,9 +89,13 @@ async function startHostServer(password: string): Promise<TestRedis> {
   }
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'redisadmin-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--requirepass', password, '--appendonly', 'yes', '--save', '', '--dir', dir], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--requirepass', password, '--appendonly', 'yes', '--save', '', '--dir', dir],
+    {
+      stdio: 'ignore',
+    },
+  );
   let exited = false;
   const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
   const stop = async () => {
@@ -140,7 +146,15 @@ async function waitForPing(server: TestRedis): Promise<void> {
 
 /** A plain client of the test's own, to seed data and look at the server from outside the adapter. */
 export function testClient(server: Pick<TestRedis, 'host' | 'port' | 'password'>, db: number): Redis {
-  const client = new Redis({ host: server.host, port: server.port, password: server.password, db, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  const client = new Redis({
+    host: server.host,
+    port: server.port,
+    password: server.password,
+    db,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+  });
   client.on('error', () => undefined);
   return client;
 }

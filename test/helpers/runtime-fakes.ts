@@ -7,7 +7,14 @@ import type { DeploymentRecord } from '../../src/domain/types.js';
 import { createServices, DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig, type Services } from '../../src/index.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
-import type { BuildRequest, ContainerEngine, ContainerState, DaemonRequest, LineSink, RunRequest } from '../../src/deployments/container-engine.port.js';
+import type {
+  BuildRequest,
+  ContainerEngine,
+  ContainerState,
+  DaemonRequest,
+  LineSink,
+  RunRequest,
+} from '../../src/deployments/container-engine.port.js';
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
@@ -232,7 +239,13 @@ export class FakeContainerEngine implements ContainerEngine {
     const { signal, onLine } = request;
     if (signal.aborted) throw abortError();
     const dockerfileText = await readFile(path.join(request.contextDir, request.dockerfile), 'utf8').catch(() => null);
-    this.builds.push({ tag: request.tag, dockerfile: request.dockerfile, dockerfileText, buildArgs: { ...request.buildArgs }, contextDir: request.contextDir });
+    this.builds.push({
+      tag: request.tag,
+      dockerfile: request.dockerfile,
+      dockerfileText,
+      buildArgs: { ...request.buildArgs },
+      contextDir: request.contextDir,
+    });
     this.journal.add(`engine.build ${request.tag}`);
     this.activeBuilds++;
     this.maxActiveBuilds = Math.max(this.maxActiveBuilds, this.activeBuilds);
@@ -385,7 +398,15 @@ export class FakeContainerEngine implements ContainerEngine {
   }
 
   private stateOf(c: FakeContainer): ContainerState {
-    return { id: c.id, name: c.name, running: c.running, exitCode: c.running ? null : c.exitCode, ip: c.running ? c.ip : null, labels: { ...c.labels }, image: c.image };
+    return {
+      id: c.id,
+      name: c.name,
+      running: c.running,
+      exitCode: c.running ? null : c.exitCode,
+      ip: c.running ? c.ip : null,
+      labels: { ...c.labels },
+      image: c.image,
+    };
   }
 
   private allocateIp(): string {
@@ -564,7 +585,13 @@ export class FakeTrafficGate implements TrafficGate {
 }
 
 export async function createRuntimeHarness(
-  opts: { config?: Partial<PlatformConfig>; deploy?: Partial<DeployConfig>; clock?: Clock; gate?: boolean; databaseAdmin?: DatabaseAdmin } = {},
+  opts: {
+    config?: Partial<PlatformConfig>;
+    deploy?: Partial<DeployConfig>;
+    clock?: Clock;
+    gate?: boolean;
+    databaseAdmin?: DatabaseAdmin;
+  } = {},
 ): Promise<RuntimeHarness> {
   const database = await openDatabase({ dataDir: ':memory:' });
   const buildsDir = await mkdtemp(path.join(tmpdir(), 'slipway-runner-'));
@@ -604,7 +631,17 @@ export async function createRuntimeHarness(
       logBus: new LogBus(),
       config,
     },
-    { runtime: { engine, git, forwarder, health, ...(gate ? { gate } : {}), ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}) }, log: (message, extra) => runnerLog.push({ message, extra }) },
+    {
+      runtime: {
+        engine,
+        git,
+        forwarder,
+        health,
+        ...(gate ? { gate } : {}),
+        ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}),
+      },
+      log: (message, extra) => runnerLog.push({ message, extra }),
+    },
   );
   const runner = services.runner;
   const teardown = services.teardown;
@@ -648,7 +685,8 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5_000, what
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} not reached within ${timeoutMs} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -48,14 +48,26 @@ export interface ServerProcess {
  * Starts the server exactly as `npm start` does (see startArgs) on a free port
  * with its own DATA_DIR, and waits until it says it is listening.
  */
-export async function startServerProcess(env: Record<string, string> = {}, reuse?: { dataDir: string; token: string }): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string> = {},
+  reuse?: { dataDir: string; token: string },
+): Promise<ServerProcess> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'));
   const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
   const child = spawn(process.execPath, startArgs(), {
     cwd: ROOT,
     // The runner is paused unless a test asks for it: API tests keep deployments queued.
     // No proxy unless a test brings one: a default install would start a Caddy container on ports 80 and 443.
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, BOOTSTRAP_API_KEY: token, BUILD_CONCURRENCY: '0', PROXY: 'none', ...env },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATA_DIR: dataDir,
+      BOOTSTRAP_API_KEY: token,
+      BUILD_CONCURRENCY: '0',
+      PROXY: 'none',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -116,14 +128,19 @@ export async function removeInstanceLeftovers(output: string): Promise<void> {
   if (!instance) return;
   const docker = (...args: string[]) => {
     try {
-      return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n').filter(Boolean);
+      return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+        .split('\n')
+        .filter(Boolean);
     } catch {
       return [];
     }
   };
   // The install is gone with its data directory: its containers (a test may leave some), its gate
   // responder, then its networks (the slot network and any project network), which nothing uses now.
-  const containers = [...docker('ps', '-aq', '--filter', `label=slipway.instance=${instance}`), ...docker('ps', '-aq', '--filter', `name=-gate-${instance}$`)];
+  const containers = [
+    ...docker('ps', '-aq', '--filter', `label=slipway.instance=${instance}`),
+    ...docker('ps', '-aq', '--filter', `name=-gate-${instance}$`),
+  ];
   if (containers.length > 0) docker('rm', '-f', ...containers);
   const networks = docker('network', 'ls', '-q', '--filter', `label=slipway.instance=${instance}`);
   if (networks.length > 0) docker('network', 'rm', ...networks);

@@ -7,7 +7,13 @@ export interface SseFrame {
 
 export async function readSse(
   url: string,
-  opts: { token: string; headers?: Record<string, string>; until: (frames: SseFrame[]) => boolean; timeoutMs?: number; onFrame?: (frame: SseFrame) => void },
+  opts: {
+    token: string;
+    headers?: Record<string, string>;
+    until: (frames: SseFrame[]) => boolean;
+    timeoutMs?: number;
+    onFrame?: (frame: SseFrame) => void;
+  },
 ): Promise<{ status: number; contentType: string | null; frames: SseFrame[]; ended: boolean }> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 10_000);

@@ -35,7 +35,11 @@ export async function replaceHarness(opts?: Parameters<typeof createHarness>[0])
   return h;
 }
 
-export const repo = (name: string, extra: Partial<CreateServiceInput> = {}): CreateServiceInput => ({ name, repoFullName: `acme/${name.toLowerCase().replace(/\W+/g, '-')}`, ...extra });
+export const repo = (name: string, extra: Partial<CreateServiceInput> = {}): CreateServiceInput => ({
+  name,
+  repoFullName: `acme/${name.toLowerCase().replace(/\W+/g, '-')}`,
+  ...extra,
+});
 export const database = (name: string, engine: DatabaseEngine, extra: Partial<CreateServiceInput> = {}): CreateServiceInput => ({
   name,
   repoUrl: 'database',

@@ -10,7 +10,10 @@ import { createHarness, type Harness } from '../helpers/harness.js';
  */
 class FakeAdmin implements DatabaseAdmin {
   readonly calls: Array<{ op: string; db: DatabaseEndpoint; args: unknown[] }> = [];
-  readonly users: Row[] = [{ id: 1, name: 'ada' }, { id: 2, name: 'grace' }];
+  readonly users: Row[] = [
+    { id: 1, name: 'ada' },
+    { id: 2, name: 'grace' },
+  ];
   released: string[] = [];
 
   private record(op: string, db: DatabaseEndpoint, ...args: unknown[]) {
@@ -30,7 +33,10 @@ class FakeAdmin implements DatabaseAdmin {
     this.record('readRows', db, table, page);
     this.table(table);
     return {
-      columns: [{ name: 'id', type: 'integer', primary: true }, { name: 'name', type: 'text', primary: false }],
+      columns: [
+        { name: 'id', type: 'integer', primary: true },
+        { name: 'name', type: 'text', primary: false },
+      ],
       rows: this.users.slice(page.offset, page.offset + page.limit),
       total: this.users.length,
     };
@@ -49,12 +55,14 @@ class FakeAdmin implements DatabaseAdmin {
   async updateRow(db: DatabaseEndpoint, table: TableRef, primaryKey: Row, values: Row) {
     this.record('updateRow', db, table, primaryKey, values);
     this.table(table);
-    if (Object.keys(primaryKey).join() !== 'id') throw new ValidationError('primaryKey', 'primaryKey must name exactly the primary key columns (id)');
+    if (Object.keys(primaryKey).join() !== 'id')
+      throw new ValidationError('primaryKey', 'primaryKey must name exactly the primary key columns (id)');
   }
   async deleteRow(db: DatabaseEndpoint, table: TableRef, primaryKey: Row) {
     this.record('deleteRow', db, table, primaryKey);
     this.table(table);
-    if (Object.keys(primaryKey).join() !== 'id') throw new ValidationError('primaryKey', 'primaryKey must name exactly the primary key columns (id)');
+    if (Object.keys(primaryKey).join() !== 'id')
+      throw new ValidationError('primaryKey', 'primaryKey must name exactly the primary key columns (id)');
   }
   async release(serviceId: string) {
     this.released.push(serviceId);
@@ -69,7 +77,9 @@ let running: boolean;
 beforeEach(async () => {
   admin = new FakeAdmin();
   running = true;
-  h = await createHarness({ databases: { admin, locator: { locate: async () => (running ? { host: '10.9.8.7' } : null) }, limits: { timeoutMs: 1_500, rowCap: 7 } } });
+  h = await createHarness({
+    databases: { admin, locator: { locate: async () => (running ? { host: '10.9.8.7' } : null) }, limits: { timeoutMs: 1_500, rowCap: 7 } },
+  });
 });
 afterEach(async () => {
   await h.close();
@@ -90,7 +100,14 @@ async function errorOf(promise: Promise<unknown>): Promise<{ code: string; data:
 async function databaseService(engine = 'postgres') {
   const api = h.caller();
   const { project } = await api.projects.create({ name: `P ${Math.random()}` });
-  const { service } = await api.services.create({ projectId: project.id, name: 'main db', repoUrl: 'database', repoFullName: `database:${engine}`, branch: 'main', internalPort: 5432 });
+  const { service } = await api.services.create({
+    projectId: project.id,
+    name: 'main db',
+    repoUrl: 'database',
+    repoFullName: `database:${engine}`,
+    branch: 'main',
+    internalPort: 5432,
+  });
   return { project, service };
 }
 
@@ -110,7 +127,10 @@ describe('database administration routers', () => {
     expect(page).toEqual({
       engine: 'postgres',
       table: 'public.users',
-      columns: [{ name: 'id', type: 'integer', primary: true }, { name: 'name', type: 'text', primary: false }],
+      columns: [
+        { name: 'id', type: 'integer', primary: true },
+        { name: 'name', type: 'text', primary: false },
+      ],
       rows: [{ id: 2, name: 'grace' }],
       limit: 1,
       offset: 1,
@@ -137,7 +157,9 @@ describe('database administration routers', () => {
       [{ offset: -1 }, 'offset'],
       [{ limit: '1e3' }, 'limit'],
     ] as const) {
-      const { code, data } = await errorOf(api.databases.rows({ serviceId: service.id, table: 'public.users', ...(input as object) } as never));
+      const { code, data } = await errorOf(
+        api.databases.rows({ serviceId: service.id, table: 'public.users', ...(input as object) } as never),
+      );
       expect(code).toBe('BAD_REQUEST');
       expect(data).toMatchObject({ error: 'validation_error', details: { field } });
     }
@@ -146,7 +168,9 @@ describe('database administration routers', () => {
       expect(data).toMatchObject({ error: 'validation_error', details: { field: 'table' } });
     }
     // REST sends numbers as query text.
-    expect(await api.databases.rows({ serviceId: service.id, table: 'public.users', limit: '1' as never, offset: '0' as never })).toMatchObject({ limit: 1, offset: 0 });
+    expect(
+      await api.databases.rows({ serviceId: service.id, table: 'public.users', limit: '1' as never, offset: '0' as never }),
+    ).toMatchObject({ limit: 1, offset: 0 });
   });
 
   it('answers 404 for an unknown table, 400 query_error with the engine message, and passes the limits and a signal', async () => {
@@ -156,22 +180,43 @@ describe('database administration routers', () => {
     const failed = await errorOf(api.databases.query({ serviceId: service.id, sql: 'SELEC 1' }));
     expect(failed.code).toBe('BAD_REQUEST');
     expect(failed.data).toMatchObject({ error: 'query_error', message: 'syntax error at or near "SELEC"', details: { code: '42601' } });
-    expect(await api.databases.query({ serviceId: service.id, sql: 'SELECT 1 AS n' })).toEqual({ columns: [{ name: 'n', type: 'integer' }], rows: [{ n: 1 }], rowCount: 1, truncated: false });
+    expect(await api.databases.query({ serviceId: service.id, sql: 'SELECT 1 AS n' })).toEqual({
+      columns: [{ name: 'n', type: 'integer' }],
+      rows: [{ n: 1 }],
+      rowCount: 1,
+      truncated: false,
+    });
     const call = admin.calls.at(-1)!;
     expect(call.args[1]).toEqual({ timeoutMs: 1_500, rowCap: 7 });
     expect(call.args[2]).toBeInstanceOf(AbortSignal);
-    expect((await errorOf(api.databases.query({ serviceId: service.id, sql: '   ' }))).data).toMatchObject({ error: 'validation_error', details: { field: 'sql' } });
+    expect((await errorOf(api.databases.query({ serviceId: service.id, sql: '   ' }))).data).toMatchObject({
+      error: 'validation_error',
+      details: { field: 'sql' },
+    });
   });
 
   it('inserts, updates and deletes rows by primary key', async () => {
     const { service } = await databaseService();
     const api = h.caller();
-    expect(await api.databases.insertRow({ serviceId: service.id, table: 'public.users', values: { name: 'linus' } })).toEqual({ ok: true, table: 'public.users', id: 3 });
-    expect(await api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 3 }, values: { name: 'l' } })).toEqual({ ok: true });
+    expect(await api.databases.insertRow({ serviceId: service.id, table: 'public.users', values: { name: 'linus' } })).toEqual({
+      ok: true,
+      table: 'public.users',
+      id: 3,
+    });
+    expect(
+      await api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 3 }, values: { name: 'l' } }),
+    ).toEqual({ ok: true });
     expect(await api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 3 } })).toEqual({ ok: true });
-    expect((await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: {}, values: { name: 'x' } }))).data).toMatchObject({ details: { field: 'primaryKey' } });
-    expect((await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: {} }))).data).toMatchObject({ details: { field: 'values' } });
-    expect((await errorOf(api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { name: 'x' } }))).data).toMatchObject({ details: { field: 'primaryKey' } });
+    expect(
+      (await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: {}, values: { name: 'x' } })))
+        .data,
+    ).toMatchObject({ details: { field: 'primaryKey' } });
+    expect(
+      (await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: {} }))).data,
+    ).toMatchObject({ details: { field: 'values' } });
+    expect(
+      (await errorOf(api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { name: 'x' } }))).data,
+    ).toMatchObject({ details: { field: 'primaryKey' } });
     expect(admin.calls.map((c) => c.op)).toEqual(['insertRow', 'updateRow', 'deleteRow', 'deleteRow']);
   });
 
@@ -184,10 +229,17 @@ describe('database administration routers', () => {
     expect(admin.calls).toEqual([]);
   });
 
-  it('404 for a service that is not a database, and for one out of the key\'s scope', async () => {
+  it("404 for a service that is not a database, and for one out of the key's scope", async () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'Web' });
-    const { service: web } = await api.services.create({ projectId: project.id, name: 'web', repoUrl: 'https://github.com/acme/web.git', repoFullName: 'acme/web', branch: 'main', internalPort: 3000 });
+    const { service: web } = await api.services.create({
+      projectId: project.id,
+      name: 'web',
+      repoUrl: 'https://github.com/acme/web.git',
+      repoFullName: 'acme/web',
+      branch: 'main',
+      internalPort: 3000,
+    });
     expect((await errorOf(api.databases.tables({ serviceId: web.id }))).code).toBe('NOT_FOUND');
     const { service: db } = await databaseService();
     const other = await h.mintKey('write', [project.id]);
@@ -201,9 +253,19 @@ describe('database administration routers', () => {
     await reader.databases.tables({ serviceId: service.id });
     await reader.databases.rows({ serviceId: service.id, table: 'public.users' });
     expect((await errorOf(reader.databases.query({ serviceId: service.id, sql: 'SELECT 1' }))).code).toBe('FORBIDDEN');
-    expect((await errorOf(reader.databases.insertRow({ serviceId: service.id, table: 'public.users', values: { name: 'x' } }))).code).toBe('FORBIDDEN');
-    expect((await errorOf(reader.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: { name: 'x' } }))).code).toBe('FORBIDDEN');
-    expect((await errorOf(reader.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 } }))).code).toBe('FORBIDDEN');
+    expect((await errorOf(reader.databases.insertRow({ serviceId: service.id, table: 'public.users', values: { name: 'x' } }))).code).toBe(
+      'FORBIDDEN',
+    );
+    expect(
+      (
+        await errorOf(
+          reader.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: { name: 'x' } }),
+        )
+      ).code,
+    ).toBe('FORBIDDEN');
+    expect((await errorOf(reader.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 } }))).code).toBe(
+      'FORBIDDEN',
+    );
     expect(admin.calls.map((c) => c.op)).toEqual(['listTables', 'readRows']);
   });
 

@@ -25,7 +25,11 @@ let admin: MongoDatabaseAdmin;
 let seed: MongoClient;
 const extraAdmins: MongoDatabaseAdmin[] = [];
 
-const endpoint = (port: number, env: Record<string, string> = { MONGO_INITDB_ROOT_USERNAME: USER, MONGO_INITDB_ROOT_PASSWORD: PASSWORD }, serviceId = 'svc-mongo'): DatabaseEndpoint => ({
+const endpoint = (
+  port: number,
+  env: Record<string, string> = { MONGO_INITDB_ROOT_USERNAME: USER, MONGO_INITDB_ROOT_PASSWORD: PASSWORD },
+  serviceId = 'svc-mongo',
+): DatabaseEndpoint => ({
   serviceId,
   engine: 'mongodb',
   host: '127.0.0.1',
@@ -68,7 +72,9 @@ beforeAll(async () => {
   server = await startServer({ port: 0, dbpath: dir, rootUser: USER, rootPassword: PASSWORD, testCommands: true });
   db = endpoint(server.port);
   admin = new MongoDatabaseAdmin({ idleMs: 60_000, connectTimeoutMs: 2_000 });
-  seed = new MongoClient(`mongodb://${encodeURIComponent(USER)}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${server.port}/?authSource=admin`);
+  seed = new MongoClient(
+    `mongodb://${encodeURIComponent(USER)}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${server.port}/?authSource=admin`,
+  );
   const shop = seed.db('shop');
   await shop.collection('users').insertMany([
     {
@@ -89,7 +95,10 @@ beforeAll(async () => {
     { _id: ids.ada, name: 'ada', age: new Int32(36), note: 'first', seen: new Timestamp({ t: 1_700_000_000, i: 3 }) },
     { _id: ids.cy, name: 'cy', age: new Int32(41), note: null, pattern: /^c/i },
   ]);
-  await shop.collection('orders').insertMany([{ _id: 'o-1' as never, total: 10 }, { _id: 'o-2' as never, total: 20 }]);
+  await shop.collection('orders').insertMany([
+    { _id: 'o-1' as never, total: 10 },
+    { _id: 'o-2' as never, total: 20 },
+  ]);
   await shop.collection('big').insertMany(Array.from({ length: 2_500 }, (_, i) => ({ i })));
   await seed.db('analytics').createCollection('events');
 }, 60_000);
@@ -177,13 +186,20 @@ describe('reading', () => {
       expect(error).toBeInstanceOf(NotFoundError);
       expect((error as NotFoundError).details).toEqual({ resource: 'table', id: `${table.schema}.${table.name}` });
     }
-    expect(await rejection(admin.readRows(db, { schema: 'shop', name: 'users' }, { limit: -1, offset: 0 }, never))).toBeInstanceOf(ValidationError);
+    expect(await rejection(admin.readRows(db, { schema: 'shop', name: 'users' }, { limit: -1, offset: 0 }, never))).toBeInstanceOf(
+      ValidationError,
+    );
   });
 });
 
 describe('the query console', () => {
   it('runs a JSON command document against $db, with Extended JSON values', async () => {
-    const found = await admin.query(db, '{"find": "users", "filter": {"age": {"$gt": 30}}, "sort": {"age": -1}, "$db": "shop"}', limits, never);
+    const found = await admin.query(
+      db,
+      '{"find": "users", "filter": {"age": {"$gt": 30}}, "sort": {"age": -1}, "$db": "shop"}',
+      limits,
+      never,
+    );
     expect(found.rows.map((r) => r.name)).toEqual(['cy', 'ada']);
     expect(found).toMatchObject({ rowCount: 2, truncated: false });
     expect(found.columns.slice(0, 3)).toEqual([
@@ -191,11 +207,26 @@ describe('the query console', () => {
       { name: 'name', type: 'string' },
       { name: 'age', type: 'int' },
     ]);
-    const byId = await admin.query(db, `{"find": "users", "filter": {"_id": {"$oid": "${ids.bob.toHexString()}"}}, "$db": "shop"}`, limits, never);
+    const byId = await admin.query(
+      db,
+      `{"find": "users", "filter": {"_id": {"$oid": "${ids.bob.toHexString()}"}}, "$db": "shop"}`,
+      limits,
+      never,
+    );
     expect(byId.rows.map((r) => r.name)).toEqual(['bob']);
-    const byDate = await admin.query(db, '{"find": "users", "filter": {"joined": {"$gte": {"$date": "2024-01-01T00:00:00Z"}}}, "$db": "shop"}', limits, never);
+    const byDate = await admin.query(
+      db,
+      '{"find": "users", "filter": {"joined": {"$gte": {"$date": "2024-01-01T00:00:00Z"}}}, "$db": "shop"}',
+      limits,
+      never,
+    );
     expect(byDate.rowCount).toBe(1);
-    const aggregate = await admin.query(db, '{"aggregate": "users", "pipeline": [{"$match": {"age": {"$lt": 40}}}, {"$count": "n"}], "$db": "shop"}', limits, never);
+    const aggregate = await admin.query(
+      db,
+      '{"aggregate": "users", "pipeline": [{"$match": {"age": {"$lt": 40}}}, {"$count": "n"}], "$db": "shop"}',
+      limits,
+      never,
+    );
     expect(aggregate).toEqual({ columns: [{ name: 'n', type: 'int' }], rows: [{ n: 2 }], rowCount: 1, truncated: false });
   });
 
@@ -212,7 +243,9 @@ describe('the query console', () => {
     });
     // `analytics` comes first by name: its `events` collection is found without $db, `users` is not.
     expect((await admin.query(db, '{"count": "events"}', limits, never)).rows).toEqual([{ n: 0, ok: 1 }]);
-    expect((await admin.query(db, '{"listCollections": 1, "nameOnly": true}', limits, never)).rows).toEqual([{ name: 'events', type: 'collection' }]);
+    expect((await admin.query(db, '{"listCollections": 1, "nameOnly": true}', limits, never)).rows).toEqual([
+      { name: 'events', type: 'collection' },
+    ]);
   });
 
   it('stops at the row cap: truncated, and the cursor is killed', async () => {
@@ -228,13 +261,27 @@ describe('the query console', () => {
     expect(small).toMatchObject({ rowCount: 20, truncated: true });
     expect(await openCursors()).toBe(0);
 
-    const all = await admin.query(db, '{"aggregate": "big", "pipeline": [{"$match": {}}], "$db": "shop"}', { timeoutMs: 5_000, rowCap: 2_500 }, never);
+    const all = await admin.query(
+      db,
+      '{"aggregate": "big", "pipeline": [{"$match": {}}], "$db": "shop"}',
+      { timeoutMs: 5_000, rowCap: 2_500 },
+      never,
+    );
     expect(all).toMatchObject({ rowCount: 2_500, truncated: false });
     expect(await openCursors()).toBe(0);
   });
 
   it('refuses text that is not one JSON command document with ValidationError("sql")', async () => {
-    for (const text of ['{"find": "users"', 'db.users.find({})', '[{"find": "users"}]', '42', '{}', '{"$db": "shop"}', '{"find": "users", "$db": 5}', '{"a": {"$oid": "zz"}}']) {
+    for (const text of [
+      '{"find": "users"',
+      'db.users.find({})',
+      '[{"find": "users"}]',
+      '42',
+      '{}',
+      '{"$db": "shop"}',
+      '{"find": "users", "$db": 5}',
+      '{"a": {"$oid": "zz"}}',
+    ]) {
       const error = await rejection(admin.query(db, text, limits, never));
       expect(error, text).toBeInstanceOf(ValidationError);
       expect((error as ValidationError).details.field).toBe('sql');
@@ -273,9 +320,17 @@ describe('writing', () => {
   const users = { schema: 'shop', name: 'users' };
 
   it('inserts a document: a 24-hex _id is an ObjectId, a missing one is generated, Extended JSON gives types', async () => {
-    const given = await admin.insertRow(db, users, { _id: '65f1a2b3c4d5e6f708091aff', name: 'dee', joined: { $date: '2025-01-02T03:04:05Z' }, n: { $numberLong: '5' } }, never);
+    const given = await admin.insertRow(
+      db,
+      users,
+      { _id: '65f1a2b3c4d5e6f708091aff', name: 'dee', joined: { $date: '2025-01-02T03:04:05Z' }, n: { $numberLong: '5' } },
+      never,
+    );
     expect(given).toEqual({ id: '65f1a2b3c4d5e6f708091aff' });
-    const stored = await seed.db('shop').collection('users').findOne({ _id: new ObjectId('65f1a2b3c4d5e6f708091aff') }, { promoteLongs: false });
+    const stored = await seed
+      .db('shop')
+      .collection('users')
+      .findOne({ _id: new ObjectId('65f1a2b3c4d5e6f708091aff') }, { promoteLongs: false });
     expect(stored?.joined).toEqual(new Date('2025-01-02T03:04:05Z'));
     expect(stored?.n).toBeInstanceOf(Long);
 
@@ -298,7 +353,16 @@ describe('writing', () => {
       db,
       users,
       { _id: ids.bob.toHexString() },
-      { name: 'robert', joined: '2030-01-01T00:00:00.000Z', visits: '9007199254740995', balance: '1.5', avatar: '\\x0a0b', score: 8, 'address.city': 'Lyon', added: 'new' },
+      {
+        name: 'robert',
+        joined: '2030-01-01T00:00:00.000Z',
+        visits: '9007199254740995',
+        balance: '1.5',
+        avatar: '\\x0a0b',
+        score: 8,
+        'address.city': 'Lyon',
+        added: 'new',
+      },
       never,
     );
     const bob = await seed.db('shop').collection('users').findOne({ _id: ids.bob }, { promoteValues: false, promoteLongs: false });
@@ -314,7 +378,12 @@ describe('writing', () => {
     expect(bob?.added).toBe('new');
 
     await admin.updateRow(db, { schema: 'shop', name: 'orders' }, { _id: 'o-1' }, { total: 11 }, never);
-    expect(await seed.db('shop').collection('orders').findOne({ _id: 'o-1' as never })).toEqual({ _id: 'o-1', total: 11 });
+    expect(
+      await seed
+        .db('shop')
+        .collection('orders')
+        .findOne({ _id: 'o-1' as never }),
+    ).toEqual({ _id: 'o-1', total: 11 });
     await admin.updateRow(db, users, { _id: ids.ada.toHexString() }, { _id: ids.ada.toHexString() }, never); // nothing to change
   });
 
@@ -348,7 +417,9 @@ describe('writing', () => {
 describe('connections', () => {
   it('refused credentials are QueryError, and no message carries the password', async () => {
     const secret = 'wr0ng/p@ss%word';
-    const error = await rejection(admin.checkReady(endpoint(server.port, { MONGO_INITDB_ROOT_USERNAME: USER, MONGO_INITDB_ROOT_PASSWORD: secret }, 'svc-wrong'), never));
+    const error = await rejection(
+      admin.checkReady(endpoint(server.port, { MONGO_INITDB_ROOT_USERNAME: USER, MONGO_INITDB_ROOT_PASSWORD: secret }, 'svc-wrong'), never),
+    );
     expect(error).toBeInstanceOf(QueryError);
     expect(error.message).toContain('Authentication failed.');
     expect(error.message).toContain(`user ${USER}`);
@@ -388,7 +459,9 @@ describe('connections', () => {
     const pooled = newAdmin({ idleMs: 400 });
     const before = await connections();
     for (let i = 0; i < 15; i++) await pooled.listTables(db, {}, never);
-    await Promise.all(Array.from({ length: 10 }, () => pooled.readRows(db, { schema: 'shop', name: 'users' }, { limit: 2, offset: 0 }, never)));
+    await Promise.all(
+      Array.from({ length: 10 }, () => pooled.readRows(db, { schema: 'shop', name: 'users' }, { limit: 2, offset: 0 }, never)),
+    );
     expect(pooled.openClients).toBe(1);
     const during = await connections();
     expect(during.current).toBeGreaterThan(before.current);

@@ -74,9 +74,46 @@ describe('the command line', () => {
   });
 
   it('denies commands that take over the connection or endanger the server, and allows the rest', () => {
-    const denied = ['SUBSCRIBE c', 'psubscribe p*', 'SSUBSCRIBE c', 'MONITOR', 'SELECT 1', 'QUIT', 'SHUTDOWN NOSAVE', 'DEBUG SLEEP 0', 'SYNC', 'PSYNC ? -1', 'REPLICAOF host 6379', 'SLAVEOF NO ONE', 'CLIENT KILL ID 1', 'client pause 100', 'CLIENT', 'CONFIG SET requirepass x', 'ACL SETUSER default off', 'MULTI', 'EXEC', 'WATCH k', 'AUTH x', 'HELLO 2', 'MODULE LOAD /x.so', 'RESET', ''];
+    const denied = [
+      'SUBSCRIBE c',
+      'psubscribe p*',
+      'SSUBSCRIBE c',
+      'MONITOR',
+      'SELECT 1',
+      'QUIT',
+      'SHUTDOWN NOSAVE',
+      'DEBUG SLEEP 0',
+      'SYNC',
+      'PSYNC ? -1',
+      'REPLICAOF host 6379',
+      'SLAVEOF NO ONE',
+      'CLIENT KILL ID 1',
+      'client pause 100',
+      'CLIENT',
+      'CONFIG SET requirepass x',
+      'ACL SETUSER default off',
+      'MULTI',
+      'EXEC',
+      'WATCH k',
+      'AUTH x',
+      'HELLO 2',
+      'MODULE LOAD /x.so',
+      'RESET',
+      '',
+    ];
     for (const text of denied) expect(() => checkCommand(splitCommandLine(text)), text).toThrow(ValidationError);
-    const allowed = ['FLUSHALL', 'FLUSHDB ASYNC', 'CONFIG GET maxmemory', 'CLIENT LIST', 'client id', 'ACL WHOAMI', 'BLPOP k 1', 'EVAL "return 1" 0', 'KEYS *', 'DBSIZE'];
+    const allowed = [
+      'FLUSHALL',
+      'FLUSHDB ASYNC',
+      'CONFIG GET maxmemory',
+      'CLIENT LIST',
+      'client id',
+      'ACL WHOAMI',
+      'BLPOP k 1',
+      'EVAL "return 1" 0',
+      'KEYS *',
+      'DBSIZE',
+    ];
     for (const text of allowed) expect(() => checkCommand(splitCommandLine(text)), text).not.toThrow();
   });
 });
@@ -104,7 +141,9 @@ describe('tables and rows', () => {
       { id: 'db0.user:1.profile name', name: 'user:1.profile name', schema: 'db0', rowCount: 5 },
       { id: 'db0.\\xc328', name: '\\xc328', schema: 'db0', rowCount: 1 },
     ]);
-    expect(await admin.listTables(db, { logicalDatabase: 1 }, never)).toEqual([{ id: 'db1.only-in-1', name: 'only-in-1', schema: 'db1', rowCount: 1 }]);
+    expect(await admin.listTables(db, { logicalDatabase: 1 }, never)).toEqual([
+      { id: 'db1.only-in-1', name: 'only-in-1', schema: 'db1', rowCount: 1 },
+    ]);
     expect(await admin.listTables(db, { logicalDatabase: 5 }, never)).toEqual([]);
     const error = await rejection(admin.listTables(db, { logicalDatabase: 16 }, never));
     expect(error).toBeInstanceOf(ValidationError);
@@ -117,7 +156,13 @@ describe('tables and rows', () => {
       { name: 'field', type: 'string', primary: true },
       { name: 'value', type: 'string', primary: false },
     ]);
-    expect(page).toMatchObject({ rows: [{ field: 'b', value: '2' }, { field: 'c', value: '3' }], total: 5 });
+    expect(page).toMatchObject({
+      rows: [
+        { field: 'b', value: '2' },
+        { field: 'c', value: '3' },
+      ],
+      total: 5,
+    });
     const last = await admin.readRows(db, t('user:1.profile name'), { limit: 10, offset: 4 }, never);
     expect(last.rows).toEqual([{ field: 'e', value: '\\xff0041' }]);
   });
@@ -146,7 +191,9 @@ describe('tables and rows', () => {
       seen.push(...page.rows.map((r) => r.member as string));
     }
     expect(seen).toEqual(Array.from({ length: 25 }, (_, i) => `m${String(i).padStart(2, '0')}`));
-    expect((await admin.readRows(db, t('tags'), { limit: 1, offset: 0 }, never)).columns).toEqual([{ name: 'member', type: 'string', primary: true }]);
+    expect((await admin.readRows(db, t('tags'), { limit: 1, offset: 0 }, never)).columns).toEqual([
+      { name: 'member', type: 'string', primary: true },
+    ]);
   });
 
   it('pages a sorted set by rank with scores', async () => {
@@ -359,11 +406,24 @@ describe('writing rows', () => {
 
 describe('queries', () => {
   it('runs one command line and shapes its reply as rows', async () => {
-    expect(await admin.query(db, `SET "q a b" 'c d'`, limits, never)).toEqual({ columns: [{ name: 'value', type: 'string' }], rows: [{ value: 'OK' }], rowCount: 1, truncated: false });
+    expect(await admin.query(db, `SET "q a b" 'c d'`, limits, never)).toEqual({
+      columns: [{ name: 'value', type: 'string' }],
+      rows: [{ value: 'OK' }],
+      rowCount: 1,
+      truncated: false,
+    });
     expect((await admin.query(db, `GET "q a b"`, limits, never)).rows).toEqual([{ value: 'c d' }]);
-    expect(await admin.query(db, 'GET q:missing', limits, never)).toEqual({ columns: [{ name: 'value', type: 'nil' }], rows: [{ value: null }], rowCount: 1, truncated: false });
+    expect(await admin.query(db, 'GET q:missing', limits, never)).toEqual({
+      columns: [{ name: 'value', type: 'nil' }],
+      rows: [{ value: null }],
+      rowCount: 1,
+      truncated: false,
+    });
     expect(await admin.query(db, 'LRANGE q:missing 0 -1', limits, never)).toMatchObject({ rows: [], rowCount: 0, truncated: false });
-    expect(await admin.query(db, 'INCRBY q:n 9007199254740993', limits, never)).toMatchObject({ columns: [{ name: 'value', type: 'integer' }], rows: [{ value: '9007199254740993' }] });
+    expect(await admin.query(db, 'INCRBY q:n 9007199254740993', limits, never)).toMatchObject({
+      columns: [{ name: 'value', type: 'integer' }],
+      rows: [{ value: '9007199254740993' }],
+    });
     expect((await admin.query(db, 'INCR q:small', limits, never)).rows).toEqual([{ value: 1 }]);
     expect((await admin.query(db, `SET q:bin "\\xff\\x00A"`, limits, never)).rows).toEqual([{ value: 'OK' }]);
     expect((await admin.query(db, 'GET q:bin', limits, never)).rows).toEqual([{ value: '\\xff0041' }]);
@@ -377,13 +437,30 @@ describe('queries', () => {
     expect(hash.rows).toContainEqual({ field: 'a', value: '1' });
     expect(hash.rows).toContainEqual({ field: 'e', value: '\\xff0041' });
     expect((await admin.query(db, 'CONFIG GET databases', limits, never)).rows).toEqual([{ field: 'databases', value: '16' }]);
-    expect((await admin.query(db, 'ZRANGE scores 0 1 WITHSCORES', limits, never)).rows).toEqual([{ value: ['bob', -2] }, { value: ['dave', 0] }]);
-    expect((await admin.query(db, 'LRANGE list 0 2', limits, never)).rows).toEqual([{ value: 'item-0' }, { value: 'item-1' }, { value: 'item-2' }]);
+    expect((await admin.query(db, 'ZRANGE scores 0 1 WITHSCORES', limits, never)).rows).toEqual([
+      { value: ['bob', -2] },
+      { value: ['dave', 0] },
+    ]);
+    expect((await admin.query(db, 'LRANGE list 0 2', limits, never)).rows).toEqual([
+      { value: 'item-0' },
+      { value: 'item-1' },
+      { value: 'item-2' },
+    ]);
     expect((await admin.query(db, 'EVAL "return {1, \'a\', {2}}" 0', limits, never)).columns).toEqual([{ name: 'value', type: 'mixed' }]);
   });
 
   it('refuses denied commands with ValidationError on sql, before sending anything', async () => {
-    for (const text of ['SUBSCRIBE news', 'MONITOR', 'SELECT 1', 'SHUTDOWN', 'DEBUG SLEEP 1', 'CONFIG SET requirepass x', 'CLIENT KILL TYPE normal', 'MULTI', '  ']) {
+    for (const text of [
+      'SUBSCRIBE news',
+      'MONITOR',
+      'SELECT 1',
+      'SHUTDOWN',
+      'DEBUG SLEEP 1',
+      'CONFIG SET requirepass x',
+      'CLIENT KILL TYPE normal',
+      'MULTI',
+      '  ',
+    ]) {
       const error = (await rejection(admin.query(db, text, limits, never))) as ValidationError;
       expect(error, text).toBeInstanceOf(ValidationError);
       expect(error.details.field).toBe('sql');
@@ -472,7 +549,7 @@ describe('connections', () => {
   it('keeps one pooled client per service, reused, closed after being idle', async () => {
     await admin.closeAll();
     const clientNames = async () =>
-      (await seed.client('LIST') as string)
+      ((await seed.client('LIST')) as string)
         .split('\n')
         .map((line) => /name=(\S*)/.exec(line)?.[1])
         .filter((name) => name?.startsWith('slipway-'))

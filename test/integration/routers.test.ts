@@ -27,7 +27,14 @@ describe('projects', () => {
   it('creates, lists, reads by slug, renames and deletes', async () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'Billing API', description: 'invoices' });
-    expect(project).toMatchObject({ name: 'Billing API', slug: 'billing-api', description: 'invoices', status: 'idle', serviceCount: 0, services: [] });
+    expect(project).toMatchObject({
+      name: 'Billing API',
+      slug: 'billing-api',
+      description: 'invoices',
+      status: 'idle',
+      serviceCount: 0,
+      services: [],
+    });
     expect(project.lastUpdatedAt).toMatch(ISO_MS);
 
     expect((await api.projects.list()).projects.map((p) => p.id)).toEqual([project.id]);
@@ -74,21 +81,48 @@ describe('services', () => {
     expect(repo.hostPort).toBe(20000);
     expect(repo.createdAt).toMatch(ISO_MS);
 
-    const direct = (await api.services.create({ projectId: project.id, name: 'direct', repoFullName: null, repoUrl: 'https://git.example.com/a/b.git', gitToken: 'ghp_secret' })).service;
+    const direct = (
+      await api.services.create({
+        projectId: project.id,
+        name: 'direct',
+        repoFullName: null,
+        repoUrl: 'https://git.example.com/a/b.git',
+        gitToken: 'ghp_secret',
+      })
+    ).service;
     expect(direct).toMatchObject({ repoFullName: null, repoUrl: 'https://git.example.com/a/b.git', hasGitToken: true });
     expect(JSON.stringify(direct)).not.toContain('ghp_secret');
 
-    const image = (await api.services.create({ projectId: project.id, name: 'cache', repoUrl: 'container-image', containerImage: 'redis:7' })).service;
+    const image = (
+      await api.services.create({ projectId: project.id, name: 'cache', repoUrl: 'container-image', containerImage: 'redis:7' })
+    ).service;
     expect(image).toMatchObject({ repoFullName: 'image:redis:7', repoUrl: 'container-image', containerImage: 'redis:7' });
 
-    const worker = (await api.services.create({ projectId: project.id, name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' })).service;
+    const worker = (await api.services.create({ projectId: project.id, name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' }))
+      .service;
     expect(worker.runtimeMode).toBe('worker');
 
-    const site = (await api.services.create({ projectId: project.id, name: 'docs', repoFullName: 'acme/docs', staticOutput: 'dist/' })).service;
+    const site = (await api.services.create({ projectId: project.id, name: 'docs', repoFullName: 'acme/docs', staticOutput: 'dist/' }))
+      .service;
     expect(site.staticOutput).toBe('dist');
 
-    const db = (await api.services.create({ projectId: project.id, name: 'main db', repoUrl: 'database', repoFullName: 'database:postgres', branch: 'main', databasePublicEnabled: true })).service;
-    expect(db).toMatchObject({ repoFullName: 'database:postgres', repoUrl: 'database', internalPort: 5432, databasePublicEnabled: true, status: 'idle' });
+    const db = (
+      await api.services.create({
+        projectId: project.id,
+        name: 'main db',
+        repoUrl: 'database',
+        repoFullName: 'database:postgres',
+        branch: 'main',
+        databasePublicEnabled: true,
+      })
+    ).service;
+    expect(db).toMatchObject({
+      repoFullName: 'database:postgres',
+      repoUrl: 'database',
+      internalPort: 5432,
+      databasePublicEnabled: true,
+      status: 'idle',
+    });
 
     const ports = [repo, direct, image, worker, site, db].map((s) => s.hostPort);
     expect(new Set(ports).size).toBe(ports.length);
@@ -101,7 +135,13 @@ describe('services', () => {
   it('generates database env with strong passwords, and never shows them', async () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'data' });
-    const { service } = await api.services.create({ projectId: project.id, name: 'pg', repoUrl: 'database', repoFullName: 'database:postgres', env: [{ key: 'POSTGRES_DB', value: 'shop' }] });
+    const { service } = await api.services.create({
+      projectId: project.id,
+      name: 'pg',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+      env: [{ key: 'POSTGRES_DB', value: 'shop' }],
+    });
     const overview = await api.services.overview({ serviceId: service.id });
     const byKey = Object.fromEntries(overview.env.map((v) => [v.key, v]));
     expect(Object.keys(byKey).sort()).toEqual(['POSTGRES_DB', 'POSTGRES_PASSWORD', 'POSTGRES_USER']);
@@ -112,7 +152,10 @@ describe('services', () => {
 
     const { suggestions } = await api.projects.databaseVariableSuggestions({ projectId: project.id });
     expect(suggestions).toEqual([
-      expect.objectContaining({ key: 'DATABASE_URL', value: 'postgres://${pg.POSTGRES_USER}:${pg.POSTGRES_PASSWORD}@pg:5432/${pg.POSTGRES_DB}' }),
+      expect.objectContaining({
+        key: 'DATABASE_URL',
+        value: 'postgres://${pg.POSTGRES_USER}:${pg.POSTGRES_PASSWORD}@pg:5432/${pg.POSTGRES_DB}',
+      }),
     ]);
   });
 
@@ -123,7 +166,7 @@ describe('services', () => {
       try {
         await api.services.create({ projectId: project.id, name: 'x', ...input } as never);
       } catch (error) {
-        return ((error as TRPCError & { cause: { details?: { field?: string } } }).cause?.details?.field) ?? (error as TRPCError).code;
+        return (error as TRPCError & { cause: { details?: { field?: string } } }).cause?.details?.field ?? (error as TRPCError).code;
       }
       return 'accepted';
     };
@@ -148,8 +191,19 @@ describe('services', () => {
     const web = (await api.services.create({ projectId: a.id, name: 'web', repoFullName: 'acme/web' })).service;
     await api.services.create({ projectId: b.id, name: 'web', repoFullName: 'acme/other' });
 
-    const updated = await api.services.update({ serviceId: web.id, branch: 'release', buildMethod: 'dockerfile', dockerfilePath: './docker/Dockerfile', internalPort: 8080 });
-    expect(updated.service).toMatchObject({ branch: 'release', buildMethod: 'dockerfile', dockerfilePath: 'docker/Dockerfile', internalPort: 8080 });
+    const updated = await api.services.update({
+      serviceId: web.id,
+      branch: 'release',
+      buildMethod: 'dockerfile',
+      dockerfilePath: './docker/Dockerfile',
+      internalPort: 8080,
+    });
+    expect(updated.service).toMatchObject({
+      branch: 'release',
+      buildMethod: 'dockerfile',
+      dockerfilePath: 'docker/Dockerfile',
+      internalPort: 8080,
+    });
 
     await api.domains.create({ serviceId: web.id, hostname: 'web.example.com' });
     expect(await codeOf(api.services.update({ serviceId: web.id, runtimeMode: 'worker' }))).toBe('CONFLICT');
@@ -174,7 +228,9 @@ describe('services', () => {
     const keys = suggestions.map((s) => s.key);
     expect(keys).toContain('hostPort');
     expect(keys).toContain('cache.REDIS_PASSWORD');
-    expect(databaseVariables).toEqual([expect.objectContaining({ key: 'REDIS_URL', value: 'redis://default:${cache.REDIS_PASSWORD}@cache:6379/0' })]);
+    expect(databaseVariables).toEqual([
+      expect.objectContaining({ key: 'REDIS_URL', value: 'redis://default:${cache.REDIS_PASSWORD}@cache:6379/0' }),
+    ]);
   });
 });
 
@@ -183,7 +239,15 @@ describe('environment variables', () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'p' });
     const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'a/b' })).service;
-    const db = (await api.services.create({ projectId: project.id, name: 'db', repoUrl: 'database', repoFullName: 'database:mysql', env: [{ key: 'MYSQL_USER', value: 'shop' }] })).service;
+    const db = (
+      await api.services.create({
+        projectId: project.id,
+        name: 'db',
+        repoUrl: 'database',
+        repoFullName: 'database:mysql',
+        env: [{ key: 'MYSQL_USER', value: 'shop' }],
+      })
+    ).service;
     expect(db.slug).toBe('db');
     await api.env.set({ serviceId: web.id, key: 'DB_USER', value: '${db.MYSQL_USER}' });
     await api.env.set({ serviceId: web.id, key: 'GREETING', value: 'hello ${web.NAME}' });
@@ -244,7 +308,16 @@ describe('deployments', () => {
     const { project } = await api.projects.create({ name: 'p' });
     const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'a/b' })).service;
     const { deployment } = await api.deployments.create({ serviceId: web.id });
-    expect(deployment).toMatchObject({ serviceId: web.id, status: 'queued', trigger: 'manual', commitSha: null, imageTag: null, containerName: null, startedAt: null, finishedAt: null });
+    expect(deployment).toMatchObject({
+      serviceId: web.id,
+      status: 'queued',
+      trigger: 'manual',
+      commitSha: null,
+      imageTag: null,
+      containerName: null,
+      startedAt: null,
+      finishedAt: null,
+    });
     expect((await api.deployments.list({ serviceId: web.id })).deployments.map((d) => d.id)).toEqual([deployment.id]);
     expect(await api.deployments.abort({ deploymentId: deployment.id })).toEqual({ accepted: true });
     expect((await api.deployments.get({ deploymentId: deployment.id })).deployment.status).toBe('aborted');

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TRPCError } from '@trpc/server';
+import type { TRPCError } from '@trpc/server';
 import { DnsProviderError, type ARecordRequest, type DnsProvider } from '../../src/routing/dns-provider.port.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
@@ -14,7 +14,14 @@ class RecordingProvider implements DnsProvider {
     this.requests.push(request);
     if (this.failWith) throw this.failWith;
     const [host, ...rest] = request.hostname.split('.');
-    return { action: 'created' as const, hostname: request.hostname, recordType: 'A' as const, host: host!, zone: rest.join('.'), targetIp: request.targetIp };
+    return {
+      action: 'created' as const,
+      hostname: request.hostname,
+      recordType: 'A' as const,
+      host: host!,
+      zone: rest.join('.'),
+      targetIp: request.targetIp,
+    };
   }
 }
 
@@ -42,8 +49,16 @@ describe('settings', () => {
   it('reads defaults, stores overrides and never returns a token', async () => {
     const api = h.caller();
     expect((await api.settings.get()).settings).toEqual({ publicIp: '203.0.113.7', rootDomain: null, dnsProviders: [] });
-    const { settings } = await api.settings.update({ publicIp: '198.51.100.2', rootDomain: 'Apps.Example.com', dnsProviders: [{ providerId: 'cloudflare', apiToken: 'cf-secret-token' }] });
-    expect(settings).toMatchObject({ publicIp: '198.51.100.2', rootDomain: 'apps.example.com', dnsProviders: [{ providerId: 'cloudflare', providerName: 'Cloudflare', hasApiToken: true }] });
+    const { settings } = await api.settings.update({
+      publicIp: '198.51.100.2',
+      rootDomain: 'Apps.Example.com',
+      dnsProviders: [{ providerId: 'cloudflare', apiToken: 'cf-secret-token' }],
+    });
+    expect(settings).toMatchObject({
+      publicIp: '198.51.100.2',
+      rootDomain: 'apps.example.com',
+      dnsProviders: [{ providerId: 'cloudflare', providerName: 'Cloudflare', hasApiToken: true }],
+    });
     expect(JSON.stringify(await api.settings.get())).not.toContain('cf-secret-token');
     // Omitting the token keeps it; a new provider without one is refused.
     await api.settings.update({ dnsProviders: [{ providerId: 'cloudflare' }] });
@@ -80,7 +95,16 @@ describe('DNS records', () => {
     const answer = await api.domains.dnsRecords({ ...target, providerId: 'cloudflare' });
     expect(answer).toEqual({
       ok: true,
-      result: { provider: 'cloudflare', providerName: 'Cloudflare', action: 'created', hostname: 'app.example.com', recordType: 'A', host: 'app', zone: 'example.com', targetIp: '203.0.113.7' },
+      result: {
+        provider: 'cloudflare',
+        providerName: 'Cloudflare',
+        action: 'created',
+        hostname: 'app.example.com',
+        recordType: 'A',
+        host: 'app',
+        zone: 'example.com',
+        targetIp: '203.0.113.7',
+      },
       domain: expect.objectContaining({ id: target.domainId, hostname: 'app.example.com' }),
     });
     expect(provider.requests[0]).toMatchObject({ hostname: 'app.example.com', targetIp: '203.0.113.7', apiToken: 'cf-token' });

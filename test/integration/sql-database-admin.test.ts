@@ -78,10 +78,24 @@ async function imageExists(image: string): Promise<boolean> {
 }
 
 /** Starts `image` as `sqladmin-<engine>-<random>` with the container port on a random host port. */
-async function startContainer(engine: string, image: string, port: number, env: Record<string, string>): Promise<{ name: string; hostPort: number }> {
+async function startContainer(
+  engine: string,
+  image: string,
+  port: number,
+  env: Record<string, string>,
+): Promise<{ name: string; hostPort: number }> {
   const name = `sqladmin-${engine}-${randomBytes(4).toString('hex')}`;
   started.push(name);
-  await docker('run', '-d', '--name', name, '-p', `127.0.0.1::${port}`, ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]), image);
+  await docker(
+    'run',
+    '-d',
+    '--name',
+    name,
+    '-p',
+    `127.0.0.1::${port}`,
+    ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+    image,
+  );
   const mapping = await docker('port', name, `${port}/tcp`);
   const hostPort = Number(/:(\d+)\s*$/m.exec(mapping)?.[1]);
   if (!hostPort) throw new Error(`no host port for ${name}: ${mapping}`);
@@ -143,7 +157,8 @@ function rssMb(): number {
 
 function sharedCases(get: () => Engine): void {
   const t = (name: string): TableRef => ({ schema: get().schema, name });
-  const q = (text: string, limits: Partial<QueryLimits> = {}, signal = never()) => get().admin.query(get().db, text, { ...LIMITS, ...limits }, signal);
+  const q = (text: string, limits: Partial<QueryLimits> = {}, signal = never()) =>
+    get().admin.query(get().db, text, { ...LIMITS, ...limits }, signal);
 
   beforeAll(async () => {
     const { admin, db, sql } = get();
@@ -186,7 +201,9 @@ function sharedCases(get: () => Engine): void {
       expect((error as NotFoundError).details).toEqual({ resource: 'table', id: `${get().schema}.${name}` });
       expect(await rejection(admin.insertRow(db, t(name), { id: 99 }, never()))).toBeInstanceOf(NotFoundError);
     }
-    expect(await rejection(admin.readRows(db, { schema: 'nope', name: 'items' }, { limit: 5, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
+    expect(await rejection(admin.readRows(db, { schema: 'nope', name: 'items' }, { limit: 5, offset: 0 }, never()))).toBeInstanceOf(
+      NotFoundError,
+    );
     expect((await admin.readRows(db, t('items'), { limit: 1, offset: 0 }, never())).total).toBe(25);
   });
 
@@ -194,7 +211,12 @@ function sharedCases(get: () => Engine): void {
     const { admin, db } = get();
     const ref = t(ODD_TABLE);
     for (let i = 0; i < 5; i++) await admin.insertRow(db, ref, { [ODD_COLUMN]: i }, never());
-    expect((await admin.listTables(db, {}, never())).find((x) => x.name === ODD_TABLE)).toEqual({ id: `${get().schema}.${ODD_TABLE}`, name: ODD_TABLE, schema: get().schema, rowCount: 5 });
+    expect((await admin.listTables(db, {}, never())).find((x) => x.name === ODD_TABLE)).toEqual({
+      id: `${get().schema}.${ODD_TABLE}`,
+      name: ODD_TABLE,
+      schema: get().schema,
+      rowCount: 5,
+    });
     const page = await admin.readRows(db, ref, { limit: 2, offset: 2 }, never());
     expect(page.rows).toEqual([{ [ODD_COLUMN]: 2 }, { [ODD_COLUMN]: 3 }]);
     expect(page.columns.map((c) => c.name)).toEqual([ODD_COLUMN]);
@@ -330,7 +352,11 @@ function sharedCases(get: () => Engine): void {
 
   it('refuses a wrong password as a QueryError without echoing it', async () => {
     const { admin, db } = get();
-    const wrong = { ...db, serviceId: `${db.serviceId}-wrongpw`, env: Object.fromEntries(Object.entries(db.env).map(([k, v]) => [k, /PASSWORD/.test(k) ? 'Wr0ng-Secret-pw' : v])) };
+    const wrong = {
+      ...db,
+      serviceId: `${db.serviceId}-wrongpw`,
+      env: Object.fromEntries(Object.entries(db.env).map(([k, v]) => [k, /PASSWORD/.test(k) ? 'Wr0ng-Secret-pw' : v])),
+    };
     const error = await rejection(admin.checkReady(wrong, never()));
     expect(error).toBeInstanceOf(QueryError);
     expect(error.message).not.toContain('Wr0ng-Secret-pw');
@@ -375,7 +401,9 @@ function sharedCases(get: () => Engine): void {
     expect(await rejection(admin.deleteRow(db, t('items'), { id: 500 }, never()))).toBeInstanceOf(NotFoundError);
     expect(await rejection(admin.updateRow(db, t('items'), { id: 500 }, { name: 'x' }, never()))).toBeInstanceOf(NotFoundError);
 
-    expect(await admin.insertRow(db, t('lines'), { order_id: 1, line_no: 2, qty: 5 }, never())).toEqual({ id: { order_id: 1, line_no: 2 } });
+    expect(await admin.insertRow(db, t('lines'), { order_id: 1, line_no: 2, qty: 5 }, never())).toEqual({
+      id: { order_id: 1, line_no: 2 },
+    });
     await admin.insertRow(db, t('lines'), { order_id: 1, line_no: 3, qty: 6 }, never());
     await admin.updateRow(db, t('lines'), { line_no: 2, order_id: 1 }, { qty: 50 }, never());
     const lines = await admin.readRows(db, t('lines'), { limit: 10, offset: 0 }, never());
@@ -425,7 +453,8 @@ describe('PostgreSQL', () => {
       cleanup = () => removeContainer(container.name);
     } else {
       // The host's test server: a role and a database of our own, dropped after.
-      const serverUrl = process.env.PG_TEST_URL ?? execFileSync('bash', [path.join(ROOT, 'test/provision/postgres.sh')], { encoding: 'utf8' }).trim();
+      const serverUrl =
+        process.env.PG_TEST_URL ?? execFileSync('bash', [path.join(ROOT, 'test/provision/postgres.sh')], { encoding: 'utf8' }).trim();
       const suffix = randomBytes(4).toString('hex');
       env.POSTGRES_USER = `sqladmin_${suffix}`;
       env.POSTGRES_DB = `sqladmin_${suffix}`;
@@ -462,7 +491,8 @@ describe('PostgreSQL', () => {
         slow: 'SELECT pg_sleep(10) AS sqladmin_slow',
         tenMillionRows: 'SELECT generate_series(1, 10000000) AS sqladmin_big',
         duplicateNames: 'SELECT 1 AS a, 2 AS a',
-        running: (marker) => `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%${marker}%' AND pid <> pg_backend_pid()`,
+        running: (marker) =>
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%${marker}%' AND pid <> pg_backend_pid()`,
       },
       cleanup,
     };
@@ -521,8 +551,30 @@ describe('PostgreSQL', () => {
     });
     expect(page.columns.find((c) => c.primary)?.name).toBe('id');
     const result = await q('SELECT id, big, b, n, ts, d, j, ints, v, 5::int8 AS small FROM kinds');
-    expect(result.rows[0]).toEqual({ id: values.id, big: values.big, b: values.b, n: values.n, ts: values.ts, d: values.d, j: values.j, ints: values.ints, v: 'short', small: 5 });
-    expect(result.columns.map((c) => c.type)).toEqual(['bigint', 'bigint', 'bytea', 'numeric(30,10)', 'timestamp with time zone', 'date', 'jsonb', 'integer[]', 'character varying(20)', 'bigint']);
+    expect(result.rows[0]).toEqual({
+      id: values.id,
+      big: values.big,
+      b: values.b,
+      n: values.n,
+      ts: values.ts,
+      d: values.d,
+      j: values.j,
+      ints: values.ints,
+      v: 'short',
+      small: 5,
+    });
+    expect(result.columns.map((c) => c.type)).toEqual([
+      'bigint',
+      'bigint',
+      'bytea',
+      'numeric(30,10)',
+      'timestamp with time zone',
+      'date',
+      'jsonb',
+      'integer[]',
+      'character varying(20)',
+      'bigint',
+    ]);
     await admin.updateRow(db, { schema: 'public', name: 'kinds' }, { id: '9007199254740993' }, { j: 'just a string', b: '\\x' }, never());
     expect((await q(`SELECT j, b FROM kinds`)).rows).toEqual([{ j: 'just a string', b: '\\x' }]);
   });
@@ -531,11 +583,17 @@ describe('PostgreSQL', () => {
     const { admin, db } = engine;
     const tables = await admin.listTables(db, {}, never());
     expect(tables.some((x) => x.schema === 'pg_catalog' || x.schema === 'information_schema')).toBe(false);
-    expect(await rejection(admin.readRows(db, { schema: 'pg_catalog', name: 'pg_class' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
+    expect(
+      await rejection(admin.readRows(db, { schema: 'pg_catalog', name: 'pg_class' }, { limit: 1, offset: 0 }, never())),
+    ).toBeInstanceOf(NotFoundError);
     await admin.query(db, 'CREATE SCHEMA "odd ""schema"""', LIMITS, never());
     await admin.query(db, 'CREATE TABLE "odd ""schema"""."we""ird" ("co""l" int)', LIMITS, never());
     const ref = { schema: 'odd "schema"', name: 'we"ird' };
-    expect((await admin.listTables(db, {}, never())).find((x) => x.name === 'we"ird')).toEqual({ id: 'odd "schema".we"ird', ...ref, rowCount: 0 });
+    expect((await admin.listTables(db, {}, never())).find((x) => x.name === 'we"ird')).toEqual({
+      id: 'odd "schema".we"ird',
+      ...ref,
+      rowCount: 0,
+    });
     for (let i = 0; i < 5; i++) await admin.insertRow(db, ref, { 'co"l': i }, never());
     const rows = (await admin.readRows(db, ref, { limit: 2, offset: 2 }, never())).rows;
     expect(rows).toEqual([{ 'co"l': 2 }, { 'co"l': 3 }]);
@@ -563,7 +621,12 @@ describe('PostgreSQL', () => {
 
   it('keeps memory flat on a materialised 10 M row set too', async () => {
     const before = rssMb();
-    const result = await engine.admin.query(engine.db, 'SELECT g, repeat(\'x\', 100) AS pad FROM generate_series(1, 10000000) g', { rowCap: 1_000, timeoutMs: 60_000 }, never());
+    const result = await engine.admin.query(
+      engine.db,
+      "SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 10000000) g",
+      { rowCap: 1_000, timeoutMs: 60_000 },
+      never(),
+    );
     expect(result.truncated).toBe(true);
     expect(result.rows).toHaveLength(1_000);
     expect(rssMb() - before).toBeLessThan(60);
@@ -577,7 +640,12 @@ describe('MySQL', () => {
   const get = () => engine;
 
   beforeAll(async () => {
-    const env = { MYSQL_DATABASE: 'sqladmin_app', MYSQL_USER: 'sqladmin', MYSQL_PASSWORD: `pw-${randomBytes(8).toString('hex')}`, MYSQL_ROOT_PASSWORD: `root-${randomBytes(8).toString('hex')}` };
+    const env = {
+      MYSQL_DATABASE: 'sqladmin_app',
+      MYSQL_USER: 'sqladmin',
+      MYSQL_PASSWORD: `pw-${randomBytes(8).toString('hex')}`,
+      MYSQL_ROOT_PASSWORD: `root-${randomBytes(8).toString('hex')}`,
+    };
     const admin = new MysqlDatabaseAdmin();
     const container = await startContainer('mysql', 'mysql:8.4', 3306, env);
     const db = endpoint('mysql', '127.0.0.1', container.hostPort, env);
@@ -600,7 +668,8 @@ describe('MySQL', () => {
         slow: 'SELECT SLEEP(10) AS sqladmin_slow',
         tenMillionRows: 'SELECT seq AS sqladmin_big FROM seq_1_to_10000000',
         duplicateNames: 'SELECT 1 AS a, 2 AS a',
-        running: (marker) => `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%${marker}%' AND ID <> CONNECTION_ID()`,
+        running: (marker) =>
+          `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%${marker}%' AND ID <> CONNECTION_ID()`,
       },
       cleanup,
     };
@@ -640,11 +709,46 @@ describe('MySQL', () => {
     const row = page.rows[0]!;
     expect({ ...row, j: typeof row.j === 'string' ? JSON.parse(row.j) : row.j }).toEqual({ id: 1, ...values });
     const types = Object.fromEntries(page.columns.map((c) => [c.name, c.type]));
-    expect(types).toMatchObject({ id: 'bigint(20) unsigned', b: 'blob', n: 'decimal(30,10)', dt: 'datetime(6)', ts: 'timestamp(3)', d: 'date', v: 'varchar(20)', e: "enum('a','b')" });
+    expect(types).toMatchObject({
+      id: 'bigint(20) unsigned',
+      b: 'blob',
+      n: 'decimal(30,10)',
+      dt: 'datetime(6)',
+      ts: 'timestamp(3)',
+      d: 'date',
+      v: 'varchar(20)',
+      e: "enum('a','b')",
+    });
     expect(page.columns.find((c) => c.primary)?.name).toBe('id');
     const result = await q('SELECT id, big, ubig, b, n, dt, ts, d, v, e, vb, 5 AS small FROM kinds');
-    expect(result.rows[0]).toEqual({ id: 1, big: values.big, ubig: values.ubig, b: values.b, n: values.n, dt: values.dt, ts: values.ts, d: values.d, v: 'short', e: 'b', vb: '\\x0102', small: 5 });
-    expect(result.columns.map((c) => c.type)).toEqual(['bigint unsigned', 'bigint', 'bigint unsigned', 'blob', 'decimal', 'datetime', 'timestamp', 'date', 'varchar', 'enum', 'varbinary', expect.stringMatching(/int/)]);
+    expect(result.rows[0]).toEqual({
+      id: 1,
+      big: values.big,
+      ubig: values.ubig,
+      b: values.b,
+      n: values.n,
+      dt: values.dt,
+      ts: values.ts,
+      d: values.d,
+      v: 'short',
+      e: 'b',
+      vb: '\\x0102',
+      small: 5,
+    });
+    expect(result.columns.map((c) => c.type)).toEqual([
+      'bigint unsigned',
+      'bigint',
+      'bigint unsigned',
+      'blob',
+      'decimal',
+      'datetime',
+      'timestamp',
+      'date',
+      'varchar',
+      'enum',
+      'varbinary',
+      expect.stringMatching(/int/),
+    ]);
     expect(await admin.insertRow(db, ref, { v: 'second' }, never())).toEqual({ id: 2 });
     await admin.updateRow(db, ref, { id: 2 }, { v: 'second' }, never()); // unchanged value: still found
   });
@@ -660,9 +764,15 @@ describe('MySQL', () => {
     expect(error).toBeInstanceOf(QueryError);
     expect(error.message).toBe("Table 'sqladmin_app.missing_table' doesn't exist");
     expect((error as QueryError).details).toMatchObject({ code: 'ER_NO_SUCH_TABLE', sqlState: '42S02' });
-    expect(await rejection(admin.query(db, "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE loose", LIMITS, never()))).toBeInstanceOf(QueryError);
-    expect(await rejection(admin.readRows(db, { schema: 'mysql', name: 'user' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
-    expect(await rejection(admin.readRows(db, { schema: 'sqladmin_app', name: 'ITEMS' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
+    expect(await rejection(admin.query(db, "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE loose", LIMITS, never()))).toBeInstanceOf(
+      QueryError,
+    );
+    expect(await rejection(admin.readRows(db, { schema: 'mysql', name: 'user' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(
+      NotFoundError,
+    );
+    expect(await rejection(admin.readRows(db, { schema: 'sqladmin_app', name: 'ITEMS' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(
+      NotFoundError,
+    );
   });
 });
 
@@ -673,7 +783,12 @@ describe('ClickHouse', () => {
   const get = () => engine;
 
   beforeAll(async () => {
-    const env = { CLICKHOUSE_DB: 'sqladmin_app', CLICKHOUSE_USER: 'sqladmin', CLICKHOUSE_PASSWORD: `pw-${randomBytes(8).toString('hex')}`, CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' };
+    const env = {
+      CLICKHOUSE_DB: 'sqladmin_app',
+      CLICKHOUSE_USER: 'sqladmin',
+      CLICKHOUSE_PASSWORD: `pw-${randomBytes(8).toString('hex')}`,
+      CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1',
+    };
     const admin = new ClickHouseDatabaseAdmin();
     const container = await startContainer('clickhouse', 'clickhouse/clickhouse-server:24', 8123, env);
     const db = endpoint('clickhouse', '127.0.0.1', container.hostPort, env);
@@ -695,7 +810,8 @@ describe('ClickHouse', () => {
         slow: 'SELECT count() AS sqladmin_slow FROM numbers(100000000000)',
         tenMillionRows: 'SELECT number AS sqladmin_big FROM numbers(10000000)',
         duplicateNames: null,
-        running: (marker) => `SELECT count() AS n FROM system.processes WHERE query LIKE '%${marker}%' AND query NOT LIKE '%system.processes%'`,
+        running: (marker) =>
+          `SELECT count() AS n FROM system.processes WHERE query LIKE '%${marker}%' AND query NOT LIKE '%system.processes%'`,
       },
       cleanup: () => removeContainer(container.name),
     };
@@ -744,9 +860,29 @@ describe('ClickHouse', () => {
       e: "Enum8('a' = 1, 'b' = 2)",
     });
     expect(page.columns.every((c) => !c.primary)).toBe(true);
-    const result = await q(`SELECT u64, berlin, tags, (1, 'x') AS pair, toString(berlin) AS wall, inf AS infinite, unhex('00ff') AS bytes, toUInt64(5) AS small FROM kinds`);
-    expect(result.rows[0]).toEqual({ u64: values.u64, berlin: values.berlin, tags: values.tags, pair: [1, 'x'], wall: '2024-07-02 05:04:05', infinite: 'Infinity', bytes: '\\x00ff', small: 5 });
-    expect(result.columns.map((c) => c.type)).toEqual(['UInt64', "DateTime('Europe/Berlin')", 'Array(String)', 'Tuple(UInt8, String)', 'String', 'Float64', 'String', 'UInt64']);
+    const result = await q(
+      `SELECT u64, berlin, tags, (1, 'x') AS pair, toString(berlin) AS wall, inf AS infinite, unhex('00ff') AS bytes, toUInt64(5) AS small FROM kinds`,
+    );
+    expect(result.rows[0]).toEqual({
+      u64: values.u64,
+      berlin: values.berlin,
+      tags: values.tags,
+      pair: [1, 'x'],
+      wall: '2024-07-02 05:04:05',
+      infinite: 'Infinity',
+      bytes: '\\x00ff',
+      small: 5,
+    });
+    expect(result.columns.map((c) => c.type)).toEqual([
+      'UInt64',
+      "DateTime('Europe/Berlin')",
+      'Array(String)',
+      'Tuple(UInt8, String)',
+      'String',
+      'Float64',
+      'String',
+      'UInt64',
+    ]);
   });
 
   it('shows a result in a format of the statement as its lines, and DDL as nothing', async () => {
@@ -759,7 +895,11 @@ describe('ClickHouse', () => {
     expect(error).toBeInstanceOf(QueryError);
     expect(error.message).toMatch(/missing_table doesn't exist/);
     expect((error as QueryError).details).toMatchObject({ code: 60 });
-    expect(await rejection(admin.readRows(db, { schema: 'system', name: 'tables' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(NotFoundError);
-    expect(await rejection(admin.updateRow(db, { schema: 'sqladmin_app', name: 'nope' }, { id: 1 }, { x: 1 }, never()))).toBeInstanceOf(NotFoundError);
+    expect(await rejection(admin.readRows(db, { schema: 'system', name: 'tables' }, { limit: 1, offset: 0 }, never()))).toBeInstanceOf(
+      NotFoundError,
+    );
+    expect(await rejection(admin.updateRow(db, { schema: 'sqladmin_app', name: 'nope' }, { id: 1 }, { x: 1 }, never()))).toBeInstanceOf(
+      NotFoundError,
+    );
   });
 });

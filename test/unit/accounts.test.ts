@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../src/domain/errors.js';
 import type { Actor } from '../../src/index.js';
 import { hashToken } from '../../src/accounts/api-key.service.js';
-import { freshHarnessPerTest, admin, reader, scoped, h, repo, database, project, rejection } from '../helpers/unit-harness.js';
+import { freshHarnessPerTest, admin, reader, scoped, h, repo, project, rejection } from '../helpers/unit-harness.js';
 
 /** API keys and what each key may do (src/accounts, src/domain/access.ts). */
 freshHarnessPerTest();
@@ -214,6 +214,8 @@ describe('API keys', () => {
   });
 
   it('create refuses an unknown project in the scope', async () => {
-    await expect(h.services.apiKeys.create(admin, { name: 'k', access: 'read', projectIds: ['nope'] })).rejects.toBeInstanceOf(ValidationError);
+    await expect(h.services.apiKeys.create(admin, { name: 'k', access: 'read', projectIds: ['nope'] })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
   });
 });

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
-import { analyze, AnalyzerError, DEFAULT_ANALYZER_IMAGES, NOTHING_RECOGNISED, type AnalyzeInput, type Analysis } from '../../src/deployments/analyzer/analyzer.js';
+import {
+  analyze,
+  AnalyzerError,
+  DEFAULT_ANALYZER_IMAGES,
+  NOTHING_RECOGNISED,
+  type AnalyzeInput,
+  type Analysis,
+} from '../../src/deployments/analyzer/analyzer.js';
 import { directoryTree, memoryTree, SourceTreeError, type SourceTree } from '../../src/deployments/analyzer/source-tree.js';
 
 type Files = Record<string, string>;
@@ -90,10 +97,13 @@ async function checked(analysisInput: AnalyzeInput): Promise<Analysis> {
   expect(dockerfile).not.toMatch(/^ARG \S+=/m);
   // Only variables the analyzer sets itself are ever given a value.
   const own = new Set(['NODE_ENV', 'PORT', 'PATH', 'HOST', 'HOSTNAME']);
-  for (const key of analysisInput.buildEnvKeys.filter((k) => !own.has(k))) expect(dockerfile).not.toMatch(new RegExp(`^ENV .*\\b${key}=`, 'm'));
+  for (const key of analysisInput.buildEnvKeys.filter((k) => !own.has(k)))
+    expect(dockerfile).not.toMatch(new RegExp(`^ENV .*\\b${key}=`, 'm'));
   if (expectedArgs.length > 0) {
     const firstArg = stages[0]!.lines.indexOf(expectedArgs[0]!);
-    const firstRunOrCopy = stages[0]!.lines.findIndex((line) => /^(RUN|COPY) /.test(line) && !line.includes('corepack') && !line.includes('venv'));
+    const firstRunOrCopy = stages[0]!.lines.findIndex(
+      (line) => /^(RUN|COPY) /.test(line) && !line.includes('corepack') && !line.includes('venv'),
+    );
     expect(firstArg).toBeLessThan(firstRunOrCopy);
   }
 
@@ -128,7 +138,11 @@ async function expectCase(c: Case): Promise<Analysis> {
   expect(cmdOf(analysis.dockerfile)).toEqual(c.cmd);
   const lines = analysis.dockerfile.split('\n');
   for (const line of c.has ?? []) expect(lines, `missing ${line}`).toContain(line);
-  for (const line of c.lacks ?? []) expect(lines.some((l) => l.includes(line)), `unexpected ${line}`).toBe(false);
+  for (const line of c.lacks ?? [])
+    expect(
+      lines.some((l) => l.includes(line)),
+      `unexpected ${line}`,
+    ).toBe(false);
   for (const line of c.summary ?? []) expect(analysis.summary).toContain(line);
   return analysis;
 }
@@ -142,7 +156,13 @@ describe('analyze: Node.js package managers', () => {
       framework: 'node',
       from: [NODE, NODE],
       cmd: ['npm', 'start'],
-      has: ['COPY package.json package-lock.json ./', 'RUN npm ci --include=dev', 'RUN npm run build', 'ENV NODE_ENV=production PORT=3000', 'COPY --from=build /app /app'],
+      has: [
+        'COPY package.json package-lock.json ./',
+        'RUN npm ci --include=dev',
+        'RUN npm run build',
+        'ENV NODE_ENV=production PORT=3000',
+        'COPY --from=build /app /app',
+      ],
       lacks: ['corepack'],
       summary: ['Detected Node.js (npm, package-lock.json)', 'Install: npm ci --include=dev', 'Build: npm run build', 'Start: npm start'],
     },
@@ -172,7 +192,12 @@ describe('analyze: Node.js package managers', () => {
     },
     {
       name: 'yarn.lock with .yarnrc.yml: Yarn 2+',
-      files: { 'package.json': app, 'yarn.lock': '__metadata:\n', '.yarnrc.yml': 'nodeLinker: node-modules\n', '.yarn/releases/yarn-4.5.0.cjs': '' },
+      files: {
+        'package.json': app,
+        'yarn.lock': '__metadata:\n',
+        '.yarnrc.yml': 'nodeLinker: node-modules\n',
+        '.yarn/releases/yarn-4.5.0.cjs': '',
+      },
       framework: 'node',
       from: [NODE, NODE],
       cmd: ['yarn', 'start'],
@@ -184,7 +209,12 @@ describe('analyze: Node.js package managers', () => {
       framework: 'node',
       from: [NODE, NODE],
       cmd: ['pnpm', 'start'],
-      has: ['RUN corepack enable && mkdir -p /corepack', 'COPY package.json pnpm-lock.yaml .npmrc ./', 'RUN pnpm install --frozen-lockfile --prod=false', 'RUN pnpm run build'],
+      has: [
+        'RUN corepack enable && mkdir -p /corepack',
+        'COPY package.json pnpm-lock.yaml .npmrc ./',
+        'RUN pnpm install --frozen-lockfile --prod=false',
+        'RUN pnpm run build',
+      ],
       summary: ['Detected Node.js (pnpm, pnpm-lock.yaml)', 'Build: pnpm run build', 'Start: pnpm start'],
     },
     {
@@ -198,7 +228,11 @@ describe('analyze: Node.js package managers', () => {
     },
     {
       name: 'two lockfiles: the packageManager field decides',
-      files: { 'package.json': pkg({ packageManager: 'pnpm@9.12.0', scripts: { start: 'node a.js' } }), 'package-lock.json': '{}', 'pnpm-lock.yaml': '' },
+      files: {
+        'package.json': pkg({ packageManager: 'pnpm@9.12.0', scripts: { start: 'node a.js' } }),
+        'package-lock.json': '{}',
+        'pnpm-lock.yaml': '',
+      },
       framework: 'node',
       from: [NODE, NODE],
       cmd: ['pnpm', 'start'],
@@ -222,7 +256,12 @@ describe('analyze: Node.js package managers', () => {
 
   it.each([
     ['workspaces', { workspaces: ['packages/*'] }, {}, 'package.json declares workspaces'],
-    ['a postinstall script', { scripts: { postinstall: 'prisma generate', start: 'node a.js' } }, {}, 'package.json has a postinstall script'],
+    [
+      'a postinstall script',
+      { scripts: { postinstall: 'prisma generate', start: 'node a.js' } },
+      {},
+      'package.json has a postinstall script',
+    ],
     ['pnpm-workspace.yaml', {}, { 'pnpm-workspace.yaml': 'packages: []\n' }, 'pnpm-workspace.yaml declares workspaces'],
     ['a patches folder', {}, { 'patches/left-pad+1.0.0.patch': '' }, 'a patches folder may patch dependencies during the install'],
   ])('copies the whole source before the install with %s', async (_name, manifest, extra, reason) => {
@@ -279,7 +318,10 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'Next.js with build and start scripts',
-      files: { 'package.json': pkg({ scripts: { build: 'next build', start: 'next start' }, dependencies: { next: '15', react: '19' } }), 'package-lock.json': '{}' },
+      files: {
+        'package.json': pkg({ scripts: { build: 'next build', start: 'next start' }, dependencies: { next: '15', react: '19' } }),
+        'package-lock.json': '{}',
+      },
       framework: 'nextjs',
       from: [NODE, NODE],
       cmd: ['npm', 'start'],
@@ -309,12 +351,18 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'Vite without a start script: a static site from dist/',
-      files: { 'package.json': pkg({ scripts: { dev: 'vite', build: 'tsc -b && vite build' }, devDependencies: { vite: '^6', typescript: '^5' } }), 'package-lock.json': '{}' },
+      files: {
+        'package.json': pkg({ scripts: { dev: 'vite', build: 'tsc -b && vite build' }, devDependencies: { vite: '^6', typescript: '^5' } }),
+        'package-lock.json': '{}',
+      },
       framework: 'vite',
       from: [NODE, CADDY],
       cmd: CADDY_CMD,
       has: ['RUN npm ci --include=dev', 'RUN npm run build', 'COPY --from=build /app/dist /srv'],
-      summary: ["Detected Vite (npm, package-lock.json): a static front end, served from dist/", "Serve: dist/ with Caddy's file server on port 3000"],
+      summary: [
+        'Detected Vite (npm, package-lock.json): a static front end, served from dist/',
+        "Serve: dist/ with Caddy's file server on port 3000",
+      ],
     },
     {
       name: 'Vite without a build script builds with vite build',
@@ -326,21 +374,35 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'Vite with a production start script runs it',
-      files: { 'package.json': pkg({ scripts: { build: 'vite build', start: 'vite preview --port $PORT' }, devDependencies: { vite: '^6' } }) },
+      files: {
+        'package.json': pkg({ scripts: { build: 'vite build', start: 'vite preview --port $PORT' }, devDependencies: { vite: '^6' } }),
+      },
       framework: 'vite',
       from: [NODE, NODE],
       cmd: ['npm', 'start'],
     },
     {
       name: 'Vite with Express is an Express app',
-      files: { 'package.json': pkg({ scripts: { build: 'vite build', start: 'node server.js' }, dependencies: { express: '5' }, devDependencies: { vite: '6' } }) },
+      files: {
+        'package.json': pkg({
+          scripts: { build: 'vite build', start: 'node server.js' },
+          dependencies: { express: '5' },
+          devDependencies: { vite: '6' },
+        }),
+      },
       framework: 'express',
       from: [NODE, NODE],
       cmd: ['npm', 'start'],
     },
     {
       name: 'Create React App: the dev-server start script is ignored',
-      files: { 'package.json': pkg({ scripts: { start: 'react-scripts start', build: 'react-scripts build' }, dependencies: { 'react-scripts': '5' } }), 'yarn.lock': '' },
+      files: {
+        'package.json': pkg({
+          scripts: { start: 'react-scripts start', build: 'react-scripts build' },
+          dependencies: { 'react-scripts': '5' },
+        }),
+        'yarn.lock': '',
+      },
       framework: 'create-react-app',
       from: [NODE, CADDY],
       cmd: CADDY_CMD,
@@ -349,7 +411,12 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'NestJS prefers start:prod',
-      files: { 'package.json': pkg({ scripts: { build: 'nest build', start: 'nest start', 'start:prod': 'node dist/main' }, dependencies: { '@nestjs/core': '10' } }) },
+      files: {
+        'package.json': pkg({
+          scripts: { build: 'nest build', start: 'nest start', 'start:prod': 'node dist/main' },
+          dependencies: { '@nestjs/core': '10' },
+        }),
+      },
       framework: 'nestjs',
       from: [NODE, NODE],
       cmd: ['npm', 'run', 'start:prod'],
@@ -372,21 +439,33 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'Astro with @astrojs/node runs the standalone server',
-      files: { 'package.json': pkg({ scripts: { start: 'astro dev', build: 'astro build' }, dependencies: { astro: '5', '@astrojs/node': '9' } }) },
+      files: {
+        'package.json': pkg({ scripts: { start: 'astro dev', build: 'astro build' }, dependencies: { astro: '5', '@astrojs/node': '9' } }),
+      },
       framework: 'astro',
       from: [NODE, NODE],
       cmd: ['node', './dist/server/entry.mjs'],
     },
     {
       name: 'SvelteKit with adapter-node',
-      files: { 'package.json': pkg({ scripts: { build: 'vite build', dev: 'vite dev' }, devDependencies: { '@sveltejs/kit': '2', '@sveltejs/adapter-node': '5', vite: '6' } }) },
+      files: {
+        'package.json': pkg({
+          scripts: { build: 'vite build', dev: 'vite dev' },
+          devDependencies: { '@sveltejs/kit': '2', '@sveltejs/adapter-node': '5', vite: '6' },
+        }),
+      },
       framework: 'sveltekit',
       from: [NODE, NODE],
       cmd: ['node', 'build'],
     },
     {
       name: 'SvelteKit with adapter-static',
-      files: { 'package.json': pkg({ scripts: { build: 'vite build' }, devDependencies: { '@sveltejs/kit': '2', '@sveltejs/adapter-static': '3', vite: '6' } }) },
+      files: {
+        'package.json': pkg({
+          scripts: { build: 'vite build' },
+          devDependencies: { '@sveltejs/kit': '2', '@sveltejs/adapter-static': '3', vite: '6' },
+        }),
+      },
       framework: 'sveltekit',
       from: [NODE, CADDY],
       cmd: CADDY_CMD,
@@ -402,13 +481,30 @@ describe('analyze: Node.js build and start', () => {
     },
     {
       name: 'Remix',
-      files: { 'package.json': pkg({ scripts: { build: 'remix vite:build', start: 'remix-serve ./build/server/index.js' }, dependencies: { '@remix-run/node': '2', '@remix-run/serve': '2' } }) },
+      files: {
+        'package.json': pkg({
+          scripts: { build: 'remix vite:build', start: 'remix-serve ./build/server/index.js' },
+          dependencies: { '@remix-run/node': '2', '@remix-run/serve': '2' },
+        }),
+      },
       framework: 'remix',
       from: [NODE, NODE],
       cmd: ['npm', 'start'],
     },
-    { name: 'Fastify', files: { 'package.json': pkg({ main: 'server.js', dependencies: { fastify: '5' } }) }, framework: 'fastify', from: [NODE, NODE], cmd: ['node', 'server.js'] },
-    { name: 'Koa', files: { 'package.json': pkg({ dependencies: { koa: '3' } }), 'index.js': '' }, framework: 'koa', from: [NODE, NODE], cmd: ['node', 'index.js'] },
+    {
+      name: 'Fastify',
+      files: { 'package.json': pkg({ main: 'server.js', dependencies: { fastify: '5' } }) },
+      framework: 'fastify',
+      from: [NODE, NODE],
+      cmd: ['node', 'server.js'],
+    },
+    {
+      name: 'Koa',
+      files: { 'package.json': pkg({ dependencies: { koa: '3' } }), 'index.js': '' },
+      framework: 'koa',
+      from: [NODE, NODE],
+      cmd: ['node', 'index.js'],
+    },
   ];
   it.each(cases)('$name', async (c) => {
     await expectCase(c);
@@ -444,7 +540,12 @@ describe('analyze: Python', () => {
       framework: 'django',
       from: [PY, PY],
       cmd: ['sh', '-c', 'gunicorn mysite.wsgi:application --bind 0.0.0.0:$PORT'],
-      has: ['COPY requirements.txt ./', 'RUN pip install -r requirements.txt gunicorn', 'ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1 PORT=8000', 'COPY --from=build /venv /venv'],
+      has: [
+        'COPY requirements.txt ./',
+        'RUN pip install -r requirements.txt gunicorn',
+        'ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1 PORT=8000',
+        'COPY --from=build /venv /venv',
+      ],
       summary: ['Detected Django (pip, requirements.txt)', 'Added gunicorn to the install: the start command needs it'],
     },
     {
@@ -457,7 +558,11 @@ describe('analyze: Python', () => {
     },
     {
       name: 'FastAPI: uvicorn on the module that creates FastAPI(',
-      files: { 'requirements.txt': 'fastapi\n', 'api.py': 'from fastapi import FastAPI\n\napplication = FastAPI(title="x")\n', 'util.py': '' },
+      files: {
+        'requirements.txt': 'fastapi\n',
+        'api.py': 'from fastapi import FastAPI\n\napplication = FastAPI(title="x")\n',
+        'util.py': '',
+      },
       framework: 'fastapi',
       from: [PY, PY],
       cmd: ['sh', '-c', 'uvicorn api:application --host 0.0.0.0 --port $PORT'],
@@ -466,7 +571,11 @@ describe('analyze: Python', () => {
     },
     {
       name: 'FastAPI in app/main.py',
-      files: { 'requirements.txt': 'fastapi[standard]>=0.115\nuvicorn[standard]\n', 'app/main.py': 'import fastapi\napp: fastapi.FastAPI = fastapi.FastAPI()\n', 'app/__init__.py': '' },
+      files: {
+        'requirements.txt': 'fastapi[standard]>=0.115\nuvicorn[standard]\n',
+        'app/main.py': 'import fastapi\napp: fastapi.FastAPI = fastapi.FastAPI()\n',
+        'app/__init__.py': '',
+      },
       framework: 'fastapi',
       from: [PY, PY],
       cmd: ['sh', '-c', 'uvicorn app.main:app --host 0.0.0.0 --port $PORT'],
@@ -513,18 +622,25 @@ describe('analyze: Python', () => {
     {
       name: 'pyproject.toml (PEP 621): pip install . after the whole source',
       files: {
-        'pyproject.toml': '[project]\nname = "svc"\ndependencies = [\n  "fastapi[standard]>=0.115",  # api\n  "httpx",\n]\n[project.optional-dependencies]\ndev = ["flask"]\n',
+        'pyproject.toml':
+          '[project]\nname = "svc"\ndependencies = [\n  "fastapi[standard]>=0.115",  # api\n  "httpx",\n]\n[project.optional-dependencies]\ndev = ["flask"]\n',
         'main.py': 'from fastapi import FastAPI\napp = FastAPI()\n',
       },
       framework: 'fastapi',
       from: [PY, PY],
       cmd: ['sh', '-c', 'uvicorn main:app --host 0.0.0.0 --port $PORT'],
       has: ['RUN pip install . uvicorn'],
-      summary: ['Detected FastAPI (pip, pyproject.toml)', 'Copying the whole source before the install: pip install . builds the project from its source'],
+      summary: [
+        'Detected FastAPI (pip, pyproject.toml)',
+        'Copying the whole source before the install: pip install . builds the project from its source',
+      ],
     },
     {
       name: 'pyproject.toml (Poetry)',
-      files: { 'pyproject.toml': '[tool.poetry.dependencies]\npython = "^3.12"\nFlask = "^3.0"\n\n[build-system]\nrequires = ["poetry-core"]\n', 'app.py': 'app = Flask(__name__)' },
+      files: {
+        'pyproject.toml': '[tool.poetry.dependencies]\npython = "^3.12"\nFlask = "^3.0"\n\n[build-system]\nrequires = ["poetry-core"]\n',
+        'app.py': 'app = Flask(__name__)',
+      },
       framework: 'flask',
       from: [PY, PY],
       cmd: ['sh', '-c', 'gunicorn app:app --bind 0.0.0.0:$PORT'],
@@ -552,7 +668,12 @@ describe('analyze: Python', () => {
   });
 
   it('adds a missing server as its own step after a custom install', async () => {
-    const { dockerfile } = await checked(input({ 'requirements.txt': 'flask\n', 'app.py': 'app = Flask(__name__)' }, { installCommand: 'pip install -r requirements/prod.txt' }));
+    const { dockerfile } = await checked(
+      input(
+        { 'requirements.txt': 'flask\n', 'app.py': 'app = Flask(__name__)' },
+        { installCommand: 'pip install -r requirements/prod.txt' },
+      ),
+    );
     const build = stagesOf(dockerfile)[0]!.lines;
     const custom = build.indexOf('RUN ["sh", "-c", "pip install -r requirements/prod.txt"]');
     expect(custom).toBeGreaterThan(build.indexOf('COPY . .'));
@@ -602,13 +723,28 @@ describe('analyze: Go', () => {
     },
     {
       name: 'Gin',
-      files: { 'go.mod': goMod('\nrequire (\n\tgithub.com/gin-gonic/gin v1.10.0\n\tgolang.org/x/net v0.30.0 // indirect\n)\n'), 'main.go': 'package main' },
+      files: {
+        'go.mod': goMod('\nrequire (\n\tgithub.com/gin-gonic/gin v1.10.0\n\tgolang.org/x/net v0.30.0 // indirect\n)\n'),
+        'main.go': 'package main',
+      },
       framework: 'gin',
       from: [GO, RUNTIME],
       cmd: ['/usr/local/bin/app'],
     },
-    { name: 'Echo', files: { 'go.mod': goMod('require github.com/labstack/echo/v4 v4.12.0\n'), 'main.go': 'package main' }, framework: 'echo', from: [GO, RUNTIME], cmd: ['/usr/local/bin/app'] },
-    { name: 'Fiber', files: { 'go.mod': goMod('require github.com/gofiber/fiber/v2 v2.52.0\n'), 'main.go': 'package main' }, framework: 'fiber', from: [GO, RUNTIME], cmd: ['/usr/local/bin/app'] },
+    {
+      name: 'Echo',
+      files: { 'go.mod': goMod('require github.com/labstack/echo/v4 v4.12.0\n'), 'main.go': 'package main' },
+      framework: 'echo',
+      from: [GO, RUNTIME],
+      cmd: ['/usr/local/bin/app'],
+    },
+    {
+      name: 'Fiber',
+      files: { 'go.mod': goMod('require github.com/gofiber/fiber/v2 v2.52.0\n'), 'main.go': 'package main' },
+      framework: 'fiber',
+      from: [GO, RUNTIME],
+      cmd: ['/usr/local/bin/app'],
+    },
     {
       name: 'vendored modules: no download',
       files: { 'go.mod': goMod(), 'go.sum': '', 'vendor/modules.txt': '', 'main.go': 'package main' },
@@ -643,7 +779,9 @@ describe('analyze: Go', () => {
   });
 
   it('refuses several unrelated commands and a module without a main package', async () => {
-    await expect(analyze(input({ 'go.mod': goMod(), 'cmd/a/main.go': '', 'cmd/b/main.go': '' }))).rejects.toThrow(/Several commands under cmd\/ \(a, b\)/);
+    await expect(analyze(input({ 'go.mod': goMod(), 'cmd/a/main.go': '', 'cmd/b/main.go': '' }))).rejects.toThrow(
+      /Several commands under cmd\/ \(a, b\)/,
+    );
     await expect(analyze(input({ 'go.mod': goMod(), 'lib.go': 'package api' }))).rejects.toThrow(/No main package/);
   });
 });
@@ -725,7 +863,9 @@ describe('analyze: static sites', () => {
   });
 
   it('refuses a staticOutput folder that neither exists nor is built', async () => {
-    await expect(analyze(input({ 'index.html': '' }, { staticOutput: 'dist' }))).rejects.toThrow(/not a folder in the repository and nothing builds it/);
+    await expect(analyze(input({ 'index.html': '' }, { staticOutput: 'dist' }))).rejects.toThrow(
+      /not a folder in the repository and nothing builds it/,
+    );
     await expect(analyze(input({ 'package.json': pkg({}) }, { staticOutput: 'dist' }))).rejects.toThrow(AnalyzerError);
   });
 });
@@ -734,7 +874,11 @@ describe('analyze: settings and build arguments', () => {
   const app = { 'package.json': pkg({ scripts: { build: 'tsc', start: 'node dist/index.js' } }), 'package-lock.json': '{}' };
 
   it('installCommand, buildCommand and startCommand replace the inferred commands, verbatim through sh -c', async () => {
-    const settings = { installCommand: 'npm ci && npx prisma generate', buildCommand: 'npm run build:prod\necho "done"', startCommand: 'node dist/index.js --port "$PORT" | tee /tmp/log' };
+    const settings = {
+      installCommand: 'npm ci && npx prisma generate',
+      buildCommand: 'npm run build:prod\necho "done"',
+      startCommand: 'node dist/index.js --port "$PORT" | tee /tmp/log',
+    };
     const { dockerfile, summary } = await checked(input(app, settings));
     const lines = dockerfile.split('\n');
     expect(lines).toContain('RUN ["sh", "-c", "npm ci && npx prisma generate"]');
@@ -789,12 +933,21 @@ describe('analyze: settings and build arguments', () => {
     expect(run!.lines).toContain('ENV NODE_ENV=production PORT=3000');
   });
 
-  it.each(['lower-case ok', 'BAD KEY', 'X\nRUN curl evil', '1ST', ''])('refuses the environment key %j as a build argument', async (key) => {
-    await expect(analyze(input(app, { buildEnvKeys: [key] }))).rejects.toThrow(AnalyzerError);
-  });
+  it.each(['lower-case ok', 'BAD KEY', 'X\nRUN curl evil', '1ST', ''])(
+    'refuses the environment key %j as a build argument',
+    async (key) => {
+      await expect(analyze(input(app, { buildEnvKeys: [key] }))).rejects.toThrow(AnalyzerError);
+    },
+  );
 
   it('uses the configured images and port', async () => {
-    const images = { node: 'registry.local:5000/node:22@sha256:' + 'a'.repeat(64), python: 'py', go: 'go', goRuntime: 'gcr.io/distroless/static', static: 'caddy:2.8' };
+    const images = {
+      node: `registry.local:5000/node:22@sha256:${'a'.repeat(64)}`,
+      python: 'py',
+      go: 'go',
+      goRuntime: 'gcr.io/distroless/static',
+      static: 'caddy:2.8',
+    };
     const { dockerfile } = await checked(input(app, { images, internalPort: 8443 }));
     expect(stagesOf(dockerfile).map((stage) => stage.from)).toEqual([images.node, images.node]);
     expect(dockerfile).toContain('EXPOSE 8443\n');

@@ -35,7 +35,11 @@ describe('dependency rules', () => {
   it('only src/persistence and *.repository.ts files know MikroORM', () => {
     const offending = [...filesUnder('src'), ...filesUnder('routers'), ...filesUnder('adapters')]
       .filter((file) => !file.startsWith('src/persistence/') && !(file.startsWith('src/') && file.endsWith('.repository.ts')))
-      .flatMap((file) => importsOf(file).filter((spec) => spec.startsWith('@mikro-orm/')).map((spec) => `${file} -> ${spec}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((spec) => spec.startsWith('@mikro-orm/'))
+          .map((spec) => `${file} -> ${spec}`),
+      );
     expect(offending).toEqual([]);
   });
 

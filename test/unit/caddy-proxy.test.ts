@@ -5,7 +5,14 @@ import { Agent, createServer as createHttpServer, request, type IncomingHttpHead
 import { createConnection, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countEstablished } from '../../adapters/docker/dockerode.container-engine.js';
-import { buildCaddyConfig, planRoutes, tableMarker, TLS_PERMISSION_PATH, type CaddyLayout, type CaddyServeOptions } from '../../adapters/proxy/caddy-config.js';
+import {
+  buildCaddyConfig,
+  planRoutes,
+  tableMarker,
+  TLS_PERMISSION_PATH,
+  type CaddyLayout,
+  type CaddyServeOptions,
+} from '../../adapters/proxy/caddy-config.js';
 import { RoutesDirectory } from '../../adapters/proxy/routes-directory.js';
 import { CaddyContainer } from '../../adapters/proxy/caddy-container.js';
 import { CaddyReverseProxy, type CaddyAdminOptions, type ProxyHost } from '../../adapters/proxy/caddy.reverse-proxy.js';
@@ -63,7 +70,9 @@ describe('buildCaddyConfig', () => {
       ],
       terminal: true,
     });
-    expect(idle.match).toEqual([{ file: { root: `/srv/routes/${digest}/s2`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }]);
+    expect(idle.match).toEqual([
+      { file: { root: `/srv/routes/${digest}/s2`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } },
+    ]);
     expect(idle.terminal).toBe(true);
     expect(idle.handle).toEqual([
       {
@@ -77,7 +86,12 @@ describe('buildCaddyConfig', () => {
     expect(fallback['@id']).toBe(`slipway-routes-${digest}`);
     expect(fallback.match).toBeUndefined();
     expect(fallback.handle).toEqual([
-      { handler: 'static_response', status_code: 404, headers: { 'Content-Type': ['text/plain; charset=utf-8'] }, body: 'No service is configured for this hostname.\n' },
+      {
+        handler: 'static_response',
+        status_code: 404,
+        headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
+        body: 'No service is configured for this hostname.\n',
+      },
     ]);
     // No hostname anywhere in the configuration: they are files.
     expect(JSON.stringify(config)).not.toContain('example.com');
@@ -100,7 +114,13 @@ describe('buildCaddyConfig', () => {
       ['s2', ['aaa.example.com']],
     ]);
     // A hostname moving to the other service is a file change too.
-    const moved = build(table('v', [{ hostname: 'app.example.com', serviceId: 's2', upstream: null }, { hostname: 'idle.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' }]), plain);
+    const moved = build(
+      table('v', [
+        { hostname: 'app.example.com', serviceId: 's2', upstream: null },
+        { hostname: 'idle.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
+      ]),
+      plain,
+    );
     expect(moved.digest).toBe(base.digest);
   });
 
@@ -171,7 +191,9 @@ describe('buildCaddyConfig', () => {
           on_demand: { permission: { module: 'http', endpoint: `http://127.0.0.1:80${TLS_PERMISSION_PATH}` } },
         },
       });
-      expect(build(routes, https, null, { onDemand: 'ask' }).config.apps.tls.automation.on_demand).toEqual({ ask: `http://127.0.0.1:80${TLS_PERMISSION_PATH}` });
+      expect(build(routes, https, null, { onDemand: 'ask' }).config.apps.tls.automation.on_demand).toEqual({
+        ask: `http://127.0.0.1:80${TLS_PERMISSION_PATH}`,
+      });
     });
 
     it('with ACME_EMAIL: the on-demand policy has an ACME issuer with that email', () => {
@@ -194,7 +216,9 @@ describe('buildCaddyConfig', () => {
       expect(allowed.handle).toEqual([{ handler: 'static_response', status_code: 200 }]);
       expect(denied.handle).toEqual([{ handler: 'static_response', status_code: 403 }]);
       expect(redirect.match).toEqual([{ file: { root: all, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }]);
-      expect(redirect.handle).toEqual([{ handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } }]);
+      expect(redirect.handle).toEqual([
+        { handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } },
+      ]);
       expect(rest.handle[0].status_code).toBe(404);
       // On 443 the redirect names no port.
       const standard = build(routes, https).config.apps.http.servers['slipway-http'];
@@ -222,14 +246,34 @@ describe('RoutesDirectory', () => {
 
   it('writes one empty file per hostname in its route’s directory, and all of them in _all', async () => {
     expect(await dir.sync(gen, [route('s1', ['a.test', 'b.test']), route('s2', ['c.test'])])).toEqual({ added: 6, removed: 0 });
-    expect(await files(path.join(dir.root, gen))).toEqual(['_all', '_all/a.test', '_all/b.test', '_all/c.test', 's1', 's1/a.test', 's1/b.test', 's2', 's2/c.test']);
+    expect(await files(path.join(dir.root, gen))).toEqual([
+      '_all',
+      '_all/a.test',
+      '_all/b.test',
+      '_all/c.test',
+      's1',
+      's1/a.test',
+      's1/b.test',
+      's2',
+      's2/c.test',
+    ]);
     expect((await stat(path.join(dir.root, gen, 's1', 'a.test'))).size).toBe(0);
   });
 
   it('brings the directory to the table: only what changed is created or removed, routes that are gone go whole', async () => {
     // Added s3/b.test, s3/d.test, _all/d.test; removed s1/b.test, s2/c.test (s2 with it), _all/c.test.
     expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 3, removed: 3 });
-    expect(await files(path.join(dir.root, gen))).toEqual(['_all', '_all/a.test', '_all/b.test', '_all/d.test', 's1', 's1/a.test', 's3', 's3/b.test', 's3/d.test']);
+    expect(await files(path.join(dir.root, gen))).toEqual([
+      '_all',
+      '_all/a.test',
+      '_all/b.test',
+      '_all/d.test',
+      's1',
+      's1/a.test',
+      's3',
+      's3/b.test',
+      's3/d.test',
+    ]);
     expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 0, removed: 0 });
   });
 
@@ -279,7 +323,8 @@ describe('countEstablished', () => {
   });
 
   it('reads the tcp6 format too (IPv6 and v4-mapped addresses)', () => {
-    const header6 = '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
+    const header6 =
+      '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
     const text = [
       header6,
       row(0, '00000000000000000000000000000000:0BB8', '00000000000000000000000000000000:0000', '0A'),
@@ -425,7 +470,10 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     expect(whole.body.admin).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
     expect(whole.body.apps.http.servers.slipway.listen).toEqual([`:${caddy.httpPort}`]);
     // Applying again (same table) is idempotent and the admin API still answers afterwards.
-    expect(await proxy.apply(v1)).toEqual({ ok: true, detail: `Caddy serves 2 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload` });
+    expect(await proxy.apply(v1)).toEqual({
+      ok: true,
+      detail: `Caddy serves 2 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload`,
+    });
     expect((await adminGet(caddy, '/config/admin')).body).toEqual({ listen: `127.0.0.1:${caddy.adminPort}` });
   });
 
@@ -447,14 +495,24 @@ describe('CaddyReverseProxy against a real Caddy', () => {
       });
     try {
       expect((await viaAgent('app.test')).status).toBe(200);
-      const v2 = table('v2bbbbbbbbbbbbbb', [...v1.routes, { hostname: 'www.app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` }]);
-      expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy serves 3 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload` });
+      const v2 = table('v2bbbbbbbbbbbbbb', [
+        ...v1.routes,
+        { hostname: 'www.app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` },
+      ]);
+      expect(await proxy.apply(v2)).toEqual({
+        ok: true,
+        detail: `Caddy serves 3 routes (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload`,
+      });
       expect(await viaAgent('www.app.test')).toEqual({ status: 200, text: 'hello from upstream host=www.app.test url=/', reused: true });
       expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
       expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
 
       // idle.test moves to s1, www.app.test goes.
-      const v3 = table('v3cccccccccccccc', [v1.routes[0]!, { hostname: 'idle.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` }, { hostname: 'x.test', serviceId: 's2', upstream: null }]);
+      const v3 = table('v3cccccccccccccc', [
+        v1.routes[0]!,
+        { hostname: 'idle.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}` },
+        { hostname: 'x.test', serviceId: 's2', upstream: null },
+      ]);
       expect((await proxy.apply(v3)).detail).toMatch(/without a reload$/);
       expect(await viaAgent('idle.test')).toMatchObject({ status: 200, reused: true });
       expect(await viaAgent('www.app.test')).toMatchObject({ status: 404, reused: true });
@@ -471,7 +529,10 @@ describe('CaddyReverseProxy against a real Caddy', () => {
   it('a new service is a load: the new table replaces the old one whole', async () => {
     const v2 = table('v2dddddddddddddd', [{ hostname: 'other.test', serviceId: 's3', upstream: `127.0.0.1:${otherPort}` }]);
     expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy loaded 1 route (plain HTTP on :${caddy.httpPort})` });
-    expect(await requestVia(caddy.httpPort, 'other.test')).toMatchObject({ status: 200, text: expect.stringMatching(/^hello from other /) });
+    expect(await requestVia(caddy.httpPort, 'other.test')).toMatchObject({
+      status: 200,
+      text: expect.stringMatching(/^hello from other /),
+    });
     expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(404);
     expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
     expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
@@ -539,7 +600,9 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     await caddy.kill();
     const result = await proxy.apply(v1);
     expect(result.ok).toBe(false);
-    expect(result.detail).toMatch(new RegExp(`^Caddy's admin API at ${caddy.adminUrl.replace(/\./g, '\\.')} is unreachable: .*ECONNREFUSED`));
+    expect(result.detail).toMatch(
+      new RegExp(`^Caddy's admin API at ${caddy.adminUrl.replace(/\./g, '\\.')} is unreachable: .*ECONNREFUSED`),
+    );
     const state = await proxy.check(v1.version);
     expect(state.state).toBe('unreachable');
     expect(state.state === 'unreachable' && state.detail).toMatch(/unreachable: .*ECONNREFUSED/);
@@ -566,8 +629,19 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
         throw new Error('No such image: caddy:2');
       },
     };
-    const proxy = new CaddyReverseProxy({ adminUrl: `http://127.0.0.1:${port}`, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, host, routesDir });
-    expect(await proxy.apply(table('x', []))).toEqual({ ok: false, detail: 'the Caddy container could not be started: No such image: caddy:2' });
+    const proxy = new CaddyReverseProxy({
+      adminUrl: `http://127.0.0.1:${port}`,
+      httpPort: 80,
+      httpsPort: 443,
+      autoHttps: true,
+      acmeEmail: null,
+      host,
+      routesDir,
+    });
+    expect(await proxy.apply(table('x', []))).toEqual({
+      ok: false,
+      detail: 'the Caddy container could not be started: No such image: caddy:2',
+    });
     // An unreachable admin API makes check start the host again (and still answer unreachable).
     const state = await proxy.check('x');
     expect(state.state).toBe('unreachable');
@@ -591,7 +665,8 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
       expect(loaded.apps.http.servers.slipway.listen).toEqual([`:${httpsPort}`]);
       expect(loaded.apps.tls.automation.on_demand).toEqual({ ask: `http://127.0.0.1:${httpPort}${TLS_PERMISSION_PATH}` });
 
-      const permission = async (domain: string) => (await fetchVia(httpPort, `127.0.0.1:${httpPort}`, `${TLS_PERMISSION_PATH}?domain=${encodeURIComponent(domain)}`)).status;
+      const permission = async (domain: string) =>
+        (await fetchVia(httpPort, `127.0.0.1:${httpPort}`, `${TLS_PERMISSION_PATH}?domain=${encodeURIComponent(domain)}`)).status;
       expect(await permission('a.test')).toBe(200);
       for (const refused of ['b.test', 'A.test', '', '_all', '../s/a.test', '.']) expect(await permission(refused), refused).toBe(403);
       const redirect = await fetchVia(httpPort, 'a.test', '/path?q=1');
@@ -602,7 +677,14 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
       // A hostname more: a file in the service's directory and in _all, no load, for this proxy and for a
       // restarted platform's (which has not learnt the form, and needs no load to find out).
       const v2 = table('h2', [...v1.routes, { hostname: 'b.test', serviceId: 's', upstream: null }]);
-      const restarted = new CaddyReverseProxy({ adminUrl: caddy.adminUrl, httpPort, httpsPort, autoHttps: true, acmeEmail: null, routesDir });
+      const restarted = new CaddyReverseProxy({
+        adminUrl: caddy.adminUrl,
+        httpPort,
+        httpsPort,
+        autoHttps: true,
+        acmeEmail: null,
+        routesDir,
+      });
       expect((await restarted.apply(v2)).detail).toMatch(/without a reload$/);
       expect(await permission('b.test')).toBe(200);
       expect((await fetchVia(httpPort, 'b.test')).status).toBe(308);
@@ -632,7 +714,13 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
 
   function setup(image = 'caddy:2', engine = new FakeContainerEngine(), dir = routesDir) {
     const logs: string[] = [];
-    const container = new CaddyContainer(engine, { prefix: 'tprefix', image, adminPort: caddy.adminPort, routesDir: dir, log: (message) => logs.push(message) });
+    const container = new CaddyContainer(engine, {
+      prefix: 'tprefix',
+      image,
+      adminPort: caddy.adminPort,
+      routesDir: dir,
+      log: (message) => logs.push(message),
+    });
     return { engine, container, logs };
   }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
-import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, runnerSteps, until, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
  * The runner's cutover with fakes: the old container is drained (connections counted until none
@@ -45,16 +45,11 @@ async function imageService(extra: Partial<CreateServiceInput> = {}): Promise<st
   return view.id;
 }
 
-
-
-
-
 async function deployOk(serviceId: string, timeoutMs?: number): Promise<DeploymentRecord> {
   const d = await finished(await queue(serviceId), timeoutMs);
   expect(d.status, (await logs(d.id)).join('\n')).toBe('succeeded');
   return d;
 }
-
 
 /** Times of stopAndRemove and countConnections, by container name. */
 function watchEngine() {
@@ -151,7 +146,9 @@ describe('draining the previous container', () => {
     const firstLook = watch.countsOf(old.name)[0]!.at;
     expect(watch.stoppedAt.get(old.name)! - firstLook).toBeGreaterThanOrEqual(450);
     expect(elapsed).toBeLessThan(10_000);
-    expect(drainLine(await logs(d.id), old.name)).toBe(`Stopping the previous container ${old.name}: 3 connection(s) still open after the 500 ms drain timeout`);
+    expect(drainLine(await logs(d.id), old.name)).toBe(
+      `Stopping the previous container ${old.name}: 3 connection(s) still open after the 500 ms drain timeout`,
+    );
   });
 
   it('a drain timeout of 0 stops the old container at once', async () => {
@@ -178,7 +175,9 @@ describe('draining the previous container', () => {
     expect(stoppedAfter).toBeGreaterThanOrEqual(290);
     expect(stoppedAfter).toBeLessThan(3_000);
     const line = drainLine(await logs(d.id), old.name);
-    expect(line).toMatch(new RegExp(`^Stopping the previous container ${old.name} after \\d+ ms \\(its connections could not be counted\\)$`));
+    expect(line).toMatch(
+      new RegExp(`^Stopping the previous container ${old.name} after \\d+ ms \\(its connections could not be counted\\)$`),
+    );
     expect(Number(/after (\d+) ms/.exec(line)![1])).toBeGreaterThanOrEqual(290);
   });
 
@@ -212,7 +211,9 @@ describe('draining the previous container', () => {
 
   it('databases are not drained: their clients reconnect', async () => {
     await setup();
-    const db = (await h.services.services.create(admin, await projectId(), { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id;
+    const db = (
+      await h.services.services.create(admin, await projectId(), { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })
+    ).id;
     const old = container((await deployOk(db)).containerName);
     old.connections = 5;
     const watch = watchEngine();
@@ -330,7 +331,12 @@ describe('when the proxy did not take the new routes', () => {
     h.proxy.result = { ok: false, detail: 'nope' };
     const second = container((await deployOk(web)).containerName);
     const third = await deployOk(web);
-    expect(h.engine.containersOf(web).map((c) => c.name).sort()).toEqual([first.name, second.name, third.containerName].sort());
+    expect(
+      h.engine
+        .containersOf(web)
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual([first.name, second.name, third.containerName].sort());
 
     h.proxy.result = { ok: true, detail: 'loaded' };
     await h.services.routing.reconcile();

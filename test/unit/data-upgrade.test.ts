@@ -59,7 +59,9 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
   expect(asJson(await store.apiKeys.list())).toEqual(want.apiKeys);
   expect(await store.settings.get('platform')).toEqual(want.settings.platform);
   // Every sealed value, the secret one included, still opens with the key the old release used.
-  const plain = Object.fromEntries((await store.env.list(serviceIds)).map((v) => [`${v.serviceId}/${v.key}`, secrets.decrypt(v.valueEncrypted)]));
+  const plain = Object.fromEntries(
+    (await store.env.list(serviceIds)).map((v) => [`${v.serviceId}/${v.key}`, secrets.decrypt(v.valueEncrypted)]),
+  );
   expect(plain).toEqual(want.plainEnv);
   expect(Object.values(plain)).toContain('sk_live_fixture_secret_value');
   const web = services.find((s) => s.gitTokenEncrypted !== null)!;
@@ -73,16 +75,36 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
 async function checkNewWrites(database: Database, want: Expected): Promise<void> {
   const store = database.store;
   const deployment = want.deployments[0]!;
-  const [line] = await store.deployments.appendLogs(deployment.id, [{ line: 'after the upgrade', stream: 'stdout', createdAt: new Date('2026-12-01T00:00:00.000Z') }]);
+  const [line] = await store.deployments.appendLogs(deployment.id, [
+    { line: 'after the upgrade', stream: 'stdout', createdAt: new Date('2026-12-01T00:00:00.000Z') },
+  ]);
   // Log ids go on from the old release's sequence: streams resume by id.
   expect(line!.id).toBeGreaterThan(Math.max(...want.logs.map((l) => l.id)));
   expect((await store.deployments.listLogs(deployment.id)).at(-1)).toMatchObject({ line: 'after the upgrade' });
   const now = new Date('2026-12-01T00:00:01.000Z');
-  await store.projects.insert({ id: 'upgradedproject1', name: 'After', slug: 'after', description: '', status: 'active', createdAt: now, updatedAt: now });
+  await store.projects.insert({
+    id: 'upgradedproject1',
+    name: 'After',
+    slug: 'after',
+    description: '',
+    status: 'active',
+    createdAt: now,
+    updatedAt: now,
+  });
   const projects = await store.projects.list(null);
   expect(projects.map((p) => p.id)).toEqual([...want.projects.map((p) => p.id), 'upgradedproject1']);
   // A unique column still refuses a duplicate written by the old release.
-  await expect(store.projects.insert({ id: 'upgradedproject2', name: 'Dup', slug: (projects[0] as { slug: string }).slug, description: '', status: 'active', createdAt: now, updatedAt: now })).rejects.toThrow(/conflicts/);
+  await expect(
+    store.projects.insert({
+      id: 'upgradedproject2',
+      name: 'Dup',
+      slug: (projects[0] as { slug: string }).slug,
+      description: '',
+      status: 'active',
+      createdAt: now,
+      updatedAt: now,
+    }),
+  ).rejects.toThrow(/conflicts/);
 }
 
 describe('data written by release 0.1.0', () => {

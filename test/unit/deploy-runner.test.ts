@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput } from '../../src/index.js';
 import type { DeployConfig } from '../../src/settings/platform-config.js';
-import { createRuntimeHarness, FakeDatabaseAdmin, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, FakeDatabaseAdmin, runnerSteps, until, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
  * The DeployRunner with the real pipeline, analyzer and services on SQLite in memory, over fakes
@@ -15,7 +15,12 @@ const DOCKERFILE = 'FROM node:22-bookworm-slim\nWORKDIR /app\nCOPY . .\nCMD ["no
 const SERVER_JS = "require('http').createServer((req, res) => res.end('hi')).listen(process.env.PORT);\n";
 const DOCKERFILE_APP = { Dockerfile: DOCKERFILE, 'server.js': SERVER_JS };
 const EXPRESS_APP = {
-  'package.json': JSON.stringify({ name: 'api', version: '1.0.0', scripts: { start: 'node index.js' }, dependencies: { express: '^4.21.0' } }),
+  'package.json': JSON.stringify({
+    name: 'api',
+    version: '1.0.0',
+    scripts: { start: 'node index.js' },
+    dependencies: { express: '^4.21.0' },
+  }),
   'index.js': "const app = require('express')(); app.get('/', (q, s) => s.send('ok')); app.listen(process.env.PORT);\n",
 };
 
@@ -32,7 +37,11 @@ async function setup(deploy: Partial<DeployConfig> = {}, databaseAdmin?: FakeDat
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const sha = (seed: string) => seed.padEnd(40, '0').replace(/[^0-9a-f]/g, 'a').slice(0, 40);
+const sha = (seed: string) =>
+  seed
+    .padEnd(40, '0')
+    .replace(/[^0-9a-f]/g, 'a')
+    .slice(0, 40);
 
 async function project(name = 'Shop') {
   return h.services.projects.create(admin, { name, description: '' });
@@ -52,7 +61,12 @@ async function freshWeb(opts: { startRunner: boolean }) {
 }
 
 /** A repository service whose repository exists in the fake git source. */
-async function repoService(projectId: string, name: string, files: Record<string, string> = DOCKERFILE_APP, extra: Partial<CreateServiceInput> = {}) {
+async function repoService(
+  projectId: string,
+  name: string,
+  files: Record<string, string> = DOCKERFILE_APP,
+  extra: Partial<CreateServiceInput> = {},
+) {
   const commitSha = sha(`c0ffee${name}`);
   h.git.repos.set(`https://git.test/acme/${name}.git`, { files, commitSha });
   const view = await h.services.services.create(admin, projectId, { name, repoFullName: `acme/${name}`, ...extra });
@@ -64,10 +78,6 @@ async function service(id: string): Promise<ServiceRecord> {
   if (!record) throw new Error(`no service ${id}`);
   return record;
 }
-
-
-
-
 
 async function deploy(serviceId: string): Promise<DeploymentRecord> {
   return finished(await queue(serviceId));
@@ -84,7 +94,6 @@ async function deployFailed(serviceId: string): Promise<DeploymentRecord> {
   expect(d.status).toBe('failed');
   return d;
 }
-
 
 describe('a deployment from a repository', () => {
   it('goes queued -> running -> succeeded and makes the service active and reachable behind its host port', async () => {
@@ -161,7 +170,9 @@ describe('a deployment from a repository', () => {
     expect(keep).toBeGreaterThanOrEqual(0);
     expect(switched).toBeGreaterThan(keep);
     expect(stopped).toBeGreaterThan(switched);
-    expect((await logs(second.id)).find((l) => l.startsWith(`Stopping the previous container ${first.containerName}`))).toMatch(/drained in \d+ ms/);
+    expect((await logs(second.id)).find((l) => l.startsWith(`Stopping the previous container ${first.containerName}`))).toMatch(
+      /drained in \d+ ms/,
+    );
   });
 
   it('runs one deployment at a time per service: two queued for one service run in order', async () => {
@@ -262,7 +273,11 @@ describe('choosing the builder', () => {
 
   it('builds with dockerfilePath, and SERVICE_DOCKERFILE_PATH in the env wins over it', async () => {
     const p = await freshProject({ startRunner: true });
-    const files = { 'docker/Prod.Dockerfile': `${DOCKERFILE}# prod\n`, 'docker/Env.Dockerfile': `${DOCKERFILE}# env\n`, 'server.js': SERVER_JS };
+    const files = {
+      'docker/Prod.Dockerfile': `${DOCKERFILE}# prod\n`,
+      'docker/Env.Dockerfile': `${DOCKERFILE}# env\n`,
+      'server.js': SERVER_JS,
+    };
     const web = await repoService(p.id, 'web', files, { dockerfilePath: 'docker/Prod.Dockerfile' });
     await deployOk(web.id);
     expect(h.engine.builds[0]).toMatchObject({ dockerfile: 'docker/Prod.Dockerfile', dockerfileText: files['docker/Prod.Dockerfile'] });
@@ -315,7 +330,13 @@ describe('workers, images and databases', () => {
   it('an image service pulls only when the image is missing, tags it, and runs startCommand through sh -c', async () => {
     const p = await freshProject({ startRunner: true });
     const startCommand = 'nginx -g "daemon off;"';
-    const view = await h.services.services.create(admin, p.id, { name: 'proxy', repoUrl: 'container-image', containerImage: 'nginx:1.27', startCommand, internalPort: 80 });
+    const view = await h.services.services.create(admin, p.id, {
+      name: 'proxy',
+      repoUrl: 'container-image',
+      containerImage: 'nginx:1.27',
+      startCommand,
+      internalPort: 80,
+    });
     const first = await deployOk(view.id);
     expect(h.engine.pulls).toEqual(['nginx:1.27']);
     expect(h.engine.tags).toEqual([{ source: 'nginx:1.27', target: first.imageTag }]);
@@ -383,7 +404,9 @@ describe('database readiness', () => {
     const d = await deploy(view.id);
     const lines = await logs(d.id);
     expect(d.status).toBe('failed');
-    expect(lines).toContain('Deployment failed: The database did not pass its readiness check within 1 s: connection refused: the database system is starting up');
+    expect(lines).toContain(
+      'Deployment failed: The database did not pass its readiness check within 1 s: connection refused: the database system is starting up',
+    );
     expect(check.checks.length).toBeGreaterThanOrEqual(2);
     expect(lines.some((l) => l.startsWith('Database ready'))).toBe(false);
     expect(h.engine.containersOf(view.id)).toEqual([]);
@@ -399,7 +422,7 @@ describe('database readiness', () => {
     expect((await logs(d.id)).some((l) => l.startsWith('Database ready'))).toBe(false);
   });
 
-  it("a failed redeployment of a database never removes its data volume; only deleting the service does", async () => {
+  it('a failed redeployment of a database never removes its data volume; only deleting the service does', async () => {
     await setup();
     const view = await database('redis');
     const live = await deployOk(view.id);
@@ -431,7 +454,17 @@ describe('failures leave the live container alone', () => {
     madeContainer: boolean;
   }
 
-  const imageService = async (projectId: string) => service((await h.services.services.create(admin, projectId, { name: 'img', repoUrl: 'container-image', containerImage: 'nginx:1.27', internalPort: 80 })).id);
+  const imageService = async (projectId: string) =>
+    service(
+      (
+        await h.services.services.create(admin, projectId, {
+          name: 'img',
+          repoUrl: 'container-image',
+          containerImage: 'nginx:1.27',
+          internalPort: 80,
+        })
+      ).id,
+    );
 
   const cases: FailureCase[] = [
     {
@@ -439,7 +472,8 @@ describe('failures leave the live container alone', () => {
       arrange: async (s) => {
         await h.services.services.update(admin, s.id, { branch: 'release' });
       },
-      reason: 'Deployment failed: Could not clone https://git.test/acme/web.git at branch release: git clone failed (exit 128): fatal: Remote branch release not found in upstream origin',
+      reason:
+        'Deployment failed: Could not clone https://git.test/acme/web.git at branch release: git clone failed (exit 128): fatal: Remote branch release not found in upstream origin',
       madeImage: false,
       madeContainer: false,
     },
@@ -467,7 +501,15 @@ describe('failures leave the live container alone', () => {
     {
       name: 'the container exits at once',
       arrange: () => {
-        h.engine.run = { exitAtOnce: { code: 1, tail: ["Error: Cannot find module '/app/server.js'", '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)'] } };
+        h.engine.run = {
+          exitAtOnce: {
+            code: 1,
+            tail: [
+              "Error: Cannot find module '/app/server.js'",
+              '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)',
+            ],
+          },
+        };
       },
       reason: 'Deployment failed: The container exited with code 1 before it served',
       lines: ["Error: Cannot find module '/app/server.js'", '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)'],
@@ -501,7 +543,10 @@ describe('failures leave the live container alone', () => {
       const lines = records.map((r) => r.line);
       expect(d.status, lines.join('\n')).toBe('failed');
       expect(d.finishedAt).toBeInstanceOf(Date);
-      expect(lines.some((l) => (typeof c.reason === 'string' ? l === c.reason : c.reason.test(l))), lines.join('\n')).toBe(true);
+      expect(
+        lines.some((l) => (typeof c.reason === 'string' ? l === c.reason : c.reason.test(l))),
+        lines.join('\n'),
+      ).toBe(true);
       for (const line of c.lines ?? []) expect(lines).toContain(line);
       if (c.name === 'the container exits at once') {
         // The dead container's last lines are reported as errors.
@@ -554,7 +599,10 @@ describe('failures leave the live container alone', () => {
     // The claim loop ticks every 500 ms; the engine is asked at most every 2 s while down.
     expect(pings).toBeLessThanOrEqual(3);
     expect(h.runnerLog.filter((l) => /Docker engine/.test(l.message))).toEqual([
-      { message: 'the Docker engine is unreachable; queued deployments wait for it', extra: { error: 'connect ENOENT /var/run/docker.sock' } },
+      {
+        message: 'the Docker engine is unreachable; queued deployments wait for it',
+        extra: { error: 'connect ENOENT /var/run/docker.sock' },
+      },
     ]);
     h.engine.pingError = null;
     const d = await finished(id, 8_000);
@@ -567,7 +615,13 @@ describe('failures leave the live container alone', () => {
     const stray = h.engine.addContainer({
       name: 'slipway-gone-x',
       image: 'slipway-gone-x',
-      labels: { 'slipway.managed': 'true', 'slipway.instance': h.config.instanceId, 'slipway.service': 'gone', 'slipway.deployment': 'x', 'slipway.project': p.id },
+      labels: {
+        'slipway.managed': 'true',
+        'slipway.instance': h.config.instanceId,
+        'slipway.service': 'gone',
+        'slipway.deployment': 'x',
+        'slipway.project': p.id,
+      },
     });
     h.engine.pingError = 'connect ENOENT /var/run/docker.sock';
     await h.runner.start();
@@ -597,7 +651,9 @@ describe('failures leave the live container alone', () => {
       return list(label);
     };
     for (let i = 0; i < 3; i++) await h.runner.maintain();
-    expect(h.runnerLog.filter((l) => l.message === 'reconcile failed')).toEqual([{ message: 'reconcile failed', extra: { error: 'engine says no' } }]);
+    expect(h.runnerLog.filter((l) => l.message === 'reconcile failed')).toEqual([
+      { message: 'reconcile failed', extra: { error: 'engine says no' } },
+    ]);
     broken = false;
     await h.runner.maintain();
     broken = true;
@@ -617,7 +673,13 @@ describe('failures leave the live container alone', () => {
     const p = await freshProject({ startRunner: true });
     const view = await h.services.services.create(admin, p.id, { name: 'ghost', repoFullName: 'acme/ghost' });
     const d = await deployFailed(view.id);
-    expect((await logs(d.id)).some((l) => l.startsWith("Deployment failed: Could not clone https://git.test/acme/ghost.git at branch main: git clone failed (exit 128): fatal: repository 'https://git.test/acme/ghost.git' not found"))).toBe(true);
+    expect(
+      (await logs(d.id)).some((l) =>
+        l.startsWith(
+          "Deployment failed: Could not clone https://git.test/acme/ghost.git at branch main: git clone failed (exit 128): fatal: repository 'https://git.test/acme/ghost.git' not found",
+        ),
+      ),
+    ).toBe(true);
     expect(await service(view.id)).toMatchObject({ status: 'failed', reachable: false });
     expect(h.forwarder.calls).toEqual([]);
     expect(h.engine.containers.size).toBe(0);
@@ -628,7 +690,9 @@ describe('failures leave the live container alone', () => {
     await h.services.env.set(admin, web.id, { key: 'DATABASE_URL', value: '${nosuch.DATABASE_URL}' });
     const d = await deployFailed(web.id);
     const lines = await logs(d.id);
-    expect(lines).toContain('Unresolved variable reference: DATABASE_URL: ${nosuch.DATABASE_URL}: no service with slug "nosuch" in this project');
+    expect(lines).toContain(
+      'Unresolved variable reference: DATABASE_URL: ${nosuch.DATABASE_URL}: no service with slug "nosuch" in this project',
+    );
     expect(lines).toContain('Deployment failed: Fix the variable references above, then deploy again');
     expect(h.git.clones).toEqual([]);
     expect(h.engine.builds).toEqual([]);
@@ -641,7 +705,11 @@ describe('failures leave the live container alone', () => {
     await h.services.env.set(admin, web.id, { key: 'PLAIN', value: 'visible-value' });
     h.engine.build = { echoArgs: true };
     const d = await deployOk(web.id);
-    expect(h.engine.builds[0]!.buildArgs).toMatchObject({ API_TOKEN: 's3cr3t-token-value', AUTH_HEADER: 'Bearer s3cr3t-token-value', PLAIN: 'visible-value' });
+    expect(h.engine.builds[0]!.buildArgs).toMatchObject({
+      API_TOKEN: 's3cr3t-token-value',
+      AUTH_HEADER: 'Bearer s3cr3t-token-value',
+      PLAIN: 'visible-value',
+    });
     const lines = await logs(d.id);
     expect(lines).toContain('ARG API_TOKEN=********');
     expect(lines).toContain('ARG AUTH_HEADER=********');
@@ -725,7 +793,11 @@ describe('recovery after a crash', () => {
 
   /** The candidate container of a deployment, named and labelled as the runner makes it. */
   const addCandidate = (projectId: string, serviceId: string, deploymentId: string) =>
-    h.engine.addContainer({ name: `slipway-${serviceId}-${deploymentId}`, image: `slipway-${serviceId}-${deploymentId}`, labels: labels(serviceId, deploymentId, projectId) });
+    h.engine.addContainer({
+      name: `slipway-${serviceId}-${deploymentId}`,
+      image: `slipway-${serviceId}-${deploymentId}`,
+      labels: labels(serviceId, deploymentId, projectId),
+    });
 
   /** A deployment the store says is running, as a process that died mid-deploy left it. */
   async function leftRunning(serviceId: string): Promise<string> {
@@ -742,7 +814,11 @@ describe('recovery after a crash', () => {
     const interrupted = await leftRunning(web.id);
     const candidate = addCandidate(p.id, web.id, interrupted);
     const stray = h.engine.addContainer({ name: 'slipway-gone-x', image: 'slipway-gone-x', labels: labels('gone', 'x', p.id) });
-    const foreign = h.engine.addContainer({ name: 'theirs-web-1', image: 'theirs', labels: labels('theirservice', 'theirdeployment', 'theirproject', 'another-install') });
+    const foreign = h.engine.addContainer({
+      name: 'theirs-web-1',
+      image: 'theirs',
+      labels: labels('theirservice', 'theirdeployment', 'theirproject', 'another-install'),
+    });
     // Docker restarted the live container while the platform was down: it has a new address.
     const restarted = h.engine.restart(live.containerName!);
 
@@ -791,7 +867,8 @@ describe('recovery after a crash', () => {
     expect(h.engine.hasImage(tag('failed'))).toBe(false);
     expect(h.engine.hasImage(tag('aborted'))).toBe(false);
     for (const status of ['succeeded', 'running', 'queued']) expect(h.engine.hasImage(tag(status)), status).toBe(true);
-    for (const ref of [unknown, otherService, 'node:22-bookworm-slim', `someoneelse-${web.id}-${ids.failed}`]) expect(h.engine.hasImage(ref), ref).toBe(true);
+    for (const ref of [unknown, otherService, 'node:22-bookworm-slim', `someoneelse-${web.id}-${ids.failed}`])
+      expect(h.engine.hasImage(ref), ref).toBe(true);
     expect(h.engine.removedImages.sort()).toEqual([`${tag('aborted')}:latest`, `${tag('failed')}:latest`].sort());
   });
 });
@@ -832,7 +909,9 @@ describe('removing services', () => {
 
   it('deleting a project removes the runtime of each of its services and its network', async () => {
     const { p, web } = await freshWeb({ startRunner: true });
-    const db = await service((await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id);
+    const db = await service(
+      (await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id,
+    );
     await deployOk(web.id);
     await deployOk(db.id);
     expect(h.engine.networks.has(`slipway-${p.id}`)).toBe(true);
@@ -860,6 +939,8 @@ describe('removing services', () => {
     expect(await h.database.store.deployments.get(id)).toBeNull();
     expect(await h.database.store.projects.getService(web.id)).toBeNull();
     await sleep(100);
-    expect(await h.database.store.deployments.listLogs(id), 'log lines of a deleted deployment were written after its deletion').toEqual([]);
+    expect(await h.database.store.deployments.listLogs(id), 'log lines of a deleted deployment were written after its deletion').toEqual(
+      [],
+    );
   });
 });

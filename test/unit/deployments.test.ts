@@ -93,7 +93,9 @@ describe('deployments', () => {
     expect(records.every((r, i) => i === 0 || r.id > records[i - 1]!.id)).toBe(true);
     expect(published).toEqual(records.map((r) => r.id));
     const logs = await h.services.deployments.logs(admin, d.id);
-    expect(logs.slice(-3)).toEqual(records.map((r) => ({ id: r.id, deploymentId: d.id, line: r.line, stream: 'stderr', createdAt: r.createdAt.toISOString() })));
+    expect(logs.slice(-3)).toEqual(
+      records.map((r) => ({ id: r.id, deploymentId: d.id, line: r.line, stream: 'stderr', createdAt: r.createdAt.toISOString() })),
+    );
   });
 });
 
@@ -219,10 +221,12 @@ describe('deployment log stream', () => {
   it('checks access before streaming', async () => {
     const other = await project('Other');
     // Out of the key's scope reads as unknown (docs/decisions.md).
-    await expect(h.services.deployments.stream(scoped(other.id), deploymentId, { signal: new AbortController().signal })).rejects.toBeInstanceOf(
+    await expect(
+      h.services.deployments.stream(scoped(other.id), deploymentId, { signal: new AbortController().signal }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    await expect(h.services.deployments.stream(admin, 'nope', { signal: new AbortController().signal })).rejects.toBeInstanceOf(
       NotFoundError,
     );
-    await expect(h.services.deployments.stream(admin, 'nope', { signal: new AbortController().signal })).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
@@ -232,7 +236,11 @@ describe('runtime log stream', () => {
     const p = await project();
     serviceId = (await h.services.services.create(admin, p.id, repo('web'))).id;
   });
-  const line = (text: string, at: string, stream: 'stdout' | 'stderr' = 'stdout'): RuntimeLogLine => ({ line: text, stream, createdAt: new Date(at) });
+  const line = (text: string, at: string, stream: 'stdout' | 'stderr' = 'stdout'): RuntimeLogLine => ({
+    line: text,
+    stream,
+    createdAt: new Date(at),
+  });
 
   it('sends the snapshot, an open status, lines with strictly ascending ids, then a closed status', async () => {
     h.runtimeLogs.scripts.set(serviceId, [
@@ -286,7 +294,9 @@ describe('runtime log stream', () => {
       { type: 'closed' as const, ok: true, reason: 'stopped' },
     ];
     h.runtimeLogs.scripts.set(serviceId, script);
-    const firstRun = await collect<RuntimeStreamEvent>(await h.services.runtimeLogs.stream(admin, serviceId, { signal: new AbortController().signal }));
+    const firstRun = await collect<RuntimeStreamEvent>(
+      await h.services.runtimeLogs.stream(admin, serviceId, { signal: new AbortController().signal }),
+    );
     const oldId = (firstRun[0] as Extract<RuntimeStreamEvent, { type: 'snapshot' }>).lines[0]!.id;
     const resumed = await collect<RuntimeStreamEvent>(
       await h.services.runtimeLogs.stream(admin, serviceId, { lastEventId: oldId, signal: new AbortController().signal }),
@@ -303,7 +313,9 @@ describe('runtime log stream', () => {
       { type: 'snapshot', lines: [line('first', '2026-01-01T00:00:05.000Z'), line('second', '2026-01-01T00:00:05.000Z')] },
       { type: 'closed', ok: true, reason: 'stopped' },
     ]);
-    const firstRun = await collect<RuntimeStreamEvent>(await h.services.runtimeLogs.stream(admin, serviceId, { signal: new AbortController().signal }));
+    const firstRun = await collect<RuntimeStreamEvent>(
+      await h.services.runtimeLogs.stream(admin, serviceId, { signal: new AbortController().signal }),
+    );
     const [first, second] = (firstRun[0] as Extract<RuntimeStreamEvent, { type: 'snapshot' }>).lines;
     expect(second!.id).toBeGreaterThan(first!.id);
 

@@ -121,7 +121,14 @@ describe.each(cases)('$name', (c) => {
   it('creates a record for a subdomain', async () => {
     c.addZone('example.com');
     const result = await upsert(c.make(), 'app.example.com', token());
-    expect(result).toEqual({ action: 'created', hostname: 'app.example.com', recordType: 'A', host: 'app', zone: 'example.com', targetIp: IP });
+    expect(result).toEqual({
+      action: 'created',
+      hostname: 'app.example.com',
+      recordType: 'A',
+      host: 'app',
+      zone: 'example.com',
+      targetIp: IP,
+    });
     expect(c.ips('app.example.com')).toEqual([IP]);
     expect(c.standin.writes).toHaveLength(1);
   });
@@ -186,7 +193,11 @@ describe.each(cases)('$name', (c) => {
     const error = await failure(upsert(c.make(), 'app.example.com', bad));
     expect(error.kind).toBe('unauthorized');
     expect(error.status).toBe(401);
-    const expected = { cloudflare: 'Authentication error', digitalocean: 'Unable to authenticate you', hetzner: 'Invalid authentication credentials' }[c.name]!;
+    const expected = {
+      cloudflare: 'Authentication error',
+      digitalocean: 'Unable to authenticate you',
+      hetzner: 'Invalid authentication credentials',
+    }[c.name]!;
     expect(error.message).toContain(expected);
     expect(error.message).not.toContain(bad);
     expect(error.message).not.toContain(token());
@@ -226,9 +237,12 @@ describe.each(cases)('$name', (c) => {
   });
 
   it('is upstream when the API cannot be reached', async () => {
-    const provider = c.name === 'cloudflare' ? new CloudflareDnsProvider({ baseUrl: 'http://127.0.0.1:1' })
-      : c.name === 'digitalocean' ? new DigitalOceanDnsProvider({ baseUrl: 'http://127.0.0.1:1' })
-      : new HetznerDnsProvider({ baseUrl: 'http://127.0.0.1:1' });
+    const provider =
+      c.name === 'cloudflare'
+        ? new CloudflareDnsProvider({ baseUrl: 'http://127.0.0.1:1' })
+        : c.name === 'digitalocean'
+          ? new DigitalOceanDnsProvider({ baseUrl: 'http://127.0.0.1:1' })
+          : new HetznerDnsProvider({ baseUrl: 'http://127.0.0.1:1' });
     const error = await failure(upsert(provider, 'app.example.com', token()));
     expect(error.kind).toBe('upstream');
     expect(error.message).not.toContain(token());
@@ -255,7 +269,11 @@ describe('request shapes', () => {
   });
 
   it('cloudflare: default base URL is the public API', () => {
-    expect(new CloudflareDnsProvider()).toMatchObject({ id: 'cloudflare', baseUrl: 'https://api.cloudflare.com/client/v4', timeoutMs: 10_000 });
+    expect(new CloudflareDnsProvider()).toMatchObject({
+      id: 'cloudflare',
+      baseUrl: 'https://api.cloudflare.com/client/v4',
+      timeoutMs: 10_000,
+    });
   });
 
   it('digitalocean: bearer token, /domains pages of 200, records by type and fqdn, POST label and PUT data', async () => {
@@ -277,7 +295,11 @@ describe('request shapes', () => {
   });
 
   it('digitalocean: default base URL is the public API', () => {
-    expect(new DigitalOceanDnsProvider()).toMatchObject({ id: 'digitalocean', baseUrl: 'https://api.digitalocean.com/v2', timeoutMs: 10_000 });
+    expect(new DigitalOceanDnsProvider()).toMatchObject({
+      id: 'digitalocean',
+      baseUrl: 'https://api.digitalocean.com/v2',
+      timeoutMs: 10_000,
+    });
   });
 
   it('hetzner: Auth-API-Token header, /zones pages of 100, /records by zone_id, POST and full PUT bodies', async () => {

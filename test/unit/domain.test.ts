@@ -2,7 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DATABASE_ENGINES, ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../../src/domain/database-engines.js';
-import { assertTransition, DEPLOYMENT_STATUSES, isAbortable, isTerminal, type DeploymentStatus } from '../../src/domain/deployment-state.js';
+import {
+  assertTransition,
+  DEPLOYMENT_STATUSES,
+  isAbortable,
+  isTerminal,
+  type DeploymentStatus,
+} from '../../src/domain/deployment-state.js';
 import { describeProblem, resolveValue, type ProjectEnv, type ReferenceProblem } from '../../src/domain/env-references.js';
 import { ConflictError, ValidationError } from '../../src/domain/errors.js';
 import { slugify, uniqueSlug } from '../../src/domain/slug.js';
@@ -79,9 +85,12 @@ describe('assertEnvKey', () => {
     expect(() => assertEnvKey(key)).not.toThrow();
   });
 
-  it.each(['', 'a', 'lower_case', 'Mixed', '1ABC', '9', 'A-B', 'A.B', 'A B', ' A', 'A ', 'A\n', 'ÄPFEL', 'A$', '${A}'])('refuses %j', (key) => {
-    expect(() => assertEnvKey(key)).toThrow(ValidationError);
-  });
+  it.each(['', 'a', 'lower_case', 'Mixed', '1ABC', '9', 'A-B', 'A.B', 'A B', ' A', 'A ', 'A\n', 'ÄPFEL', 'A$', '${A}'])(
+    'refuses %j',
+    (key) => {
+      expect(() => assertEnvKey(key)).toThrow(ValidationError);
+    },
+  );
 
   it('names the offending field in the error details', () => {
     const error = thrown(() => assertEnvKey('bad-key', 'env.3.key'));
@@ -103,12 +112,18 @@ describe('normalizeHostname (RFC 1123)', () => {
     expect(normalizeHostname('Sub.Example.Org.')).toBe('sub.example.org');
   });
 
-  it.each(['example.com', 'a.b', 'my-app.example.com', 'a1.b2.c3.example.io', 'xn--bcher-kva.example', '123.example.com', 'x.y.z.w.example.co.uk', 'a-b-c.d'])(
-    'accepts %j',
-    (hostname) => {
-      expect(normalizeHostname(hostname)).toBe(hostname);
-    },
-  );
+  it.each([
+    'example.com',
+    'a.b',
+    'my-app.example.com',
+    'a1.b2.c3.example.io',
+    'xn--bcher-kva.example',
+    '123.example.com',
+    'x.y.z.w.example.co.uk',
+    'a-b-c.d',
+  ])('accepts %j', (hostname) => {
+    expect(normalizeHostname(hostname)).toBe(hostname);
+  });
 
   it('accepts labels of exactly 63 characters and refuses 64', () => {
     expect(normalizeHostname(`${'a'.repeat(63)}.com`)).toBe(`${'a'.repeat(63)}.com`);
@@ -277,7 +292,11 @@ describe('resolveValue', () => {
 
   it('resolves references to the same service', () => {
     const env = projectEnv({ web: { HOST: 'example.com', URL: 'https://${web.HOST}/' } });
-    expect(resolveValue('${web.URL}api', env, self)).toEqual({ value: 'https://example.com/api', problems: [], reached: ['web.URL', 'web.HOST'] });
+    expect(resolveValue('${web.URL}api', env, self)).toEqual({
+      value: 'https://example.com/api',
+      problems: [],
+      reached: ['web.URL', 'web.HOST'],
+    });
   });
 
   it('resolves nested references recursively across services and lists everything it reached', () => {
@@ -513,7 +532,12 @@ describe('database engines', () => {
   it('generates user and database names from the slug and passwords from the generator', () => {
     const pw = () => 'GENERATED';
     const generated = Object.fromEntries(ENGINE_SPECS.mysql.initialEnv.map((e) => [e.key, e.generate('my-db', pw)]));
-    expect(generated).toEqual({ MYSQL_DATABASE: 'my_db', MYSQL_USER: 'my_db', MYSQL_PASSWORD: 'GENERATED', MYSQL_ROOT_PASSWORD: 'GENERATED' });
+    expect(generated).toEqual({
+      MYSQL_DATABASE: 'my_db',
+      MYSQL_USER: 'my_db',
+      MYSQL_PASSWORD: 'GENERATED',
+      MYSQL_ROOT_PASSWORD: 'GENERATED',
+    });
     expect(ENGINE_SPECS.timescale.initialEnv.find((e) => e.key === 'TIMESCALEDB_TELEMETRY')!.generate('x', pw)).toBe('off');
     expect(ENGINE_SPECS.clickhouse.initialEnv.find((e) => e.key === 'CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT')!.generate('x', pw)).toBe('1');
   });

@@ -51,7 +51,9 @@ describe('domains and routing', () => {
     await expect(h.services.domains.create(admin, apiId, `web-${shop}.apps.test`)).rejects.toBeInstanceOf(ConflictError);
     // A service may name its own generated hostname; the table holds it once.
     await h.services.domains.create(admin, webId, `web-${shop}.apps.test`);
-    expect(h.proxy.last!.filter((r) => r.hostname === `web-${shop}.apps.test`)).toEqual([{ hostname: `web-${shop}.apps.test`, serviceId: webId, upstream: null }]);
+    expect(h.proxy.last!.filter((r) => r.hostname === `web-${shop}.apps.test`)).toEqual([
+      { hostname: `web-${shop}.apps.test`, serviceId: webId, upstream: null },
+    ]);
     expect(h.proxy.last!.map((r) => r.hostname)).toContain(`api-${shop}.apps.test`);
     await h.services.settings.update(admin, { rootDomain: 'other.test' });
     expect(h.proxy.applied.length).toBeGreaterThan(applies + 1);

@@ -43,12 +43,20 @@ describe('engine set-up at start', () => {
     const { deps } = host({ provisionWorks: false });
     const result = await ensureEngine(DEFAULT_DOCKER_SOCKET, deps);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.line).toMatch(/^slipway: no Docker engine at \/var\/run\/docker\.sock, and starting one failed \(docker\.sh ended with exit code 1\); .*apt-get install docker\.io/);
+    if (!result.ok)
+      expect(result.line).toMatch(
+        /^slipway: no Docker engine at \/var\/run\/docker\.sock, and starting one failed \(docker\.sh ended with exit code 1\); .*apt-get install docker\.io/,
+      );
   });
 
   const refusals: Array<[string, Partial<EngineSetupDeps>, string, RegExp]> = [
     ['not root', { isRoot: false }, DEFAULT_DOCKER_SOCKET, /run npm start as root .* sudo apt-get install docker\.io/],
-    ['not Debian', { isDebian: false, isRoot: true }, DEFAULT_DOCKER_SOCKET, /install Docker Engine \(https:\/\/docs\.docker\.com\/engine\/install\/\)/],
+    [
+      'not Debian',
+      { isDebian: false, isRoot: true },
+      DEFAULT_DOCKER_SOCKET,
+      /install Docker Engine \(https:\/\/docs\.docker\.com\/engine\/install\/\)/,
+    ],
     ['in a container', { inContainer: true }, DEFAULT_DOCKER_SOCKET, /mount the host's socket/],
     ['another socket', {}, '/tmp/other.sock', /start the engine behind DOCKER_SOCKET=\/tmp\/other\.sock/],
   ];

@@ -57,7 +57,13 @@ describe('environment variables', () => {
 
   it('masks secret values in the list, and keeps them secret on update', async () => {
     await h.services.env.set(admin, web.id, { key: 'API_TOKEN', value: 'tok-123', secret: true });
-    expect((await h.services.env.listForService(web))[0]).toMatchObject({ key: 'API_TOKEN', secret: true, value: '', resolvedValue: '', hasValue: true });
+    expect((await h.services.env.listForService(web))[0]).toMatchObject({
+      key: 'API_TOKEN',
+      secret: true,
+      value: '',
+      resolvedValue: '',
+      hasValue: true,
+    });
     await h.services.env.set(admin, web.id, { key: 'API_TOKEN', value: 'tok-456' });
     expect((await h.services.env.listForService(web))[0]).toMatchObject({ secret: true, value: '', resolvedValue: '' });
     expect((await h.services.env.resolvedFor(web)).env).toEqual({ API_TOKEN: 'tok-456' });
@@ -70,7 +76,11 @@ describe('environment variables', () => {
     await h.services.env.set(admin, web.id, { key: 'DB_USER', value: '${db.POSTGRES_USER}' });
     const byKey = Object.fromEntries((await h.services.env.listForService(web)).map((v) => [v.key, v]));
     // The raw value is a reference, not a secret: it is shown; what it resolves to is not.
-    expect(byKey.DATABASE_URL).toMatchObject({ secret: false, value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db/x', resolvedValue: '' });
+    expect(byKey.DATABASE_URL).toMatchObject({
+      secret: false,
+      value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db/x',
+      resolvedValue: '',
+    });
     expect(byKey.INDIRECT).toMatchObject({ value: 'url=${web.DATABASE_URL}', resolvedValue: '' });
     // A reference to a non-secret value resolves in the list.
     expect(byKey.DB_USER).toMatchObject({ value: '${db.POSTGRES_USER}', resolvedValue: 'db' });

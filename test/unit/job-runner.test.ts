@@ -151,7 +151,13 @@ describe('a second kind of job on the JobRunner', () => {
 
   it('runs one job per key and at most `concurrency` at once, oldest first', async () => {
     const { kind, queue, runner } = setup(2);
-    for (const [id, target] of [['a1', 'a'], ['a2', 'a'], ['b1', 'b'], ['c1', 'c']] as const) queue.add(id, target);
+    for (const [id, target] of [
+      ['a1', 'a'],
+      ['a2', 'a'],
+      ['b1', 'b'],
+      ['c1', 'c'],
+    ] as const)
+      queue.add(id, target);
     runner.start();
     await runner.recover();
     await until(() => kind.active.size === 2);

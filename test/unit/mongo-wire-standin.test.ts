@@ -43,7 +43,10 @@ afterAll(() => {
 
 let requestId = 100;
 
-function opMsg(body: Document, options: { flags?: number; sequences?: Array<[string, Document[]]>; checksum?: 'good' | 'bad' } = {}): Buffer {
+function opMsg(
+  body: Document,
+  options: { flags?: number; sequences?: Array<[string, Document[]]>; checksum?: 'good' | 'bad' } = {},
+): Buffer {
   let flags = options.flags ?? 0;
   if (options.checksum) flags |= 1;
   const sections: Buffer[] = [Buffer.from([0]), Buffer.from(serialize(body))];
@@ -194,9 +197,18 @@ describe('authentication', () => {
     expect((await db.command({ ping: 1 })).ok).toBe(1);
     expect((await db.command({ buildInfo: 1 })).version).toBe('7.0.0-standin');
     const hello = await db.command({ hello: 1 });
-    expect(hello).toMatchObject({ isWritablePrimary: true, maxWireVersion: 21, maxBsonObjectSize: 16 * 1024 * 1024, maxMessageSizeBytes: 48_000_000 });
+    expect(hello).toMatchObject({
+      isWritablePrimary: true,
+      maxWireVersion: 21,
+      maxBsonObjectSize: 16 * 1024 * 1024,
+      maxMessageSizeBytes: 48_000_000,
+    });
     expect(hello.compression).toBeUndefined();
-    await expect(db.collection('x').find().toArray()).rejects.toMatchObject({ code: 13, codeName: 'Unauthorized', message: 'Command find requires authentication' });
+    await expect(db.collection('x').find().toArray()).rejects.toMatchObject({
+      code: 13,
+      codeName: 'Unauthorized',
+      message: 'Command find requires authentication',
+    });
     await expect(c.db('admin').admin().listDatabases()).rejects.toMatchObject({ code: 13 });
   });
 });
@@ -239,11 +251,14 @@ describe('CRUD through the driver', () => {
     expect(await people.countDocuments({ 'address.city': 'London' })).toBe(2);
     expect(await people.estimatedDocumentCount()).toBe(5);
     expect(await people.aggregate([{ $match: { age: { $gt: 20 } } }, { $count: 'n' }]).toArray()).toEqual([{ n: 3 }]);
-    expect(await people.aggregate([{ $sort: { name: -1 } }, { $skip: 1 }, { $limit: 2 }, { $project: { _id: 0, name: 1 } }]).toArray()).toEqual([
-      { name: 'dee' },
-      { name: 'cy' },
-    ]);
-    expect(await people.aggregate([{ $group: { _id: '$address.city', n: { $sum: 1 }, oldest: { $max: '$age' } } }, { $sort: { _id: 1 } }]).toArray()).toEqual([
+    expect(
+      await people.aggregate([{ $sort: { name: -1 } }, { $skip: 1 }, { $limit: 2 }, { $project: { _id: 0, name: 1 } }]).toArray(),
+    ).toEqual([{ name: 'dee' }, { name: 'cy' }]);
+    expect(
+      await people
+        .aggregate([{ $group: { _id: '$address.city', n: { $sum: 1 }, oldest: { $max: '$age' } } }, { $sort: { _id: 1 } }])
+        .toArray(),
+    ).toEqual([
       { _id: null, n: 2, oldest: null },
       { _id: 'London', n: 2, oldest: 41 },
       { _id: 'Paris', n: 1, oldest: 25 },
@@ -258,7 +273,9 @@ describe('CRUD through the driver', () => {
       { _id: 2 as never, qty: 2, name: 'b' },
       { _id: 3 as never, qty: 3, name: 'c' },
     ]);
-    expect(await items.updateOne({ _id: 1 as never }, { $set: { 'meta.color': 'red' }, $inc: { qty: 10 }, $unset: { name: '' } })).toMatchObject({
+    expect(
+      await items.updateOne({ _id: 1 as never }, { $set: { 'meta.color': 'red' }, $inc: { qty: 10 }, $unset: { name: '' } }),
+    ).toMatchObject({
       matchedCount: 1,
       modifiedCount: 1,
     });
@@ -267,7 +284,11 @@ describe('CRUD through the driver', () => {
     expect(await items.updateOne({ _id: 2 as never }, { $set: { qty: 102 } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
     expect(await items.replaceOne({ _id: 3 as never }, { whole: 'new' })).toMatchObject({ modifiedCount: 1 });
     expect(await items.findOne({ _id: 3 as never })).toEqual({ _id: 3, whole: 'new' });
-    const upsert = await items.updateOne({ _id: 9 as never, kind: 'x' }, { $set: { qty: 1 }, $setOnInsert: { created: true } }, { upsert: true });
+    const upsert = await items.updateOne(
+      { _id: 9 as never, kind: 'x' },
+      { $set: { qty: 1 }, $setOnInsert: { created: true } },
+      { upsert: true },
+    );
     expect(upsert).toMatchObject({ upsertedCount: 1, upsertedId: 9 });
     expect(await items.findOne({ _id: 9 as never })).toEqual({ _id: 9, kind: 'x', qty: 1, created: true });
     await expect(items.updateOne({ _id: 2 as never }, { $set: { _id: 5 } })).rejects.toMatchObject({ code: 66 }); // write errors carry no codeName
@@ -291,7 +312,9 @@ describe('CRUD through the driver', () => {
 
     const error = await values.insertOne({ _id: insertedId, n: 3 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 11000 });
-    expect((error as Error).message).toBe(`E11000 duplicate key error collection: crud.values index: _id_ dup key: { _id: ObjectId('${insertedId.toHexString()}') }`);
+    expect((error as Error).message).toBe(
+      `E11000 duplicate key error collection: crud.values index: _id_ dup key: { _id: ObjectId('${insertedId.toHexString()}') }`,
+    );
 
     const typed = {
       _id: 'typed',
@@ -338,12 +361,34 @@ describe('CRUD through the driver', () => {
   it('answers unknown commands, unknown operators and what it does not implement with mongod-like errors', async () => {
     const c = client(url(server.port));
     const db = c.db('errors');
-    await expect(db.command({ frobnicate: 1 })).rejects.toMatchObject({ code: 59, codeName: 'CommandNotFound', message: "no such command: 'frobnicate'" });
-    await expect(db.collection('x').find({ a: { $bogus: 1 } }).toArray()).rejects.toMatchObject({ code: 2, codeName: 'BadValue', message: 'unknown operator: $bogus' });
+    await expect(db.command({ frobnicate: 1 })).rejects.toMatchObject({
+      code: 59,
+      codeName: 'CommandNotFound',
+      message: "no such command: 'frobnicate'",
+    });
+    await expect(
+      db
+        .collection('x')
+        .find({ a: { $bogus: 1 } })
+        .toArray(),
+    ).rejects.toMatchObject({ code: 2, codeName: 'BadValue', message: 'unknown operator: $bogus' });
     await expect(db.collection('x').find({ $where: 'true' }).toArray()).rejects.toMatchObject({ code: 238, codeName: 'NotImplemented' });
-    await expect(db.collection('x').aggregate([{ $lookup: { from: 'y' } }]).toArray()).rejects.toMatchObject({ code: 238 });
-    await expect(db.collection('x').aggregate([{ $nope: {} }]).toArray()).rejects.toMatchObject({ code: 40324 });
-    await expect(db.command({ find: 'x', filter: {}, bogusOption: 1 })).rejects.toMatchObject({ code: 40415, message: "BSON field 'find.bogusOption' is an unknown field." });
+    await expect(
+      db
+        .collection('x')
+        .aggregate([{ $lookup: { from: 'y' } }])
+        .toArray(),
+    ).rejects.toMatchObject({ code: 238 });
+    await expect(
+      db
+        .collection('x')
+        .aggregate([{ $nope: {} }])
+        .toArray(),
+    ).rejects.toMatchObject({ code: 40324 });
+    await expect(db.command({ find: 'x', filter: {}, bogusOption: 1 })).rejects.toMatchObject({
+      code: 40415,
+      message: "BSON field 'find.bogusOption' is an unknown field.",
+    });
     await expect(db.command({ sleep: 1, millis: 2_000, maxTimeMS: 50 })).rejects.toMatchObject({ code: 50, codeName: 'MaxTimeMSExpired' });
   });
 });
@@ -385,7 +430,10 @@ describe('cursors', () => {
     const more = await db.command({ getMore: id, collection: 'many', batchSize: 5 }, { session });
     expect(more.cursor.nextBatch).toHaveLength(5);
     await db.command({ killCursors: 'many', cursors: [id] }, { session });
-    await expect(db.command({ getMore: id, collection: 'many' }, { session })).rejects.toMatchObject({ code: 43, codeName: 'CursorNotFound' });
+    await expect(db.command({ getMore: id, collection: 'many' }, { session })).rejects.toMatchObject({
+      code: 43,
+      codeName: 'CursorNotFound',
+    });
     await session.endSession();
   });
 });
@@ -395,17 +443,32 @@ describe('persistence', () => {
     const dir = tempDir();
     let s = await startServer({ port: 0, dbpath: dir, rootUser: 'admin', rootPassword: 'first' });
     let c = client(url(s.port, 'admin', 'first'));
-    await c.db('app').collection('notes').insertMany([{ text: 'one', at: new Date(0) }, { text: 'two' }]);
-    await c.db('app').collection('notes').updateOne({ text: 'two' }, { $set: { done: true } });
+    await c
+      .db('app')
+      .collection('notes')
+      .insertMany([{ text: 'one', at: new Date(0) }, { text: 'two' }]);
+    await c
+      .db('app')
+      .collection('notes')
+      .updateOne({ text: 'two' }, { $set: { done: true } });
     await c.db('app').createCollection('empty');
     await c.close();
     await s.close();
-    expect(readdirSync(dir).sort()).toEqual(['admin.mongo-standin.bson', 'app.mongo-standin.bson', 'config.mongo-standin.bson', 'local.mongo-standin.bson']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'admin.mongo-standin.bson',
+      'app.mongo-standin.bson',
+      'config.mongo-standin.bson',
+      'local.mongo-standin.bson',
+    ]);
 
     // As with the official image, MONGO_INITDB_ROOT_* only count for a new data directory.
     s = await startServer({ port: 0, dbpath: dir, rootUser: 'admin', rootPassword: 'second' });
     c = client(url(s.port, 'admin', 'first'));
-    const notes = await c.db('app').collection('notes').find({}, { projection: { _id: 0 } }).toArray();
+    const notes = await c
+      .db('app')
+      .collection('notes')
+      .find({}, { projection: { _id: 0 } })
+      .toArray();
     expect(notes).toEqual([
       { text: 'one', at: new Date(0) },
       { text: 'two', done: true },

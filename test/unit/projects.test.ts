@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, NotFoundError, ValidationError } from '../../src/domain/errors.js';
 import { DATABASE_ENGINES, type DatabaseEngine } from '../../src/domain/database-engines.js';
-import { freshHarnessPerTest, admin, scoped, PASSWORD_ALPHABET, h, replaceHarness, repo, database, project, record } from '../helpers/unit-harness.js';
+import {
+  freshHarnessPerTest,
+  admin,
+  scoped,
+  PASSWORD_ALPHABET,
+  h,
+  replaceHarness,
+  repo,
+  database,
+  project,
+  record,
+} from '../helpers/unit-harness.js';
 
 /** Projects and their services (src/projects): creation, slugs, host ports, database services, deletion. */
 freshHarnessPerTest();
@@ -9,7 +20,14 @@ freshHarnessPerTest();
 describe('projects', () => {
   it('creates an idle project with a slug and no services', async () => {
     const created = await h.services.projects.create(admin, { name: '  My App  ', description: 'the shop' });
-    expect(created).toMatchObject({ name: 'My App', slug: 'my-app', description: 'the shop', status: 'idle', serviceCount: 0, services: [] });
+    expect(created).toMatchObject({
+      name: 'My App',
+      slug: 'my-app',
+      description: 'the shop',
+      status: 'idle',
+      serviceCount: 0,
+      services: [],
+    });
     expect(typeof created.id).toBe('string');
     expect(new Date(created.lastUpdatedAt).toISOString()).toBe(created.lastUpdatedAt);
     expect(await h.services.projects.getBySlug(admin, 'my-app')).toMatchObject({ id: created.id });
@@ -127,23 +145,45 @@ describe('service creation', () => {
   it('creates an idle repository service with a slug unique in its project', async () => {
     const p = await project();
     const a = await h.services.services.create(admin, p.id, repo('Web App'));
-    const b = await h.services.services.create(admin, p.id, { name: 'Web App', repoFullName: null, repoUrl: 'https://github.com/acme/other.git' });
-    expect(a).toMatchObject({ projectId: p.id, slug: 'web-app', status: 'idle', repoFullName: 'acme/web-app', branch: 'main', buildMethod: 'auto', runtimeMode: 'web' });
+    const b = await h.services.services.create(admin, p.id, {
+      name: 'Web App',
+      repoFullName: null,
+      repoUrl: 'https://github.com/acme/other.git',
+    });
+    expect(a).toMatchObject({
+      projectId: p.id,
+      slug: 'web-app',
+      status: 'idle',
+      repoFullName: 'acme/web-app',
+      branch: 'main',
+      buildMethod: 'auto',
+      runtimeMode: 'web',
+    });
     expect(b).toMatchObject({ slug: 'web-app-2', repoFullName: null, repoUrl: 'https://github.com/acme/other.git' });
   });
 
   it('creates a container-image service', async () => {
     const p = await project();
-    const s = await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'container-image', containerImage: 'ghcr.io/acme/cache:1.2' });
-    expect(s).toMatchObject({ repoFullName: 'image:ghcr.io/acme/cache:1.2', repoUrl: 'container-image', containerImage: 'ghcr.io/acme/cache:1.2' });
+    const s = await h.services.services.create(admin, p.id, {
+      name: 'cache',
+      repoUrl: 'container-image',
+      containerImage: 'ghcr.io/acme/cache:1.2',
+    });
+    expect(s).toMatchObject({
+      repoFullName: 'image:ghcr.io/acme/cache:1.2',
+      repoUrl: 'container-image',
+      containerImage: 'ghcr.io/acme/cache:1.2',
+    });
   });
 
   it('refuses a local git url and an invalid image, creating nothing', async () => {
     const p = await project();
-    await expect(h.services.services.create(admin, p.id, { name: 'x', repoFullName: null, repoUrl: 'file:///etc' })).rejects.toBeInstanceOf(ValidationError);
-    await expect(h.services.services.create(admin, p.id, { name: 'x', repoUrl: 'container-image', containerImage: 'Bad Image' })).rejects.toBeInstanceOf(
+    await expect(h.services.services.create(admin, p.id, { name: 'x', repoFullName: null, repoUrl: 'file:///etc' })).rejects.toBeInstanceOf(
       ValidationError,
     );
+    await expect(
+      h.services.services.create(admin, p.id, { name: 'x', repoUrl: 'container-image', containerImage: 'Bad Image' }),
+    ).rejects.toBeInstanceOf(ValidationError);
     expect(await h.database.store.projects.listAllServices()).toHaveLength(0);
   });
 });
@@ -157,7 +197,14 @@ describe('database services', () => {
     mongodb: ['MONGO_INITDB_ROOT_USERNAME', 'MONGO_INITDB_ROOT_PASSWORD'],
     clickhouse: ['CLICKHOUSE_DB', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT'],
   };
-  const ports: Record<DatabaseEngine, number> = { postgres: 5432, timescale: 5432, mysql: 3306, redis: 6379, mongodb: 27017, clickhouse: 8123 };
+  const ports: Record<DatabaseEngine, number> = {
+    postgres: 5432,
+    timescale: 5432,
+    mysql: 3306,
+    redis: 6379,
+    mongodb: 27017,
+    clickhouse: 8123,
+  };
 
   it.each(DATABASE_ENGINES.map((e) => [e]))('%s: generates the initial env with strong secret passwords', async (engine) => {
     const p = await project();
@@ -194,7 +241,11 @@ describe('database services', () => {
   it('derives names from the slug and fixed values per engine', async () => {
     const p = await project();
     const ts = await h.services.services.create(admin, p.id, database('Metrics Store', 'timescale'));
-    expect(await h.envValues(ts.id)).toMatchObject({ POSTGRES_DB: 'metrics_store', POSTGRES_USER: 'metrics_store', TIMESCALEDB_TELEMETRY: 'off' });
+    expect(await h.envValues(ts.id)).toMatchObject({
+      POSTGRES_DB: 'metrics_store',
+      POSTGRES_USER: 'metrics_store',
+      TIMESCALEDB_TELEMETRY: 'off',
+    });
     const ch = await h.services.services.create(admin, p.id, database('events', 'clickhouse'));
     expect(await h.envValues(ch.id)).toMatchObject({ CLICKHOUSE_DB: 'events', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' });
   });
@@ -213,16 +264,21 @@ describe('database services', () => {
       }),
     );
     const values = await h.envValues(service.id);
-    expect(values).toMatchObject({ MYSQL_PASSWORD: 'caller-chosen-password', MYSQL_USER: 'shop', EXTRA_SETTING: 'on', MYSQL_DATABASE: 'db' });
+    expect(values).toMatchObject({
+      MYSQL_PASSWORD: 'caller-chosen-password',
+      MYSQL_USER: 'shop',
+      EXTRA_SETTING: 'on',
+      MYSQL_DATABASE: 'db',
+    });
     expect(values.MYSQL_ROOT_PASSWORD).toMatch(PASSWORD_ALPHABET);
     expect(Object.keys(values).sort()).toEqual(['EXTRA_SETTING', 'MYSQL_DATABASE', 'MYSQL_PASSWORD', 'MYSQL_ROOT_PASSWORD', 'MYSQL_USER']);
   });
 
   it('refuses an unknown engine', async () => {
     const p = await project();
-    await expect(h.services.services.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:oracle' })).rejects.toBeInstanceOf(
-      ValidationError,
-    );
+    await expect(
+      h.services.services.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:oracle' }),
+    ).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('suggests connection URLs made of references, which resolve for the consumer', async () => {
@@ -230,7 +286,10 @@ describe('database services', () => {
     const db = await h.services.services.create(admin, p.id, database('db', 'postgres'));
     const web = await h.services.services.create(admin, p.id, repo('web'));
     const [suggestion] = await h.services.projects.databaseVariableSuggestions(admin, p.id);
-    expect(suggestion).toMatchObject({ key: 'DATABASE_URL', value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db:5432/${db.POSTGRES_DB}' });
+    expect(suggestion).toMatchObject({
+      key: 'DATABASE_URL',
+      value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db:5432/${db.POSTGRES_DB}',
+    });
     await h.services.env.set(admin, web.id, { key: 'DATABASE_URL', value: suggestion!.value! });
     const password = (await h.envValues(db.id)).POSTGRES_PASSWORD!;
     const resolved = await h.services.env.resolvedFor(await record(web.id));

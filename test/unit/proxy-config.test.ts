@@ -9,7 +9,10 @@ import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: ':memory:', SECRET_KEY: KEY, ...env });
 const KEY = 'k'.repeat(64);
 /** Without a data directory, each install's routes directory is a temporary one of its own. */
-const MEMORY_ROUTES = path.join(tmpdir(), `slipway-caddy-routes-${createHash('sha256').update(`instance:${KEY}`).digest('hex').slice(0, 12)}`);
+const MEMORY_ROUTES = path.join(
+  tmpdir(),
+  `slipway-caddy-routes-${createHash('sha256').update(`instance:${KEY}`).digest('hex').slice(0, 12)}`,
+);
 
 function configError(env: Record<string, string>): string {
   try {
@@ -24,13 +27,36 @@ function configError(env: Record<string, string>): string {
 describe('proxy defaults', () => {
   it('runs its own Caddy container: caddy:2, admin on 2019, ports 80 and 443, automatic HTTPS, no ACME email', () => {
     const config = load();
-    expect(config.proxy).toEqual({ kind: 'container', image: 'caddy:2', adminPort: 2019, httpPort: 80, httpsPort: 443, autoHttps: true, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto', routesDir: MEMORY_ROUTES });
+    expect(config.proxy).toEqual({
+      kind: 'container',
+      image: 'caddy:2',
+      adminPort: 2019,
+      httpPort: 80,
+      httpsPort: 443,
+      autoHttps: true,
+      acmeEmail: null,
+      gatePort: 2080,
+      healthIntervalMs: 500,
+      slotSubnet: 'auto',
+      routesDir: MEMORY_ROUTES,
+    });
     expect(config.platform.publicScheme).toBe('https');
     expect(config.platform.routing).toEqual(DEFAULT_PLATFORM_CONFIG.routing);
   });
 
   it('empty values mean the defaults', () => {
-    const config = load({ PROXY: '', PROXY_IMAGE: '', PROXY_ADMIN_PORT: '', PROXY_HTTP_PORT: '', PROXY_HTTPS_PORT: '', PROXY_AUTO_HTTPS: '', ACME_EMAIL: '  ', CADDY_ADMIN_URL: '', PROXY_RECONCILE_MS: '', DRAIN_TIMEOUT_MS: '' });
+    const config = load({
+      PROXY: '',
+      PROXY_IMAGE: '',
+      PROXY_ADMIN_PORT: '',
+      PROXY_HTTP_PORT: '',
+      PROXY_HTTPS_PORT: '',
+      PROXY_AUTO_HTTPS: '',
+      ACME_EMAIL: '  ',
+      CADDY_ADMIN_URL: '',
+      PROXY_RECONCILE_MS: '',
+      DRAIN_TIMEOUT_MS: '',
+    });
     expect(config.proxy).toEqual(load().proxy);
     expect(config.platform.routing).toEqual(DEFAULT_PLATFORM_CONFIG.routing);
   });
@@ -63,13 +89,33 @@ describe('proxy modes', () => {
   });
 
   it('CADDY_ADMIN_URL: an external Caddy, with the serving settings and no image or admin port', () => {
-    const config = load({ CADDY_ADMIN_URL: 'http://127.0.0.1:2019/', PROXY_HTTP_PORT: '8081', PROXY_AUTO_HTTPS: 'false', PROXY_IMAGE: 'ignored:1', PROXY_ADMIN_PORT: '3000' });
-    expect(config.proxy).toEqual({ kind: 'external', adminUrl: 'http://127.0.0.1:2019', httpPort: 8081, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500, slotSubnet: 'auto', routesDir: MEMORY_ROUTES });
+    const config = load({
+      CADDY_ADMIN_URL: 'http://127.0.0.1:2019/',
+      PROXY_HTTP_PORT: '8081',
+      PROXY_AUTO_HTTPS: 'false',
+      PROXY_IMAGE: 'ignored:1',
+      PROXY_ADMIN_PORT: '3000',
+    });
+    expect(config.proxy).toEqual({
+      kind: 'external',
+      adminUrl: 'http://127.0.0.1:2019',
+      httpPort: 8081,
+      httpsPort: 443,
+      autoHttps: false,
+      acmeEmail: null,
+      gatePort: 2080,
+      healthIntervalMs: 500,
+      slotSubnet: 'auto',
+      routesDir: MEMORY_ROUTES,
+    });
     expect(config.platform.publicScheme).toBe('http');
   });
 
   it('CADDY_ADMIN_URL keeps a path prefix, without trailing slashes', () => {
-    expect(load({ CADDY_ADMIN_URL: 'https://caddy.internal:2019/admin//' }).proxy).toMatchObject({ kind: 'external', adminUrl: 'https://caddy.internal:2019/admin' });
+    expect(load({ CADDY_ADMIN_URL: 'https://caddy.internal:2019/admin//' }).proxy).toMatchObject({
+      kind: 'external',
+      adminUrl: 'https://caddy.internal:2019/admin',
+    });
   });
 
   it('PROXY=none (any case): no proxy at all', () => {
@@ -84,7 +130,15 @@ describe('proxy modes', () => {
   });
 
   it('PROXY_AUTO_HTTPS accepts true/false/1/0 in any case', () => {
-    for (const [raw, value] of [['true', true], ['TRUE', true], ['1', true], ['false', false], ['False', false], ['0', false], [' false ', false]] as const) {
+    for (const [raw, value] of [
+      ['true', true],
+      ['TRUE', true],
+      ['1', true],
+      ['false', false],
+      ['False', false],
+      ['0', false],
+      [' false ', false],
+    ] as const) {
       expect(load({ PROXY_AUTO_HTTPS: raw }).proxy, raw).toMatchObject({ autoHttps: value });
     }
   });
@@ -92,7 +146,10 @@ describe('proxy modes', () => {
   it('routing timings: PROXY_RECONCILE_MS and DRAIN_TIMEOUT_MS', () => {
     const config = load({ PROXY_RECONCILE_MS: '500', DRAIN_TIMEOUT_MS: '0' });
     expect(config.platform.routing).toEqual({ ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 500, drainTimeoutMs: 0 });
-    expect(load({ PROXY_RECONCILE_MS: '60000', DRAIN_TIMEOUT_MS: '600000' }).platform.routing).toMatchObject({ reconcileMs: 60_000, drainTimeoutMs: 600_000 });
+    expect(load({ PROXY_RECONCILE_MS: '60000', DRAIN_TIMEOUT_MS: '600000' }).platform.routing).toMatchObject({
+      reconcileMs: 60_000,
+      drainTimeoutMs: 600_000,
+    });
   });
 });
 
@@ -100,7 +157,9 @@ describe('routes directory', () => {
   it('is <DATA_DIR>/caddy-routes, absolute; PROXY_ROUTES_DIR overrides it', () => {
     const dataDir = path.join(tmpdir(), `slipway-config-test-${process.pid}`);
     expect(load({ DATA_DIR: dataDir }).proxy).toMatchObject({ routesDir: path.join(dataDir, 'caddy-routes') });
-    expect(load({ DATA_DIR: dataDir, CADDY_ADMIN_URL: 'http://127.0.0.1:2019' }).proxy).toMatchObject({ routesDir: path.join(dataDir, 'caddy-routes') });
+    expect(load({ DATA_DIR: dataDir, CADDY_ADMIN_URL: 'http://127.0.0.1:2019' }).proxy).toMatchObject({
+      routesDir: path.join(dataDir, 'caddy-routes'),
+    });
     expect(load({ PROXY_ROUTES_DIR: '/var/lib/slipway/caddy-routes' }).proxy).toMatchObject({ routesDir: '/var/lib/slipway/caddy-routes' });
     expect(load({ PROXY_ROUTES_DIR: 'relative/routes' }).proxy).toMatchObject({ routesDir: path.resolve('relative/routes') });
     // Installs without a data directory get one each, by their key.

@@ -57,7 +57,12 @@ describe('the routing table', () => {
     const { services } = await harness(ROOT);
     const p = await project(services);
     const site = await web(services, p.id, 'web');
-    const image = await services.services.create(admin, p.id, { name: 'img', repoUrl: 'container-image', containerImage: 'nginx:1.27', internalPort: 80 });
+    const image = await services.services.create(admin, p.id, {
+      name: 'img',
+      repoUrl: 'container-image',
+      containerImage: 'nginx:1.27',
+      internalPort: 80,
+    });
     const worker = await services.services.create(admin, p.id, { name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' });
     const db = await services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
     await services.domains.create(admin, site.id, 'Shop.Example.COM');
@@ -115,7 +120,9 @@ describe('the routing table', () => {
     services.routing.setUpstream(api.id, '10.0.0.3:3000');
 
     const routes = (await services.routing.table()).routes;
-    expect(routes.filter((r) => r.hostname === 'api-shop.apps.test')).toEqual([{ hostname: 'api-shop.apps.test', serviceId: site.id, upstream: '10.0.0.2:3000' }]);
+    expect(routes.filter((r) => r.hostname === 'api-shop.apps.test')).toEqual([
+      { hostname: 'api-shop.apps.test', serviceId: site.id, upstream: '10.0.0.2:3000' },
+    ]);
     expect(routes.map((r) => r.hostname)).toEqual(['api-shop.apps.test', 'web-shop.apps.test']);
   });
 
@@ -337,7 +344,13 @@ describe('before the runner knows the running containers', () => {
     const container = r.engine.addContainer({
       name: `slipway-${site.id}-${deployment.id}`,
       image: `slipway-${site.id}-${deployment.id}`,
-      labels: { 'slipway.managed': 'true', 'slipway.instance': r.config.instanceId, 'slipway.service': site.id, 'slipway.deployment': deployment.id, 'slipway.project': p.id },
+      labels: {
+        'slipway.managed': 'true',
+        'slipway.instance': r.config.instanceId,
+        'slipway.service': site.id,
+        'slipway.deployment': deployment.id,
+        'slipway.project': p.id,
+      },
     });
 
     await r.runner.reconcile();
@@ -447,7 +460,9 @@ describe('reconcile', () => {
     r.proxy.result = { ok: false, detail: 'rejected: bad config' };
     for (let i = 0; i < 4; i++) await r.services.routing.reconcile();
     expect(r.proxy.applied).toHaveLength(4);
-    expect(r.runnerLog.filter((l) => l.message === 'routes not loaded')).toEqual([{ message: 'routes not loaded', extra: { detail: 'rejected: bad config' } }]);
+    expect(r.runnerLog.filter((l) => l.message === 'routes not loaded')).toEqual([
+      { message: 'routes not loaded', extra: { detail: 'rejected: bad config' } },
+    ]);
     r.proxy.result = { ok: true, detail: 'loaded' };
     await r.services.routing.reconcile();
     expect(await r.services.routing.settled()).toBe(true);
@@ -462,7 +477,12 @@ describe('reconcile', () => {
   });
 
   it('start() runs reconcile on the configured interval; stop() ends it', async () => {
-    rh = await createRuntimeHarness({ config: { rootDomain: ROOT, routing: { ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 100, drainTimeoutMs: 1_000, proxyTimeoutMs: 1_000 } } });
+    rh = await createRuntimeHarness({
+      config: {
+        rootDomain: ROOT,
+        routing: { ...DEFAULT_PLATFORM_CONFIG.routing, reconcileMs: 100, drainTimeoutMs: 1_000, proxyTimeoutMs: 1_000 },
+      },
+    });
     const r = rh;
     await r.runner.reconcile();
     r.services.routing.start();

@@ -15,11 +15,19 @@ afterAll(async () => {
 });
 
 const now = new Date('2026-01-02T03:04:05.678Z');
-const project = (id: string, description: string) => ({ id, name: id, slug: id, description, status: 'idle' as const, createdAt: now, updatedAt: now });
+const project = (id: string, description: string) => ({
+  id,
+  name: id,
+  slug: id,
+  description,
+  status: 'idle' as const,
+  createdAt: now,
+  updatedAt: now,
+});
 
 describe('store binding', () => {
   it('stores and finds a value with a NUL byte, quotes, backslashes and question marks exactly', async () => {
-    const odd = "a\u0000b ' \" \\ ? ?? \\? ); drop table projects; --";
+    const odd = 'a\u0000b \' " \\ ? ?? \\? ); drop table projects; --';
     await db.store.projects.insert(project('bindingnul000001', odd));
     const read = await db.store.projects.get('bindingnul000001');
     expect(read?.description).toBe(odd);
@@ -32,17 +40,36 @@ describe('store binding', () => {
   });
 
   it('JSON, boolean and null values round-trip', async () => {
-    await db.store.apiKeys.insert({ id: 'bindingkey000001', name: "o'k\u0000", access: 'read', projectIds: ['a', "b'c"], prefix: 'slw_x', tokenHash: 'h1', createdAt: now, lastUsedAt: null });
+    await db.store.apiKeys.insert({
+      id: 'bindingkey000001',
+      name: "o'k\u0000",
+      access: 'read',
+      projectIds: ['a', "b'c"],
+      prefix: 'slw_x',
+      tokenHash: 'h1',
+      createdAt: now,
+      lastUsedAt: null,
+    });
     const key = await db.store.apiKeys.getByHash('h1');
     expect(key).toMatchObject({ name: "o'k\u0000", projectIds: ['a', "b'c"], lastUsedAt: null });
   });
 
   it('a failed statement is logged with the driver message only, never the values', async () => {
     const secret = 'sha256-of-a-token-0123456789abcdef';
-    await db.store.apiKeys.insert({ id: 'bindingkey000002', name: 'k', access: 'read', projectIds: null, prefix: 'slw_y', tokenHash: secret, createdAt: now, lastUsedAt: null });
-    const error = await db.store.projects
-      .insert({ ...project('bindingnul000002', secret), name: null as unknown as string })
-      .then(() => undefined, (e: unknown) => e);
+    await db.store.apiKeys.insert({
+      id: 'bindingkey000002',
+      name: 'k',
+      access: 'read',
+      projectIds: null,
+      prefix: 'slw_y',
+      tokenHash: secret,
+      createdAt: now,
+      lastUsedAt: null,
+    });
+    const error = await db.store.projects.insert({ ...project('bindingnul000002', secret), name: null as unknown as string }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(Error);
     const logged = JSON.stringify(loggableError(error));
     expect(logged).toMatch(/NOT NULL/i);
@@ -65,12 +92,21 @@ describe('store binding on PostgreSQL', () => {
   });
 
   it('stores quotes, backslashes, ? and dates exactly (PostgreSQL text cannot hold NUL; inputs refuse it)', async () => {
-    const odd = "' \" \\ ? ?? \\? $1 ); drop table projects; --";
+    const odd = '\' " \\ ? ?? \\? $1 ); drop table projects; --';
     await pgDb!.store.projects.insert(project('bindingpg0000001', odd));
     const read = await pgDb!.store.projects.get('bindingpg0000001');
     expect(read?.description).toBe(odd);
     expect(read?.createdAt.toISOString()).toBe(now.toISOString());
-    await pgDb!.store.apiKeys.insert({ id: 'bindingpgkey0001', name: "o'k", access: 'write', projectIds: ["b'c"], prefix: 'slw_z', tokenHash: 'pg-h1', createdAt: now, lastUsedAt: null });
+    await pgDb!.store.apiKeys.insert({
+      id: 'bindingpgkey0001',
+      name: "o'k",
+      access: 'write',
+      projectIds: ["b'c"],
+      prefix: 'slw_z',
+      tokenHash: 'pg-h1',
+      createdAt: now,
+      lastUsedAt: null,
+    });
     expect(await pgDb!.store.apiKeys.getByHash('pg-h1')).toMatchObject({ name: "o'k", projectIds: ["b'c"], lastUsedAt: null });
     expect(await pgDb!.store.deployments.transition('nope', ['queued'], { status: 'running' })).toBe(false);
   });

@@ -57,7 +57,9 @@ it('after a switch, a request in flight finishes on the old target and idle keep
 /** An address of this machine other than loopback: where a stranger on the network would connect. */
 async function externalAddress(): Promise<string> {
   const { networkInterfaces } = await import('node:os');
-  const found = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+  const found = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal);
   if (!found) throw new Error('this machine has no non-loopback IPv4 address to test exposure with');
   return found.address;
 }

@@ -5,7 +5,14 @@ import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type Plat
 import type { ContainerState } from '../../src/deployments/container-engine.port.js';
 import { LABELS } from '../../src/deployments/runtime-deps.js';
 import { TrafficSlots } from '../../src/routing/traffic-slots.js';
-import { createRuntimeHarness, FakeContainerEngine, FakeTrafficGate, Journal, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import {
+  createRuntimeHarness,
+  FakeContainerEngine,
+  FakeTrafficGate,
+  Journal,
+  runnerSteps,
+  type RuntimeHarness,
+} from '../helpers/runtime-fakes.js';
 
 /**
  * Traffic slots: a cutover opens the new container's slot, then closes the old one's, through the
@@ -37,7 +44,11 @@ describe('TrafficSlots', () => {
   it('starts the gate responder on 127.0.0.1 at the gate port, in a container of its own with no instance label', async () => {
     const { engine } = await slots();
     expect(engine.daemons).toHaveLength(1);
-    expect(engine.daemons[0]).toMatchObject({ name: 'slipway-gate-inst1', image: 'busybox:1', cmd: ['httpd', '-f', '-p', '127.0.0.1:2080', '-h', '/tmp'] });
+    expect(engine.daemons[0]).toMatchObject({
+      name: 'slipway-gate-inst1',
+      image: 'busybox:1',
+      cmd: ['httpd', '-f', '-p', '127.0.0.1:2080', '-h', '/tmp'],
+    });
     expect(engine.daemons[0]!.labels[LABELS.instance]).toBeUndefined();
   });
 
@@ -78,8 +89,16 @@ describe('TrafficSlots', () => {
 describe('Caddy routes to slots', () => {
   const layout = { routesDir: '/routes' };
   it('lists both slots, health-checks them through the gate port, and sends everything to the first open one', () => {
-    const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
-    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null, layout).config as {
+    const table = {
+      version: 'v1',
+      routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }],
+    };
+    const built = buildCaddyConfig(
+      table,
+      { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 },
+      null,
+      layout,
+    ).config as {
       apps: { http: { servers: { slipway: { routes: Array<{ handle: Array<Record<string, unknown>> }> } } } };
       logging: unknown;
     };
@@ -101,8 +120,15 @@ describe('Caddy routes to slots', () => {
         { hostname: 'd.test', serviceId: 's3', upstream: null },
       ],
     };
-    const built = buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 }, null, layout);
-    const config = built.config as { apps: { http: { servers: { slipway: { routes: Array<{ match?: Array<{ file: { root: string } }>; '@id'?: string }> } } } } };
+    const built = buildCaddyConfig(
+      table,
+      { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 },
+      null,
+      layout,
+    );
+    const config = built.config as {
+      apps: { http: { servers: { slipway: { routes: Array<{ match?: Array<{ file: { root: string } }>; '@id'?: string }> } } } };
+    };
     const routes = config.apps.http.servers.slipway.routes;
     expect(routes.map((r) => r.match?.[0]?.file.root ?? r['@id'])).toEqual([
       `/routes/${built.digest}/s1`,
@@ -119,8 +145,13 @@ describe('Caddy routes to slots', () => {
   });
 
   it('refuses slots without a gate port', () => {
-    const table = { version: 'v1', routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }] };
-    expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null, layout)).toThrow(/gate port/);
+    const table = {
+      version: 'v1',
+      routes: [{ hostname: 'shop.test', serviceId: 's1', upstream: ['172.16.40.2:3000', '172.16.40.3:3000'] }],
+    };
+    expect(() => buildCaddyConfig(table, { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null }, null, layout)).toThrow(
+      /gate port/,
+    );
   });
 });
 
@@ -135,7 +166,12 @@ describe('the runner with a traffic gate', () => {
     h = await createRuntimeHarness({ gate: true, config: { rootDomain: 'apps.test', routing: config.routing } });
     await h.runner.start();
     const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
-    const view = await h.services.services.create(admin, project.id, { name: 'web', repoUrl: 'container-image', containerImage: 'nginx:1.27', internalPort: 80 } as CreateServiceInput);
+    const view = await h.services.services.create(admin, project.id, {
+      name: 'web',
+      repoUrl: 'container-image',
+      containerImage: 'nginx:1.27',
+      internalPort: 80,
+    } as CreateServiceInput);
     return view.id;
   }
 
@@ -161,20 +197,30 @@ describe('the runner with a traffic gate', () => {
     expect(opened).toBeGreaterThan(-1);
     expect(closed).toBeGreaterThan(opened);
     expect(stopped).toBeGreaterThan(closed);
-    expect((await logs(second.id)).some((l) => /^Routes switched to .*: traffic slot 172\.16\.40\.3 opened, 172\.16\.40\.2 closed; the proxy was not reloaded$/.test(l))).toBe(true);
+    expect(
+      (await logs(second.id)).some((l) =>
+        /^Routes switched to .*: traffic slot 172\.16\.40\.3 opened, 172\.16\.40\.2 closed; the proxy was not reloaded$/.test(l),
+      ),
+    ).toBe(true);
     const third = await deployOk(serviceId);
     expect(h.gate!.open).toEqual(['172.16.40.2']);
     expect((await logs(third.id)).join('\n')).toContain('traffic slot 172.16.40.2 opened, 172.16.40.3 closed');
   });
 
-  it('on restart, opens only the current containers\' slots before the container of a cut-short cutover goes', async () => {
+  it("on restart, opens only the current containers' slots before the container of a cut-short cutover goes", async () => {
     const serviceId = await setup();
     const live = await deployOk(serviceId);
     // What a crash mid-cutover leaves: a second container in the other slot, its slot open too.
     const stray = h.engine.addContainer({
       name: 'slipway-stray',
       image: 'nginx:1.27',
-      labels: { [LABELS.managed]: 'true', [LABELS.instance]: h.config.instanceId, [LABELS.service]: serviceId, [LABELS.deployment]: 'zzzz', [LABELS.slot]: '172.16.40.3' },
+      labels: {
+        [LABELS.managed]: 'true',
+        [LABELS.instance]: h.config.instanceId,
+        [LABELS.service]: serviceId,
+        [LABELS.deployment]: 'zzzz',
+        [LABELS.slot]: '172.16.40.3',
+      },
     });
     await h.gate!.sync('172.16.40.0/22', ['172.16.40.2', '172.16.40.3']);
     await h.runner.stop();
@@ -185,6 +231,8 @@ describe('the runner with a traffic gate', () => {
     expect(reopened).toBeGreaterThan(-1);
     expect(removed).toBeGreaterThan(reopened);
     expect(h.gate!.open).toEqual(['172.16.40.2']);
-    expect(await h.engine.listContainers({ key: LABELS.service, value: serviceId })).toEqual([expect.objectContaining({ name: live.containerName })]);
+    expect(await h.engine.listContainers({ key: LABELS.service, value: serviceId })).toEqual([
+      expect.objectContaining({ name: live.containerName }),
+    ]);
   });
 });

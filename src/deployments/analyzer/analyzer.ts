@@ -93,12 +93,15 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
 
 function contextOf(input: AnalyzeInput): AnalyzerContext {
   const port = input.internalPort;
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new AnalyzerError(`internalPort ${port} is not a TCP port (1-65535)`, { field: 'internalPort' });
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new AnalyzerError(`internalPort ${port} is not a TCP port (1-65535)`, { field: 'internalPort' });
   for (const key of input.buildEnvKeys) {
-    if (!ARG_NAME.test(key)) throw new AnalyzerError(`Environment key ${JSON.stringify(key)} cannot be a build argument`, { field: 'env', key });
+    if (!ARG_NAME.test(key))
+      throw new AnalyzerError(`Environment key ${JSON.stringify(key)} cannot be a build argument`, { field: 'env', key });
   }
   for (const [name, image] of Object.entries(input.images)) {
-    if (!IMAGE_TEXT.test(image)) throw new AnalyzerError(`Analyzer image ${name} ${JSON.stringify(image)} is not an image reference`, { field: `images.${name}` });
+    if (!IMAGE_TEXT.test(image))
+      throw new AnalyzerError(`Analyzer image ${name} ${JSON.stringify(image)} is not an image reference`, { field: `images.${name}` });
   }
   return {
     tree: input.tree,
@@ -127,7 +130,9 @@ function staticOutputOf(staticOutput: string | null): string | null {
     throw error;
   }
   if (dir !== '' && !PLAIN_PATH.test(dir)) {
-    throw new AnalyzerError(`staticOutput ${JSON.stringify(staticOutput)} may only use letters, digits and . _ - @ + /`, { field: 'staticOutput' });
+    throw new AnalyzerError(`staticOutput ${JSON.stringify(staticOutput)} may only use letters, digits and . _ - @ + /`, {
+      field: 'staticOutput',
+    });
   }
   return dir;
 }

@@ -50,14 +50,22 @@ async function mainPackage(tree: SourceTree, modulePath: string | null): Promise
   const commands = (await tree.list('cmd')).filter((name) => name.endsWith('/')).map((name) => name.slice(0, -1));
   if (commands.length === 1) return `./cmd/${commands[0]!}`;
   // Several commands: the one named like the module (github.com/acme/api and cmd/api) is the service.
-  const moduleName = modulePath?.replace(/\/v\d+$/, '').split('/').pop();
+  const moduleName = modulePath
+    ?.replace(/\/v\d+$/, '')
+    .split('/')
+    .pop();
   if (moduleName !== undefined && commands.includes(moduleName)) return `./cmd/${moduleName}`;
   if (commands.length > 1) {
-    throw new AnalyzerError(`Several commands under cmd/ (${commands.join(', ')}): set buildCommand to build one into /out/app, e.g. CGO_ENABLED=0 go build -o /out/app ./cmd/${commands[0]!}`, {
-      field: 'buildCommand',
-    });
+    throw new AnalyzerError(
+      `Several commands under cmd/ (${commands.join(', ')}): set buildCommand to build one into /out/app, e.g. CGO_ENABLED=0 go build -o /out/app ./cmd/${commands[0]!}`,
+      {
+        field: 'buildCommand',
+      },
+    );
   }
-  throw new AnalyzerError('No main package at the root or under cmd/: set buildCommand to build the binary into /out/app', { field: 'buildCommand' });
+  throw new AnalyzerError('No main package at the root or under cmd/: set buildCommand to build the binary into /out/app', {
+    field: 'buildCommand',
+  });
 }
 
 /**

@@ -1,6 +1,15 @@
 import type { Analysis, AnalyzerContext } from './analyzer.js';
 import { AnalyzerError } from './analyzer-error.js';
-import { cmdLine, describeBuildArgs, describeStart, describeStep, execStart, renderDockerfile, shellStart, type Start } from './dockerfile.js';
+import {
+  cmdLine,
+  describeBuildArgs,
+  describeStart,
+  describeStep,
+  execStart,
+  renderDockerfile,
+  shellStart,
+  type Start,
+} from './dockerfile.js';
 import {
   buildStep,
   COREPACK_ENV,
@@ -36,7 +45,10 @@ interface NodeFramework {
   staticOutput?(tree: SourceTree, pkg: PackageJson): Promise<{ dir: string; always: boolean } | null>;
 }
 
-const has = (...names: string[]) => (pkg: PackageJson) => names.some((name) => pkg.dependencies.has(name));
+const has =
+  (...names: string[]) =>
+  (pkg: PackageJson) =>
+    names.some((name) => pkg.dependencies.has(name));
 const VITE_DEV = /^vite(?:\s+(?:dev|serve)\b|\s+-|\s*$)/;
 const NEXT_CONFIGS = ['next.config.js', 'next.config.mjs', 'next.config.cjs', 'next.config.ts', 'next.config.mts'];
 
@@ -142,12 +154,19 @@ export async function analyzeNode(ctx: AnalyzerContext, manifest: string): Promi
   const notes: string[] = [];
   const startScript = pkg.scripts.start;
   const devStartScript = startScript !== undefined && framework.devStart?.test(startScript) === true;
-  if (devStartScript && ctx.start === null) notes.push(`Ignoring the start script ${JSON.stringify(startScript)}: it runs the development server`);
+  if (devStartScript && ctx.start === null)
+    notes.push(`Ignoring the start script ${JSON.stringify(startScript)}: it runs the development server`);
 
   if (ctx.start === null && framework.staticOutput) {
     const output = await framework.staticOutput(ctx.tree, pkg);
     if (output && (output.always || startScript === undefined || devStartScript)) {
-      const frontEnd = { framework: framework.id, label: framework.label, defaultBuild: framework.defaultBuild ?? pm.run('build').join(' '), project, notes };
+      const frontEnd = {
+        framework: framework.id,
+        label: framework.label,
+        defaultBuild: framework.defaultBuild ?? pm.run('build').join(' '),
+        project,
+        notes,
+      };
       return analyzeStatic(ctx, { dir: output.dir, explicit: false, frontEnd });
     }
   }
@@ -183,11 +202,15 @@ export async function analyzeNode(ctx: AnalyzerContext, manifest: string): Promi
 async function startOf(ctx: AnalyzerContext, project: NodeProject, framework: NodeFramework, devStartScript: boolean): Promise<Start> {
   const { pkg, pm } = project;
   if (ctx.start !== null) return shellStart(ctx.start, true);
-  if (framework.productionScript && pkg.scripts[framework.productionScript] !== undefined) return execStart(...pm.run(framework.productionScript));
+  if (framework.productionScript && pkg.scripts[framework.productionScript] !== undefined)
+    return execStart(...pm.run(framework.productionScript));
   if (pkg.scripts.start !== undefined && !devStartScript) return execStart(...pm.run('start'));
   const own = framework.defaultStart?.(pkg);
   if (own) return own;
   if (pkg.main !== null) return execStart('node', pkg.main);
   for (const file of ['index.js', 'server.js']) if (await ctx.tree.exists(file)) return execStart('node', file);
-  throw new AnalyzerError(`Cannot tell how this ${framework.label} app starts: add a start script or main to package.json, or set startCommand`, { field: 'startCommand' });
+  throw new AnalyzerError(
+    `Cannot tell how this ${framework.label} app starts: add a start script or main to package.json, or set startCommand`,
+    { field: 'startCommand' },
+  );
 }

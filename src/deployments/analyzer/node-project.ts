@@ -51,7 +51,8 @@ export function parsePackageJson(text: string): PackageJson {
 
   const scripts: Record<string, string> = {};
   if (isRecord(raw.scripts)) {
-    for (const [name, script] of Object.entries(raw.scripts)) if (typeof script === 'string' && script.trim() !== '') scripts[name] = script.trim();
+    for (const [name, script] of Object.entries(raw.scripts))
+      if (typeof script === 'string' && script.trim() !== '') scripts[name] = script.trim();
   }
   const dependencies = new Set<string>();
   for (const field of ['dependencies', 'devDependencies']) {
@@ -82,7 +83,8 @@ export async function detectPackageManager(tree: SourceTree, pkg: PackageJson): 
   for (const entry of LOCKFILES) if (await tree.exists(entry[0])) present.push(entry);
   const chosen = present.find(([, name]) => name === pkg.packageManager) ?? present[0];
 
-  if (chosen === undefined) return { name: 'npm', lockfile: null, install: 'npm install --include=dev', corepack: false, run: npmRun('npm') };
+  if (chosen === undefined)
+    return { name: 'npm', lockfile: null, install: 'npm install --include=dev', corepack: false, run: npmRun('npm') };
   const [lockfile, name] = chosen;
   switch (name) {
     case 'npm':
@@ -182,4 +184,3 @@ export function buildStep(ctx: AnalyzerContext, project: NodeProject | null, fal
 export function describeProject(label: string, project: NodeProject): string {
   return `Detected ${label} (${project.pm.name}, ${project.pm.lockfile ?? 'no lockfile'})`;
 }
-

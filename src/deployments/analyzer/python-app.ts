@@ -109,7 +109,9 @@ async function candidateModules(tree: SourceTree): Promise<string[]> {
   const files: string[] = [];
   for (const dir of ['', 'app', 'src']) {
     // A root __init__.py belongs to no importable package; app/__init__.py is the package `app`.
-    const names = (await tree.list(dir)).filter((name) => name.endsWith('.py') && IDENTIFIER.test(name.slice(0, -3)) && !(dir === '' && name === '__init__.py'));
+    const names = (await tree.list(dir)).filter(
+      (name) => name.endsWith('.py') && IDENTIFIER.test(name.slice(0, -3)) && !(dir === '' && name === '__init__.py'),
+    );
     const first = ['main.py', 'app.py', '__init__.py'].filter((name) => names.includes(name));
     for (const name of [...first, ...names.filter((n) => !first.includes(n))]) files.push(dir === '' ? name : `${dir}/${name}`);
   }
@@ -155,7 +157,8 @@ async function startOf(ctx: AnalyzerContext, framework: PythonFramework): Promis
   switch (framework) {
     case 'django': {
       const project = await djangoProject(tree);
-      if (project === null) throw new AnalyzerError('Django detected but no <project>/wsgi.py at the root: set startCommand', { field: 'startCommand' });
+      if (project === null)
+        throw new AnalyzerError('Django detected but no <project>/wsgi.py at the root: set startCommand', { field: 'startCommand' });
       return { start: shellStart(`gunicorn ${project}.wsgi:application --bind 0.0.0.0:$PORT`), server: 'gunicorn' };
     }
     case 'fastapi':
@@ -164,7 +167,9 @@ async function startOf(ctx: AnalyzerContext, framework: PythonFramework): Promis
       return { start: shellStart(`gunicorn ${await appTarget(tree, 'Flask', 'app')} --bind 0.0.0.0:$PORT`), server: 'gunicorn' };
     case 'python':
       for (const file of ['main.py', 'app.py']) if (await tree.exists(file)) return { start: execStart('python', file), server: null };
-      throw new AnalyzerError('Cannot tell how this Python app starts: add main.py or app.py, or set startCommand', { field: 'startCommand' });
+      throw new AnalyzerError('Cannot tell how this Python app starts: add main.py or app.py, or set startCommand', {
+        field: 'startCommand',
+      });
   }
 }
 
@@ -203,7 +208,14 @@ export async function analyzePython(ctx: AnalyzerContext, manifests: PythonManif
   if (copyAllReason !== null) summary.push(`Copying the whole source before the install: ${copyAllReason}`);
   const build: Step | null = ctx.build === null ? null : { command: ctx.build, setting: 'buildCommand' };
 
-  const buildStage = [`FROM ${ctx.images.python} AS build`, 'WORKDIR /app', PIP_ENV, 'RUN python3 -m venv /venv', 'ENV PATH=/venv/bin:$PATH', ...argLines(ctx.buildArgs)];
+  const buildStage = [
+    `FROM ${ctx.images.python} AS build`,
+    'WORKDIR /app',
+    PIP_ENV,
+    'RUN python3 -m venv /venv',
+    'ENV PATH=/venv/bin:$PATH',
+    ...argLines(ctx.buildArgs),
+  ];
   if (copyAllReason === null) buildStage.push('COPY requirements.txt ./', ...installSteps.map(runLine), 'COPY . .');
   else buildStage.push('COPY . .', ...installSteps.map(runLine));
   if (build !== null) buildStage.push(runLine(build));

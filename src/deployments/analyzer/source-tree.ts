@@ -29,7 +29,8 @@ export const MAX_READ_BYTES = 2 * 1024 * 1024;
 /** Splits a service-relative path into its segments, refusing anything that could leave the root. */
 export function pathSegments(filePath: string): string[] {
   // A backslash is a Windows separator here, never part of a name we would look up.
-  if (filePath.includes('\0') || filePath.includes('\\')) throw new SourceTreeError(filePath, 'contains a NUL or a backslash; use / between folders');
+  if (filePath.includes('\0') || filePath.includes('\\'))
+    throw new SourceTreeError(filePath, 'contains a NUL or a backslash; use / between folders');
   if (filePath.startsWith('/')) throw new SourceTreeError(filePath, 'is absolute; paths are relative to the service root');
   const segments = filePath.split('/').filter((segment) => segment !== '' && segment !== '.');
   if (segments.includes('..')) throw new SourceTreeError(filePath, 'leaves the service root (..)');
@@ -130,14 +131,15 @@ export function directoryTree(rootDir: string, options: { maxReadBytes?: number 
       if (real === null) return null;
       const info = await stat(real);
       if (!info.isFile()) return null;
-      if (info.size > maxReadBytes) throw new SourceTreeError(filePath, `is larger than ${maxReadBytes} bytes; the analyzer does not read files that big`);
+      if (info.size > maxReadBytes)
+        throw new SourceTreeError(filePath, `is larger than ${maxReadBytes} bytes; the analyzer does not read files that big`);
       return readFile(real, 'utf8');
     },
 
     async list(dir) {
       const real = await locate(dir);
       if (real === null) return [];
-      let entries;
+      let entries: import('node:fs').Dirent[];
       try {
         entries = await readdir(real, { withFileTypes: true });
       } catch (error) {
@@ -146,7 +148,13 @@ export function directoryTree(rootDir: string, options: { maxReadBytes?: number 
       }
       const names: string[] = [];
       for (const entry of entries) {
-        const kind = entry.isDirectory() ? 'dir' : entry.isFile() ? 'file' : entry.isSymbolicLink() ? await linkKind(path.join(real, entry.name)) : null;
+        const kind = entry.isDirectory()
+          ? 'dir'
+          : entry.isFile()
+            ? 'file'
+            : entry.isSymbolicLink()
+              ? await linkKind(path.join(real, entry.name))
+              : null;
         if (kind === 'dir') names.push(`${entry.name}/`);
         else if (kind === 'file') names.push(entry.name);
       }

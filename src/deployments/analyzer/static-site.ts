@@ -1,6 +1,17 @@
 import type { Analysis, AnalyzerContext } from './analyzer.js';
 import { AnalyzerError } from './analyzer-error.js';
-import { argLines, cmdLine, describeBuildArgs, describeStart, describeStep, execStart, inferred, renderDockerfile, shellStart, type Step } from './dockerfile.js';
+import {
+  argLines,
+  cmdLine,
+  describeBuildArgs,
+  describeStart,
+  describeStep,
+  execStart,
+  inferred,
+  renderDockerfile,
+  shellStart,
+  type Step,
+} from './dockerfile.js';
 import { buildStep, describeProject, nodeBuildStage, readNodeProject, type NodeProject } from './node-project.js';
 
 export interface StaticSite {
@@ -30,8 +41,10 @@ export async function analyzeStatic(ctx: AnalyzerContext, site: StaticSite): Pro
 
   const shown = site.dir === '' ? 'the repository root' : `${site.dir}/`;
   const summary: string[] = [];
-  if (site.frontEnd && project) summary.push(`${describeProject(site.frontEnd.label, project)}: a static front end, served from ${shown}`, ...site.frontEnd.notes);
-  else if (site.explicit) summary.push(`Detected a static site in ${shown} (staticOutput)${project && build ? `, built with ${project.pm.name}` : ''}`);
+  if (site.frontEnd && project)
+    summary.push(`${describeProject(site.frontEnd.label, project)}: a static front end, served from ${shown}`, ...site.frontEnd.notes);
+  else if (site.explicit)
+    summary.push(`Detected a static site in ${shown} (staticOutput)${project && build ? `, built with ${project.pm.name}` : ''}`);
   else summary.push('Detected a static site: index.html at the repository root');
 
   const stages: string[][] = [];
@@ -48,17 +61,24 @@ export async function analyzeStatic(ctx: AnalyzerContext, site: StaticSite): Pro
     serve = [`FROM ${images.static}`, 'COPY --from=site /site /srv'];
   } else {
     if ((await tree.list(site.dir)).length === 0) {
-      throw new AnalyzerError(`staticOutput ${JSON.stringify(site.dir)} is not a folder in the repository and nothing builds it: add a build script to package.json or set buildCommand`, {
-        field: 'staticOutput',
-      });
+      throw new AnalyzerError(
+        `staticOutput ${JSON.stringify(site.dir)} is not a folder in the repository and nothing builds it: add a build script to package.json or set buildCommand`,
+        {
+          field: 'staticOutput',
+        },
+      );
     }
     serve = [`FROM ${images.static}`, ...argLines(ctx.buildArgs), `COPY ${site.dir} /srv`];
   }
 
-  const start = ctx.start !== null ? shellStart(ctx.start, true) : execStart('caddy', 'file-server', '--root', '/srv', '--listen', `:${port}`);
+  const start =
+    ctx.start !== null ? shellStart(ctx.start, true) : execStart('caddy', 'file-server', '--root', '/srv', '--listen', `:${port}`);
   serve.push(`EXPOSE ${port}`, cmdLine(start));
   stages.push(serve);
-  summary.push(start.fromSetting ? describeStart(start) : `Serve: ${shown} with Caddy's file server on port ${port}`, ...describeBuildArgs(ctx.buildArgs));
+  summary.push(
+    start.fromSetting ? describeStart(start) : `Serve: ${shown} with Caddy's file server on port ${port}`,
+    ...describeBuildArgs(ctx.buildArgs),
+  );
   const framework = site.frontEnd?.framework ?? 'static';
   return { framework, dockerfile: renderDockerfile(framework, stages), summary };
 }

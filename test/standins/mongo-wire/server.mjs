@@ -175,9 +175,25 @@ function typeName(v) {
 }
 
 const TYPE_NUMBERS = {
-  1: 'double', 2: 'string', 3: 'object', 4: 'array', 5: 'binData', 6: 'undefined', 7: 'objectId', 8: 'bool', 9: 'date',
-  10: 'null', 11: 'regex', 13: 'javascript', 14: 'symbol', 16: 'int', 17: 'timestamp', 18: 'long', 19: 'decimal',
-  '-1': 'minKey', 127: 'maxKey',
+  1: 'double',
+  2: 'string',
+  3: 'object',
+  4: 'array',
+  5: 'binData',
+  6: 'undefined',
+  7: 'objectId',
+  8: 'bool',
+  9: 'date',
+  10: 'null',
+  11: 'regex',
+  13: 'javascript',
+  14: 'symbol',
+  16: 'int',
+  17: 'timestamp',
+  18: 'long',
+  19: 'decimal',
+  '-1': 'minKey',
+  127: 'maxKey',
 };
 
 /** The canonical order of types in comparisons and sorts (MinKey < null < numbers < strings < ...). */
@@ -356,7 +372,9 @@ function valueKey(v) {
       break;
   }
   if (v instanceof RegExp) return `r:${v.source}/${v.flags}`;
-  return `{${docEntries(v).map(([k, x]) => `${JSON.stringify(k)}:${valueKey(x)}`).join(',')}}`;
+  return `{${docEntries(v)
+    .map(([k, x]) => `${JSON.stringify(k)}:${valueKey(x)}`)
+    .join(',')}}`;
 }
 
 function numberKey(v) {
@@ -456,13 +474,14 @@ function pathCandidates(value, parts, i, out) {
     if (!reached) out.push(MISSING);
     return out;
   }
-  if (isPlainDoc(value) && Object.prototype.hasOwnProperty.call(value, part)) return pathCandidates(value[part], parts, i + 1, out);
+  if (isPlainDoc(value) && Object.hasOwn(value, part)) return pathCandidates(value[part], parts, i + 1, out);
   out.push(MISSING);
   return out;
 }
 
 function splitPath(p, what = 'field path') {
-  if (typeof p !== 'string' || p === '' || p.split('.').some((s) => s === '')) throw fail(56, 'EmptyFieldName', `An empty ${what} is not valid: '${p}'`);
+  if (typeof p !== 'string' || p === '' || p.split('.').some((s) => s === ''))
+    throw fail(56, 'EmptyFieldName', `An empty ${what} is not valid: '${p}'`);
   return p.split('.');
 }
 
@@ -470,10 +489,48 @@ function splitPath(p, what = 'field path') {
 // Query filters: compiled once, so an unknown operator fails even on an empty collection.
 
 const QUERY_OPERATORS_KNOWN = new Set([
-  '$eq', '$gt', '$gte', '$in', '$lt', '$lte', '$ne', '$nin', '$and', '$not', '$nor', '$or', '$exists', '$type', '$expr',
-  '$jsonSchema', '$mod', '$regex', '$options', '$text', '$where', '$geoIntersects', '$geoWithin', '$near', '$nearSphere',
-  '$all', '$elemMatch', '$size', '$bitsAllClear', '$bitsAllSet', '$bitsAnyClear', '$bitsAnySet', '$comment', '$rand',
-  '$sampleRate', '$maxDistance', '$minDistance', '$geometry', '$box', '$center', '$centerSphere', '$polygon',
+  '$eq',
+  '$gt',
+  '$gte',
+  '$in',
+  '$lt',
+  '$lte',
+  '$ne',
+  '$nin',
+  '$and',
+  '$not',
+  '$nor',
+  '$or',
+  '$exists',
+  '$type',
+  '$expr',
+  '$jsonSchema',
+  '$mod',
+  '$regex',
+  '$options',
+  '$text',
+  '$where',
+  '$geoIntersects',
+  '$geoWithin',
+  '$near',
+  '$nearSphere',
+  '$all',
+  '$elemMatch',
+  '$size',
+  '$bitsAllClear',
+  '$bitsAllSet',
+  '$bitsAnyClear',
+  '$bitsAnySet',
+  '$comment',
+  '$rand',
+  '$sampleRate',
+  '$maxDistance',
+  '$minDistance',
+  '$geometry',
+  '$box',
+  '$center',
+  '$centerSphere',
+  '$polygon',
 ]);
 
 function isOperatorDoc(v) {
@@ -566,7 +623,9 @@ function compileTopLevelOperator(op, value) {
       return () => true;
     default:
       if (QUERY_OPERATORS_KNOWN.has(op)) throw notImplemented(`the query operator ${op}`);
-      throw badValue(`unknown top level operator: ${op}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`);
+      throw badValue(
+        `unknown top level operator: ${op}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`,
+      );
   }
 }
 
@@ -760,8 +819,21 @@ function compileProjection(spec) {
 // Updates
 
 const UPDATE_OPERATORS_KNOWN = new Set([
-  '$currentDate', '$inc', '$min', '$max', '$mul', '$rename', '$set', '$setOnInsert', '$unset', '$addToSet', '$pop',
-  '$pull', '$push', '$pullAll', '$bit',
+  '$currentDate',
+  '$inc',
+  '$min',
+  '$max',
+  '$mul',
+  '$rename',
+  '$set',
+  '$setOnInsert',
+  '$unset',
+  '$addToSet',
+  '$pop',
+  '$pull',
+  '$push',
+  '$pullAll',
+  '$bit',
 ]);
 const UPDATE_OPERATORS_SUPPORTED = new Set(['$set', '$unset', '$inc', '$setOnInsert']);
 
@@ -772,18 +844,37 @@ function compileUpdate(u) {
   const keys = Object.keys(u);
   if (keys.length === 0 || !keys[0].startsWith('$')) {
     for (const k of keys) {
-      if (k.startsWith('$')) throw fail(52, 'DollarPrefixedFieldName', `The dollar ($) prefixed field '${k}' in '${k}' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.`);
+      if (k.startsWith('$'))
+        throw fail(
+          52,
+          'DollarPrefixedFieldName',
+          `The dollar ($) prefixed field '${k}' in '${k}' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.`,
+        );
     }
     return { replacement: u };
   }
   const ops = [];
   const paths = [];
   for (const [op, arg] of Object.entries(u)) {
-    if (!op.startsWith('$')) throw fail(9, 'FailedToParse', `Unknown modifier: ${op}. Expected a valid update modifier or pipeline-style update specified as an array`);
-    if (!UPDATE_OPERATORS_KNOWN.has(op)) throw fail(9, 'FailedToParse', `Unknown modifier: ${op}. Expected a valid update modifier or pipeline-style update specified as an array`);
+    if (!op.startsWith('$'))
+      throw fail(
+        9,
+        'FailedToParse',
+        `Unknown modifier: ${op}. Expected a valid update modifier or pipeline-style update specified as an array`,
+      );
+    if (!UPDATE_OPERATORS_KNOWN.has(op))
+      throw fail(
+        9,
+        'FailedToParse',
+        `Unknown modifier: ${op}. Expected a valid update modifier or pipeline-style update specified as an array`,
+      );
     if (!UPDATE_OPERATORS_SUPPORTED.has(op)) throw notImplemented(`the update operator ${op}`);
     if (!isPlainDoc(arg)) {
-      throw fail(9, 'FailedToParse', `Modifiers operate on fields but we found type ${typeName(arg)} instead. For example: {$mod: {<field>: ...}} not {${op}: ${shellRepr(arg)}}`);
+      throw fail(
+        9,
+        'FailedToParse',
+        `Modifiers operate on fields but we found type ${typeName(arg)} instead. For example: {$mod: {<field>: ...}} not {${op}: ${shellRepr(arg)}}`,
+      );
     }
     for (const [field, value] of Object.entries(arg).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (field.split('.').some((p) => p.startsWith('$'))) throw notImplemented(`the positional path '${field}'`);
@@ -799,7 +890,11 @@ function compileUpdate(u) {
     for (let j = 0; j < i; j++) {
       const [a, b] = [paths[i], paths[j]];
       if (a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`)) {
-        throw fail(40, 'ConflictingUpdateOperators', `Updating the path '${a}' would create a conflict at '${a.length < b.length ? a : b}'`);
+        throw fail(
+          40,
+          'ConflictingUpdateOperators',
+          `Updating the path '${a}' would create a conflict at '${a.length < b.length ? a : b}'`,
+        );
       }
     }
   }
@@ -816,7 +911,7 @@ function pathNotViable(parts, i, holder) {
 
 function getChild(container, part) {
   if (Array.isArray(container)) return /^\d+$/.test(part) && Number(part) < container.length ? container[Number(part)] : MISSING;
-  return Object.prototype.hasOwnProperty.call(container, part) ? container[part] : MISSING;
+  return Object.hasOwn(container, part) ? container[part] : MISSING;
 }
 
 function putChild(container, part, value, parts, i) {
@@ -871,7 +966,11 @@ function applyOperators(doc, ops, inserting) {
         const current = getChild(parent, last);
         if (current === MISSING) putChild(parent, last, cloneValue(value), parts, parts.length - 1);
         else if (!isNumeric(current)) {
-          throw fail(14, 'TypeMismatch', `Cannot apply $inc to a value of non-numeric type. {_id: ${shellRepr(doc._id)}} has the field '${field}' of non-numeric type ${typeName(current)}`);
+          throw fail(
+            14,
+            'TypeMismatch',
+            `Cannot apply $inc to a value of non-numeric type. {_id: ${shellRepr(doc._id)}} has the field '${field}' of non-numeric type ${typeName(current)}`,
+          );
         } else putChild(parent, last, addNumbers(current, value), parts, parts.length - 1);
         break;
       }
@@ -899,7 +998,7 @@ function upsertSeed(filter) {
       if (key.startsWith('$')) continue;
       let eq = MISSING;
       if (!isOperatorDoc(value)) eq = value;
-      else if (Object.prototype.hasOwnProperty.call(value, '$eq')) eq = value.$eq;
+      else if (Object.hasOwn(value, '$eq')) eq = value.$eq;
       if (eq === MISSING || isRegexValue(eq)) continue;
       const parts = key.split('.');
       const parent = parentOf(seed, parts, true);
@@ -911,7 +1010,7 @@ function upsertSeed(filter) {
 }
 
 function withIdFirst(doc) {
-  if (!Object.prototype.hasOwnProperty.call(doc, '_id')) return { _id: new ObjectId(), ...doc };
+  if (!Object.hasOwn(doc, '_id')) return { _id: new ObjectId(), ...doc };
   const { _id, ...rest } = doc;
   return { _id, ...rest };
 }
@@ -920,17 +1019,74 @@ function withIdFirst(doc) {
 // Aggregation
 
 const STAGES_KNOWN = new Set([
-  '$addFields', '$bucket', '$bucketAuto', '$changeStream', '$changeStreamSplitLargeEvent', '$collStats', '$count',
-  '$currentOp', '$densify', '$documents', '$facet', '$fill', '$geoNear', '$graphLookup', '$group', '$indexStats',
-  '$limit', '$listLocalSessions', '$listSampledQueries', '$listSearchIndexes', '$listSessions', '$lookup', '$match',
-  '$merge', '$out', '$planCacheStats', '$project', '$redact', '$replaceRoot', '$replaceWith', '$sample', '$search',
-  '$searchMeta', '$set', '$setWindowFields', '$shardedDataDistribution', '$skip', '$sort', '$sortByCount',
-  '$unionWith', '$unset', '$unwind', '$vectorSearch',
+  '$addFields',
+  '$bucket',
+  '$bucketAuto',
+  '$changeStream',
+  '$changeStreamSplitLargeEvent',
+  '$collStats',
+  '$count',
+  '$currentOp',
+  '$densify',
+  '$documents',
+  '$facet',
+  '$fill',
+  '$geoNear',
+  '$graphLookup',
+  '$group',
+  '$indexStats',
+  '$limit',
+  '$listLocalSessions',
+  '$listSampledQueries',
+  '$listSearchIndexes',
+  '$listSessions',
+  '$lookup',
+  '$match',
+  '$merge',
+  '$out',
+  '$planCacheStats',
+  '$project',
+  '$redact',
+  '$replaceRoot',
+  '$replaceWith',
+  '$sample',
+  '$search',
+  '$searchMeta',
+  '$set',
+  '$setWindowFields',
+  '$shardedDataDistribution',
+  '$skip',
+  '$sort',
+  '$sortByCount',
+  '$unionWith',
+  '$unset',
+  '$unwind',
+  '$vectorSearch',
 ]);
 const ACCUMULATORS_KNOWN = new Set([
-  '$accumulator', '$addToSet', '$avg', '$bottom', '$bottomN', '$count', '$first', '$firstN', '$last', '$lastN', '$max',
-  '$maxN', '$median', '$mergeObjects', '$min', '$minN', '$percentile', '$push', '$stdDevPop', '$stdDevSamp', '$sum',
-  '$top', '$topN',
+  '$accumulator',
+  '$addToSet',
+  '$avg',
+  '$bottom',
+  '$bottomN',
+  '$count',
+  '$first',
+  '$firstN',
+  '$last',
+  '$lastN',
+  '$max',
+  '$maxN',
+  '$median',
+  '$mergeObjects',
+  '$min',
+  '$minN',
+  '$percentile',
+  '$push',
+  '$stdDevPop',
+  '$stdDevSamp',
+  '$sum',
+  '$top',
+  '$topN',
 ]);
 
 /** Expressions of `$group`: constants, `"$field.path"`, `"$$ROOT"`, objects of those, `{$literal}`. */
@@ -943,10 +1099,11 @@ function compileExpression(expr) {
   }
   if (Array.isArray(expr)) {
     const items = expr.map(compileExpression);
-    return (doc) => items.map((f) => {
-      const v = f(doc);
-      return v === MISSING ? null : v;
-    });
+    return (doc) =>
+      items.map((f) => {
+        const v = f(doc);
+        return v === MISSING ? null : v;
+      });
   }
   if (isPlainDoc(expr)) {
     const keys = Object.keys(expr);
@@ -977,19 +1134,20 @@ function exprPath(v, parts, i) {
     }
     return out;
   }
-  if (isPlainDoc(v) && Object.prototype.hasOwnProperty.call(v, parts[i])) return exprPath(v[parts[i]], parts, i + 1);
+  if (isPlainDoc(v) && Object.hasOwn(v, parts[i])) return exprPath(v[parts[i]], parts, i + 1);
   return MISSING;
 }
 
 function compileGroup(spec) {
-  if (!isPlainDoc(spec)) throw fail(15947, 'Location15947', 'a group\'s fields must be specified in an object');
-  if (!Object.prototype.hasOwnProperty.call(spec, '_id')) throw fail(15955, 'Location15955', 'a group specification must include an _id');
+  if (!isPlainDoc(spec)) throw fail(15947, 'Location15947', "a group's fields must be specified in an object");
+  if (!Object.hasOwn(spec, '_id')) throw fail(15955, 'Location15955', 'a group specification must include an _id');
   const idExpr = compileExpression(spec._id);
   const accumulators = [];
   for (const [field, acc] of Object.entries(spec)) {
     if (field === '_id') continue;
     if (field.includes('.')) throw fail(40235, 'Location40235', `The field name '${field}' cannot contain '.'`);
-    if (!isPlainDoc(acc) || Object.keys(acc).length !== 1) throw fail(40234, 'Location40234', `The field '${field}' must be an accumulator object`);
+    if (!isPlainDoc(acc) || Object.keys(acc).length !== 1)
+      throw fail(40234, 'Location40234', `The field '${field}' must be an accumulator object`);
     const [op, arg] = Object.entries(acc)[0];
     if (!ACCUMULATORS_KNOWN.has(op)) throw fail(15952, 'Location15952', `unknown group operator '${op}'`);
     if (!['$sum', '$avg', '$min', '$max', '$first', '$last', '$push', '$count'].includes(op)) throw notImplemented(`the accumulator ${op}`);
@@ -1036,7 +1194,8 @@ function accumulate(op, state, v) {
     case '$min':
     case '$max':
       if (v === MISSING || v === null || v === undefined) break;
-      if (state.value === MISSING || (op === '$min' ? compareValues(v, state.value) < 0 : compareValues(v, state.value) > 0)) state.value = v;
+      if (state.value === MISSING || (op === '$min' ? compareValues(v, state.value) < 0 : compareValues(v, state.value) > 0))
+        state.value = v;
       break;
     case '$first':
       if (state.count++ === 0) state.value = v;
@@ -1067,7 +1226,8 @@ function finishAccumulator(op, state) {
 }
 
 function positiveInteger(v, what, code, message) {
-  if (!isNumeric(v) || !Number.isInteger(toNumber(v))) throw fail(code, `Location${code}`, `${what} must be an integer, got ${shellRepr(v)}`);
+  if (!isNumeric(v) || !Number.isInteger(toNumber(v)))
+    throw fail(code, `Location${code}`, `${what} must be an integer, got ${shellRepr(v)}`);
   const n = toNumber(v);
   if (n < 0 || (message.includes('positive') && n === 0)) throw fail(code, `Location${code}`, message);
   return n;
@@ -1083,18 +1243,25 @@ function compilePipeline(pipeline) {
     switch (name) {
       case '$match': {
         const match = compileFilter(arg);
-        return (docs, ctx) => docs.filter((d, i) => {
-          if (i % 1024 === 0) ctx.checkTime();
-          return match(d);
-        });
+        return (docs, ctx) =>
+          docs.filter((d, i) => {
+            if (i % 1024 === 0) ctx.checkTime();
+            return match(d);
+          });
       }
       case '$sort': {
-        if (!isPlainDoc(arg) || Object.keys(arg).length === 0) throw fail(15976, 'Location15976', '$sort stage must have at least one sort key');
+        if (!isPlainDoc(arg) || Object.keys(arg).length === 0)
+          throw fail(15976, 'Location15976', '$sort stage must have at least one sort key');
         const cmp = compileSort(arg);
         return (docs) => [...docs].sort(cmp);
       }
       case '$skip': {
-        const n = positiveInteger(arg, '$skip', 15956, `invalid argument to $skip stage: Expected a non-negative number in: $skip: ${shellRepr(arg)}`);
+        const n = positiveInteger(
+          arg,
+          '$skip',
+          15956,
+          `invalid argument to $skip stage: Expected a non-negative number in: $skip: ${shellRepr(arg)}`,
+        );
         return (docs) => docs.slice(n);
       }
       case '$limit': {
@@ -1103,12 +1270,13 @@ function compilePipeline(pipeline) {
       }
       case '$count': {
         if (typeof arg !== 'string' || arg === '') throw fail(40156, 'Location40156', 'the count field must be a non-empty string');
-        if (arg.startsWith('$')) throw fail(40158, 'Location40158', "the count field cannot be a $-prefixed path");
+        if (arg.startsWith('$')) throw fail(40158, 'Location40158', 'the count field cannot be a $-prefixed path');
         if (arg.includes('.')) throw fail(40160, 'Location40160', "the count field cannot contain '.'");
         return (docs) => (docs.length === 0 ? [] : [{ [arg]: new Int32(docs.length) }]);
       }
       case '$project': {
-        if (!isPlainDoc(arg) || Object.keys(arg).length === 0) throw fail(51272, 'Location51272', '$project specification must have at least one field');
+        if (!isPlainDoc(arg) || Object.keys(arg).length === 0)
+          throw fail(51272, 'Location51272', '$project specification must have at least one field');
         const project = compileProjection(arg);
         return (docs) => docs.map(project);
       }
@@ -1263,7 +1431,7 @@ class Store {
 
   dropCollection(dbName, name) {
     const db = this.databases.get(dbName);
-    if (!db || !db.delete(name)) return false;
+    if (!db?.delete(name)) return false;
     if (db.size === 0) this.databases.delete(dbName);
     return true;
   }
@@ -1340,13 +1508,16 @@ const SCRAM = {
 
 /** SASLprep (RFC 4013) for what passwords contain in practice: spaces mapped, NFKC, controls refused. */
 function saslprep(password) {
-  const mapped = password.replace(/[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/g, ' ').replace(/[\u00AD\u034F\u1806\u180B-\u180D\u200C\u200D\u2060\uFE00-\uFE0F\uFEFF]/g, '');
+  const mapped = password
+    .replace(/[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/g, ' ')
+    .replace(/[\u00AD\u034F\u1806\u180B-\u180D\u200C\u200D\u2060\uFE00-\uFE0F\uFEFF]/g, '');
   return mapped.normalize('NFKC');
 }
 
 function scramCredentials(mechanism, user, password) {
   const { hash, size, saltSize, iterations } = SCRAM[mechanism];
-  const secret = mechanism === 'SCRAM-SHA-1' ? crypto.createHash('md5').update(`${user}:mongo:${password}`).digest('hex') : saslprep(password);
+  const secret =
+    mechanism === 'SCRAM-SHA-1' ? crypto.createHash('md5').update(`${user}:mongo:${password}`).digest('hex') : saslprep(password);
   const salt = crypto.randomBytes(saltSize);
   const salted = crypto.pbkdf2Sync(secret, salt, iterations, size, hash);
   const clientKey = crypto.createHmac(hash, salted).update('Client Key').digest();
@@ -1420,7 +1591,11 @@ function readDocument(buf, offset, end, maxSize) {
   const size = buf.readInt32LE(offset);
   if (size < 5 || offset + size > end) throw new ProtocolError('invalid document size');
   if (size > maxSize) {
-    throw fail(10334, 'BSONObjectTooLarge', `BSONObj size: ${size} (0x${size.toString(16).toUpperCase()}) is invalid. Size must be between 0 and ${MAX_COMMAND_SIZE}(16MB)`);
+    throw fail(
+      10334,
+      'BSONObjectTooLarge',
+      `BSONObj size: ${size} (0x${size.toString(16).toUpperCase()}) is invalid. Size must be between 0 and ${MAX_COMMAND_SIZE}(16MB)`,
+    );
   }
   const raw = buf.subarray(offset, offset + size);
   let doc;
@@ -1571,13 +1746,45 @@ const OK = () => new Double(1);
 // ---------------------------------------------------------------------------------------------------
 // Connections
 
-const UNAUTHENTICATED_COMMANDS = new Set(['hello', 'isMaster', 'ismaster', 'ping', 'saslStart', 'saslContinue', 'buildInfo', 'buildinfo', 'connectionStatus']);
+const UNAUTHENTICATED_COMMANDS = new Set([
+  'hello',
+  'isMaster',
+  'ismaster',
+  'ping',
+  'saslStart',
+  'saslContinue',
+  'buildInfo',
+  'buildinfo',
+  'connectionStatus',
+]);
 
 const GENERIC_FIELDS = new Set([
-  '$db', 'lsid', 'txnNumber', 'autocommit', 'startTransaction', 'stmtId', '$clusterTime', '$readPreference', 'readConcern',
-  'writeConcern', 'maxTimeMS', 'comment', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', '$audit', '$client',
-  'clientOperationKey', 'mayBypassWriteBlocking', '$configTime', '$topologyTime', 'databaseVersion', 'shardVersion',
-  'rawData', '$queryOptions', 'backpressure',
+  '$db',
+  'lsid',
+  'txnNumber',
+  'autocommit',
+  'startTransaction',
+  'stmtId',
+  '$clusterTime',
+  '$readPreference',
+  'readConcern',
+  'writeConcern',
+  'maxTimeMS',
+  'comment',
+  'apiVersion',
+  'apiStrict',
+  'apiDeprecationErrors',
+  '$audit',
+  '$client',
+  'clientOperationKey',
+  'mayBypassWriteBlocking',
+  '$configTime',
+  '$topologyTime',
+  'databaseVersion',
+  'shardVersion',
+  'rawData',
+  '$queryOptions',
+  'backpressure',
 ]);
 
 class Connection {
@@ -1609,7 +1816,12 @@ class Connection {
   destroy(reason) {
     if (this.closed) return;
     this.closed = true;
-    if (reason) this.server.log('W', 'NETWORK', 22989, 'Closing the connection after a malformed message', { connectionId: this.id, remote: this.remote, reason });
+    if (reason)
+      this.server.log('W', 'NETWORK', 22989, 'Closing the connection after a malformed message', {
+        connectionId: this.id,
+        remote: this.remote,
+        reason,
+      });
     this.socket.destroy();
     for (const w of this.waiters) w();
     this.waiters.clear();
@@ -1672,7 +1884,10 @@ class Connection {
         } catch (e) {
           if (e instanceof ProtocolError) this.destroy(e.message);
           else {
-            this.server.log('E', 'NETWORK', 22990, 'Unexpected error, closing the connection', { connectionId: this.id, error: String(e?.stack ?? e) });
+            this.server.log('E', 'NETWORK', 22990, 'Unexpected error, closing the connection', {
+              connectionId: this.id,
+              error: String(e?.stack ?? e),
+            });
             this.destroy();
           }
         }
@@ -1698,7 +1913,7 @@ class Connection {
       if (bodyError) reply = errorReply(bodyError);
       else {
         for (const [identifier, docs] of sequences) {
-          if (Object.prototype.hasOwnProperty.call(body, identifier)) {
+          if (Object.hasOwn(body, identifier)) {
             reply = errorReply(fail(40431, 'Location40431', `Duplicate field ${identifier} in OP_MSG`));
             break;
           }
@@ -1725,7 +1940,11 @@ class Connection {
         }
       } else {
         reply = errorReply(
-          fail(352, 'UnsupportedOpQueryCommand', `Unsupported OP_QUERY command: ${name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal`),
+          fail(
+            352,
+            'UnsupportedOpQueryCommand',
+            `Unsupported OP_QUERY command: ${name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal`,
+          ),
         );
       }
       this.send(opReply(requestId, reply));
@@ -1740,10 +1959,16 @@ class Connection {
 
 function numberArg(cmdName, field, v, { min, integer = true } = {}) {
   if (v === undefined || v === null) return undefined;
-  if (!isNumeric(v)) throw fail(14, 'TypeMismatch', `BSON field '${cmdName}.${field}' is the wrong type '${typeName(v)}', expected types '[long, int, decimal, double]'`);
+  if (!isNumeric(v))
+    throw fail(
+      14,
+      'TypeMismatch',
+      `BSON field '${cmdName}.${field}' is the wrong type '${typeName(v)}', expected types '[long, int, decimal, double]'`,
+    );
   const n = toNumber(v);
   if (integer && !Number.isInteger(n)) throw badValue(`BSON field '${cmdName}.${field}' value must be an integer, actual value '${n}'`);
-  if (min !== undefined && n < min) throw fail(51024, 'Location51024', `BSON field '${field}' value must be >= ${min}, actual value '${n}'`);
+  if (min !== undefined && n < min)
+    throw fail(51024, 'Location51024', `BSON field '${field}' value must be >= ${min}, actual value '${n}'`);
   return n;
 }
 
@@ -1768,7 +1993,8 @@ function checkFields(cmdName, cmd, allowed) {
 function refuseUnsupported(cmdName, cmd, fields) {
   for (const f of fields) {
     const v = cmd[f];
-    if (v !== undefined && v !== null && v !== false && !(isPlainDoc(v) && Object.keys(v).length === 0)) throw notImplemented(`the option '${cmdName}.${f}'`);
+    if (v !== undefined && v !== null && v !== false && !(isPlainDoc(v) && Object.keys(v).length === 0))
+      throw notImplemented(`the option '${cmdName}.${f}'`);
   }
 }
 
@@ -1779,7 +2005,9 @@ function lsidKey(cmd) {
 }
 
 function uuidText(hex) {
-  return hex && hex.length === 32 ? `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` : String(hex);
+  return hex && hex.length === 32
+    ? `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+    : String(hex);
 }
 
 class StandinServer {
@@ -1836,7 +2064,8 @@ class StandinServer {
   initialize() {
     const fresh = this.store.fresh;
     const version = this.store.ensureCollection('admin', 'system.version');
-    if (!version.byId.has(valueKey('featureCompatibilityVersion'))) this.insertRaw(version, { _id: 'featureCompatibilityVersion', version: '7.0' });
+    if (!version.byId.has(valueKey('featureCompatibilityVersion')))
+      this.insertRaw(version, { _id: 'featureCompatibilityVersion', version: '7.0' });
     this.store.ensureCollection('config', 'system.sessions');
     const startup = this.store.ensureCollection('local', 'startup_log');
     this.insertRaw(startup, {
@@ -1854,7 +2083,9 @@ class StandinServer {
         this.insertRaw(users, userDocument(this.rootUser, this.rootPassword));
         this.log('I', 'ACCESS', 20320, 'Created the root user', { user: this.rootUser, db: 'admin' });
       } else if (!users.byId.has(valueKey(`admin.${this.rootUser}`))) {
-        this.log('W', 'ACCESS', 20321, 'The data directory was initialised already: MONGO_INITDB_ROOT_* are ignored', { user: this.rootUser });
+        this.log('W', 'ACCESS', 20321, 'The data directory was initialised already: MONGO_INITDB_ROOT_* are ignored', {
+          user: this.rootUser,
+        });
       }
     }
   }
@@ -1891,10 +2122,10 @@ class StandinServer {
     this.opcounters.command++;
     try {
       if (name === undefined) throw fail(59, 'CommandNotFound', "no such command: ''");
-      if (!Object.prototype.hasOwnProperty.call(cmd, '$db')) throw fail(40571, 'Location40571', 'OP_MSG requests require a $db argument');
+      if (!Object.hasOwn(cmd, '$db')) throw fail(40571, 'Location40571', 'OP_MSG requests require a $db argument');
       const dbName = cmd.$db;
       if (typeof dbName !== 'string') throw typeMismatch(name, '$db', dbName, 'string');
-      const command = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : null;
+      const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : null;
       if (!command || (command.test && !this.testCommands)) throw fail(59, 'CommandNotFound', `no such command: '${name}'`);
       if (this.authRequired && !conn.user && !UNAUTHENTICATED_COMMANDS.has(name)) {
         throw fail(13, 'Unauthorized', `Command ${name} requires authentication`);
@@ -1987,7 +2218,19 @@ class StandinServer {
     const nonce = `${attrs.r}${crypto.randomBytes(24).toString('base64')}`;
     const serverFirst = `r=${nonce},s=${creds.salt},i=${creds.iterationCount}`;
     const skipEmptyExchange = Boolean(cmd.options?.skipEmptyExchange);
-    conn.sasl = { id: ++conn.saslCounter, mechanism, userName, dbName, bare, serverFirst, nonce, creds, gs2: `${m[1]},${m[2] ?? ''},`, step: 1, skipEmptyExchange };
+    conn.sasl = {
+      id: ++conn.saslCounter,
+      mechanism,
+      userName,
+      dbName,
+      bare,
+      serverFirst,
+      nonce,
+      creds,
+      gs2: `${m[1]},${m[2] ?? ''},`,
+      step: 1,
+      skipEmptyExchange,
+    };
     return { conversationId: conn.sasl.id, done: false, payload: new Binary(Buffer.from(serverFirst)), ok: OK() };
   }
 
@@ -2006,7 +2249,12 @@ class StandinServer {
     const attrs = scramAttributes(text);
     const failNow = (why) => {
       conn.sasl = null;
-      this.log('I', 'ACCESS', 20249, 'Authentication failed', { mechanism: sasl.mechanism, user: sasl.userName, db: sasl.dbName, error: why });
+      this.log('I', 'ACCESS', 20249, 'Authentication failed', {
+        mechanism: sasl.mechanism,
+        user: sasl.userName,
+        db: sasl.dbName,
+        error: why,
+      });
       return authFailed();
     };
     if (proofAt < 0 || attrs.r !== sasl.nonce || attrs.c !== Buffer.from(sasl.gs2).toString('base64')) throw failNow('ProtocolError');
@@ -2081,7 +2329,12 @@ function rawOf(doc, entryByDoc) {
   const entry = entryByDoc?.get(doc);
   if (entry) return entry.raw;
   const size = calculateObjectSize(doc);
-  if (size > MAX_BSON_SIZE) throw fail(10334, 'BSONObjectTooLarge', `BSONObj size: ${size} (0x${size.toString(16).toUpperCase()}) is invalid. Size must be between 0 and ${MAX_BSON_SIZE}(16MB)`);
+  if (size > MAX_BSON_SIZE)
+    throw fail(
+      10334,
+      'BSONObjectTooLarge',
+      `BSONObj size: ${size} (0x${size.toString(16).toUpperCase()}) is invalid. Size must be between 0 and ${MAX_BSON_SIZE}(16MB)`,
+    );
   return serialize(doc);
 }
 
@@ -2108,7 +2361,7 @@ function writeError(index, e) {
   return out;
 }
 
-function checkHint(cmdName, hint) {
+function checkHint(_cmdName, hint) {
   if (hint === undefined || hint === null) return;
   if (typeof hint === 'string' && (hint === '_id_' || hint === '')) return;
   if (isPlainDoc(hint)) {
@@ -2131,9 +2384,21 @@ function prepareDocument(doc) {
 }
 
 const COMMANDS = {
-  hello: { run(ctx) { return helloCommand.call(this, ctx); } },
-  isMaster: { run(ctx) { return helloCommand.call(this, ctx); } },
-  ismaster: { run(ctx) { return helloCommand.call(this, ctx); } },
+  hello: {
+    run(ctx) {
+      return helloCommand.call(this, ctx);
+    },
+  },
+  isMaster: {
+    run(ctx) {
+      return helloCommand.call(this, ctx);
+    },
+  },
+  ismaster: {
+    run(ctx) {
+      return helloCommand.call(this, ctx);
+    },
+  },
 
   ping: { run: () => ({ ok: OK() }) },
 
@@ -2154,7 +2419,10 @@ const COMMANDS = {
   connectionStatus: {
     run(ctx) {
       const users = ctx.conn.user ? [ctx.conn.user] : [];
-      return { authInfo: { authenticatedUsers: users, authenticatedUserRoles: ctx.conn.user ? [{ role: 'root', db: 'admin' }] : [] }, ok: OK() };
+      return {
+        authInfo: { authenticatedUsers: users, authenticatedUserRoles: ctx.conn.user ? [{ role: 'root', db: 'admin' }] : [] },
+        ok: OK(),
+      };
     },
   },
 
@@ -2172,7 +2440,9 @@ const COMMANDS = {
         localTime: new Date(),
         connections: { current: this.connections.size, available: 838860 - this.connections.size, totalCreated: this.totalConnections },
         opcounters: Object.fromEntries(Object.entries(this.opcounters).map(([k, v]) => [k, Long.fromNumber(v)])),
-        metrics: { cursor: { open: { total: Long.fromNumber(this.cursors.size), noTimeout: Long.fromNumber(0), pinned: Long.fromNumber(0) } } },
+        metrics: {
+          cursor: { open: { total: Long.fromNumber(this.cursors.size), noTimeout: Long.fromNumber(0), pinned: Long.fromNumber(0) } },
+        },
         storageEngine: { name: 'standin', supportsCommittedReads: false, persistent: Boolean(this.store.dbpath) },
         ok: OK(),
       };
@@ -2241,7 +2511,8 @@ const COMMANDS = {
       const { cmd } = ctx;
       checkFields('listIndexes', cmd, ['cursor', 'includeBuildUUIDs', 'includeIndexBuildInfo']);
       validateCollectionName(ctx.db, cmd.listIndexes);
-      if (!this.store.collection(ctx.db, cmd.listIndexes)) throw fail(26, 'NamespaceNotFound', `ns does not exist: ${ctx.db}.${cmd.listIndexes}`);
+      if (!this.store.collection(ctx.db, cmd.listIndexes))
+        throw fail(26, 'NamespaceNotFound', `ns does not exist: ${ctx.db}.${cmd.listIndexes}`);
       return this.openCursor(ctx, `${ctx.db}.${cmd.listIndexes}`, [serialize({ v: 2, key: { _id: 1 }, name: '_id_' })], Infinity);
     },
   },
@@ -2249,8 +2520,39 @@ const COMMANDS = {
   create: {
     async run(ctx) {
       const { cmd } = ctx;
-      checkFields('create', cmd, ['capped', 'size', 'max', 'autoIndexId', 'validator', 'validationLevel', 'validationAction', 'viewOn', 'pipeline', 'collation', 'timeseries', 'expireAfterSeconds', 'clusteredIndex', 'changeStreamPreAndPostImages', 'storageEngine', 'indexOptionDefaults', 'encryptedFields', 'idIndex', 'flags']);
-      refuseUnsupported('create', cmd, ['capped', 'validator', 'viewOn', 'pipeline', 'collation', 'timeseries', 'expireAfterSeconds', 'clusteredIndex', 'encryptedFields', 'changeStreamPreAndPostImages']);
+      checkFields('create', cmd, [
+        'capped',
+        'size',
+        'max',
+        'autoIndexId',
+        'validator',
+        'validationLevel',
+        'validationAction',
+        'viewOn',
+        'pipeline',
+        'collation',
+        'timeseries',
+        'expireAfterSeconds',
+        'clusteredIndex',
+        'changeStreamPreAndPostImages',
+        'storageEngine',
+        'indexOptionDefaults',
+        'encryptedFields',
+        'idIndex',
+        'flags',
+      ]);
+      refuseUnsupported('create', cmd, [
+        'capped',
+        'validator',
+        'viewOn',
+        'pipeline',
+        'collation',
+        'timeseries',
+        'expireAfterSeconds',
+        'clusteredIndex',
+        'encryptedFields',
+        'changeStreamPreAndPostImages',
+      ]);
       const name = cmd.create;
       validateCollectionName(ctx.db, name);
       if (name.startsWith('system.')) throw fail(73, 'InvalidNamespace', `Invalid system namespace: ${ctx.db}.${name}`);
@@ -2290,7 +2592,8 @@ const COMMANDS = {
       const { cmd } = ctx;
       checkFields('insert', cmd, ['documents', 'ordered', 'bypassDocumentValidation']);
       const documents = arrayArg('insert', 'documents', cmd.documents);
-      if (documents.length > MAX_WRITE_BATCH) throw fail(16, 'InvalidLength', `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH}. Got ${documents.length} operations.`);
+      if (documents.length > MAX_WRITE_BATCH)
+        throw fail(16, 'InvalidLength', `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH}. Got ${documents.length} operations.`);
       const ordered = cmd.ordered !== false;
       const coll = this.store.ensureCollection(ctx.db, cmd.insert);
       const writeErrors = [];
@@ -2320,7 +2623,31 @@ const COMMANDS = {
   find: {
     run(ctx) {
       const { cmd } = ctx;
-      checkFields('find', cmd, ['filter', 'sort', 'projection', 'hint', 'skip', 'limit', 'batchSize', 'singleBatch', 'max', 'min', 'returnKey', 'showRecordId', 'tailable', 'oplogReplay', 'noCursorTimeout', 'awaitData', 'allowPartialResults', 'collation', 'allowDiskUse', 'let', 'readOnce', 'term', 'ntoreturn']);
+      checkFields('find', cmd, [
+        'filter',
+        'sort',
+        'projection',
+        'hint',
+        'skip',
+        'limit',
+        'batchSize',
+        'singleBatch',
+        'max',
+        'min',
+        'returnKey',
+        'showRecordId',
+        'tailable',
+        'oplogReplay',
+        'noCursorTimeout',
+        'awaitData',
+        'allowPartialResults',
+        'collation',
+        'allowDiskUse',
+        'let',
+        'readOnce',
+        'term',
+        'ntoreturn',
+      ]);
       refuseUnsupported('find', cmd, ['max', 'min', 'returnKey', 'showRecordId', 'tailable', 'awaitData', 'collation', 'let']);
       validateCollectionName(ctx.db, cmd.find);
       this.opcounters.query++;
@@ -2353,9 +2680,20 @@ const COMMANDS = {
       const cursor = this.cursors.get(key);
       if (!cursor) throw fail(43, 'CursorNotFound', `cursor id ${key} not found`);
       const ns = `${ctx.db}.${cmd.collection}`;
-      if (cursor.ns !== ns) throw fail(13, 'Unauthorized', `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
-      if (cursor.lsid && !ctx.lsid) throw fail(50737, 'Location50737', `Cannot run getMore on cursor ${key}, which was created in session ${uuidText(cursor.lsid)}, without an lsid`);
-      if (cursor.lsid && ctx.lsid !== cursor.lsid) throw fail(50738, 'Location50738', `Cannot run getMore on cursor ${key}, which was created in session ${uuidText(cursor.lsid)}, in session ${uuidText(ctx.lsid)}`);
+      if (cursor.ns !== ns)
+        throw fail(13, 'Unauthorized', `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
+      if (cursor.lsid && !ctx.lsid)
+        throw fail(
+          50737,
+          'Location50737',
+          `Cannot run getMore on cursor ${key}, which was created in session ${uuidText(cursor.lsid)}, without an lsid`,
+        );
+      if (cursor.lsid && ctx.lsid !== cursor.lsid)
+        throw fail(
+          50738,
+          'Location50738',
+          `Cannot run getMore on cursor ${key}, which was created in session ${uuidText(cursor.lsid)}, in session ${uuidText(ctx.lsid)}`,
+        );
       const batchSize = numberArg('getMore', 'batchSize', cmd.batchSize, { min: 0 }) || Infinity;
       cursor.lastUsed = Date.now();
       const batch = this.takeBatch(cursor, batchSize);
@@ -2410,7 +2748,21 @@ const COMMANDS = {
   aggregate: {
     run(ctx) {
       const { cmd } = ctx;
-      checkFields('aggregate', cmd, ['pipeline', 'cursor', 'explain', 'allowDiskUse', 'bypassDocumentValidation', 'hint', 'collation', 'let', 'fromMongos', 'needsMerge', 'exchange', 'isMapReduceCommand', 'collectionUUID']);
+      checkFields('aggregate', cmd, [
+        'pipeline',
+        'cursor',
+        'explain',
+        'allowDiskUse',
+        'bypassDocumentValidation',
+        'hint',
+        'collation',
+        'let',
+        'fromMongos',
+        'needsMerge',
+        'exchange',
+        'isMapReduceCommand',
+        'collectionUUID',
+      ]);
       refuseUnsupported('aggregate', cmd, ['explain', 'collation', 'let', 'exchange']);
       const pipeline = compilePipeline(cmd.pipeline);
       const cursorOpts = docArg('aggregate', 'cursor', cmd.cursor);
@@ -2463,7 +2815,18 @@ const COMMANDS = {
         try {
           const stmt = updates[i];
           if (!isPlainDoc(stmt)) throw typeMismatch('update', 'updates', stmt, 'object');
-          checkFields('update.updates', stmt, ['q', 'u', 'upsert', 'multi', 'arrayFilters', 'collation', 'hint', 'c', 'upsertSupplied', 'sort']);
+          checkFields('update.updates', stmt, [
+            'q',
+            'u',
+            'upsert',
+            'multi',
+            'arrayFilters',
+            'collation',
+            'hint',
+            'c',
+            'upsertSupplied',
+            'sort',
+          ]);
           refuseUnsupported('update', stmt, ['arrayFilters', 'collation', 'c', 'sort']);
           checkHint('update', stmt.hint);
           const q = docArg('update.updates', 'q', stmt.q);
@@ -2480,13 +2843,14 @@ const COMMANDS = {
             if (spec.replacement) {
               const seed = upsertSeed(q);
               doc = { ...cloneValue(spec.replacement) };
-              if (!Object.prototype.hasOwnProperty.call(doc, '_id') && Object.prototype.hasOwnProperty.call(seed, '_id')) doc._id = seed._id;
+              if (!Object.hasOwn(doc, '_id') && Object.hasOwn(seed, '_id')) doc._id = seed._id;
             } else {
               doc = upsertSeed(q);
               applyOperators(doc, spec.ops, true);
             }
             const entry = prepareDocument(doc);
-            if (entry.raw.length > MAX_BSON_SIZE) throw fail(17419, 'Location17419', `Resulting document after update is larger than ${MAX_BSON_SIZE}`);
+            if (entry.raw.length > MAX_BSON_SIZE)
+              throw fail(17419, 'Location17419', `Resulting document after update is larger than ${MAX_BSON_SIZE}`);
             if (coll.byId.has(entry.key)) throw duplicateKey(coll, entry.doc._id);
             coll.add(entry);
             touched = true;
@@ -2499,14 +2863,22 @@ const COMMANDS = {
             let next;
             if (spec.replacement) {
               const replacement = cloneValue(spec.replacement);
-              if (Object.prototype.hasOwnProperty.call(replacement, '_id') && compareValues(replacement._id, doc._id) !== 0) {
-                throw fail(66, 'ImmutableField', `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${shellRepr(replacement._id)}`);
+              if (Object.hasOwn(replacement, '_id') && compareValues(replacement._id, doc._id) !== 0) {
+                throw fail(
+                  66,
+                  'ImmutableField',
+                  `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${shellRepr(replacement._id)}`,
+                );
               }
               delete replacement._id;
               next = { _id: doc._id, ...replacement };
             } else {
               applyOperators(doc, spec.ops, false);
-              if (!Object.prototype.hasOwnProperty.call(doc, '_id') || compareValues(doc._id, target.doc._id) !== 0 || typeName(doc._id) !== typeName(target.doc._id)) {
+              if (
+                !Object.hasOwn(doc, '_id') ||
+                compareValues(doc._id, target.doc._id) !== 0 ||
+                typeName(doc._id) !== typeName(target.doc._id)
+              ) {
                 throw fail(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
               }
               next = doc;
@@ -2637,7 +3009,8 @@ function parseArgs(argv) {
   const opts = { port: 27017, host: '127.0.0.1', dbpath: '/data/db', auth: false, testCommands: false, quiet: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const [flag, inline] = arg.includes('=') && arg.startsWith('--') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [flag, inline] =
+      arg.includes('=') && arg.startsWith('--') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     const value = () => (inline !== undefined ? inline : argv[++i]);
     switch (flag) {
       case '--port':
