@@ -1,10 +1,11 @@
-import { assertWrite, type Actor } from '../domain/access.js';
+import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
 import { NotFoundError, NotRunningError, ValidationError } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
 import type { CellValue, DatabaseAdmin, DatabaseEndpoint, Row, TableRef } from './database-admin.port.js';
 import type { QueryResultView, RowsView, TablesView } from './database-views.js';
 
@@ -27,6 +28,14 @@ export const DEFAULT_QUERY_LIMITS: DatabaseQueryLimits = { timeoutMs: 30_000, ro
  * every engine; what differs lives in the DatabaseAdmin adapter of its family.
  */
 export class DatabaseAdminService {
+  /**
+   * Where each database answers, with its credentials: a page of rows is many requests, and finding the
+   * container, the service and its env each time cost more than the page. Any write to the store (a
+   * deployment, an env change, a deletion) drops it, and it never outlives 2 s (a container stopped by
+   * hand answers `not_running` from the adapter meanwhile).
+   */
+  private readonly endpoints = new VersionedCache<string, { admin: DatabaseAdmin; db: DatabaseEndpoint; projectId: string }>(() => this.deps.store.version, 1000, 2_000);
+
   /** Calls under way per service: a deleted database ends them at once rather than when its server goes. */
   private readonly inFlight = new Map<string, Set<AbortController>>();
 
@@ -123,13 +132,22 @@ export class DatabaseAdminService {
 
   private async open(actor: Actor, serviceId: string, access: 'read' | 'write'): Promise<{ admin: DatabaseAdmin; db: DatabaseEndpoint }> {
     if (access === 'write') assertWrite(actor);
+    const version = this.deps.store.version;
+    const cached = this.endpoints.get(serviceId);
+    if (cached) {
+      // The same 404 as serviceFor for a key that may not see the project.
+      assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
+      return { admin: cached.admin, db: cached.db };
+    }
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const engine = databaseEngineOf(service);
     if (!engine) throw new NotFoundError('Database of service', serviceId);
     const location = this.admin && this.locator ? await this.locator.locate(service) : null;
     if (!this.admin || !location) throw notRunning(service, engine);
     const { env } = await this.env.resolvedFor(service);
-    return { admin: this.admin, db: { serviceId: service.id, engine, host: location.host, port: service.internalPort, env } };
+    const opened = { admin: this.admin, db: { serviceId: service.id, engine, host: location.host, port: service.internalPort, env } };
+    this.endpoints.set(serviceId, { ...opened, projectId: service.projectId }, version);
+    return opened;
   }
 
   /** Every call ends by the statement timeout (plus a margin for the engine to cancel), with the request, or when its database is deleted. */
