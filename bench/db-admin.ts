@@ -155,7 +155,12 @@ async function main(): Promise<void> {
 
   try {
     projectId = (await call('POST', '/api/projects', { name: `bench-db-${Date.now()}` })).json.project.id as string;
-    const created = await call('POST', `/api/projects/${projectId}/services`, { name: 'bench db', repoUrl: 'database', repoFullName: 'database:postgres', branch: 'main' });
+    const created = await call('POST', `/api/projects/${projectId}/services`, {
+      name: 'bench db',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+      branch: 'main',
+    });
     if (created.status !== 201) throw new Error(`create service: ${created.status} ${created.text}`);
     const serviceId = created.json.service.id as string;
     log('deploying postgres');
@@ -188,15 +193,31 @@ async function main(): Promise<void> {
       env[v.key] = (await call('POST', `/api/services/${serviceId}/env/${v.id}/reveal`)).json.value;
     }
     const service = (await call('GET', `/api/services/${serviceId}/overview`)).json.service as { internalPort: number };
-    const { stdout } = await run('docker', ['inspect', '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', deployed.deployment.containerName!]);
+    const { stdout } = await run('docker', [
+      'inspect',
+      '--format',
+      '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}',
+      deployed.deployment.containerName!,
+    ]);
     const host = stdout.trim().split(/\s+/).find(Boolean);
     if (!host) throw new Error(`no IP address for ${deployed.deployment.containerName}`);
     const user = env.POSTGRES_USER || 'postgres';
-    direct = new pg.Pool({ host, port: service.internalPort || 5432, user, password: env.POSTGRES_PASSWORD ?? '', database: env.POSTGRES_DB || user, max: POOL_SIZE, keepAlive: true });
+    direct = new pg.Pool({
+      host,
+      port: service.internalPort || 5432,
+      user,
+      password: env.POSTGRES_PASSWORD ?? '',
+      database: env.POSTGRES_DB || user,
+      max: POOL_SIZE,
+      keepAlive: true,
+    });
     const pool = direct;
 
     const viaPlatform = async (offset: number): Promise<number> => {
-      const res = await fetch(`${server.url}/api/services/${serviceId}/database/rows?table=${encodeURIComponent(TABLE)}&limit=${PAGE}&offset=${offset}`, { headers: auth, signal: AbortSignal.timeout(120_000) });
+      const res = await fetch(
+        `${server.url}/api/services/${serviceId}/database/rows?table=${encodeURIComponent(TABLE)}&limit=${PAGE}&offset=${offset}`,
+        { headers: auth, signal: AbortSignal.timeout(120_000) },
+      );
       const text = await res.text();
       if (res.status !== 200) throw new Error(`rows at ${offset}: ${res.status} ${text.slice(0, 300)}`);
       const body = JSON.parse(text) as { rows: unknown[]; total: number };
@@ -206,8 +227,14 @@ async function main(): Promise<void> {
     const viaPg = async (offset: number): Promise<number> => {
       const client = await pool.connect();
       try {
-        const page = await client.query({ text: 'SELECT "id", "name", "n", "at" FROM "public"."bench" ORDER BY "id" LIMIT $1 OFFSET $2', values: [PAGE, offset], rowMode: 'array' });
-        const total = await client.query<{ estimate: number }>("SELECT reltuples::float8 AS estimate FROM pg_class WHERE oid = 'public.bench'::regclass");
+        const page = await client.query({
+          text: 'SELECT "id", "name", "n", "at" FROM "public"."bench" ORDER BY "id" LIMIT $1 OFFSET $2',
+          values: [PAGE, offset],
+          rowMode: 'array',
+        });
+        const total = await client.query<{ estimate: number }>(
+          "SELECT reltuples::float8 AS estimate FROM pg_class WHERE oid = 'public.bench'::regclass",
+        );
         if (total.rows[0]!.estimate < ROWS * 0.9) throw new Error(`estimate ${total.rows[0]!.estimate}`);
         return page.rows.length;
       } finally {
@@ -223,9 +250,15 @@ async function main(): Promise<void> {
     await pass(prefix.slice(0, 20), PAGERS, viaPlatform, serverPid);
     await pass(prefix.slice(0, 20), PAGERS, viaPg, serverPid);
 
-    const measured: Record<'prefix' | 'spread', { slipway: PassResult[]; direct: PassResult[] }> = { prefix: { slipway: [], direct: [] }, spread: { slipway: [], direct: [] } };
+    const measured: Record<'prefix' | 'spread', { slipway: PassResult[]; direct: PassResult[] }> = {
+      prefix: { slipway: [], direct: [] },
+      spread: { slipway: [], direct: [] },
+    };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, offsets] of [['prefix', prefix], ['spread', spread]] as const) {
+      for (const [name, offsets] of [
+        ['prefix', prefix],
+        ['spread', spread],
+      ] as const) {
         // Alternate which goes first, so neither always follows the other's cache effects.
         const order = round % 2 === 0 ? (['slipway', 'direct'] as const) : (['direct', 'slipway'] as const);
         for (const who of order) {
@@ -249,14 +282,20 @@ async function main(): Promise<void> {
       return out;
     };
     const onePlatform = await sequential(async () => {
-      const res = await fetch(`${server.url}/api/services/${serviceId}/database/rows?table=${encodeURIComponent(TABLE)}&limit=1&offset=0`, { headers: auth });
+      const res = await fetch(`${server.url}/api/services/${serviceId}/database/rows?table=${encodeURIComponent(TABLE)}&limit=1&offset=0`, {
+        headers: auth,
+      });
       if (res.status !== 200) throw new Error(`rows limit=1: ${res.status}`);
       await res.arrayBuffer();
     });
     const oneDirect = await sequential(async () => {
       const client = await pool.connect();
       try {
-        await client.query({ text: 'SELECT "id", "name", "n", "at" FROM "public"."bench" ORDER BY "id" LIMIT $1 OFFSET $2', values: [1, 0], rowMode: 'array' });
+        await client.query({
+          text: 'SELECT "id", "name", "n", "at" FROM "public"."bench" ORDER BY "id" LIMIT $1 OFFSET $2',
+          values: [1, 0],
+          rowMode: 'array',
+        });
         await client.query("SELECT reltuples::float8 AS estimate FROM pg_class WHERE oid = 'public.bench'::regclass");
       } finally {
         client.release();
@@ -294,7 +333,8 @@ async function main(): Promise<void> {
     const rssEnd = rssMb(serverPid);
     samples.push(rssEnd);
     const rssMax = Math.max(...samples);
-    const quarter = (i: number) => Math.max(...samples.slice(Math.floor((i * samples.length) / 4), Math.floor(((i + 1) * samples.length) / 4)));
+    const quarter = (i: number) =>
+      Math.max(...samples.slice(Math.floor((i * samples.length) / 4), Math.floor(((i + 1) * samples.length) / 4)));
 
     // Report.
     const rows: string[][] = [['measure', 'slipway', 'pg direct', 'ratio', 'target']];
@@ -307,7 +347,13 @@ async function main(): Promise<void> {
       ratios.push([name, sRate / dRate]);
       const label = name === 'prefix' ? `first ${SAMPLE_PAGES} pages` : `${SAMPLE_PAGES} pages spread`;
       rows.push([`${label}: throughput (rows/s)`, fmtInt(sRate), fmtInt(dRate), `${fmt(sRate / dRate, 2)}x`, `>= ${TARGET_RATIO}x`]);
-      rows.push([`${label}: page p50 / p99 (ms)`, `${fmt(quantile(s.latencies, 0.5))} / ${fmt(quantile(s.latencies, 0.99))}`, `${fmt(quantile(d.latencies, 0.5))} / ${fmt(quantile(d.latencies, 0.99))}`, `${fmt(quantile(s.latencies, 0.5) / quantile(d.latencies, 0.5), 2)}x`, 'info']);
+      rows.push([
+        `${label}: page p50 / p99 (ms)`,
+        `${fmt(quantile(s.latencies, 0.5))} / ${fmt(quantile(s.latencies, 0.99))}`,
+        `${fmt(quantile(d.latencies, 0.5))} / ${fmt(quantile(d.latencies, 0.99))}`,
+        `${fmt(quantile(s.latencies, 0.5) / quantile(d.latencies, 0.5), 2)}x`,
+        'info',
+      ]);
       rows.push([`${label}: server CPU per page (ms)`, fmt(s.serverCpuMs / s.latencies.length, 2), '-', '-', 'info']);
     }
     rows.push([
@@ -317,8 +363,14 @@ async function main(): Promise<void> {
       `${fmt(quantile(onePlatform, 0.5) / quantile(oneDirect, 0.5), 1)}x`,
       'info',
     ]);
-    rows.push(['  Docker container list as the locator asks it (from the bench), p50 (ms)', fmt(quantile(dockerList, 0.5), 2), '-', '-', 'info']);
-    rows.push(['  the adapter\'s catalog lookup per page (pg, from the bench), p50 (ms)', fmt(quantile(catalog, 0.5), 2), '-', '-', 'info']);
+    rows.push([
+      '  Docker container list as the locator asks it (from the bench), p50 (ms)',
+      fmt(quantile(dockerList, 0.5), 2),
+      '-',
+      '-',
+      'info',
+    ]);
+    rows.push(["  the adapter's catalog lookup per page (pg, from the bench), p50 (ms)", fmt(quantile(catalog, 0.5), 2), '-', '-', 'info']);
     rows.push([`all ${fmtInt(PAGES)} pages once: throughput (rows/s)`, fmtInt((full.rows / full.ms) * 1000), '-', '-', 'info']);
 
     const out: string[] = [];
@@ -330,8 +382,12 @@ async function main(): Promise<void> {
       `data: ${fmtInt(ROWS)} rows (id bigint PK, name text, n integer, at timestamptz), filled through POST /database/query in ${fmt(fillS)} s, then ANALYZE; ` +
         `${PAGERS} concurrent pagers; pool of ${POOL_SIZE} connections each; ${ROUNDS} interleaved rounds per page set (order alternating)`,
     );
-    out.push(`pg direct: the adapter's page SELECT (ORDER BY id LIMIT/OFFSET, array rows) + the total (pg_class.reltuples) on ${host}:${service.internalPort || 5432}, the address the platform uses; no HTTP, no JSON`);
-    out.push(`page sets: "first ${SAMPLE_PAGES} pages" = offsets 0..${fmtInt((SAMPLE_PAGES - 1) * PAGE)}; "${SAMPLE_PAGES} pages spread" = every ${PAGES / SAMPLE_PAGES}th page over the whole table`);
+    out.push(
+      `pg direct: the adapter's page SELECT (ORDER BY id LIMIT/OFFSET, array rows) + the total (pg_class.reltuples) on ${host}:${service.internalPort || 5432}, the address the platform uses; no HTTP, no JSON`,
+    );
+    out.push(
+      `page sets: "first ${SAMPLE_PAGES} pages" = offsets 0..${fmtInt((SAMPLE_PAGES - 1) * PAGE)}; "${SAMPLE_PAGES} pages spread" = every ${PAGES / SAMPLE_PAGES}th page over the whole table`,
+    );
     out.push('');
     out.push(table(rows));
     out.push('');
@@ -342,7 +398,9 @@ async function main(): Promise<void> {
     out.push(`machine: ${cpus().length} CPUs shared by the bench, the server and PostgreSQL; load average ${fmt(load1, 2)} at start`);
     out.push(`total bench time ${fmt((performance.now() - runStarted) / 1000)} s`);
     out.push('');
-    out.push(`Target throughput >= ${TARGET_RATIO}x pg direct: ${ratios.map(([n, r]) => `${n} ${fmt(r, 2)}x ${r >= TARGET_RATIO ? 'PASS' : 'MISS'}`).join('; ')}`);
+    out.push(
+      `Target throughput >= ${TARGET_RATIO}x pg direct: ${ratios.map(([n, r]) => `${n} ${fmt(r, 2)}x ${r >= TARGET_RATIO ? 'PASS' : 'MISS'}`).join('; ')}`,
+    );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     process.off('SIGINT', onSignal);

@@ -34,7 +34,11 @@ export class DatabaseAdminService {
    * deployment, an env change, a deletion) drops it, and it never outlives 2 s (a container stopped by
    * hand answers `not_running` from the adapter meanwhile).
    */
-  private readonly endpoints = new VersionedCache<string, { admin: DatabaseAdmin; db: DatabaseEndpoint; projectId: string }>(() => this.deps.store.version, 1000, 2_000);
+  private readonly endpoints = new VersionedCache<string, { admin: DatabaseAdmin; db: DatabaseEndpoint; projectId: string }>(
+    () => this.deps.store.version,
+    1000,
+    2_000,
+  );
 
   /** Calls under way per service: a deleted database ends them at once rather than when its server goes. */
   private readonly inFlight = new Map<string, Set<AbortController>>();
