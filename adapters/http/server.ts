@@ -10,12 +10,8 @@ import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
-import { ClickHouseDatabaseAdmin } from '../databases/clickhouse.database-admin.js';
 import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
-import { MongoDatabaseAdmin } from '../databases/mongodb.database-admin.js';
-import { MysqlDatabaseAdmin } from '../databases/mysql.database-admin.js';
-import { PostgresDatabaseAdmin } from '../databases/postgres.database-admin.js';
-import { RedisDatabaseAdmin } from '../databases/redis.database-admin.js';
+import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -61,14 +57,14 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
 
 /** One adapter per engine family; PostgreSQL's serves TimescaleDB too. */
 function databaseAdmin(): EngineDatabaseAdmin {
-  const postgres = new PostgresDatabaseAdmin();
+  const postgres = lazyDatabaseAdmin(async () => new (await import('../databases/postgres.database-admin.js')).PostgresDatabaseAdmin());
   return new EngineDatabaseAdmin({
     postgres,
     timescale: postgres,
-    mysql: new MysqlDatabaseAdmin(),
-    redis: new RedisDatabaseAdmin(),
-    mongodb: new MongoDatabaseAdmin(),
-    clickhouse: new ClickHouseDatabaseAdmin(),
+    mysql: lazyDatabaseAdmin(async () => new (await import('../databases/mysql.database-admin.js')).MysqlDatabaseAdmin()),
+    redis: lazyDatabaseAdmin(async () => new (await import('../databases/redis.database-admin.js')).RedisDatabaseAdmin()),
+    mongodb: lazyDatabaseAdmin(async () => new (await import('../databases/mongodb.database-admin.js')).MongoDatabaseAdmin()),
+    clickhouse: lazyDatabaseAdmin(async () => new (await import('../databases/clickhouse.database-admin.js')).ClickHouseDatabaseAdmin()),
   });
 }
 
