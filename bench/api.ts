@@ -25,6 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { autocannon } from './autocannon.js';
+import { runBench } from './run-bench.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
@@ -565,16 +566,5 @@ async function main(): Promise<void> {
 if (process.argv[2] === '--bare-koa') {
   await runBareKoa();
 } else {
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`bench failed: still running after ${WATCHDOG_MS / 1000} s\n`);
-    process.kill(process.pid, 'SIGTERM');
-  }, WATCHDOG_MS);
-  watchdog.unref();
-  try {
-    await main();
-    process.exit(0);
-  } catch (error) {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  }
+  await runBench(main, WATCHDOG_MS);
 }

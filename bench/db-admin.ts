@@ -34,6 +34,7 @@ import { api, startServerProcess, type ServerProcess } from '../test/helpers/ser
 import { provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { LABELS } from '../src/deployments/container-engine.port.js';
+import { runBench } from './run-bench.js';
 
 const run = promisify(execFile);
 
@@ -409,15 +410,4 @@ async function main(): Promise<void> {
   }
 }
 
-const watchdog = setTimeout(() => {
-  process.stderr.write(`bench failed: still running after ${WATCHDOG_MS / 1000} s\n`);
-  process.kill(process.pid, 'SIGTERM');
-}, WATCHDOG_MS);
-watchdog.unref();
-try {
-  await main();
-  process.exit(0);
-} catch (error) {
-  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-}
+await runBench(main, WATCHDOG_MS);

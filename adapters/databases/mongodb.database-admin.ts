@@ -32,6 +32,7 @@ import type {
 import { DomainError, NotFoundError, NotRunningError, QueryError, ValidationError } from '../../src/domain/errors.js';
 import { toCell, toRow } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
+import { abortable } from './abortable.js';
 
 /**
  * MongoDB through the DatabaseAdmin port, with the official `mongodb` driver.
@@ -378,31 +379,6 @@ function redact(message: string, secrets: Array<string | null | undefined>): str
   let out = message;
   for (const secret of secrets) if (secret && secret.length >= 3) out = out.split(secret).join('***');
   return out;
-}
-
-/** `work` raced against the signal: rejects with its reason at abort (the work's own outcome is then dropped). */
-function abortable<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const abort = () => {
-      work.catch(() => undefined);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', abort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', abort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', abort);
-        reject(error);
-      },
-    );
-  });
 }
 
 // ---------------------------------------------------------------------------------------------------

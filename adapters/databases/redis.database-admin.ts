@@ -17,6 +17,7 @@ import { DomainError, NotFoundError, NotRunningError, QueryError, ValidationErro
 import { binaryCell, toCell } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
 import { SCRIPT_KILL, checkCommand, splitCommandLine } from './redis-command-line.js';
+import { abortable } from './abortable.js';
 
 /**
  * Redis through the DatabaseAdmin port (see docs/decisions.md, "Redis admin").
@@ -928,29 +929,4 @@ function isConnectionError(error: Error): boolean {
     error.name === 'MaxRetriesPerRequestError' ||
     /Connection is closed|enableOfflineQueue|Stream isn't writeable|connect ETIMEDOUT|RESP|Protocol error/i.test(error.message)
   );
-}
-
-/** `work` raced against the signal: rejects with its reason at abort (the work's own outcome is then dropped). */
-function abortable<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const abort = () => {
-      work.catch(() => undefined);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', abort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', abort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', abort);
-        reject(error);
-      },
-    );
-  });
 }
