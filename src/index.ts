@@ -51,6 +51,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const deployments = new DeploymentService(deps);
   const runtime = options.runtime;
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
+  if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const current = runtime ? new CurrentContainers(deps, runtime.engine) : null;

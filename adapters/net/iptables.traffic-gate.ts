@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/routing/traffic-gate.port.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 
@@ -13,12 +13,14 @@ export interface IptablesGateOptions {
 /**
  * The traffic gate in the kernel's packet filter, through `iptables-restore` (argv and stdin, never a
  * shell): per installation, one filter chain refusing new connections to closed slots and one nat chain
- * redirecting open slots' health checks to the proxy's gate responder. Each sync replaces both chains
- * in one transaction, so no packet ever sees half a change.
+ * redirecting open slots' health checks to the proxy's gate responder and the proxy's connections to
+ * each open slot's service port. Each sync replaces both chains in one transaction, so no packet ever
+ * sees half a change; connections already made keep their translation (conntrack) until they close.
  */
 export class IptablesTrafficGate implements TrafficGate {
   private readonly filterChain: string;
   private readonly natChain: string;
+  private legacyJumpGone = false;
 
   constructor(private readonly options: IptablesGateOptions) {
     const id = options.instanceId
@@ -29,26 +31,42 @@ export class IptablesTrafficGate implements TrafficGate {
     this.natChain = `SLIPWAY-GATE-${id}`;
   }
 
-  async sync(subnet: string, open: string[], signal?: AbortSignal): Promise<void> {
+  async sync(subnet: string, open: OpenSlot[], signal?: AbortSignal): Promise<void> {
     const port = String(this.options.gatePort);
+    if (this.options.gatePort === SLOT_DIAL_PORT) throw new Error(`the gate port cannot be ${SLOT_DIAL_PORT}: the proxy dials slots there`);
+    for (const slot of open) {
+      if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(slot.ip)) throw new Error(`not an IPv4 address: ${slot.ip}`);
+      if (!Number.isInteger(slot.port) || slot.port < 1 || slot.port > 65535) throw new Error(`not a port: ${slot.port}`);
+    }
+    if (!/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/.test(subnet)) throw new Error(`not an IPv4 subnet: ${subnet}`);
     const lines = [
       '*filter',
       `:${this.filterChain} - [0:0]`,
-      ...open.map((ip) => `-A ${this.filterChain} -d ${ip}/32 -j RETURN`),
+      ...open.map(({ ip }) => `-A ${this.filterChain} -d ${ip}/32 -j RETURN`),
       `-A ${this.filterChain} -p tcp --syn -j REJECT --reject-with tcp-reset`,
       'COMMIT',
       '*nat',
       `:${this.natChain} - [0:0]`,
-      ...open.map((ip) => `-A ${this.natChain} -d ${ip}/32 -p tcp --dport ${port} -j REDIRECT --to-ports ${port}`),
+      ...open.flatMap(({ ip, port: servicePort }) => [
+        `-A ${this.natChain} -d ${ip}/32 -p tcp --dport ${port} -j REDIRECT --to-ports ${port}`,
+        `-A ${this.natChain} -d ${ip}/32 -p tcp --dport ${SLOT_DIAL_PORT} -j DNAT --to-destination ${ip}:${servicePort}`,
+      ]),
       'COMMIT',
       '',
     ];
-    for (const ip of open) if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(ip)) throw new Error(`not an IPv4 address: ${ip}`);
-    if (!/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/.test(subnet)) throw new Error(`not an IPv4 subnet: ${subnet}`);
     // With --noflush, declaring a chain empties it: the rest of the tables stays as it is.
     await run('iptables-restore', ['--noflush', '--wait'], lines.join('\n'), signal);
     await this.ensureJump('filter', ['OUTPUT', '-d', subnet, '-j', this.filterChain], signal);
-    await this.ensureJump('nat', ['OUTPUT', '-d', subnet, '-p', 'tcp', '--dport', port, '-j', this.natChain], signal);
+    await this.ensureJump('nat', ['OUTPUT', '-d', subnet, '-p', 'tcp', '-j', this.natChain], signal);
+    if (this.legacyJumpGone) return;
+    // An installation from before the dial port jumped for health checks only: that jump is redundant now.
+    await run(
+      'iptables',
+      ['--wait', '-t', 'nat', '-D', 'OUTPUT', '-d', subnet, '-p', 'tcp', '--dport', port, '-j', this.natChain],
+      '',
+      signal,
+    ).catch(() => '');
+    this.legacyJumpGone = true;
   }
 
   async remove(signal?: AbortSignal): Promise<void> {

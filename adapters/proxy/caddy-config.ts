@@ -26,13 +26,15 @@ export interface CaddyServeOptions {
 export type OnDemandForm = 'permission' | 'ask';
 
 /**
- * One Caddy route per service. Its hostnames are not in the configuration: each is an empty file in the
- * route's directory, which Caddy's `file` matcher looks up per request (`<dir>/{http.request.host}`),
- * so adding or removing a hostname changes files and never reloads Caddy.
+ * One Caddy route per upstream: a slot pair, "no container yet", or a service's plain address. Its
+ * hostnames are not in the configuration: each is an empty file in the route's directory, which Caddy's
+ * `file` matcher looks up per request (`<dir>/{http.request.host}`), so adding, removing or moving a
+ * hostname changes files and never reloads Caddy.
  */
 export interface ServiceRoute {
   /** The route's directory, under the generation directory. */
   dir: string;
+  /** Empty for the routes shared by whichever services hold them (slot pairs, waiting). */
   serviceId: string;
   upstream: RouteTarget['upstream'];
   hostnames: string[];
@@ -67,16 +69,30 @@ export function servingMarker(options: CaddyServeOptions): string {
   return `slipway-serving-${digest.slice(0, 16)}`;
 }
 
+/** Hostnames of services with no container yet: one route for all of them (a 503), whatever their number. */
+export const WAITING_DIR = '_waiting';
+
 /**
- * The table as routes per service, in a stable order (by directory), so that a table that differs only
- * in hostnames gives the same routes, hence the same configuration.
+ * The table as routes, in a stable order (by directory): one per slot pair of the pool (used or
+ * not), one for every service still waiting for a container, and one per service routed to a plain
+ * address. A table that differs only in hostnames, in which service holds which pair, or in which
+ * services are waiting gives the same routes, hence the same configuration.
  */
 export function planRoutes(table: RoutingTable): ServiceRoute[] {
   const byKey = new Map<string, ServiceRoute>();
   const perService = new Map<string, number>();
+  (table.slotPool ?? []).forEach((pair, i) => {
+    byKey.set(JSON.stringify(pair), { dir: `_pair-${String(i).padStart(3, '0')}`, serviceId: '', upstream: pair, hostnames: [] });
+  });
+  byKey.set('null', { dir: WAITING_DIR, serviceId: '', upstream: null, hostnames: [] });
   for (const route of table.routes) {
     if (!FILE_NAME_HOSTNAME.test(route.hostname) || route.hostname.length > 253) {
       throw new Error(`${JSON.stringify(route.hostname)} cannot be routed: Caddy's routes directory holds lower-case hostnames only`);
+    }
+    const shared = byKey.get(JSON.stringify(route.upstream));
+    if (shared && (shared.upstream === null || shared.dir.startsWith('_pair-'))) {
+      shared.hostnames.push(route.hostname);
+      continue;
     }
     // A service has one upstream in a table; should it ever have two, each gets a route of its own.
     const key = `${route.serviceId}\n${JSON.stringify(route.upstream)}`;

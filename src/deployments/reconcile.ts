@@ -2,6 +2,7 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { RunnerLog } from '../jobs/job-runner.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
+import type { OpenSlot } from '../routing/traffic-gate.port.js';
 import type { TrafficSlots } from '../routing/traffic-slots.js';
 import type { ContainerEngine, ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
@@ -56,7 +57,11 @@ export class Reconciler {
     // Written even when memory says nothing changed: the kernel's rules are the truth to restore.
     if (this.slots?.ready) {
       await this.slots.reconcile(
-        currents.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip),
+        currents.flatMap((c) => {
+          const ip = c.labels[LABELS.slot];
+          const service = services.get(c.labels[LABELS.service] ?? '');
+          return ip && service ? [{ ip, port: service.internalPort }] : [];
+        }),
         new Set(),
         snapshot,
         { force: true },
@@ -125,10 +130,10 @@ export class Reconciler {
     deploying: Set<string>,
     snapshot: number,
   ): Promise<void> {
-    const wanted: string[] = [];
+    const wanted: OpenSlot[] = [];
     for (const service of services) {
       const ip = currents.get(service.id)?.labels[LABELS.slot];
-      if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push(ip);
+      if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push({ ip, port: service.internalPort });
     }
     const keep = new Set([
       ...this.rollout.heldSlots,

@@ -92,7 +92,7 @@ export class Rollout {
   upstreamFor(service: ServiceRecord, container: ContainerState | undefined): string | string[] | null {
     if (!isWeb(service) || !container?.ip) return null;
     const slotIp = container.labels[LABELS.slot];
-    if (slotIp && this.slots?.ready) return this.slots.pairOf(slotIp).map((ip) => `${ip}:${service.internalPort}`);
+    if (slotIp && this.slots?.ready) return this.slots.dialPair(slotIp);
     return `${container.ip}:${service.internalPort}`;
   }
 
@@ -159,7 +159,7 @@ export class Rollout {
     const old = (await this.containers.ofService(service.id)).filter((c) => c.id !== container.id);
     if (slot && this.slots) {
       const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip);
-      await this.slots.switchTo(slot.ip, closing, { wait: routed });
+      await this.slots.switchTo({ ip: slot.ip, port: service.internalPort }, closing, { wait: routed });
       if (routed) {
         const how = proxy.loaded
           ? proxy.detail

@@ -20,6 +20,11 @@ export interface RoutingTable {
   /** Changes whenever anything in the table does: lets the proxy say whether it still serves it. */
   version: string;
   routes: RouteTarget[];
+  /**
+   * Slot pairs (as dialled) the proxy keeps a route for whether a service holds them or not: a
+   * service that takes one is then routed by hostname alone, with no load.
+   */
+  slotPool?: [string, string][];
 }
 
 /** Whether the proxy serves a table: `unreachable` carries the reason. */

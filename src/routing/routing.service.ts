@@ -29,6 +29,8 @@ export class RoutingService {
   private lastLogged = '';
   /** The proxy was unreachable since the last load: says why the next load happens. */
   private lost = false;
+  /** The traffic slots' pool of pairs (see TrafficSlots.pool), once there are slots. */
+  private slotPool: ((inUse: string[]) => [string, string][] | null) | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -53,12 +55,21 @@ export class RoutingService {
     return this.upstreams.get(serviceId) ?? null;
   }
 
+  /** Routes for slot pairs nobody uses yet go into every table, so that taking one is no proxy load. */
+  useSlotPool(pool: (inUse: string[]) => [string, string][] | null): void {
+    this.slotPool = pool;
+    this.cached = null;
+  }
+
   markUpstreamsKnown(): void {
     this.upstreamsKnown = true;
   }
 
   async table(): Promise<RoutingTable> {
-    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
+    const inUse = [...this.upstreams.values()].flatMap((upstream) => (Array.isArray(upstream) ? upstream : []));
+    const pool = this.slotPool?.(inUse) ?? null;
+    const poolKey = pool ? `${pool.length}:${pool[0]?.[0] ?? ''}` : '';
+    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}|${poolKey}`;
     if (this.cached?.key === key) return this.cached.table;
     const [domains, services, projects] = await Promise.all([
       this.deps.store.domains.list(null),
@@ -83,8 +94,11 @@ export class RoutingService {
         routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
     }
     const sorted = [...routes.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
-    const version = createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
-    const table = { version, routes: sorted };
+    const version = createHash('sha256')
+      .update(JSON.stringify(pool ? [sorted, pool] : sorted))
+      .digest('hex')
+      .slice(0, 16);
+    const table: RoutingTable = pool ? { version, routes: sorted, slotPool: pool } : { version, routes: sorted };
     this.cached = { key, table };
     return table;
   }

@@ -4,13 +4,27 @@
  * close its idle client connections. The state lives outside the platform process (the kernel's packet
  * filter), so traffic keeps flowing while the platform is stopped or restarting.
  */
+/**
+ * The port the proxy dials on every slot, whatever the service listens on: its routes then name
+ * addresses only, so a service's port, and which service holds a pair, are the gate's business
+ * and never a proxy load.
+ */
+export const SLOT_DIAL_PORT = 80;
+
+/** An open slot: the address of a container, and the port its service listens on. */
+export interface OpenSlot {
+  ip: string;
+  port: number;
+}
+
 export interface TrafficGate {
   /**
    * Makes `open` the whole set of open slots of `subnet`: the proxy's health check reaches its gate
-   * responder through an open slot only, and new connections to any other address of the subnet are
-   * refused at once (so a closed or empty slot is never waited on).
+   * responder through an open slot only, its connections to `<ip>:SLOT_DIAL_PORT` reach `<ip>:<port>`,
+   * and new connections to any other address of the subnet are refused at once (so a closed or empty
+   * slot is never waited on).
    */
-  sync(subnet: string, open: string[], signal?: AbortSignal): Promise<void>;
+  sync(subnet: string, open: OpenSlot[], signal?: AbortSignal): Promise<void>;
   /** Removes every rule of this installation (tests, uninstall). */
   remove(signal?: AbortSignal): Promise<void>;
 }

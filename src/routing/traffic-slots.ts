@@ -1,5 +1,5 @@
 import type { ContainerEngine, ContainerState } from '../deployments/container-engine.port.js';
-import type { TrafficGate } from './traffic-gate.port.js';
+import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
 import { LABELS } from '../deployments/runtime-deps.js';
 
@@ -9,6 +9,9 @@ export interface SlotAssignment {
   ip: string;
   pair: [string, string];
 }
+
+/** Routes the proxy holds for slot pairs before any is used (see TrafficSlots.pool). */
+const MIN_POOL = 16;
 
 function toInt(ip: string): number {
   return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0) >>> 0;
@@ -28,7 +31,8 @@ function toIp(n: number): string {
  */
 export class TrafficSlots {
   private subnet: string | null = null;
-  private readonly open = new Set<string>();
+  /** Open slot -> the port its container's service listens on. */
+  private readonly open = new Map<string, number>();
   /** Addresses handed out to deployments that have not started their container yet. */
   private readonly reserved = new Set<string>();
   private syncing: Promise<void> = Promise.resolve();
@@ -93,7 +97,6 @@ export class TrafficSlots {
     return this.subnet !== null;
   }
 
-  /** The other slot of the service's current pair, or a free pair when it has none. */
   /** The two slots an address belongs to. */
   pairOf(ip: string): [string, string] {
     if (!this.subnet) throw new Error('the slot network is not ready');
@@ -102,6 +105,30 @@ export class TrafficSlots {
     return [toIp(first), toIp(first + 1)];
   }
 
+  /** The pair as the proxy dials it (see SLOT_DIAL_PORT). */
+  dialPair(ip: string): [string, string] {
+    const [a, b] = this.pairOf(ip);
+    return [`${a}:${SLOT_DIAL_PORT}`, `${b}:${SLOT_DIAL_PORT}`];
+  }
+
+  /**
+   * The pairs the proxy keeps a route for, used or not (as it dials them): the first 16, or the first
+   * power of two that covers every pair in use. A new service, or a service's first container, takes a
+   * pair whose route exists, so the proxy is loaded only when the pool doubles.
+   */
+  pool(inUse: Iterable<string>): [string, string][] {
+    if (!this.subnet) throw new Error('the slot network is not ready');
+    const [network, bits] = this.subnet.split('/') as [string, string];
+    const base = toInt(network);
+    const pairs = Math.floor((2 ** (32 - Number(bits)) - 3) / 2);
+    let highest = 0;
+    for (const address of inUse) highest = Math.max(highest, Math.floor((toInt(address.split(':')[0]!) - base - 2) / 2));
+    let size = MIN_POOL;
+    while (size <= highest) size *= 2;
+    return Array.from({ length: Math.min(size, pairs) }, (_, i) => this.dialPair(toIp(base + 2 + 2 * i)));
+  }
+
+  /** The other slot of the service's current pair, or a free pair when it has none. */
   assign(current: ContainerState | null, containers: ContainerState[]): SlotAssignment {
     if (!this.subnet) throw new Error('the slot network is not ready');
     const [network, bits] = this.subnet.split('/') as [string, string];
@@ -140,11 +167,11 @@ export class TrafficSlots {
    * Moves the service's traffic to `next`: opens it, then closes `previous`, each time waiting until
    * the proxy's health checks have seen the change.
    */
-  async switchTo(next: string, previous: string[], options: { wait: boolean; signal?: AbortSignal }): Promise<void> {
+  async switchTo(next: OpenSlot, previous: string[], options: { wait: boolean; signal?: AbortSignal }): Promise<void> {
     this.generation++;
-    await this.set((open) => void open.add(next), options);
+    await this.set((open) => void open.set(next.ip, next.port), options);
     this.generation++;
-    await this.set((open) => previous.filter((ip) => ip !== next).forEach((ip) => open.delete(ip)), options);
+    await this.set((open) => previous.filter((ip) => ip !== next.ip).forEach((ip) => open.delete(ip)), options);
   }
 
   /** Closes slots (a failed cutover, a removed service), waiting until the proxy has seen it. */
@@ -165,19 +192,22 @@ export class TrafficSlots {
    * next one redoes it). Waits for the proxy only when something closed.
    */
   async reconcile(
-    wanted: Iterable<string>,
+    wanted: Iterable<OpenSlot>,
     keep: Set<string>,
     snapshot: number,
     options: { force?: boolean; signal?: AbortSignal } = {},
   ): Promise<void> {
-    const target = new Set(wanted);
+    const target = [...wanted];
     await this.set(
       (open) => {
         if (this.generation !== snapshot) return 'skip';
-        const next = new Set([...target, ...[...open].filter((ip) => keep.has(ip))]);
-        const closes = [...open].some((ip) => !next.has(ip));
+        const next = new Map([
+          ...[...open].filter(([ip]) => keep.has(ip)),
+          ...target.map((slot): [string, number] => [slot.ip, slot.port]),
+        ]);
+        const closes = [...open.keys()].some((ip) => !next.has(ip));
         open.clear();
-        next.forEach((ip) => open.add(ip));
+        next.forEach((port, ip) => open.set(ip, port));
         // A forced write (a restart) may close what only the kernel knew was open.
         return closes || options.force ? 'wait' : 'no-wait';
       },
@@ -190,18 +220,19 @@ export class TrafficSlots {
    * may say to skip the write, or whether to wait for the proxy after it.
    */
   private set(
-    change: (open: Set<string>) => 'skip' | 'wait' | 'no-wait' | void,
+    change: (open: Map<string, number>) => 'skip' | 'wait' | 'no-wait' | void,
     options: { wait: boolean; signal?: AbortSignal; force?: boolean },
   ): Promise<void> {
     const run = this.syncing.then(async () => {
       if (!this.subnet) throw new Error('the slot network is not ready');
-      const next = new Set(this.open);
+      const next = new Map(this.open);
       const verdict = change(next);
       if (verdict === 'skip') return;
-      if (!options.force && next.size === this.open.size && [...next].every((ip) => this.open.has(ip))) return;
-      await this.gate.sync(this.subnet, [...next].sort(), options.signal);
+      if (!options.force && next.size === this.open.size && [...next].every(([ip, port]) => this.open.get(ip) === port)) return;
+      const slots = [...next].map(([ip, port]) => ({ ip, port })).sort((a, b) => toInt(a.ip) - toInt(b.ip));
+      await this.gate.sync(this.subnet, slots, options.signal);
       this.open.clear();
-      next.forEach((ip) => this.open.add(ip));
+      next.forEach((port, ip) => this.open.set(ip, port));
       if (verdict === 'wait' || (verdict === undefined && options.wait)) await new Promise((resolve) => setTimeout(resolve, this.settleMs));
     });
     this.syncing = run.catch(() => {});

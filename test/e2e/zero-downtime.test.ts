@@ -276,9 +276,9 @@ it('fails a redeploy whose container never answers, and the old container serves
   expect((await requestVia(caddy.httpPort, hostname))?.text.trim()).toBe('version 5');
 }, 60_000);
 
-it('drops no request of a hostname while domains of another service are added and removed (no Caddy reload)', async () => {
-  // Another web service, deployed, with a domain of its own: its route exists before the load starts
-  // (a service's first route is a configuration load; its further hostnames are files).
+it('drops no request of a hostname while domains of another service are added and removed, and a service is created, deployed and deleted (no Caddy reload)', async () => {
+  // Another web service, deployed, with a domain of its own (its slot pair's route exists from the start:
+  // the proxy keeps routes for a pool of pairs, used or not).
   const created = await call('POST', `/api/projects/${projectId}/services`, {
     name: 'other',
     repoUrl: 'container-image',
@@ -326,14 +326,36 @@ it('drops no request of a hostname while domains of another service are added an
       expect((await requestVia(caddy.httpPort, name))?.status).toBe(404);
       await new Promise((r) => setTimeout(r, 100));
     }
+    // A new service: waiting for its container (503), then deployed into a free pair, then deleted.
+    const third = await call('POST', `/api/projects/${projectId}/services`, {
+      name: 'third',
+      repoUrl: 'container-image',
+      containerImage: 'node:22-bookworm-slim',
+      startCommand: START_COMMAND,
+      internalPort: 3001,
+      env: [{ key: 'VERSION', value: '200' }],
+    });
+    expect(third.status, third.text).toBe(201);
+    const thirdHost = `third-${randomBytes(3).toString('hex')}.zero-downtime.test`;
+    const thirdDomain = await call('POST', `/api/services/${third.json.service.id}/domains`, { hostname: thirdHost });
+    expect(thirdDomain.status, thirdDomain.text).toBe(201);
+    expect(thirdDomain.json.proxy.detail).toMatch(/; hostnames updated without a reload$/);
+    expect((await requestVia(caddy.httpPort, thirdHost))?.status).toBe(503);
+    for (const load of [keepAlive, fresh]) load.marks.push({ at: Date.now(), label: 'third service created' });
+    const thirdDeployed = await deploy(call, third.json.service.id, 60_000);
+    expect(thirdDeployed.deployment.status, thirdDeployed.logs.join('\n')).toBe('succeeded');
+    for (const load of [keepAlive, fresh]) load.marks.push({ at: Date.now(), label: 'third service deployed' });
+    await waitUntilServed(caddy.httpPort, thirdHost, { status: 200, text: /^version 200$/m }, 5_000);
+    const thirdGone = await call('DELETE', `/api/services/${third.json.service.id}`);
+    expect(thirdGone.status, thirdGone.text).toBe(200);
+    for (const load of [keepAlive, fresh]) load.marks.push({ at: Date.now(), label: 'third service deleted' });
+    expect((await requestVia(caddy.httpPort, thirdHost))?.status).toBe(404);
+    changes += 3;
   } finally {
-    await Promise.all([
-      keepAlive.stop(`${changes} domain changes of another service`),
-      fresh.stop(`${changes} domain changes of another service`),
-    ]);
+    await Promise.all([keepAlive.stop(`${changes} domain and service changes`), fresh.stop(`${changes} domain and service changes`)]);
   }
-  console.log(`zero-downtime: ${changes} domain changes; a new domain answered after ${Math.max(...servedAfterMs)} ms at most`);
-  expect(changes).toBe(2 * ROUNDS);
+  console.log(`zero-downtime: ${changes} domain and service changes; a new domain answered after ${Math.max(...servedAfterMs)} ms at most`);
+  expect(changes).toBe(2 * ROUNDS + 3);
   expect(keepAlive.failures).toEqual([]);
   expect(fresh.failures).toEqual([]);
   expect(keepAlive.total).toBeGreaterThan(0);

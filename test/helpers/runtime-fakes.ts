@@ -18,7 +18,7 @@ import type {
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
-import type { TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import type { OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
 import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
 import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
@@ -572,11 +572,12 @@ export class FakeDatabaseAdmin implements DatabaseAdmin {
 
 /** Records every set of open slots it is given, in the journal too: `gate.sync <ip,ip>`. */
 export class FakeTrafficGate implements TrafficGate {
-  readonly syncs: Array<{ subnet: string; open: string[] }> = [];
+  /** `open` holds the addresses; `slots` the addresses with their service ports. */
+  readonly syncs: Array<{ subnet: string; open: string[]; slots: OpenSlot[] }> = [];
   constructor(private readonly journal: Journal) {}
-  async sync(subnet: string, open: string[]): Promise<void> {
-    this.syncs.push({ subnet, open: [...open] });
-    this.journal.add(`gate.sync ${open.join(',')}`);
+  async sync(subnet: string, open: OpenSlot[]): Promise<void> {
+    this.syncs.push({ subnet, open: open.map((slot) => slot.ip), slots: open.map((slot) => ({ ...slot })) });
+    this.journal.add(`gate.sync ${open.map((slot) => slot.ip).join(',')}`);
   }
   async remove(): Promise<void> {}
   get open(): string[] {

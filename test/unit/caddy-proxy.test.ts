@@ -53,10 +53,10 @@ describe('buildCaddyConfig', () => {
     expect(config.apps.http).toMatchObject({ http_port: 8080, https_port: 8443 });
   });
 
-  it('one terminal route per service, matching the files of its directory: reverse_proxy to the upstream, or a 503 without one; a 404 catch-all carries the marker', () => {
+  it('one terminal route per upstream, matching the files of its directory: reverse_proxy to the upstream, or one 503 for every service without one; a 404 catch-all carries the marker', () => {
     const { config, digest } = build(routes, plain);
     expect(digest).toMatch(/^[0-9a-f]{16}$/);
-    const [app, idle, fallback, ...rest] = config.apps.http.servers.slipway.routes;
+    const [idle, app, fallback, ...rest] = config.apps.http.servers.slipway.routes;
     expect(rest).toEqual([]);
     expect(app).toEqual({
       match: [{ file: { root: `/srv/routes/${digest}/s1`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }],
@@ -71,7 +71,7 @@ describe('buildCaddyConfig', () => {
       terminal: true,
     });
     expect(idle.match).toEqual([
-      { file: { root: `/srv/routes/${digest}/s2`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } },
+      { file: { root: `/srv/routes/${digest}/_waiting`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } },
     ]);
     expect(idle.terminal).toBe(true);
     expect(idle.handle).toEqual([
@@ -110,9 +110,13 @@ describe('buildCaddyConfig', () => {
     expect(more.digest).toBe(base.digest);
     expect(more.config).toEqual(base.config);
     expect(more.routes.map((r) => [r.dir, r.hostnames])).toEqual([
+      ['_waiting', ['aaa.example.com']],
       ['s1', ['app.example.com', 'www.example.com']],
-      ['s2', ['aaa.example.com']],
     ]);
+    // Services waiting for a container share one route: one more is a file too.
+    expect(build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: null }]), plain).digest).toBe(
+      base.digest,
+    );
     // A hostname moving to the other service is a file change too.
     const moved = build(
       table('v', [
@@ -127,8 +131,8 @@ describe('buildCaddyConfig', () => {
   it('the digest changes with the services, their upstreams, and how they are served', () => {
     const base = build(routes, plain).digest;
     const digests = [
-      build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: null }]), plain).digest,
-      build(table('v', [routes.routes[0]!]), plain).digest,
+      build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: '172.18.0.7:3000' }]), plain).digest,
+      build(table('v', [routes.routes[1]!]), plain).digest,
       build(table('v', [{ ...routes.routes[0]!, upstream: '172.18.0.6:3000' }, routes.routes[1]!]), plain).digest,
       build(routes, { ...plain, httpPort: 8081 }).digest,
       build(routes, https).digest,
@@ -141,16 +145,17 @@ describe('buildCaddyConfig', () => {
 
   it('routes each service once, ordered by directory, whatever the order of hostnames', () => {
     const t = table('v', [
-      { hostname: 'a.test', serviceId: 'zz', upstream: null },
-      { hostname: 'b.test', serviceId: 'aa', upstream: null },
-      { hostname: 'c.test', serviceId: 'zz', upstream: null },
+      { hostname: 'a.test', serviceId: 'zz', upstream: '172.18.0.5:80' },
+      { hostname: 'b.test', serviceId: 'aa', upstream: '172.18.0.6:80' },
+      { hostname: 'c.test', serviceId: 'zz', upstream: '172.18.0.5:80' },
     ]);
     expect(planRoutes(t).map((r) => [r.dir, r.serviceId, r.hostnames])).toEqual([
+      ['_waiting', '', []],
       ['aa', 'aa', ['b.test']],
       ['zz', 'zz', ['a.test', 'c.test']],
     ]);
     // An id that is not a plain name gets a directory named by its hash, never a path.
-    const [odd] = planRoutes(table('v', [{ hostname: 'a.test', serviceId: '../x', upstream: null }]));
+    const [, odd] = planRoutes(table('v', [{ hostname: 'a.test', serviceId: '../x', upstream: '172.18.0.5:80' }]));
     expect(odd!.dir).toMatch(/^h-[0-9a-f]{24}$/);
   });
 
@@ -160,9 +165,12 @@ describe('buildCaddyConfig', () => {
     }
   });
 
-  it('an empty table still has the catch-all with its marker', () => {
+  it('an empty table still has the route of services waiting for a container, and the catch-all with its marker', () => {
     const { config, digest } = build(table('empty0', []), plain);
-    expect(config.apps.http.servers.slipway.routes).toEqual([expect.objectContaining({ '@id': `slipway-routes-${digest}` })]);
+    expect(config.apps.http.servers.slipway.routes).toEqual([
+      expect.objectContaining({ handle: [expect.objectContaining({ status_code: 503 })] }),
+      expect.objectContaining({ '@id': `slipway-routes-${digest}` }),
+    ]);
   });
 
   it('keeps the admin section it is given, as is; none when Caddy has none', () => {

@@ -67,22 +67,49 @@ describe('TrafficSlots', () => {
 
   it('switches by opening the new slot, then closing the old one, and says every set in full', async () => {
     const { s, gate } = await slots();
-    await s.switchTo('172.16.40.2', [], { wait: true });
-    await s.switchTo('172.16.40.3', ['172.16.40.2'], { wait: true });
+    await s.switchTo({ ip: '172.16.40.2', port: 3000 }, [], { wait: true });
+    await s.switchTo({ ip: '172.16.40.3', port: 8080 }, ['172.16.40.2'], { wait: true });
     expect(gate.syncs.map((x) => x.open)).toEqual([['172.16.40.2'], ['172.16.40.2', '172.16.40.3'], ['172.16.40.3']]);
+    // Each open slot with its own service port: the gate sends the proxy's connections there.
+    expect(gate.syncs[1]!.slots).toEqual([
+      { ip: '172.16.40.2', port: 3000 },
+      { ip: '172.16.40.3', port: 8080 },
+    ]);
     expect(gate.syncs.every((x) => x.subnet === '172.16.40.0/22')).toBe(true);
   });
 
   it('a reconcile pass that read the containers before a cutover changed the gate gives way', async () => {
     const { s, gate } = await slots();
-    await s.switchTo('172.16.40.2', [], { wait: false });
+    await s.switchTo({ ip: '172.16.40.2', port: 80 }, [], { wait: false });
     const before = s.snapshot();
-    await s.switchTo('172.16.40.3', ['172.16.40.2'], { wait: false });
-    await s.reconcile(['172.16.40.2'], new Set(), before);
+    await s.switchTo({ ip: '172.16.40.3', port: 80 }, ['172.16.40.2'], { wait: false });
+    await s.reconcile([{ ip: '172.16.40.2', port: 80 }], new Set(), before);
     expect(gate.open).toEqual(['172.16.40.3']);
     // A fresh pass writes what the containers say, and keeps what a cutover under way holds open.
-    await s.reconcile(['172.16.40.4'], new Set(['172.16.40.3']), s.snapshot());
-    expect(gate.open).toEqual(['172.16.40.3', '172.16.40.4']);
+    await s.reconcile([{ ip: '172.16.40.4', port: 5000 }], new Set(['172.16.40.3']), s.snapshot());
+    expect(gate.syncs.at(-1)!.slots).toEqual([
+      { ip: '172.16.40.3', port: 80 },
+      { ip: '172.16.40.4', port: 5000 },
+    ]);
+    // A service whose port changed is written again, though its address did not.
+    await s.reconcile([{ ip: '172.16.40.4', port: 5001 }], new Set(['172.16.40.3']), s.snapshot());
+    expect(gate.syncs.at(-1)!.slots).toEqual([
+      { ip: '172.16.40.3', port: 80 },
+      { ip: '172.16.40.4', port: 5001 },
+    ]);
+  });
+
+  it('keeps a pool of pairs for the proxy: 16 at first, doubling when a pair past it is used', async () => {
+    const { s } = await slots();
+    expect(s.dialPair('172.16.40.3')).toEqual(['172.16.40.2:80', '172.16.40.3:80']);
+    const pool = s.pool([]);
+    expect(pool).toHaveLength(16);
+    expect(pool[0]).toEqual(['172.16.40.2:80', '172.16.40.3:80']);
+    expect(pool[15]).toEqual(['172.16.40.32:80', '172.16.40.33:80']);
+    expect(s.pool(['172.16.40.33:80'])).toHaveLength(16);
+    expect(s.pool(['172.16.40.34:80'])).toHaveLength(32);
+    // A /22 has 510 pairs: never more than that.
+    expect(s.pool(['172.16.43.252:80'])).toHaveLength(510);
   });
 });
 
@@ -102,7 +129,8 @@ describe('Caddy routes to slots', () => {
       apps: { http: { servers: { slipway: { routes: Array<{ handle: Array<Record<string, unknown>> }> } } } };
       logging: unknown;
     };
-    const handler = built.apps.http.servers.slipway.routes[0]!.handle[0]!;
+    // The first route is the one of services waiting for a container.
+    const handler = built.apps.http.servers.slipway.routes[1]!.handle[0]!;
     expect(handler.upstreams).toEqual([{ dial: '172.16.40.2:3000' }, { dial: '172.16.40.3:3000' }]);
     expect(handler.health_checks).toEqual({ active: { port: 2080, uri: '/', interval: '500ms', timeout: '1s', expect_status: 200 } });
     expect(handler.load_balancing).toMatchObject({ selection_policy: { policy: 'first' } });
@@ -110,7 +138,7 @@ describe('Caddy routes to slots', () => {
   });
 
   it('gives a service one route for all its hostnames, so its slots are checked once, not once per domain', () => {
-    const slots = ['172.16.40.2:3000', '172.16.40.3:3000'];
+    const slots = ['172.16.40.2:80', '172.16.40.3:80'];
     const table = {
       version: 'v2',
       routes: [
@@ -118,6 +146,7 @@ describe('Caddy routes to slots', () => {
         { hostname: 'b.test', serviceId: 's2', upstream: ['172.16.40.4:80', '172.16.40.5:80'] },
         { hostname: 'c.test', serviceId: 's1', upstream: slots },
         { hostname: 'd.test', serviceId: 's3', upstream: null },
+        { hostname: 'e.test', serviceId: 's4', upstream: '172.20.0.9:3000' },
       ],
     };
     const built = buildCaddyConfig(
@@ -131,17 +160,71 @@ describe('Caddy routes to slots', () => {
     };
     const routes = config.apps.http.servers.slipway.routes;
     expect(routes.map((r) => r.match?.[0]?.file.root ?? r['@id'])).toEqual([
+      `/routes/${built.digest}/_waiting`,
       `/routes/${built.digest}/s1`,
       `/routes/${built.digest}/s2`,
-      `/routes/${built.digest}/s3`,
+      `/routes/${built.digest}/s4`,
       `slipway-routes-${built.digest}`,
     ]);
-    // The hostnames are the files of each route's directory.
+    // The hostnames are the files of each route's directory; services with no container share one (a 503).
     expect(built.routes.map((r) => [r.dir, r.hostnames])).toEqual([
+      ['_waiting', ['d.test']],
       ['s1', ['a.test', 'c.test']],
       ['s2', ['b.test']],
-      ['s3', ['d.test']],
+      ['s4', ['e.test']],
     ]);
+  });
+
+  it('with a pool of pairs, routes by pair: taking a pair, leaving one, or waiting for a container is no new configuration', () => {
+    const pool: [string, string][] = [
+      ['172.16.40.2:80', '172.16.40.3:80'],
+      ['172.16.40.4:80', '172.16.40.5:80'],
+      ['172.16.40.6:80', '172.16.40.7:80'],
+    ];
+    const options = { httpPort: 80, httpsPort: 443, autoHttps: false, acmeEmail: null, gatePort: 2080, healthIntervalMs: 500 };
+    const one = buildCaddyConfig(
+      { version: 'v1', slotPool: pool, routes: [{ hostname: 'a.test', serviceId: 's1', upstream: pool[0]! }] },
+      options,
+      null,
+      layout,
+    );
+    const many = buildCaddyConfig(
+      {
+        version: 'v2',
+        slotPool: pool,
+        routes: [
+          { hostname: 'a.test', serviceId: 's1', upstream: pool[2]! },
+          { hostname: 'b.test', serviceId: 's2', upstream: pool[0]! },
+          { hostname: 'c.test', serviceId: 's3', upstream: null },
+          { hostname: 'd.test', serviceId: 's4', upstream: null },
+        ],
+      },
+      options,
+      null,
+      layout,
+    );
+    expect(many.digest).toBe(one.digest);
+    expect(many.config).toEqual(one.config);
+    expect(many.routes.map((r) => [r.dir, r.hostnames])).toEqual([
+      ['_pair-000', ['b.test']],
+      ['_pair-001', []],
+      ['_pair-002', ['a.test']],
+      ['_waiting', ['c.test', 'd.test']],
+    ]);
+    const config = many.config as {
+      apps: { http: { servers: { slipway: { routes: Array<{ handle: Array<{ upstreams?: unknown; status_code?: number }> }> } } } };
+    };
+    const handlers = config.apps.http.servers.slipway.routes.map((r) => r.handle[0]!);
+    expect(handlers[1]!.upstreams).toEqual([{ dial: '172.16.40.4:80' }, { dial: '172.16.40.5:80' }]);
+    expect(handlers[3]!.status_code).toBe(503);
+    // A larger pool is another configuration (a load, once per doubling).
+    const larger = buildCaddyConfig(
+      { version: 'v3', slotPool: [...pool, ['172.16.40.8:80', '172.16.40.9:80']], routes: [] },
+      options,
+      null,
+      layout,
+    );
+    expect(larger.digest).not.toBe(one.digest);
   });
 
   it('refuses slots without a gate port', () => {
@@ -222,7 +305,10 @@ describe('the runner with a traffic gate', () => {
         [LABELS.slot]: '172.16.40.3',
       },
     });
-    await h.gate!.sync('172.16.40.0/22', ['172.16.40.2', '172.16.40.3']);
+    await h.gate!.sync('172.16.40.0/22', [
+      { ip: '172.16.40.2', port: 80 },
+      { ip: '172.16.40.3', port: 80 },
+    ]);
     await h.runner.stop();
     h.journal.entries.length = 0;
     await h.runner.start();
