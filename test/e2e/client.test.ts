@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRPCClientError } from '@trpc/client';
-import { createClient } from 'slipway/client';
+import { createClient, SlipwayError } from 'slipway/client';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /** The typed client, imported as a user imports it, against the server started as npm start does. */
@@ -24,12 +24,46 @@ describe('typed client', () => {
     expect(typeof overview.service.createdAt).toBe('string');
 
     const error = await client.services.overview.query({ serviceId: 'missing' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SlipwayError);
+    // Still a tRPC error, for code written against tRPC's own.
     expect(error).toBeInstanceOf(TRPCClientError);
+    expect(error).toMatchObject({ code: 'not_found', status: 404, details: {} });
     expect((error as TRPCClientError<never>).data).toMatchObject({ error: 'not_found', httpStatus: 404 });
+
+    const invalid = await client.projects.create.mutate({ name: 'X', colour: 'red' } as never).catch((e: unknown) => e);
+    expect(invalid).toMatchObject({ code: 'validation_error', status: 400, details: { field: 'colour' } });
 
     const anonymous = createClient({ url: server.url, token: 'nope' });
     const denied = await anonymous.projects.list.query().catch((e: unknown) => e);
-    expect((denied as TRPCClientError<never>).data).toMatchObject({ error: 'unauthorized', httpStatus: 401 });
+    expect(denied).toMatchObject({ name: 'SlipwayError', code: 'unauthorized', status: 401 });
+  });
+
+  it('takes an AbortSignal on every call, and says when nothing answers', async () => {
+    const client = createClient({ url: server.url, token: server.token });
+    const aborted = await client.projects.list.query(undefined, { signal: AbortSignal.abort() }).catch((e: unknown) => e);
+    expect(aborted).toMatchObject({ name: 'SlipwayError', code: 'aborted', status: 0 });
+    const gone = createClient({ url: 'http://127.0.0.1:9', token: server.token });
+    const unreachable = await gone.projects.list.query().catch((e: unknown) => e);
+    expect(unreachable).toMatchObject({ name: 'SlipwayError', code: 'network_error', status: 0 });
+    // A subscription ends at its signal too.
+    const controller = new AbortController();
+    const { project } = await client.projects.create.mutate({ name: 'Signals' });
+    const { service } = await client.services.create.mutate({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+    const { deployment } = await client.deployments.create.mutate({ serviceId: service.id });
+    const first = await new Promise<string>((resolve, reject) => {
+      client.deployments.stream.subscribe(
+        { deploymentId: deployment.id },
+        {
+          signal: controller.signal,
+          onData: (e) => {
+            resolve((e as unknown as { data: { type: string } }).data.type);
+            controller.abort();
+          },
+          onError: reject,
+        },
+      );
+    });
+    expect(first).toBe('snapshot');
   });
 
   it('streams a deployment log as a subscription, resumable by event id', async () => {
