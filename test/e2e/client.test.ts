@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { TRPCClientError } from '@trpc/client';
 import { createClient, SlipwayError } from 'slipway/client';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -113,6 +114,52 @@ describe('typed client', () => {
     expect(resumed[0]!.lines).toHaveLength(logs.length);
   });
 
+  it('resumes a stream after a dropped connection from the last event id, losing and repeating nothing', async () => {
+    const relay = await startRelay(new URL(server.url));
+    try {
+      const client = createClient({ url: server.url, token: server.token });
+      const throughRelay = createClient({ url: relay.url, token: server.token });
+      const { project } = await client.projects.create.mutate({ name: 'Dropped' });
+      const { service } = await client.services.create.mutate({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+      const { deployment } = await client.deployments.create.mutate({ serviceId: service.id });
+
+      const ids: number[] = [];
+      let snapshots = 0;
+      let firstSnapshot!: () => void;
+      const snapshotSeen = new Promise<void>((resolve) => (firstSnapshot = resolve));
+      const ended = new Promise<void>((resolve, reject) => {
+        throughRelay.deployments.stream.subscribe(
+          { deploymentId: deployment.id },
+          {
+            onData(envelope) {
+              const { data } = envelope as unknown as { data: { type: string; lines?: Array<{ id: number }>; line?: { id: number } } };
+              if (data.type === 'snapshot') {
+                snapshots++;
+                ids.push(...data.lines!.map((l) => l.id));
+                firstSnapshot();
+              } else if (data.type === 'log') ids.push(data.line!.id);
+            },
+            onError: reject,
+            onComplete: () => resolve(),
+          },
+        );
+      });
+      await snapshotSeen;
+      // The connection drops; the deployment writes its last lines and ends while the client is away.
+      relay.dropAll();
+      await client.deployments.abort.mutate({ deploymentId: deployment.id });
+      await ended;
+
+      const { logs } = await client.deployments.logs.query({ deploymentId: deployment.id });
+      expect(logs.length).toBeGreaterThanOrEqual(1);
+      expect(ids).toEqual(logs.map((l) => l.id));
+      expect(snapshots).toBe(2);
+      expect(relay.connections()).toBeGreaterThanOrEqual(2);
+    } finally {
+      await relay.close();
+    }
+  });
+
   it('reports the runtime log stream status when nothing runs', async () => {
     const client = createClient({ url: server.url, token: server.token });
     const { project } = await client.projects.create.mutate({ name: 'Runtime' });
@@ -128,3 +175,39 @@ describe('typed client', () => {
     expect(seen[1]).toMatchObject({ ok: false, closed: true });
   });
 });
+
+/** A TCP relay in front of the server whose connections the test can cut, as a flaky network would. */
+async function startRelay(target: URL): Promise<{ url: string; connections(): number; dropAll(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let count = 0;
+  const relay: Server = createServer((downstream) => {
+    count++;
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const [a, b] of [
+      [downstream, upstream],
+      [upstream, downstream],
+    ] as const) {
+      sockets.add(a);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const { port } = relay.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connections: () => count,
+    dropAll: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        relay.close(() => resolve());
+      }),
+  };
+}

@@ -35,7 +35,13 @@ export class SlipwayError extends TRPCClientError<never> {
   readonly details: Record<string, unknown>;
 
   constructor(message: string, init: { code: SlipwayErrorCode; status: number; details?: Record<string, unknown>; cause?: unknown }) {
-    super(message, { cause: init.cause instanceof Error ? init.cause : undefined });
+    const trpc = init.cause instanceof TRPCClientError ? (init.cause as TRPCClientError<never>) : undefined;
+    // tRPC's `data`, `shape` and `meta` stay as they were.
+    super(message, {
+      cause: init.cause instanceof Error ? init.cause : undefined,
+      result: trpc?.shape ? ({ error: trpc.shape } as never) : undefined,
+      meta: trpc?.meta,
+    });
     // tRPC's constructor pins the prototype to its own class; a subclass puts its own back.
     Object.setPrototypeOf(this, SlipwayError.prototype);
     this.name = 'SlipwayError';
