@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type SlipwayClient } from '../../packages/client/src/index.js';
+import { appRouter } from '../../routers/app.router.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
@@ -193,7 +194,20 @@ export async function main(signal: AbortSignal): Promise<Deployment['status']> {
   return deployment.status;
 }
 `;
-    writeFileSync(path.join(app, 'good.ts'), source);
+    // Every procedure the server has, with its kind, is in the installed package's types.
+    const method = { query: 'query', mutation: 'mutate', subscription: 'subscribe' } as const;
+    const procedures = Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: keyof typeof method } }>);
+    expect(procedures.length).toBeGreaterThan(30);
+    const every = procedures
+      .map(
+        ([p, procedure], i) =>
+          `export type P${i} = SlipwayClient${p
+            .split('.')
+            .map((k) => `['${k}']`)
+            .join('')}['${method[procedure._def.type]}'];`,
+      )
+      .join('\n');
+    writeFileSync(path.join(app, 'good.ts'), `${source}\nimport type { SlipwayClient } from '@slipway/client';\n${every}\n`);
     writeFileSync(path.join(app, 'bad.ts'), source.replace("name: 'web'", "nmae: 'web'"));
     const options = {
       strict: true,
