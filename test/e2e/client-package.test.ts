@@ -83,7 +83,15 @@ beforeAll(async () => {
   });
   expect(installed.code, installed.stderr).toBe(0);
 
-  server = await startServerProcess({ BUILD_CONCURRENCY: '1', HEALTH_TIMEOUT_MS: '120000', STOP_GRACE_SECONDS: '1' });
+  // Host ports of its own: another install on this machine (a parallel test) may take a port from
+  // the default range between this one allocating it and its deployment binding it.
+  const from = 30_000 + Math.floor(Math.random() * 27) * 100;
+  server = await startServerProcess({
+    BUILD_CONCURRENCY: '1',
+    HEALTH_TIMEOUT_MS: '120000',
+    STOP_GRACE_SECONDS: '1',
+    HOST_PORT_RANGE: `${from}-${from + 99}`,
+  });
   client = createClient({ url: server.url, token: server.token });
 }, 20 * 60_000);
 
