@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -307,6 +307,21 @@ describe('the slipway CLI', () => {
     const logs = await slipway(['logs', 'site'], ci);
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout).toContain('hello-from-cli');
+
+    // --follow keeps streaming until interrupted, then exits 130 as an interrupted command does.
+    const following = spawn(path.join(app, 'node_modules/.bin/slipway'), ['logs', 'cli/site', '--follow'], {
+      cwd: app,
+      env: userEnv({ XDG_CONFIG_HOME: config, HOME: work, ...ci }),
+    });
+    let seen = '';
+    following.stdout.on('data', (chunk: Buffer) => (seen += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => following.once('exit', (code) => resolve(code)));
+    for (let i = 0; i < 200 && !seen.includes('hello-from-cli'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toContain('hello-from-cli');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(following.exitCode).toBe(null);
+    following.kill('SIGINT');
+    expect(await exited).toBe(130);
   });
 
   it('fails a CI deploy --follow whose deployment fails: non-zero, with the failing line', async () => {

@@ -62,7 +62,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    return await command(
+    const code = await command(
       {
         out,
         signal: controller.signal,
@@ -71,6 +71,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       },
       args,
     );
+    // Interrupted (Ctrl-C on `logs --follow`): the shell's convention, whatever the command made of it.
+    return controller.signal.aborted ? 130 : code;
   } catch (error) {
     if (controller.signal.aborted) return 130;
     return report(error, out.json);
