@@ -30,6 +30,8 @@ npx tsc --noEmit -p .
 echo "== lint and format check (biome)"
 npx biome check .
 npm run -s build
+echo "== building the client package (packages/client: JavaScript, declarations, the router's type)"
+npm run -s build -w @slipway/client
 export SLIPWAY_TEST_BUILT=1
 
 echo "== running tests"

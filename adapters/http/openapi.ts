@@ -45,7 +45,7 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     description:
       'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
       'Every call but /api/health, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
-      'Errors are `{error, message, details}`. The typed TypeScript client (`slipway/client`) calls the same procedures over tRPC at /trpc.',
+      'Errors are `{error, message, details}`. The typed TypeScript client (`@slipway/client`, with the `slipway` CLI) calls the same procedures over tRPC at /trpc.',
     version: '1.0.0',
     baseUrl,
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },

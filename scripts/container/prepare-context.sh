@@ -23,6 +23,8 @@ if ! cmp -s package-lock.json "$OUT/app/package-lock.json" 2>/dev/null || [ ! -d
   echo "prepare-context: installing production dependencies (npm ci --omit=dev --ignore-scripts)" >&2
   rm -rf "$OUT/app" && mkdir -p "$OUT/app"
   cp package.json package-lock.json "$OUT/app/"
+  # The lockfile names the client workspace (packages/client): npm ci wants its manifest, not its code.
+  mkdir -p "$OUT/app/packages/client" && cp packages/client/package.json "$OUT/app/packages/client/"
   (cd "$OUT/app" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 echo "$NODE_VERSION"

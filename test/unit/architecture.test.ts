@@ -67,6 +67,27 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
+  it('the client package imports only its own files, its declared dependencies and Node, and the server only for the router type', () => {
+    const dependencies = Object.keys(JSON.parse(readFileSync(path.join(ROOT, 'packages/client/package.json'), 'utf8')).dependencies);
+    const offending = filesUnder('packages/client/src').flatMap((file) => {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      return importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => {
+          if (target.startsWith('node:') || target.startsWith('packages/client/src/')) return false;
+          if (dependencies.some((dep) => target === dep || target.startsWith(`${dep}/`))) return false;
+          // router.ts names the server's AppRouter as a type only; the build replaces it with a generated declaration.
+          return !(
+            file === 'packages/client/src/router.ts' &&
+            target === 'routers/app.router.js' &&
+            /export type \{ AppRouter \}/.test(text)
+          );
+        })
+        .map((target) => `${file} -> ${target}`);
+    });
+    expect(offending).toEqual([]);
+  });
+
   it('the domain imports nothing outside itself', () => {
     const offending = filesUnder('src/domain').flatMap((file) =>
       importsOf(file)

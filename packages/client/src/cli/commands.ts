@@ -1,0 +1,387 @@
+import { createClient, type Deployment, type DeploymentLogLine, type Project, type Service, type SlipwayClient } from '../index.js';
+import { SlipwayError } from '../errors.js';
+import { credentials, removeConfig, writeConfig } from './config.js';
+import { table, type Output } from './output.js';
+
+/** Exit codes: distinct per kind of failure, so a script can tell them apart. */
+export const EXIT = {
+  ok: 0,
+  /** What was waited for failed: the deployment (or rollback) did not succeed. */
+  failed: 1,
+  usage: 2,
+  /** No key, a wrong key, or a key without the access the call needs. */
+  auth: 3,
+  notFound: 4,
+  /** Any other error the API answered with (validation, conflict, query error...). */
+  api: 5,
+  /** The server could not be reached or did not answer in time. */
+  network: 6,
+  /** The server does not have this operation (an older Slipway). */
+  unsupported: 7,
+} as const;
+
+/** An error the CLI reports itself, with its exit code. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Context {
+  out: Output;
+  signal: AbortSignal;
+  env: NodeJS.ProcessEnv;
+  flags: { follow: boolean; secret: boolean; url?: string; token?: string; tail?: string };
+}
+
+export function exitCodeOf(error: SlipwayError): number {
+  switch (error.code) {
+    case 'unauthorized':
+    case 'forbidden':
+      return EXIT.auth;
+    case 'not_found':
+      return EXIT.notFound;
+    case 'network_error':
+    case 'aborted':
+      return EXIT.network;
+    default:
+      return EXIT.api;
+  }
+}
+
+function connect(ctx: Context): SlipwayClient {
+  const { url, token } = credentials(ctx.env);
+  if (!url || !token) {
+    throw new CliError('Not logged in: run `slipway login --url <url> --token <key>`, or set SLIPWAY_URL and SLIPWAY_TOKEN', EXIT.auth);
+  }
+  return createClient({ url, token });
+}
+
+function need(args: string[], count: number, usage: string): string[] {
+  if (args.length !== count) throw new CliError(`usage: slipway ${usage}`, EXIT.usage);
+  return args;
+}
+
+const matches = (item: { id: string; slug: string; name: string }, ref: string) =>
+  item.id === ref || item.slug === ref || item.name === ref;
+
+async function findProject(client: SlipwayClient, ref: string, signal: AbortSignal): Promise<Project> {
+  const { projects } = await client.projects.list.query(undefined, { signal });
+  const found = projects.filter((p) => matches(p, ref));
+  if (found.length === 0) throw new CliError(`No project "${ref}" (see \`slipway projects\`)`, EXIT.notFound);
+  if (found.length > 1) throw new CliError(`"${ref}" names ${found.length} projects: use its id or slug`, EXIT.usage);
+  return found[0]!;
+}
+
+/** A service by id, by `project/service` (slug or name), or by its slug or name alone when only one project has it. */
+async function findService(client: SlipwayClient, ref: string, signal: AbortSignal): Promise<Service> {
+  const { projects } = await client.projects.list.query(undefined, { signal });
+  const slash = ref.indexOf('/');
+  const projectRef = slash > 0 ? ref.slice(0, slash) : undefined;
+  const serviceRef = slash > 0 ? ref.slice(slash + 1) : ref;
+  const found = projects
+    .filter((p) => projectRef === undefined || matches(p, projectRef))
+    .flatMap((p) => p.services.filter((s) => matches(s, serviceRef)).map((s) => ({ s, where: `${p.slug}/${s.slug}` })));
+  if (found.length === 0) throw new CliError(`No service "${ref}" (see \`slipway services <project>\`)`, EXIT.notFound);
+  if (found.length > 1) {
+    throw new CliError(
+      `"${ref}" names ${found.length} services (${found.map((f) => f.where).join(', ')}): say <project>/<service>`,
+      EXIT.usage,
+    );
+  }
+  return found[0]!.s;
+}
+
+export async function login(ctx: Context, args: string[]): Promise<number> {
+  need(args, 0, 'login --url <url> --token <key>');
+  const url = ctx.flags.url ?? ctx.env.SLIPWAY_URL;
+  const token = ctx.flags.token ?? ctx.env.SLIPWAY_TOKEN;
+  if (!url || !token) throw new CliError('usage: slipway login --url <url> --token <key>', EXIT.usage);
+  // A key that cannot list projects is no login: say so now, not at the first command.
+  const client = createClient({ url, token });
+  const { projects } = await client.projects.list.query(undefined, { signal: ctx.signal });
+  const file = writeConfig({ url, token }, ctx.env);
+  ctx.out.result(
+    { url, config: file, projects: projects.length },
+    () => `Logged in to ${url} (${projects.length} projects visible); saved in ${file}`,
+  );
+  return EXIT.ok;
+}
+
+export async function logout(ctx: Context, args: string[]): Promise<number> {
+  need(args, 0, 'logout');
+  removeConfig(ctx.env);
+  ctx.out.result({ ok: true }, () => 'Logged out');
+  return EXIT.ok;
+}
+
+export async function projects(ctx: Context, args: string[]): Promise<number> {
+  need(args, 0, 'projects');
+  const { projects } = await connect(ctx).projects.list.query(undefined, { signal: ctx.signal });
+  ctx.out.result(projects, () =>
+    table(
+      ['NAME', 'SLUG', 'STATUS', 'SERVICES', 'ID'],
+      projects.map((p) => [p.name, p.slug, p.status, p.serviceCount, p.id]),
+      'No projects',
+    ),
+  );
+  return EXIT.ok;
+}
+
+export async function services(ctx: Context, args: string[]): Promise<number> {
+  const [ref] = need(args, 1, 'services <project>');
+  const project = await findProject(connect(ctx), ref!, ctx.signal);
+  ctx.out.result(project.services, () =>
+    table(
+      ['NAME', 'SLUG', 'STATUS', 'URL', 'ID'],
+      project.services.map((s) => [s.name, s.slug, s.status, s.primaryUrl, s.id]),
+      'No services',
+    ),
+  );
+  return EXIT.ok;
+}
+
+export async function deploy(ctx: Context, args: string[]): Promise<number> {
+  const [ref] = need(args, 1, 'deploy <service> [--follow]');
+  const client = connect(ctx);
+  const service = await findService(client, ref!, ctx.signal);
+  const { deployment } = await client.deployments.create.mutate({ serviceId: service.id }, { signal: ctx.signal });
+  if (!ctx.flags.follow) {
+    ctx.out.result(
+      deployment,
+      () => `Deployment ${deployment.id} ${deployment.status} (follow it with \`slipway deploy ${ref} --follow\`)`,
+    );
+    return EXIT.ok;
+  }
+  ctx.out.note(`Deployment ${deployment.id} of ${service.name}`);
+  return follow(ctx, client, deployment.id);
+}
+
+/** Prints a deployment's log as it comes, then its outcome; non-zero unless it succeeded. */
+async function follow(ctx: Context, client: SlipwayClient, deploymentId: string): Promise<number> {
+  const started = Date.now();
+  const waiting = ctx.out.progress('Waiting for the build to start…');
+  const ticker = setInterval(() => waiting.update(`Waiting for the build to start… ${Math.round((Date.now() - started) / 1000)} s`), 1000);
+  ticker.unref();
+  let last: DeploymentLogLine | undefined;
+  const print = (line: DeploymentLogLine) => {
+    if (!last) {
+      clearInterval(ticker);
+      waiting.done();
+    }
+    last = line;
+    ctx.out.event({ type: 'log', ...line }, line.line);
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      client.deployments.stream.subscribe(
+        { deploymentId },
+        {
+          signal: ctx.signal,
+          onData(value) {
+            const event = eventOf(value);
+            if (event.type === 'snapshot') for (const line of event.lines as DeploymentLogLine[]) print(line);
+            else if (event.type === 'log') print(event.line as DeploymentLogLine);
+          },
+          onError: reject,
+          onComplete: resolve,
+        },
+      );
+    });
+  } finally {
+    clearInterval(ticker);
+    waiting.done();
+  }
+  const deployment = await settled(client, deploymentId, ctx.signal);
+  if (deployment.status === 'succeeded') {
+    ctx.out.event({ type: 'result', deployment }, `Deployment ${deployment.id} succeeded`);
+    return EXIT.ok;
+  }
+  ctx.out.event({ type: 'result', deployment }, `Deployment ${deployment.id} ${deployment.status}`);
+  // In CI the reason is what matters: the last line the build wrote, on stderr too.
+  process.stderr.write(`error: deployment ${deployment.id} ${deployment.status}${last ? `: ${last.line}` : ''}\n`);
+  return EXIT.failed;
+}
+
+/** The stream ends when the deployment finishes; its final status is read right after (briefly polled in case it lands a moment later). */
+async function settled(client: SlipwayClient, deploymentId: string, signal: AbortSignal): Promise<Deployment> {
+  for (let attempt = 0; ; attempt++) {
+    const { deployment } = await client.deployments.get.query({ deploymentId }, { signal });
+    if (!['queued', 'running'].includes(deployment.status) || attempt >= 20) return deployment;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A tracked event arrives as `{id, data}`, an untracked one as itself. */
+function eventOf(value: unknown): { type: string; [key: string]: unknown } {
+  const v = value as { id?: unknown; data?: { type?: unknown }; type?: unknown };
+  if (typeof v.id === 'string' && v.data && typeof v.data.type === 'string') return v.data as { type: string };
+  return v as { type: string };
+}
+
+export async function logs(ctx: Context, args: string[]): Promise<number> {
+  const [ref] = need(args, 1, 'logs <service> [--follow] [--tail N]');
+  const client = connect(ctx);
+  const service = await findService(client, ref!, ctx.signal);
+  const tail = ctx.flags.tail === undefined ? undefined : Number(ctx.flags.tail);
+  if (tail !== undefined && (!Number.isInteger(tail) || tail < 0)) throw new CliError('--tail takes a whole number of lines', EXIT.usage);
+  const done = new AbortController();
+  const signal = AbortSignal.any([ctx.signal, done.signal]);
+  await new Promise<void>((resolve, reject) => {
+    signal.addEventListener('abort', () => resolve(), { once: true });
+    client.deployments.runtimeLogs.subscribe(
+      { serviceId: service.id, ...(tail === undefined ? {} : { tail }) },
+      {
+        signal,
+        onData(value) {
+          const event = eventOf(value);
+          const print = (line: { line: string }) => ctx.out.event({ type: 'log', ...line }, line.line);
+          if (event.type === 'snapshot') {
+            for (const line of event.lines as Array<{ line: string }>) print(line);
+            if (!ctx.flags.follow) done.abort();
+          } else if (event.type === 'log') print(event.line as { line: string });
+          else if (event.type === 'status' && event.closed) {
+            if (!event.ok) ctx.out.note(`(${service.name} is not running)`);
+            done.abort();
+          }
+        },
+        onError: reject,
+        onComplete: resolve,
+      },
+    );
+  });
+  return EXIT.ok;
+}
+
+export async function env(ctx: Context, args: string[]): Promise<number> {
+  const [action, ref, ...rest] = args;
+  const usage = 'env list <service> | env set <service> KEY=VALUE... [--secret] | env unset <service> KEY...';
+  if (!ref || !['list', 'set', 'unset'].includes(action ?? '')) throw new CliError(`usage: slipway ${usage}`, EXIT.usage);
+  const client = connect(ctx);
+  const service = await findService(client, ref, ctx.signal);
+  if (action === 'list') {
+    need(rest, 0, 'env list <service>');
+    const { env } = await client.services.overview.query({ serviceId: service.id }, { signal: ctx.signal });
+    ctx.out.result(env, () =>
+      table(
+        ['KEY', 'VALUE', 'PROBLEMS'],
+        env.map((v) => [v.key, v.secret ? '(secret)' : v.value, v.problems.join('; ') || '']),
+        'No variables',
+      ),
+    );
+    return EXIT.ok;
+  }
+  if (rest.length === 0) throw new CliError(`usage: slipway ${usage}`, EXIT.usage);
+  if (action === 'set') {
+    const pairs = rest.map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw new CliError(`"${pair}" is not KEY=VALUE`, EXIT.usage);
+      return { key: pair.slice(0, eq), value: pair.slice(eq + 1) };
+    });
+    for (const { key, value } of pairs) {
+      await client.env.set.mutate(
+        { serviceId: service.id, key, value, ...(ctx.flags.secret ? { secret: true } : {}) },
+        { signal: ctx.signal },
+      );
+    }
+    const keys = pairs.map((p) => p.key);
+    ctx.out.result({ ok: true, set: keys }, () => `Set ${keys.join(', ')} on ${service.name} (deploy to apply)`);
+    return EXIT.ok;
+  }
+  const { env } = await client.services.overview.query({ serviceId: service.id }, { signal: ctx.signal });
+  for (const key of rest) {
+    const variable = env.find((v) => v.key === key);
+    if (!variable) throw new CliError(`${service.name} has no variable ${key}`, EXIT.notFound);
+    await client.env.delete.mutate({ serviceId: service.id, envId: variable.id }, { signal: ctx.signal });
+  }
+  ctx.out.result({ ok: true, unset: rest }, () => `Unset ${rest.join(', ')} on ${service.name} (deploy to apply)`);
+  return EXIT.ok;
+}
+
+export async function domains(ctx: Context, args: string[]): Promise<number> {
+  const [action, ref, ...rest] = args;
+  const usage = 'domains list <service> | domains add <service> <hostname> | domains rm <service> <hostname>';
+  if (!ref || !['list', 'add', 'rm'].includes(action ?? '')) throw new CliError(`usage: slipway ${usage}`, EXIT.usage);
+  const client = connect(ctx);
+  const service = await findService(client, ref, ctx.signal);
+  if (action === 'list') {
+    need(rest, 0, 'domains list <service>');
+    const { domains } = await client.services.overview.query({ serviceId: service.id }, { signal: ctx.signal });
+    ctx.out.result(domains, () =>
+      table(
+        ['HOSTNAME', 'STATUS', 'ID'],
+        domains.map((d) => [d.hostname, d.status, d.id]),
+        'No domains',
+      ),
+    );
+    return EXIT.ok;
+  }
+  const [hostname] = need(rest, 1, `domains ${action} <service> <hostname>`);
+  if (action === 'add') {
+    const answer = await client.domains.create.mutate({ serviceId: service.id, hostname: hostname! }, { signal: ctx.signal });
+    ctx.out.result(answer, () => `Added ${answer.domain.hostname} to ${service.name}`);
+    return EXIT.ok;
+  }
+  const { domains } = await client.services.overview.query({ serviceId: service.id }, { signal: ctx.signal });
+  const domain = domains.find((d) => d.hostname === hostname!.toLowerCase() || d.id === hostname);
+  if (!domain) throw new CliError(`${service.name} has no domain ${hostname}`, EXIT.notFound);
+  const answer = await client.domains.delete.mutate({ serviceId: service.id, domainId: domain.id }, { signal: ctx.signal });
+  ctx.out.result(answer, () => `Removed ${domain.hostname} from ${service.name}`);
+  return EXIT.ok;
+}
+
+export async function db(ctx: Context, args: string[]): Promise<number> {
+  const [action, ref, sql, ...rest] = args;
+  if (action !== 'query' || !ref || sql === undefined || rest.length > 0)
+    throw new CliError('usage: slipway db query <service> "<sql>"', EXIT.usage);
+  const client = connect(ctx);
+  const service = await findService(client, ref, ctx.signal);
+  const result = await client.databases.query.mutate({ serviceId: service.id, sql }, { signal: ctx.signal });
+  ctx.out.result(result, () => {
+    const rows = result.rows.map((row) =>
+      result.columns.map((c) => {
+        const cell = (row as Record<string, unknown>)[c.name];
+        return cell === null || cell === undefined ? null : typeof cell === 'object' ? JSON.stringify(cell) : String(cell);
+      }),
+    );
+    const summary = `(${result.rowCount} row${result.rowCount === 1 ? '' : 's'}${result.truncated ? ', truncated' : ''})`;
+    return result.columns.length === 0
+      ? summary
+      : `${table(
+          result.columns.map((c) => c.name),
+          rows,
+          '',
+        )}\n${summary}`.replace(/^\n/, '');
+  });
+  return EXIT.ok;
+}
+
+/**
+ * Rollback is another part of the API, called by name so this CLI works with a server that has it
+ * and says plainly when a server does not (tRPC answers "No procedure found" for an unknown path).
+ */
+export async function rollback(ctx: Context, args: string[]): Promise<number> {
+  const [deploymentId] = need(args, 1, 'rollback <deployment> [--follow]');
+  const client = connect(ctx);
+  type Mutation = { mutate(input: unknown, opts: { signal: AbortSignal }): Promise<unknown> };
+  const procedure = (client.deployments as unknown as Record<string, Mutation>).rollback;
+  let answer: unknown;
+  try {
+    answer = await procedure!.mutate({ deploymentId }, { signal: ctx.signal });
+  } catch (error) {
+    if (error instanceof SlipwayError && error.code === 'not_found' && /no procedure found/i.test(error.message)) {
+      throw new CliError('Rollback is not supported by this server', EXIT.unsupported);
+    }
+    throw error;
+  }
+  const created = (answer as { deployment?: Deployment }).deployment;
+  if (ctx.flags.follow && created) {
+    ctx.out.note(`Rolling back: deployment ${created.id}`);
+    return follow(ctx, client, created.id);
+  }
+  ctx.out.result(answer, () => (created ? `Rolling back: deployment ${created.id} ${created.status}` : 'Rollback requested'));
+  return EXIT.ok;
+}
