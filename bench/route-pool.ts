@@ -1,14 +1,14 @@
 /**
- * What the pool of slot-pair routes costs per request: `npm run bench:route-pool`.
+ * What routing by files costs Caddy per request: `npm run bench:route-pool`.
  *
- * Caddy's routes are matched in order, each by one `stat` of `<route dir>/<Host>`, so a hostname in
- * the last route of the pool pays for every route before it. In one run this starts a real Caddy
- * (test/helpers/caddy.ts), loads the configuration the platform builds for a pool of 16 pairs plus the
- * waiting route (every handler replaced by a static 200, so only the matching is measured), and loads
- * with autocannon, in alternating rounds: a hostname in the first pair's route (the baseline: one
- * `stat`), one in the 16th, and one of a service waiting for a container (after all 16). It prints a
- * markdown table of req/s (median of the rounds) and the ratio to the baseline. Informational: exits 0
- * unless it crashes.
+ * Caddy's routes are matched in order, each by one `stat` of `<route dir>/<Host>`, so a hostname pays
+ * for every route tried before its own. In one run this starts a real Caddy (test/helpers/caddy.ts)
+ * and loads, in turn, (a) the configuration of 16 services with one route each (the design before the
+ * pool: a hostname of the 16th service tries 16 directories) and (b) the one the platform builds now
+ * for a pool of 16 slot pairs (then the waiting route), every handler replaced by a
+ * static 200 so that only the matching is measured. autocannon loads a hostname of each position in
+ * alternating rounds; the table gives req/s (median of the rounds) and the ratio to the first route of
+ * (a), one `stat`. Informational: exits 0 unless it crashes.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -62,52 +62,60 @@ async function main(): Promise<void> {
   const root = await mkdtemp(path.join(tmpdir(), 'slipway-bench-routes-'));
   try {
     const pool = Array.from({ length: POOL }, (_, i): [string, string] => [`10.254.0.${2 + 2 * i}:80`, `10.254.0.${3 + 2 * i}:80`]);
-    const hosts = { first: 'first.bench.test', last: 'last.bench.test', waiting: 'waiting.bench.test' };
-    const table: RoutingTable = {
-      version: 'bench',
+    const options = { httpPort: caddy.httpPort, httpsPort: 0, autoHttps: false, acmeEmail: null, gatePort: 1, healthIntervalMs: 60_000 };
+    const admin = { listen: `127.0.0.1:${caddy.adminPort}` };
+    const name = (prefix: string, i: number) => `${prefix}${String(i).padStart(2, '0')}`;
+    const services: RoutingTable = {
+      version: 'per-service',
+      routes: pool.map((pair, i) => ({ hostname: `${name('s', i)}.bench.test`, serviceId: name('s', i), upstream: pair[0] })),
+    };
+    const pooled: RoutingTable = {
+      version: 'pool',
       slotPool: pool,
       routes: [
-        { hostname: hosts.first, serviceId: 'a', upstream: pool[0]! },
-        { hostname: hosts.last, serviceId: 'b', upstream: pool[POOL - 1]! },
-        { hostname: hosts.waiting, serviceId: 'c', upstream: null },
+        ...pool.map((pair, i) => ({ hostname: `${name('p', i)}.bench.test`, serviceId: name('p', i), upstream: pair })),
+        { hostname: 'waiting.bench.test', serviceId: 'w', upstream: null },
       ],
     };
-    const built = buildCaddyConfig(
-      table,
-      { httpPort: caddy.httpPort, httpsPort: 0, autoHttps: false, acmeEmail: null, gatePort: 1, healthIntervalMs: 60_000 },
-      { listen: `127.0.0.1:${caddy.adminPort}` },
-      { routesDir: root },
-    );
+    const cases = [
+      { label: 'per service (before): 1st of 16 (1 stat, baseline)', table: services, host: 's00.bench.test' },
+      { label: `per service (before): 16th of 16 (${POOL} stats)`, table: services, host: 's15.bench.test' },
+      { label: 'pool of 16 pairs: 1st pair (1 stat)', table: pooled, host: 'p00.bench.test' },
+      { label: 'pool of 16 pairs: 16th pair (16 stats)', table: pooled, host: 'p15.bench.test' },
+      { label: 'pool of 16 pairs: waiting (17 stats)', table: pooled, host: 'waiting.bench.test' },
+    ];
     const directory = new RoutesDirectory(root);
-    await directory.sync(built.digest, built.routes);
-    const status = await post(`${caddy.adminUrl}/load`, staticHandlers(built.config));
-    if (status !== 200) throw new Error(`Caddy refused the configuration: ${status}`);
-    for (const host of Object.values(hosts)) await waitUntilServed(caddy.httpPort, host, { status: 200, text: /^ok$/ });
-
-    const results: Record<keyof typeof hosts, number[]> = { first: [], last: [], waiting: [] };
-    const order = Object.keys(hosts) as (keyof typeof hosts)[];
+    let loaded: RoutingTable | null = null;
+    const results = cases.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const which of round % 2 ? [...order].reverse() : order) {
+      const order = cases.map((_, i) => i);
+      if (round % 2) order.reverse();
+      for (const i of order) {
+        const { table, host } = cases[i]!;
+        if (loaded !== table) {
+          const built = buildCaddyConfig(table, options, admin, { routesDir: root });
+          await directory.sync(built.digest, built.routes);
+          const status = await post(`${caddy.adminUrl}/load`, staticHandlers(built.config));
+          if (status !== 200) throw new Error(`Caddy refused the configuration: ${status}`);
+          loaded = table;
+        }
+        await waitUntilServed(caddy.httpPort, host, { status: 200, text: /^ok$/ });
         const result = await autocannon({
           url: `http://127.0.0.1:${caddy.httpPort}/`,
           connections: CONNECTIONS,
           duration: DURATION_S,
-          headers: { host: hosts[which] },
+          headers: { host },
         });
-        if (result.errors || result.non2xx) throw new Error(`${which}: ${result.errors} errors, ${result.non2xx} non-2xx`);
-        results[which].push(result.requests.average);
+        if (result.errors || result.non2xx) throw new Error(`${host}: ${result.errors} errors, ${result.non2xx} non-2xx`);
+        results[i]!.push(result.requests.average);
       }
     }
-    const base = median(results.first);
-    const rows = [
-      ['first pair route (1 stat, baseline)', median(results.first)],
-      [`16th pair route (${POOL} stats)`, median(results.last)],
-      [`waiting route (${POOL + 1} stats)`, median(results.waiting)],
-    ] as const;
+    const base = median(results[0]!);
+    const rows = cases.map((c, i) => [c.label, median(results[i]!)] as const);
     console.log(
       `\n${CONNECTIONS} keep-alive connections, ${ROUNDS} rounds of ${DURATION_S} s each, Caddy ${caddy.output().match(/v2[\d.]+/)?.[0] ?? '(version not logged)'}\n`,
     );
-    console.log('| hostname in | req/s (median) | ratio to baseline |');
+    console.log('| hostname of | req/s (median) | ratio to baseline |');
     console.log('|---|---|---|');
     for (const [label, value] of rows) console.log(`| ${label} | ${Math.round(value)} | ${(value / base).toFixed(2)}x |`);
   } finally {
