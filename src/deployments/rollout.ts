@@ -6,7 +6,7 @@ import type { SlotAssignment, TrafficSlots } from '../routing/traffic-slots.js';
 import type { ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';
-import { throwIfAborted, type CreatedResources } from './pipeline-context.js';
+import { DeploymentFailure, throwIfAborted, type CreatedResources } from './pipeline-context.js';
 import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 const DRAIN_POLL_MS = 100;
@@ -149,7 +149,14 @@ export class Rollout {
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
     const exposure = exposureOf(service);
-    await this.runtime.forwarder.set(service.hostPort, upstream, exposure);
+    await this.runtime.forwarder.set(service.hostPort, upstream, exposure).catch((error: NodeJS.ErrnoException) => {
+      // Checked free when the service was made, the port may have been taken by another program since.
+      if (error.code === 'EADDRINUSE')
+        throw new DeploymentFailure(
+          `host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} is in use by another program on this host; stop it, then deploy again`,
+        );
+      throw error;
+    });
     if (upstream)
       log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
     this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));

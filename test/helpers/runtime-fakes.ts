@@ -464,10 +464,17 @@ export class FakePortForwarder implements PortForwarder {
   readonly calls: Array<{ hostPort: number; target: { host: string; port: number } | null }> = [];
   readonly targets = new Map<number, { host: string; port: number }>();
   closed = false;
+  /** Set to make the next `set` with a target fail as a listen would (e.g. `EADDRINUSE`). */
+  failNext: string | null = null;
 
   constructor(private readonly journal = new Journal()) {}
 
   async set(hostPort: number, target: { host: string; port: number } | null): Promise<void> {
+    if (target && this.failNext) {
+      const code = this.failNext;
+      this.failNext = null;
+      throw Object.assign(new Error(`listen ${code}: 127.0.0.1:${hostPort}`), { code });
+    }
     this.calls.push({ hostPort, target: target ? { ...target } : null });
     this.journal.add(`forwarder.set ${hostPort} -> ${target ? `${target.host}:${target.port}` : 'null'}`);
     if (target) this.targets.set(hostPort, { ...target });

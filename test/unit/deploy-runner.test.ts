@@ -175,6 +175,17 @@ describe('a deployment from a repository', () => {
     );
   });
 
+  it('fails a deployment whose host port another program took, saying so, and the previous container keeps serving', async () => {
+    const { web } = await freshWeb({ startRunner: true });
+    const first = await deployOk(web.id);
+    h.forwarder.failNext = 'EADDRINUSE';
+    const second = await deployFailed(web.id);
+    expect((await logs(second.id)).at(-1)).toBe(
+      `Deployment failed: host port 127.0.0.1:${web.hostPort} is in use by another program on this host; stop it, then deploy again`,
+    );
+    expect(h.engine.containersOf(web.id).map((c) => c.name)).toEqual([first.containerName]);
+  });
+
   it('runs one deployment at a time per service: two queued for one service run in order', async () => {
     const { web } = await freshWeb({ startRunner: false });
     h.engine.build.block = true;
