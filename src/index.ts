@@ -21,6 +21,13 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import { JobRunner } from './jobs/job-runner.js';
+import type { DataImporter } from './imports/data-importer.port.js';
+import { DatabaseImportJobs, type ImportTargetLocator } from './imports/database-import-job.js';
+import { DatabaseImportService } from './imports/database-import.service.js';
+
+/** Imports running at once across the platform (each is one dump and one restore, or one key copy). */
+const IMPORT_CONCURRENCY = 4;
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -32,6 +39,8 @@ export interface ServicesOptions {
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
+  /** Data imports: how they copy, and where a target runs (tests give fakes; the runtime gives containers). */
+  imports?: { importer?: DataImporter; locator?: ImportTargetLocator };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -69,6 +78,26 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     options.databases?.locator ?? runnerLocator,
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
+  const importLocator: ImportTargetLocator | null =
+    options.imports?.locator ??
+    (current
+      ? {
+          locate: async (service) => {
+            const container = await current.currentOf(service);
+            return container?.ip ? { containerId: container.id, host: container.ip } : null;
+          },
+        }
+      : null);
+  const importJobs = new DatabaseImportJobs(deps, env, options.imports?.importer ?? null, importLocator, () => ({
+    connectTimeoutMs: deps.config.databases.importConnectTimeoutMs,
+    timeoutMs: deps.config.databases.importTimeoutMs,
+  }));
+  const imports = new DatabaseImportService(
+    deps,
+    importJobs,
+    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log: options.log }),
+    importLocator,
+  );
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -84,6 +113,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       ...options,
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
+        await imports.release(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
       },
     },
@@ -105,6 +135,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     routing,
     runner,
     databases,
+    imports,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
@@ -121,6 +152,7 @@ export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
+export * from './imports/import-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';

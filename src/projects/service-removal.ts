@@ -76,6 +76,7 @@ export class ServiceRemoval {
 
 async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[]): Promise<void> {
   await tx.deployments.deleteOfServices(serviceIds);
+  await tx.imports.deleteOfServices(serviceIds);
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);
