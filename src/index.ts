@@ -25,6 +25,9 @@ import { JobRunner } from './jobs/job-runner.js';
 import type { DataImporter } from './imports/data-importer.port.js';
 import { DatabaseImportJobs, type ImportTargetLocator } from './imports/database-import-job.js';
 import { DatabaseImportService } from './imports/database-import.service.js';
+import { DatabaseTlsService } from './tls/database-tls.service.js';
+import type { CertificateIssuer } from './tls/certificate-issuer.port.js';
+import { LABELS } from './deployments/container-engine.port.js';
 
 /** Imports running at once across the platform (each is one dump and one restore, or one key copy). */
 const IMPORT_CONCURRENCY = 4;
@@ -41,6 +44,8 @@ export interface ServicesOptions {
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
   /** Data imports: how they copy, and where a target runs (tests give fakes; the runtime gives containers). */
   imports?: { importer?: DataImporter; locator?: ImportTargetLocator };
+  /** Makes the database TLS certificates: without it, databases start without TLS. */
+  tls?: { issuer?: CertificateIssuer };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -54,15 +59,22 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       return live.current();
     },
   };
+  const current = options.runtime ? new CurrentContainers(deps, options.runtime.engine) : null;
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
-  const runtime = options.runtime;
+  // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
+  const tls = new DatabaseTlsService(deps, options.tls?.issuer ?? null, {
+    tlsActive: async (service) => {
+      const container = current ? await current.currentOf(service) : null;
+      return container ? container.labels[LABELS.tls] === 'on' : null;
+    },
+  });
+  const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
-  const current = runtime ? new CurrentContainers(deps, runtime.engine) : null;
   const runnerLocator: DatabaseLocator | null = current
     ? {
         locate: async (service) => {
@@ -136,6 +148,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     runner,
     databases,
     imports,
+    tls,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
@@ -153,6 +166,7 @@ export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
 export * from './imports/import-views.js';
+export * from './tls/tls-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';

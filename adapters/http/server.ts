@@ -13,6 +13,7 @@ import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
 import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
 import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
+import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -111,6 +112,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       runtime,
       log,
       imports: { importer: dataImporter(docker) },
+      tls: { issuer: new OpensslCertificateIssuer() },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
