@@ -123,9 +123,10 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       : null,
     {
       ...options,
+      // Imports end (and write their last lines) before their rows go.
+      beforeServicesRemoved: (removed) => imports.release(removed.map((s) => s.id)),
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
-        await imports.release(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
       },
     },

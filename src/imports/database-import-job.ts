@@ -143,7 +143,7 @@ export class DatabaseImportJobs implements JobKind<DatabaseImportRecord, JobLogW
             ? signal.reason.message
             : 'The import was stopped'
         : timeout.aborted
-          ? `The import did not finish within ${Math.round(limits.timeoutMs / 1000)} s`
+          ? `The import did not finish within ${limits.timeoutMs >= 1000 ? `${Math.round(limits.timeoutMs / 1000)} s` : `${limits.timeoutMs} ms`}`
           : error instanceof ImportFailure
             ? error.message
             : `Internal error: ${(error as Error).message}`;
