@@ -29,6 +29,7 @@ const ROWS = 100_000;
 const KEYS = 100_000;
 
 let server: ServerProcess;
+const servers: ServerProcess[] = [];
 let call: Call;
 let projectId: string;
 /** Every answer body the test saw, to look for secrets in. */
@@ -37,19 +38,24 @@ const seen: string[] = [];
 beforeAll(async () => {
   await provisionDocker({ images: 'busybox,debian,postgres,redis' });
   server = await startServerProcess(ENV);
-  const raw = api(server.url, server.token);
-  call = async (...args: Parameters<Call>) => {
-    const res = await raw(...args);
-    seen.push(res.text);
-    return res;
-  };
+  servers.push(server);
+  call = recording(api(server.url, server.token));
   projectId = (await call('POST', '/api/projects', { name: `imports-${Date.now()}` })).json.project.id;
 }, 20 * 60_000);
 
 afterAll(async () => {
   if (projectId && call) await call('DELETE', `/api/projects/${projectId}`).catch(() => undefined);
-  await server?.dispose();
+  for (const s of servers.reverse()) await s.dispose();
 });
+
+/** The API, each answer kept to look for secrets in. */
+function recording(raw: Call): Call {
+  return async (...args: Parameters<Call>) => {
+    const res = await raw(...args);
+    seen.push(res.text);
+    return res;
+  };
+}
 
 async function envOf(serviceId: string): Promise<Record<string, string>> {
   const { env } = (await call('GET', `/api/services/${serviceId}/overview`)).json;
@@ -280,6 +286,30 @@ describe('redis-url', () => {
     }
   });
 
+  it('fails, with the reason, an import the platform was stopped in the middle of', { timeout: 3 * 60_000 }, async () => {
+    // A source that never answers keeps the import running for the connect timeout (3 s): the platform is killed meanwhile.
+    const silent: Server = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await call('POST', `/api/services/${target.id}/database/import/redis-url`, {
+        sourceUrl: `redis://default:interrupted-Secret-77@127.0.0.1:${(silent.address() as { port: number }).port}`,
+      });
+      secrets.push('interrupted-Secret-77');
+      expect(res.status, res.text).toBe(201);
+      await server.kill();
+      server = await startServerProcess(ENV, { dataDir: server.dataDir, token: server.token });
+      servers.push(server);
+      call = recording(api(server.url, server.token));
+      const done = await waitForImport(target.id, res.json.result.id, 60_000);
+      expect(done.status).toBe('failed');
+      expect(done.error).toBe('The server stopped while this import ran; it was not finished. Start the import again.');
+      expect(done.finishedAt).not.toBeNull();
+      expect(await logsOf(target.id, done.id)).toContain('The server stopped while this import ran');
+    } finally {
+      silent.close();
+    }
+  });
+
   it('answers 400 for a postgres URL into a redis service', async () => {
     const res = await call('POST', `/api/services/${target.id}/database/import/postgres-url`, { sourceUrl: 'postgres://h/db' });
     expectErrorShape(res, 400, 'wrong engine');
@@ -296,7 +326,7 @@ describe('secrets', () => {
       if (list.status !== 200) continue;
       for (const i of list.json.imports as Array<{ id: string }>) await logsOf(service.id, i.id);
     }
-    const output = server.output();
+    const output = servers.map((s) => s.output()).join('\n');
     const files = readdirSync(server.dataDir)
       .filter((f) => f.startsWith('slipway.db'))
       .map((f) => readFileSync(path.join(server.dataDir, f)).toString('latin1'))
