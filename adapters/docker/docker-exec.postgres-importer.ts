@@ -146,7 +146,7 @@ function pushTail(lines: string[], line: string): void {
  * Docker's multiplexed exec output (8-byte frames: stream, 3 zeros, big-endian length) to its stdout
  * bytes, with stderr handed to `onStderr` line by line. A Transform, so backpressure reaches the dump.
  */
-class StdoutOnly extends Transform {
+export class StdoutOnly extends Transform {
   private buffer: Buffer = Buffer.alloc(0);
   private stderrText = '';
   constructor(private readonly onStderr: (line: string) => void) {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { keyspaceOf } from '../../adapters/databases/redis-url.importer.js';
+import { StdoutOnly } from '../../adapters/docker/docker-exec.postgres-importer.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 import type { DataImporter } from '../../src/imports/data-importer.port.js';
 import { maskSecrets, parseSourceUrl } from '../../src/imports/source-url.js';
@@ -110,5 +111,37 @@ describe('the import job', () => {
     );
     await h!.services.imports.start(admin, service.id, 'postgres-url', 'postgres://u:pw12345@old/db');
     expect((await ended(service.id)).error).toBe('Internal error: boom at ********');
+  });
+});
+
+describe("Docker's multiplexed exec output", () => {
+  const frame = (stream: 1 | 2, text: string | Buffer) => {
+    const payload = typeof text === 'string' ? Buffer.from(text) : text;
+    const header = Buffer.alloc(8);
+    header[0] = stream;
+    header.writeUInt32BE(payload.length, 4);
+    return Buffer.concat([header, payload]);
+  };
+
+  it('passes stdout bytes on, split anywhere, and hands stderr over line by line', async () => {
+    const stderr: string[] = [];
+    const demux = new StdoutOnly((line) => stderr.push(line));
+    const binary = Buffer.from([0, 1, 2, 255, 10, 13, 0]);
+    const all = Buffer.concat([
+      frame(1, 'PGDMP'),
+      frame(2, 'pg_dump: warn'),
+      frame(1, binary),
+      frame(2, 'ing\nsecond\nlast'),
+      frame(1, 'end'),
+    ]);
+    const out: Buffer[] = [];
+    demux.on('data', (chunk: Buffer) => out.push(chunk));
+    const done = new Promise((resolve) => demux.on('end', resolve));
+    // One byte at a time: every header and payload is cut somewhere.
+    for (let i = 0; i < all.length; i++) demux.write(all.subarray(i, i + 1));
+    demux.end();
+    await done;
+    expect(Buffer.concat(out)).toEqual(Buffer.concat([Buffer.from('PGDMP'), binary, Buffer.from('end')]));
+    expect(stderr).toEqual(['pg_dump: warning', 'second', 'last']);
   });
 });
