@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploy } from '../helpers/deployments.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
-import { provisionDocker } from '../helpers/docker.js';
+import { docker, provisionDocker } from '../helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /*
@@ -114,6 +114,38 @@ describe.each(['postgres', 'timescale'] as const)('%s', (engine) => {
     // verify-full refuses another name, and a chain it has no root for.
     await expect(connect(service.hostPort, env, { ca: pem, servername: 'other.example.test' })).rejects.toThrow(/does not match|altnames/i);
     await expect(connect(service.hostPort, env, { servername: hostname })).rejects.toThrow(/self[- ]signed|unable to (get|verify)/i);
+  });
+
+  it("passes libpq's own sslmode=verify-full (psql) with the CA, by the public hostname", { timeout: 5 * 60_000 }, async () => {
+    const pem = await (
+      await fetch(`${server.url}/api/services/${service.id}/database/tls/ca`, { headers: { authorization: `Bearer ${server.token}` } })
+    ).text();
+    const env = await envOf(service.id);
+    // psql of the stand-in image on the host's network, the public hostname mapped to this machine as DNS would map it.
+    const run = (name: string) =>
+      docker(
+        'run',
+        '--rm',
+        '--name',
+        `slipway-tls-test-psql-${Date.now()}`,
+        '--network',
+        'host',
+        '--add-host',
+        `${name}:127.0.0.1`,
+        '-e',
+        `CA=${pem}`,
+        '-e',
+        `PGPASSWORD=${env.POSTGRES_PASSWORD}`,
+        '--entrypoint',
+        'sh',
+        'postgres:17',
+        '-c',
+        'printf "%s" "$CA" > /tmp/ca.pem && psql "$0" -tAc "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"',
+        `host=${name} port=${service.hostPort} user=${env.POSTGRES_USER} dbname=${env.POSTGRES_DB} sslmode=verify-full sslrootcert=/tmp/ca.pem`,
+      );
+    expect(await run(hostname)).toBe('t');
+    // A name the certificate does not carry is refused by libpq itself.
+    await expect(run('elsewhere.example.test')).rejects.toThrow(/does not match host name|server certificate/);
   });
 
   it('keeps one CA across deployments and issues the server certificate again', { timeout: 10 * 60_000 }, async () => {
