@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { databaseRouter } from './database.router.js';
+import { databaseImportRouter } from './database-import.router.js';
+import { databaseTlsRouter } from './database-tls.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
 import { envRouter } from './env.router.js';
@@ -34,6 +36,8 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  databaseImports: databaseImportRouter,
+  databaseTls: databaseTlsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -31,10 +31,23 @@ export interface SseMeta {
   query?: readonly string[];
 }
 
+/**
+ * A query served as a file at `path` (adapters/http/download-bridge.ts): a GET answering the
+ * procedure's `body` with `contentType`, and documented there. The procedure returns `{filename, body}`.
+ */
+export interface DownloadMeta {
+  /** A GET path; each `{name}` segment is the input field of that name. */
+  path: string;
+  summary: string;
+  description: string;
+  contentType: string;
+}
+
 export interface SlipwayMeta extends OpenApiMeta {
   /** Answer 201 instead of 200 over REST: the call created a resource. */
   created?: boolean;
   sse?: SseMeta;
+  download?: DownloadMeta;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */

@@ -21,6 +21,16 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import { JobRunner } from './jobs/job-runner.js';
+import type { DataImporter } from './imports/data-importer.port.js';
+import { DatabaseImportJobs, type ImportTargetLocator } from './imports/database-import-job.js';
+import { DatabaseImportService } from './imports/database-import.service.js';
+import { DatabaseTlsService } from './tls/database-tls.service.js';
+import type { CertificateIssuer } from './tls/certificate-issuer.port.js';
+import { LABELS } from './deployments/container-engine.port.js';
+
+/** Imports running at once across the platform (each is one dump and one restore, or one key copy). */
+const IMPORT_CONCURRENCY = 4;
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -32,6 +42,10 @@ export interface ServicesOptions {
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
+  /** Data imports: how they copy, and where a target runs (tests give fakes; the runtime gives containers). */
+  imports?: { importer?: DataImporter; locator?: ImportTargetLocator };
+  /** Makes the database TLS certificates: without it, databases start without TLS. */
+  tls?: { issuer?: CertificateIssuer };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -45,16 +59,23 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       return live.current();
     },
   };
+  const current = options.runtime ? new CurrentContainers(deps, options.runtime.engine) : null;
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
   const deployments = new DeploymentService(deps);
-  const runtime = options.runtime;
+  // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
+  const tls = new DatabaseTlsService(deps, options.tls?.issuer ?? null, {
+    tlsActive: async (service) => {
+      const container = current ? await current.currentOf(service) : null;
+      return container ? container.labels[LABELS.tls] === 'on' : null;
+    },
+  });
+  const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
   if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
-  const current = runtime ? new CurrentContainers(deps, runtime.engine) : null;
   const runnerLocator: DatabaseLocator | null = current
     ? {
         locate: async (service) => {
@@ -70,6 +91,26 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     options.databases?.locator ?? runnerLocator,
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
+  const importLocator: ImportTargetLocator | null =
+    options.imports?.locator ??
+    (current
+      ? {
+          locate: async (service) => {
+            const container = await current.currentOf(service);
+            return container?.ip ? { containerId: container.id, host: container.ip } : null;
+          },
+        }
+      : null);
+  const importJobs = new DatabaseImportJobs(deps, env, options.imports?.importer ?? null, importLocator, () => ({
+    connectTimeoutMs: deps.config.databases.importConnectTimeoutMs,
+    timeoutMs: deps.config.databases.importTimeoutMs,
+  }));
+  const imports = new DatabaseImportService(
+    deps,
+    importJobs,
+    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log: options.log }),
+    importLocator,
+  );
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -83,6 +124,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       : null,
     {
       ...options,
+      // Imports end (and write their last lines) before their rows go.
+      beforeServicesRemoved: (removed) => imports.release(removed.map((s) => s.id)),
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
@@ -106,6 +149,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     routing,
     runner,
     databases,
+    imports,
+    tls,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
@@ -122,6 +167,8 @@ export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
+export * from './imports/import-views.js';
+export * from './tls/tls-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -187,10 +187,65 @@ export class DockerodeContainerEngine implements ContainerEngine {
         abortSignal: timeout(request.signal),
       } as never);
     }
+    if (request.files?.length) await this.putOwnedFiles(container, request.files, request.signal);
     await container.start({ abortSignal: timeout(request.signal) } as never);
     const state = await this.inspect(container.id);
     if (!state) throw new Error(`container ${request.name} vanished right after it started`);
     return state;
+  }
+
+  /**
+   * Files into a created container, owned by a user of its image: the numeric ids are read from the
+   * image's own /etc/passwd (they differ between images: 999 in Debian's, 70 in Alpine's postgres),
+   * since an archive carries numbers, not names. Files of one directory go in one archive.
+   */
+  private async putOwnedFiles(container: Docker.Container, files: NonNullable<RunRequest['files']>, signal: AbortSignal): Promise<void> {
+    const passwd = await this.readFileOf(container, '/etc/passwd', signal);
+    const owners = new Map<string, { uid: number; gid: number }>();
+    for (const line of passwd.split('\n')) {
+      const [name, , uid, gid] = line.split(':');
+      if (name && uid && gid) owners.set(name, { uid: Number(uid), gid: Number(gid) });
+    }
+    const byDir = new Map<string, typeof files>();
+    for (const file of files) byDir.set(path.posix.dirname(file.path), [...(byDir.get(path.posix.dirname(file.path)) ?? []), file]);
+    for (const [dir, group] of byDir) {
+      const owner = owners.get(group[0]!.owner);
+      if (!owner) throw new Error(`the image has no user ${group[0]!.owner}`);
+      const scratch = await mkdtemp(path.join(tmpdir(), 'slipway-files-'));
+      try {
+        const base = path.posix.basename(dir);
+        await mkdir(path.join(scratch, base), { mode: 0o755 });
+        for (const file of group)
+          await writeFile(path.join(scratch, base, path.posix.basename(file.path)), file.content, { mode: file.mode });
+        const modes = new Map(group.map((f) => [`${base}/${path.posix.basename(f.path)}`, f.mode]));
+        const archive = tar.pack(scratch, {
+          entries: [base, ...group.map((f) => `${base}/${path.posix.basename(f.path)}`)],
+          map: (header) => ({
+            ...header,
+            uid: owner.uid,
+            gid: owner.gid,
+            mode: header.type === 'directory' ? 0o755 : (modes.get(header.name.replace(/\/$/, '')) ?? 0o600),
+          }),
+        });
+        await container.putArchive(
+          archive as unknown as NodeJS.ReadableStream,
+          { path: path.posix.dirname(dir), abortSignal: timeout(signal) } as never,
+        );
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    }
+  }
+
+  /** One small text file of a (created or running) container, read from the archive Docker hands out. */
+  private async readFileOf(container: Docker.Container, file: string, signal: AbortSignal): Promise<string> {
+    const stream = (await container.getArchive({ path: file, abortSignal: timeout(signal) } as never)) as NodeJS.ReadableStream;
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const archive = Buffer.concat(chunks);
+    // A tar of one regular file: a 512-byte header (size in octal at 124), then the content.
+    const size = Number.parseInt(archive.subarray(124, 136).toString('ascii').replace(/\0.*$/, '').trim(), 8);
+    return archive.subarray(512, 512 + size).toString('utf8');
   }
 
   async runDaemon(request: DaemonRequest): Promise<ContainerState> {

@@ -186,6 +186,8 @@ function databasesConfig(env: NodeJS.ProcessEnv): PlatformConfig['databases'] {
     images,
     queryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 100, 600_000),
     queryRowCap: int(env, 'DATABASE_QUERY_ROW_CAP', defaults.queryRowCap, 1, 100_000),
+    importConnectTimeoutMs: int(env, 'DATABASE_IMPORT_CONNECT_TIMEOUT_MS', defaults.importConnectTimeoutMs, 500, 600_000),
+    importTimeoutMs: int(env, 'DATABASE_IMPORT_TIMEOUT_MS', defaults.importTimeoutMs, 1_000, 7 * 24 * 3_600_000),
   };
 }
 

@@ -9,6 +9,7 @@ import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
+import { matchDownload, serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 
 export interface KoaAppOptions {
@@ -96,6 +97,11 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
+      return;
+    }
+    const download = matchDownload(ctx.method, pathname);
+    if (download) {
+      await serveDownload(download, res, opts.createContext(req));
       return;
     }
     if (pathname.startsWith('/api/') || pathname === '/api') {

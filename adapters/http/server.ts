@@ -12,11 +12,14 @@ import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
 import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
+import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
+import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
 import type { RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
 import type { PortProbe } from '../../src/projects/port-probe.port.js';
+import type { DataImporter } from '../../src/imports/data-importer.port.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
@@ -68,6 +71,16 @@ function databaseAdmin(): EngineDatabaseAdmin {
   });
 }
 
+/** PostgreSQL imports run in the service's container; Redis imports from here (the Redis adapter loads on first use). */
+function dataImporter(docker: Docker): DataImporter {
+  const postgres = new DockerExecPostgresImporter(docker);
+  return {
+    importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),
+    importRedis: async (source, target, work) =>
+      new (await import('../databases/redis-url.importer.js')).RedisUrlImporter().importRedis(source, target, work),
+  };
+}
+
 /** The composition root: the one place that knows every adapter. */
 export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -98,6 +111,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     {
       runtime,
       log,
+      imports: { importer: dataImporter(docker) },
+      tls: { issuer: new OpensslCertificateIssuer() },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
@@ -140,6 +155,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     await services.runner?.start();
     services.routing.start();
   })();
+  // Imports a previous process left running are failed (with the reason) before new ones are claimed.
+  void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
@@ -156,6 +173,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
         await services.runner?.stop();
+        await services.imports.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();
         await runtime.forwarder.closeAll();

@@ -27,6 +27,11 @@ export interface RunRequest {
   volumes: Array<{ name: string; target: string }>;
   /** The container's fixed address on the slot network, where the proxy reaches it (web services behind the proxy). */
   slot?: { network: string; ip: string };
+  /**
+   * Written into the container before it starts, owned by `owner` (a user of the image's /etc/passwd)
+   * with `mode`; their directory is made, owned by the same user.
+   */
+  files?: Array<{ path: string; content: string; mode: number; owner: string }>;
   signal: AbortSignal;
 }
 
@@ -109,4 +114,6 @@ export const LABELS = {
   slot: 'slipway.slot',
   /** Set on the platform's own daemons (the proxy), which belong to no service. */
   role: 'slipway.role',
+  /** `on` on a database container started with the platform's TLS certificate. */
+  tls: 'slipway.tls',
 } as const;

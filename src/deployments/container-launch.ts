@@ -4,6 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { ContainerState } from './container-engine.port.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
 import { LABELS, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import type { TlsMount } from '../tls/database-tls.service.js';
 
 type Names = ReturnType<typeof resourceNames>;
 
@@ -44,8 +45,32 @@ export class ContainerLaunch {
     }
   }
 
+  /**
+   * A Postgres-compatible database's certificate, issued for this deployment. Without one the database
+   * still starts, without TLS (GET tls says `active: false`): TLS is not worth a database that is down.
+   */
+  async tlsMount(ctx: PipelineContext): Promise<TlsMount | null> {
+    const tls = this.runtime.databaseTls;
+    if (!tls) return null;
+    try {
+      const mount = await tls.mountFor(ctx.service, ctx.signal);
+      if (mount) ctx.log.write('TLS: a server certificate signed by the platform CA is mounted; ssl=on');
+      return mount;
+    } catch (error) {
+      throwIfAborted(ctx.signal);
+      ctx.log.write(`TLS could not be set up, the database starts without it: ${(error as Error).message}`, 'stderr');
+      return null;
+    }
+  }
+
   /** Starts the container on the project network (and its slot) and resolves once it serves. */
-  async start(ctx: PipelineContext, image: string, env: Record<string, string>, names: Names): Promise<ContainerState> {
+  async start(
+    ctx: PipelineContext,
+    image: string,
+    env: Record<string, string>,
+    names: Names,
+    tls: TlsMount | null = null,
+  ): Promise<ContainerState> {
     const { service, log } = ctx;
     const engine = databaseEngineOf(service);
     const spec = engine ? ENGINE_SPECS[engine] : null;
@@ -54,11 +79,13 @@ export class ContainerLaunch {
       [LABELS.instance]: this.deps.config.instanceId,
       [LABELS.project]: service.projectId,
     });
-    const cmd = spec?.command
+    const engineCmd = spec?.command
       ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
       : service.source.kind === 'image' && service.startCommand
         ? ['sh', '-c', service.startCommand]
         : null;
+    // TLS arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
+    const cmd = tls ? [...(engineCmd ?? ['postgres']), ...tls.args] : engineCmd;
     log.write(`Starting container ${names.container}`);
     ctx.created.container = names.container;
     let container: ContainerState;
@@ -75,12 +102,14 @@ export class ContainerLaunch {
           [LABELS.deployment]: ctx.deployment.id,
           [LABELS.project]: service.projectId,
           ...(ctx.slot ? { [LABELS.slot]: ctx.slot.ip } : {}),
+          ...(tls ? { [LABELS.tls]: 'on' } : {}),
         },
         network: names.network,
         aliases: [service.slug],
         ...(ctx.slot ? { slot: ctx.slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
         volumes: spec ? [{ name: names.volume, target: spec.dataDir }] : [],
+        ...(tls ? { files: tls.files } : {}),
         signal: ctx.signal,
       });
     } catch (error) {

@@ -52,9 +52,11 @@ export class DeploymentPipeline {
     else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);
+    // Before the previous server stops: the certificate is not part of the gap.
+    const tls = source.kind === 'database' ? await this.launch.tlsMount(ctx) : null;
     if (source.kind === 'database') await this.stopPreviousServer(ctx);
 
-    const container = await this.launch.start(ctx, built.imageTag, resolved.env, names);
+    const container = await this.launch.start(ctx, built.imageTag, resolved.env, names, tls);
     return { ...built, container };
   }
 

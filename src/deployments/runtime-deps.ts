@@ -4,6 +4,8 @@ import type { HealthProbe } from './health-probe.port.js';
 import type { PortForwarder } from '../routing/port-forwarder.port.js';
 import type { TrafficGate } from '../routing/traffic-gate.port.js';
 import type { DatabaseAdmin } from '../databases/database-admin.port.js';
+import type { ServiceRecord } from '../domain/types.js';
+import type { TlsMount } from '../tls/database-tls.service.js';
 
 /** The ports that run deployments: only the runner and the cleanup of removed services use them. */
 export interface RuntimeDeps {
@@ -15,6 +17,8 @@ export interface RuntimeDeps {
   gate?: TrafficGate;
   /** Present: a database is ready when its engine's own check answers, not when its port accepts a connection. */
   databaseAdmin?: DatabaseAdmin;
+  /** Present: Postgres-compatible databases start with the platform's TLS certificate (see DatabaseTlsService). */
+  databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
 }
 
 export { LABELS } from './container-engine.port.js';

@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type {
   Access,
@@ -190,7 +191,50 @@ export const Setting = defineEntity({
   },
 });
 
-export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
+/** Data imports into database services; the source's URL is not a column: only its label is. */
+export const DatabaseImport = defineEntity({
+  name: 'DatabaseImport',
+  tableName: 'database_imports',
+  indexes: [{ properties: ['status'] }],
+  properties: {
+    id: id(),
+    serviceId: fk(),
+    engine: str(16).$type<DatabaseEngine>(),
+    source: str(16).$type<ImportSource>(),
+    sourceLabel: str(512),
+    status: str(16).$type<ImportStatus>(),
+    error: nullableText(),
+    createdAt: p.datetime(),
+    startedAt: nullableDate(),
+    finishedAt: nullableDate(),
+  },
+});
+
+export const DatabaseImportLog = defineEntity({
+  name: 'DatabaseImportLog',
+  tableName: 'database_import_logs',
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    importId: fk(),
+    line: p.text(),
+    stream: str(8).$type<LogStream>(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const ALL_ENTITIES = [
+  Setting,
+  Project,
+  Service,
+  ServiceDatabase,
+  EnvVar,
+  Domain,
+  Deployment,
+  DeploymentLog,
+  ApiKey,
+  DatabaseImport,
+  DatabaseImportLog,
+];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
 export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
@@ -204,6 +248,8 @@ export type DeploymentRow = Row<typeof Deployment>;
 export type DeploymentLogRow = Row<typeof DeploymentLog>;
 export type ApiKeyRow = Row<typeof ApiKey>;
 export type SettingRow = Row<typeof Setting>;
+export type DatabaseImportRow = Row<typeof DatabaseImport>;
+export type DatabaseImportLogRow = Row<typeof DatabaseImportLog>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]
@@ -229,3 +275,5 @@ same<Same<DomainRow, DomainRecord>>();
 same<Same<DeploymentRow, DeploymentRecord>>();
 same<Same<DeploymentLogRow, DeploymentLogRecord>>();
 same<Same<ApiKeyRow, ApiKeyRecord>>();
+same<Same<DatabaseImportRow, DatabaseImportRecord>>();
+same<Same<DatabaseImportLogRow, DatabaseImportLogRecord>>();

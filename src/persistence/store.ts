@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
+import { DatabaseImportRepository } from '../imports/database-import.repository.js';
 import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
@@ -19,6 +20,7 @@ export class Store {
   readonly deployments: DeploymentRepository;
   readonly settings: SettingsRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly imports: DatabaseImportRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -29,6 +31,7 @@ export class Store {
     this.deployments = new DeploymentRepository(this.session);
     this.settings = new SettingsRepository(this.session);
     this.apiKeys = new ApiKeyRepository(this.session);
+    this.imports = new DatabaseImportRepository(this.session);
   }
 
   /**

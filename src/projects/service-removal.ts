@@ -13,6 +13,8 @@ export interface ServiceRuntime {
 }
 
 export interface ServiceRemovalOptions {
+  /** Called before the services' rows go: work that writes rows of theirs (imports) stops here. */
+  beforeServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
   onServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   log?: ((message: string, extra?: Record<string, unknown>) => void) | undefined;
@@ -54,6 +56,7 @@ export class ServiceRemoval {
 
   private async before(removed: ServiceRecord[]): Promise<void> {
     if (this.runtime) await this.runtime.stopDeploymentsOf(removed.map((s) => s.id));
+    await this.options.beforeServicesRemoved?.(removed);
   }
 
   /** The records are gone by now: a runtime leftover is logged (and collected later), never a failed delete. */
@@ -76,6 +79,7 @@ export class ServiceRemoval {
 
 async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[]): Promise<void> {
   await tx.deployments.deleteOfServices(serviceIds);
+  await tx.imports.deleteOfServices(serviceIds);
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);

@@ -45,6 +45,10 @@ export interface DatabasesConfig {
   queryTimeoutMs: number;
   /** Rows of a POST query beyond this are not read: the result says `truncated`. */
   queryRowCap: number;
+  /** An import's source that does not answer within this long fails the import. */
+  importConnectTimeoutMs: number;
+  /** A whole import (dump and restore, or every key) gives up after this long. */
+  importTimeoutMs: number;
 }
 
 /** The settings services need, resolved once at start by the composition root. */
@@ -105,5 +109,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     images: Object.fromEntries(DATABASE_ENGINES.map((engine) => [engine, ENGINE_SPECS[engine].image])) as Record<DatabaseEngine, string>,
     queryTimeoutMs: 30_000,
     queryRowCap: 1_000,
+    importConnectTimeoutMs: 10_000,
+    importTimeoutMs: 6 * 3_600_000,
   },
 };

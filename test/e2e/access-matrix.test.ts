@@ -130,9 +130,10 @@ interface Row {
   access: 'read' | 'write' | 'admin';
   /**
    * 400 only where an allowed caller passes every access check and then meets a missing setting;
-   * 409 where it reaches a database that is not running (this matrix runs no containers).
+   * 409 where it reaches a database that is not running (this matrix runs no containers); 404 where
+   * what it asks for cannot exist without one (an import's log, the CA before any deployment).
    */
-  success: 200 | 201 | 400 | 409;
+  success: 200 | 201 | 400 | 404 | 409;
   sse?: boolean;
   /** For the key scoped to project B: 404 for project A's resources (default; 403 on admin rows) or a 200 that shows only B. */
   other?: 'hidden' | 'list-only-own';
@@ -554,6 +555,70 @@ const rows: Row[] = [
       check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
     }),
   ),
+
+  // Database imports and TLS: no containers run here, so an import is refused as not running, and no
+  // deployment has made the CA yet.
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/imports',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/imports` }),
+    check: (res) => expect(res.json).toEqual({ imports: [] }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/imports/{importId}/logs',
+    access: 'read',
+    success: 404,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/imports/noimporthere/logs` }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_found', details: { resource: 'Import' } }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/import/postgres-url',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({
+      path: `/api/services/${f.dbId}/database/import/postgres-url`,
+      body: { sourceUrl: 'postgres://someone:matrix-secret-pw@source.example.test:5432/app' },
+      unchanged: async () => {
+        expect((await ok(admin('GET', `/api/services/${f.dbId}/database/imports`), 'imports')).imports).toEqual([]);
+      },
+    }),
+    check: (res) => {
+      expect(res.json).toMatchObject({ error: 'not_running' });
+      expect(res.text).not.toContain('matrix-secret-pw');
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/import/redis-url',
+    access: 'write',
+    success: 400,
+    prepare: async () => ({
+      path: `/api/services/${f.dbId}/database/import/redis-url`,
+      body: { sourceUrl: 'redis://default:matrix-secret-pw@source.example.test:6379' },
+    }),
+    // A Redis import goes into a Redis service; this one is Postgres.
+    check: (res) => expect(res.json).toMatchObject({ error: 'validation_error', details: { field: 'serviceId' } }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/tls',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/tls` }),
+    check: (res) => expect(res.json.tls).toMatchObject({ active: false, caCertAvailable: false }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/tls/ca',
+    access: 'read',
+    success: 404,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/tls/ca` }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_found' }),
+  },
 
   // Platform settings: all-project write keys only
   {

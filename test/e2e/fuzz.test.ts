@@ -36,6 +36,18 @@ beforeAll(async () => {
   const domain = (await ok(admin('POST', `/api/services/${service.id}/domains`, { hostname: 'www.fuzz.test' }), 'domain')).domain;
   const deployment = (await ok(admin('POST', `/api/services/${service.id}/deployments`), 'deployment')).deployment;
   const overview = await ok(admin('GET', `/api/services/${service.id}/overview`), 'overview');
+  // The database operations (admin, imports, TLS) get a Postgres service: past the engine checks, to the not-running one.
+  const database = (
+    await ok(
+      admin('POST', `/api/projects/${project.id}/services`, {
+        name: 'db',
+        repoUrl: 'database',
+        repoFullName: 'database:postgres',
+        branch: 'main',
+      }),
+      'database',
+    )
+  ).service;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -44,6 +56,7 @@ beforeAll(async () => {
     domainId: domain.id,
     deploymentId: deployment.id,
     targetProjectId: other.id,
+    databaseServiceId: database.id,
   });
 }, 60_000);
 
@@ -121,7 +134,8 @@ describe('fuzz', () => {
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
       const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '' } : {};
-      return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...safeReal }).request(op) };
+      const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
+      return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });
 
     const base = new URL(server.url);
