@@ -48,8 +48,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
-  const deployments = new DeploymentService(deps);
   const runtime = options.runtime;
+  const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;

@@ -166,6 +166,7 @@ function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
     healthTimeoutMs: int(env, 'HEALTH_TIMEOUT_MS', defaults.healthTimeoutMs, 100),
     workerSettleMs: int(env, 'WORKER_SETTLE_MS', defaults.workerSettleMs, 0),
     stopGraceSeconds: int(env, 'STOP_GRACE_SECONDS', defaults.stopGraceSeconds, 0, 600),
+    rollbackKeep: int(env, 'ROLLBACK_KEEP', defaults.rollbackKeep, 1, 100),
     analyzerImages: {
       node: env.ANALYZER_NODE_IMAGE || images.node,
       python: env.ANALYZER_PYTHON_IMAGE || images.python,

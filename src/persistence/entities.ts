@@ -145,6 +145,7 @@ export const Deployment = defineEntity({
     trigger: str(16).$type<DeploymentTrigger>(),
     imageTag: nullableStr(255),
     containerName: nullableStr(255),
+    rollbackOf: nullableStr(32),
     abortRequested: p.boolean(),
     startedAt: nullableDate(),
     finishedAt: nullableDate(),

@@ -115,6 +115,7 @@ export const deploymentView = z
     trigger: z.enum(DEPLOYMENT_TRIGGERS),
     imageTag: z.string().nullable(),
     containerName: z.string().nullable(),
+    rollbackOf: z.string().nullable().meta({ description: 'For `trigger: "rollback"`: the deployment whose image runs again' }),
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     createdAt: timestamp,

@@ -18,6 +18,8 @@ export interface DeployConfig {
   stopGraceSeconds: number;
   /** Base images the analyzer builds from; production pulls them when missing. */
   analyzerImages: AnalyzerImages;
+  /** Images of this many of a service's newest live deployments (the live one included) are kept for rollbacks. */
+  rollbackKeep: number;
 }
 
 /** How the reverse proxy is kept in step with the database. */
@@ -91,6 +93,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     workerSettleMs: 2_000,
     stopGraceSeconds: 10,
     analyzerImages: { ...DEFAULT_ANALYZER_IMAGES },
+    rollbackKeep: 5,
   },
   routing: {
     reconcileMs: 2_000,

@@ -466,6 +466,21 @@ const rows: Row[] = [
     },
     check: (res) => expect(res.json).toEqual({ accepted: true }),
   },
+  // A queued deployment never went live: an allowed caller ends at the 409 of rollback.
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/rollback',
+    access: 'write',
+    success: 409,
+    prepare: async () => {
+      const deployment = await freshDeployment();
+      return {
+        path: `/api/deployments/${deployment.id}/rollback`,
+        unchanged: async () =>
+          expect((await ok(admin('GET', `/api/services/${f.webId}/deployments`), 'list')).deployments[0].id).toBe(deployment.id),
+      };
+    },
+  },
   {
     method: 'GET',
     template: '/api/deployments/{deploymentId}/logs',
