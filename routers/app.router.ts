@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
+import { aiRouter } from './ai.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
@@ -34,6 +35,7 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  ai: aiRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -21,6 +21,8 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import type { AiProvider } from './ai/ai-provider.port.js';
+import { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -29,6 +31,8 @@ export interface ServicesOptions {
   runtime?: RuntimeDeps;
   /** The DNS providers this installation can talk to. */
   dnsProviders?: DnsProvider[];
+  /** The AI wire formats this installation can talk to (one adapter per kind). */
+  aiProviders?: AiProvider[];
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
@@ -100,6 +104,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     domains,
     settings,
     dns: new DnsService(deps, domains, settings, options.dnsProviders ?? []),
+    ai: new AiDiagnosticsService(deps, env, settings, options.aiProviders ?? []),
     deployments,
     runtimeLogs: new RuntimeLogService(deps),
     routing,
@@ -134,6 +139,7 @@ export {
   type ProjectInput,
 } from './projects/project.inputs.js';
 export { settingsInput, type SettingsInput } from './settings/settings.inputs.js';
+export { aiRequestInput, type AiRequestInput } from './ai/ai.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';

@@ -6,6 +6,8 @@ import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.j
 import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
 import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
+import { AnthropicAdapter } from '../ai/anthropic-adapter.js';
+import { OpenAiAdapter } from '../ai/openai-adapter.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
@@ -103,6 +105,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
         new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
       ],
+      aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
     },
   );
   await services.settings.load();

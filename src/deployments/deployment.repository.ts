@@ -59,6 +59,10 @@ export class DeploymentRepository extends Repository {
     });
     return records;
   }
+  /** The newest `limit` lines, oldest first. */
+  async listLogTail(deploymentId: string, limit: number): Promise<DeploymentLogRecord[]> {
+    return (await this.rows(DeploymentLog, { deploymentId }, { id: 'desc' }, limit)).reverse();
+  }
   listLogs(deploymentId: string, afterId = 0, limit?: number): Promise<DeploymentLogRecord[]> {
     return this.rows(DeploymentLog, { deploymentId, id: { $gt: afterId } }, { id: 'asc' }, limit);
   }

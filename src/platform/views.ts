@@ -164,6 +164,9 @@ export const errorView = z
 
 export const DNS_PROVIDER_IDS = ['cloudflare', 'digitalocean', 'hetzner'] as const;
 
+export const AI_PROVIDER_KINDS = ['openai', 'anthropic'] as const;
+export type AiProviderKind = (typeof AI_PROVIDER_KINDS)[number];
+
 export const settingsView = z
   .object({
     publicIp: z.string(),
@@ -176,9 +179,33 @@ export const settingsView = z
         connectedAt: timestamp,
       }),
     ),
+    aiProviders: z.array(
+      z.object({
+        providerId: z.string(),
+        kind: z
+          .enum(AI_PROVIDER_KINDS)
+          .meta({
+            description: '`openai`: the Chat Completions wire format (also compatible local servers); `anthropic`: the Messages API',
+          }),
+        baseUrl: z.string().nullable().meta({ description: "null: the vendor's own API" }),
+        hasApiKey: z.boolean(),
+        connectedAt: timestamp,
+      }),
+    ),
   })
   .meta({ id: 'Settings' });
 export type SettingsView = z.infer<typeof settingsView>;
+
+/** The spec's Failure explanation: what an AI provider made of a failed (or misbehaving) deployment. */
+export const failureExplanationView = z
+  .object({
+    summary: z.string().min(1).max(4_000),
+    likelyCause: z.string().min(1).max(4_000),
+    suggestedFix: z.string().min(1).max(8_000),
+    commands: z.array(z.string().max(1_000)).max(20),
+  })
+  .meta({ id: 'FailureExplanation' });
+export type FailureExplanationView = z.infer<typeof failureExplanationView>;
 
 export const dnsRecordResultView = z
   .object({

@@ -72,6 +72,8 @@ export interface PlatformConfig {
   deploy: DeployConfig;
   routing: RoutingConfig;
   databases: DatabasesConfig;
+  /** AI explanations: one call to the provider, at most this long. */
+  ai: { timeoutMs: number };
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -109,4 +111,5 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     queryTimeoutMs: 30_000,
     queryRowCap: 1_000,
   },
+  ai: { timeoutMs: 60_000 },
 };

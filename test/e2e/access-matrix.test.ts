@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
 import { ok, openStream, type ApiResponse } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 
 /*
  * Every documented REST endpoint (plus the two SSE paths) against five callers, over real HTTP
@@ -60,6 +61,8 @@ interface Fixtures {
 }
 
 let server: ServerProcess;
+/** The AI provider `gpt` is connected to this stand-in, so diagnostics succeed for allowed callers. */
+let openai: OpenAiStandin;
 let admin: ReturnType<typeof api>;
 let f: Fixtures;
 let seq = 0;
@@ -466,6 +469,22 @@ const rows: Row[] = [
     },
     check: (res) => expect(res.json).toEqual({ accepted: true }),
   },
+  // AI: the queued deployment did not fail (409); diagnostics take any deployment and ask the stand-in.
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/explain-failure',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/explain-failure`, body: { providerId: 'gpt', model: 'gpt-test' } }),
+  },
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/diagnostics',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/diagnostics`, body: { providerId: 'gpt', model: 'gpt-test' } }),
+    check: (res) => expect(res.json.explanation).toEqual(openai.answer),
+  },
   // A queued deployment never went live: an allowed caller ends at the 409 of rollback.
   {
     method: 'POST',
@@ -670,6 +689,11 @@ beforeAll(async () => {
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
   const deployment = await freshDeployment(web.id);
+  openai = await new OpenAiStandin().start();
+  await ok(
+    admin('PUT', '/api/settings', { aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }] }),
+    'ai provider',
+  );
   f = {
     A,
     B,
@@ -692,6 +716,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await openai?.close();
   await server?.dispose();
 }, 60_000);
 

@@ -38,6 +38,7 @@ export async function createHarness(
     clock?: Clock;
     databaseUrl?: string;
     dnsProviders?: DnsProvider[];
+    aiProviders?: ServicesOptions['aiProviders'];
     databases?: ServicesOptions['databases'];
   } = {},
 ): Promise<Harness> {
@@ -58,7 +59,7 @@ export async function createHarness(
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
-    { dnsProviders: opts.dnsProviders, databases: opts.databases },
+    { dnsProviders: opts.dnsProviders, aiProviders: opts.aiProviders, databases: opts.databases },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
