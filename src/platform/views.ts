@@ -182,11 +182,9 @@ export const settingsView = z
     aiProviders: z.array(
       z.object({
         providerId: z.string(),
-        kind: z
-          .enum(AI_PROVIDER_KINDS)
-          .meta({
-            description: '`openai`: the Chat Completions wire format (also compatible local servers); `anthropic`: the Messages API',
-          }),
+        kind: z.enum(AI_PROVIDER_KINDS).meta({
+          description: '`openai`: the Chat Completions wire format (also compatible local servers); `anthropic`: the Messages API',
+        }),
         baseUrl: z.string().nullable().meta({ description: "null: the vendor's own API" }),
         hasApiKey: z.boolean(),
         connectedAt: timestamp,
