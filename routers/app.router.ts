@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { aiRouter } from './ai.router.js';
+import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
@@ -36,6 +37,7 @@ export const appRouter = router({
   settings: settingsRouter,
   databases: databaseRouter,
   ai: aiRouter,
+  metrics: metricsRouter,
 });
 
 export type AppRouter = typeof appRouter;

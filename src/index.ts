@@ -23,6 +23,9 @@ import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } 
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
 import type { AiProvider } from './ai/ai-provider.port.js';
 import { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
+import { MetricsSampler } from './metrics/metrics-sampler.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import type { ContainerStatsSource } from './metrics/container-stats.port.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -33,6 +36,8 @@ export interface ServicesOptions {
   dnsProviders?: DnsProvider[];
   /** The AI wire formats this installation can talk to (one adapter per kind). */
   aiProviders?: AiProvider[];
+  /** Reads running containers' resource use; with it, the metrics sampler runs (start/stop by the caller). */
+  containerStats?: ContainerStatsSource;
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
@@ -96,6 +101,15 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
+  const sampler = options.containerStats
+    ? new MetricsSampler(
+        deps,
+        options.containerStats,
+        { intervalMs: deps.config.metrics.intervalMs, retentionMs: deps.config.metrics.retentionHours * 3_600_000 },
+        options.log,
+      )
+    : null;
+  const metrics = new MetricsService(deps, (id) => sampler?.currentOf(id) ?? null, sampler?.intervalMs ?? 0);
   return {
     apiKeys: new ApiKeyService(deps),
     projects,
@@ -104,7 +118,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     domains,
     settings,
     dns: new DnsService(deps, domains, settings, options.dnsProviders ?? []),
-    ai: new AiDiagnosticsService(deps, env, settings, options.aiProviders ?? []),
+    ai: new AiDiagnosticsService(deps, env, settings, options.aiProviders ?? [], (id) => metrics.latest(id)),
+    metrics,
+    sampler,
     deployments,
     runtimeLogs: new RuntimeLogService(deps),
     routing,

@@ -227,6 +227,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
       databases: databasesConfig(env),
+      metrics: {
+        intervalMs: metricsInterval(env),
+        retentionHours: int(env, 'METRICS_RETENTION_HOURS', DEFAULT_PLATFORM_CONFIG.metrics.retentionHours, 1, 24 * 90),
+      },
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
@@ -239,4 +243,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       },
     },
   };
+}
+
+/** 0 turns sampling off; otherwise at least a second (the engine reads cgroups for every container). */
+function metricsInterval(env: NodeJS.ProcessEnv): number {
+  const value = int(env, 'METRICS_INTERVAL_MS', DEFAULT_PLATFORM_CONFIG.metrics.intervalMs, 0, 3_600_000);
+  return value === 0 ? 0 : Math.max(value, 1_000);
 }

@@ -24,6 +24,7 @@ import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
 import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
+import { DockerStatsSource } from '../docker/docker-stats-source.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
 import { CaddyContainer } from '../proxy/caddy-container.js';
 import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
@@ -106,6 +107,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
       ],
       aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
+      // Tests that bring their own runtime run without the sampler (their containers are fakes).
+      ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
     },
   );
   await services.settings.load();
@@ -142,6 +145,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   void (async () => {
     await services.runner?.start();
     services.routing.start();
+    services.sampler?.start();
   })();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -158,6 +162,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        await services.sampler?.stop();
         await services.runner?.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();

@@ -191,7 +191,31 @@ export const Setting = defineEntity({
   },
 });
 
-export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
+/**
+ * A service's resource use over one minute (the sampler's ticks, downsampled): averages of the
+ * gauges, sums of the counters' growth. Kept for METRICS_RETENTION_HOURS; writes do not change the store's version.
+ */
+export const MetricSample = defineEntity({
+  name: 'MetricSample',
+  tableName: 'metric_samples',
+  indexes: [{ properties: ['serviceId', 'at'] }, { properties: ['at'] }],
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    serviceId: p.string().length(32),
+    /** Start of the minute. */
+    at: p.datetime(),
+    cpuPercent: p.double().$type<number>().runtimeType('number'),
+    memoryUsedBytes: p.bigint('number'),
+    memoryLimitBytes: p.bigint('number'),
+    netRxBytes: p.bigint('number'),
+    netTxBytes: p.bigint('number'),
+    blockReadBytes: p.bigint('number'),
+    blockWriteBytes: p.bigint('number'),
+    restarts: p.integer(),
+  },
+});
+
+export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey, MetricSample];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
 export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
@@ -205,6 +229,7 @@ export type DeploymentRow = Row<typeof Deployment>;
 export type DeploymentLogRow = Row<typeof DeploymentLog>;
 export type ApiKeyRow = Row<typeof ApiKey>;
 export type SettingRow = Row<typeof Setting>;
+export type MetricSampleRow = Row<typeof MetricSample>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]

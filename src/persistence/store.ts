@@ -5,6 +5,7 @@ import { EnvRepository } from '../env/env.repository.js';
 import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
+import { MetricsRepository } from '../metrics/metrics.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -19,6 +20,7 @@ export class Store {
   readonly deployments: DeploymentRepository;
   readonly settings: SettingsRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly metrics: MetricsRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -29,6 +31,7 @@ export class Store {
     this.deployments = new DeploymentRepository(this.session);
     this.settings = new SettingsRepository(this.session);
     this.apiKeys = new ApiKeyRepository(this.session);
+    this.metrics = new MetricsRepository(this.session);
   }
 
   /**

@@ -78,5 +78,6 @@ async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[])
   await tx.deployments.deleteOfServices(serviceIds);
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
+  await tx.metrics.deleteOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);
 }

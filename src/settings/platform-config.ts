@@ -74,6 +74,8 @@ export interface PlatformConfig {
   databases: DatabasesConfig;
   /** AI explanations: one call to the provider, at most this long. */
   ai: { timeoutMs: number };
+  /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
+  metrics: { intervalMs: number; retentionHours: number };
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -112,4 +114,5 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     queryRowCap: 1_000,
   },
   ai: { timeoutMs: 60_000 },
+  metrics: { intervalMs: 10_000, retentionHours: 24 },
 };

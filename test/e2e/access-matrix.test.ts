@@ -469,6 +469,14 @@ const rows: Row[] = [
     },
     check: (res) => expect(res.json).toEqual({ accepted: true }),
   },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/metrics',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/metrics` }),
+    check: (res) => expect(res.json).toMatchObject({ serviceId: f.webId, running: false, current: null, series: { points: [] } }),
+  },
   // AI: the queued deployment did not fail (409); diagnostics take any deployment and ask the stand-in.
   {
     method: 'POST',
