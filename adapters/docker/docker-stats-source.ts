@@ -2,8 +2,12 @@ import type Docker from 'dockerode';
 import { LABELS } from '../../src/deployments/container-engine.port.js';
 import type { ContainerStats, ContainerStatsSource } from '../../src/metrics/container-stats.port.js';
 
-/** Stats calls in flight at once: the engine reads each container's cgroup files per call. */
-const CONCURRENCY = 4;
+/**
+ * Stats calls in flight at once. A one-shot call waits for the engine's next collection tick (its
+ * collector reads every subscribed container once a second), so calls made together are answered
+ * together: four at a time took 13 s for 50 containers, all at once about one tick.
+ */
+const CONCURRENCY = 64;
 /** Restart counts come from inspect, which is dearer than stats: at most this often per container. */
 const RESTARTS_EVERY_MS = 60_000;
 
@@ -17,7 +21,7 @@ interface RawStats {
 /**
  * One pass over the engine per tick: one list of this install's running service containers, then
  * one non-streaming `one-shot` stats call each (no 1 s wait for a second reading, and no stream held
- * open per container between ticks), CONCURRENCY at a time. CPU % is computed by the sampler from
+ * open per container between ticks), up to CONCURRENCY at a time. CPU % is computed by the sampler from
  * two ticks' cumulative counters.
  */
 export class DockerStatsSource implements ContainerStatsSource {
