@@ -4,11 +4,13 @@ import { containersWithLabel, httpText, imageTags, provisionDocker } from '../he
 import { deploy, waitForDeployment } from '../helpers/deployments.js';
 import { startGitServer } from '../helpers/git-server.js';
 import * as apps from '../fixtures/apps.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 
 /**
  * Rollbacks on the real Docker engine: a repository service deployed three times with
  * ROLLBACK_KEEP=2, then rolled back to the second deployment (its image runs again, no clone, no
- * build), while the first one's image is gone (409 image_gone).
+ * build), while the first one's image is gone (409 image_gone). A failed build is then explained
+ * over HTTP by an OpenAI stand-in: what it was sent, and what the platform answered.
  */
 let server: ServerProcess;
 let call: ReturnType<typeof api>;
@@ -90,17 +92,45 @@ describe('rollback', () => {
   );
 
   it(
-    'a deployment that never went live is 409',
+    'a deployment that never went live is 409; its failure is explained with the secrets masked',
     async () => {
       await git.addRepo('acme/broken', apps.failingDockerfile());
       const web = (await call('POST', `/api/projects/${projectId}/services`, { name: 'broken', repoFullName: 'acme/broken' })).json
         .service as { id: string };
+      const secret = 'e2e-very-secret-value-0123';
+      expect((await call('POST', `/api/services/${web.id}/env`, { key: 'API_TOKEN', value: secret, secret: true })).status).toBe(200);
       const failed = await deploy(call, web.id);
       expect(failed.deployment.status).toBe('failed');
       const res = await call('POST', `/api/deployments/${failed.deployment.id}/rollback`);
       expect(res.status, res.text).toBe(409);
       expect(res.json.error).toBe('conflict');
       expect((await call('GET', `/api/services/${web.id}/overview`)).json.liveDeploymentId).toBeNull();
+
+      const openai = await new OpenAiStandin().start();
+      try {
+        const connected = await call('PUT', '/api/settings', {
+          aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
+        });
+        expect(connected.status, connected.text).toBe(200);
+        expect(connected.text).not.toContain(openai.apiKey);
+        const explain = (providerId: string, model: string) =>
+          call('POST', `/api/deployments/${failed.deployment.id}/explain-failure`, { providerId, model });
+        const explained = await explain('gpt', 'gpt-e2e');
+        expect(explained.status, explained.text).toBe(200);
+        expect(explained.json).toEqual({ explanation: openai.answer });
+        expect(openai.requests[0]!.body.model).toBe('gpt-e2e');
+        const sent = JSON.stringify(openai.requests[0]!.body);
+        expect(sent).toContain(apps.BUILD_FAILURE_MESSAGE);
+        expect(sent).not.toContain(secret);
+        expect((await explain('nope', 'm')).status).toBe(404);
+        openai.failNext(503, 'The engine is currently overloaded, please try again later');
+        const upstream = await explain('gpt', 'm');
+        expect(upstream.status).toBe(502);
+        expect(upstream.json.error).toBe('upstream_error');
+        expect(upstream.json.message).toContain('currently overloaded');
+      } finally {
+        await openai.close();
+      }
     },
     5 * 60_000,
   );
