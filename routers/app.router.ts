@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
+import { aiRouter } from './ai.router.js';
+import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
@@ -38,6 +40,8 @@ export const appRouter = router({
   databases: databaseRouter,
   databaseImports: databaseImportRouter,
   databaseTls: databaseTlsRouter,
+  ai: aiRouter,
+  metrics: metricsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -49,6 +49,20 @@ export const deploymentRouter = router({
       return { accepted: true as const };
     }),
 
+  rollback: writeProcedure
+    .meta({
+      created: true,
+      openapi: {
+        method: 'POST',
+        path: '/api/deployments/{deploymentId}/rollback',
+        tags,
+        summary: 'Run the image of a deployment that went live again (409 if it never did, 409 image_gone once collected)',
+      },
+    })
+    .input(z.strictObject({ deploymentId: idParam }))
+    .output(z.object({ deployment: deploymentView }))
+    .mutation(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.rollback(ctx.actor, input.deploymentId) })),
+
   logs: readProcedure
     .meta({
       openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' },

@@ -55,6 +55,7 @@ export const serviceRouter = router({
           env: z.array(envVarView),
           domains: z.array(domainView),
           publicIp: z.string(),
+          liveDeploymentId: z.string().nullable().meta({ description: 'The deployment serving now; null before the first went live' }),
         }),
       ),
     )

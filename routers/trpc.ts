@@ -74,6 +74,7 @@ export const ERRORS = {
   upstream_error: { trpc: 'BAD_GATEWAY', http: 502 },
   query_error: { trpc: 'BAD_REQUEST', http: 400 },
   not_running: { trpc: 'CONFLICT', http: 409 },
+  image_gone: { trpc: 'CONFLICT', http: 409 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
 } as const satisfies Record<ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number; also?: readonly TRPC_ERROR_CODE_KEY[] }>;
 

@@ -31,6 +31,11 @@ import { LABELS } from './deployments/container-engine.port.js';
 
 /** Imports running at once across the platform (each is one dump and one restore, or one key copy). */
 const IMPORT_CONCURRENCY = 4;
+import type { AiProvider } from './ai/ai-provider.port.js';
+import { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
+import { MetricsSampler } from './metrics/metrics-sampler.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import type { ContainerStatsSource } from './metrics/container-stats.port.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -39,6 +44,10 @@ export interface ServicesOptions {
   runtime?: RuntimeDeps;
   /** The DNS providers this installation can talk to. */
   dnsProviders?: DnsProvider[];
+  /** The AI wire formats this installation can talk to (one adapter per kind). */
+  aiProviders?: AiProvider[];
+  /** Reads running containers' resource use; with it, the metrics sampler runs (start/stop by the caller). */
+  containerStats?: ContainerStatsSource;
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
@@ -63,7 +72,6 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
-  const deployments = new DeploymentService(deps);
   // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
   const tls = new DatabaseTlsService(deps, options.tls?.issuer ?? null, {
     tlsActive: async (service) => {
@@ -72,6 +80,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     },
   });
   const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
+  const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
   if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
@@ -136,6 +145,15 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
+  const sampler = options.containerStats
+    ? new MetricsSampler(
+        deps,
+        options.containerStats,
+        { intervalMs: deps.config.metrics.intervalMs, retentionMs: deps.config.metrics.retentionHours * 3_600_000 },
+        options.log,
+      )
+    : null;
+  const metrics = new MetricsService(deps, (id) => sampler?.currentOf(id) ?? null, sampler?.intervalMs ?? 0);
   return {
     apiKeys: new ApiKeyService(deps),
     projects,
@@ -144,6 +162,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     domains,
     settings,
     dns: new DnsService(deps, domains, settings, options.dnsProviders ?? []),
+    ai: new AiDiagnosticsService(deps, env, settings, options.aiProviders ?? [], (id) => metrics.latest(id)),
+    metrics,
+    sampler,
     deployments,
     runtimeLogs: new RuntimeLogService(deps),
     routing,
@@ -182,6 +203,7 @@ export {
   type ProjectInput,
 } from './projects/project.inputs.js';
 export { settingsInput, type SettingsInput } from './settings/settings.inputs.js';
+export { aiRequestInput, type AiRequestInput } from './ai/ai.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';

@@ -166,6 +166,7 @@ function deployConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
     healthTimeoutMs: int(env, 'HEALTH_TIMEOUT_MS', defaults.healthTimeoutMs, 100),
     workerSettleMs: int(env, 'WORKER_SETTLE_MS', defaults.workerSettleMs, 0),
     stopGraceSeconds: int(env, 'STOP_GRACE_SECONDS', defaults.stopGraceSeconds, 0, 600),
+    rollbackKeep: int(env, 'ROLLBACK_KEEP', defaults.rollbackKeep, 1, 100),
     analyzerImages: {
       node: env.ANALYZER_NODE_IMAGE || images.node,
       python: env.ANALYZER_PYTHON_IMAGE || images.python,
@@ -228,6 +229,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
       databases: databasesConfig(env),
+      metrics: {
+        intervalMs: metricsInterval(env),
+        retentionHours: int(env, 'METRICS_RETENTION_HOURS', DEFAULT_PLATFORM_CONFIG.metrics.retentionHours, 1, 24 * 90),
+      },
+      ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),
@@ -239,4 +245,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       },
     },
   };
+}
+
+/** 0 turns sampling off; otherwise at least a second (the engine reads cgroups for every container). */
+function metricsInterval(env: NodeJS.ProcessEnv): number {
+  const value = int(env, 'METRICS_INTERVAL_MS', DEFAULT_PLATFORM_CONFIG.metrics.intervalMs, 0, 3_600_000);
+  return value === 0 ? 0 : Math.max(value, 1_000);
 }

@@ -6,6 +6,8 @@ import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.j
 import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
 import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
+import { AnthropicAdapter } from '../ai/anthropic-adapter.js';
+import { OpenAiAdapter } from '../ai/openai-adapter.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
@@ -25,6 +27,7 @@ import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
 import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
+import { DockerStatsSource } from '../docker/docker-stats-source.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
 import { CaddyContainer } from '../proxy/caddy-container.js';
 import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
@@ -118,6 +121,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
         new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
       ],
+      aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
+      // Tests that bring their own runtime run without the sampler (their containers are fakes).
+      ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
     },
   );
   await services.settings.load();
@@ -154,6 +160,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   void (async () => {
     await services.runner?.start();
     services.routing.start();
+    services.sampler?.start();
   })();
   // Imports a previous process left running are failed (with the reason) before new ones are claimed.
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
@@ -172,6 +179,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        await services.sampler?.stop();
         await services.runner?.stop();
         await services.imports.stop();
         // The proxy keeps serving the loaded routes while the platform is down.

@@ -47,7 +47,8 @@ export class DeploymentPipeline {
 
     let built: BuiltImage;
     const { source } = service;
-    if (source.kind === 'database')
+    if (ctx.deployment.rollbackOf) built = await this.rollbackImage(ctx, ctx.deployment.rollbackOf, names.image);
+    else if (source.kind === 'database')
       built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.databases.images[source.engine], names.image));
     else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
@@ -58,6 +59,22 @@ export class DeploymentPipeline {
 
     const container = await this.launch.start(ctx, built.imageTag, resolved.env, names, tls);
     return { ...built, container };
+  }
+
+  /**
+   * A rollback runs the image an earlier deployment went live with, tagged as this deployment's so
+   * retention and cleanup treat it like any other; nothing is cloned or built.
+   */
+  private async rollbackImage(ctx: PipelineContext, sourceId: string, tag: string): Promise<BuiltImage> {
+    const source = await this.deps.store.deployments.get(sourceId);
+    if (!source?.imageTag || source.serviceId !== ctx.service.id || !(await this.runtime.engine.imageExists(source.imageTag)))
+      throw new DeploymentFailure(`The image of deployment ${sourceId} is no longer kept; deploy again instead`);
+    ctx.log.write(
+      `Rolling back to deployment ${sourceId}: its image ${source.imageTag}${source.commitSha ? ` (commit ${source.commitSha})` : ''} runs again, no build; the environment variables are today's`,
+    );
+    await this.runtime.engine.tagImage(source.imageTag, tag);
+    ctx.created.image = tag;
+    return fromRegistry(tag);
   }
 
   /**

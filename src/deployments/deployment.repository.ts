@@ -14,6 +14,10 @@ export class DeploymentRepository extends Repository {
   list(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
     return this.rows(Deployment, { serviceId }, { createdAt: 'desc', id: 'desc' }, limit);
   }
+  /** Deployments that went live, newest first: rollback targets, and the live one first. */
+  listLive(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
+    return this.rows(Deployment, { serviceId, status: 'succeeded' }, { createdAt: 'desc', id: 'desc' }, limit);
+  }
   listByIds(ids: string[]): Promise<DeploymentRecord[]> {
     if (ids.length === 0) return Promise.resolve([]);
     return this.rows(Deployment, { id: { $in: ids } });
@@ -54,6 +58,10 @@ export class DeploymentRepository extends Repository {
       }
     });
     return records;
+  }
+  /** The newest `limit` lines, oldest first. */
+  async listLogTail(deploymentId: string, limit: number): Promise<DeploymentLogRecord[]> {
+    return (await this.rows(DeploymentLog, { deploymentId }, { id: 'desc' }, limit)).reverse();
   }
   listLogs(deploymentId: string, afterId = 0, limit?: number): Promise<DeploymentLogRecord[]> {
     return this.rows(DeploymentLog, { deploymentId, id: { $gt: afterId } }, { id: 'asc' }, limit);

@@ -1,5 +1,5 @@
 import { isAbortable, isTerminal } from '../domain/deployment-state.js';
-import { ConflictError } from '../domain/errors.js';
+import { ConflictError, ImageGoneError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
 import { assertWrite, type Actor } from '../domain/access.js';
@@ -25,7 +25,11 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   private readonly abortListeners = new Set<AbortListener>();
   private readonly createdListeners = new Set<() => void>();
 
-  constructor(private readonly deps: ServiceDeps) {}
+  constructor(
+    private readonly deps: ServiceDeps,
+    /** Whether the engine still has an image; absent without a runtime (nothing runs then anyway). */
+    private readonly images: { imageExists(ref: string): Promise<boolean> } | null = null,
+  ) {}
 
   onAbort(listener: AbortListener): () => void {
     this.abortListeners.add(listener);
@@ -42,12 +46,43 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   async create(actor: Actor, serviceId: string): Promise<DeploymentView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
+    return this.enqueue(service.id, { trigger: 'manual', rollbackOf: null, commitSha: null }, `Deployment queued for ${service.name}`);
+  }
+
+  /**
+   * Queues a deployment that runs the image of one that went live, through the same checked and
+   * drained cutover (no clone, no build); the env is today's. 409 for a deployment that never went
+   * live, 409 `image_gone` when its image was collected (see ROLLBACK_KEEP).
+   */
+  async rollback(actor: Actor, deploymentId: string): Promise<DeploymentView> {
+    assertWrite(actor);
+    const { deployment, service } = await deploymentFor(this.deps.store, actor, deploymentId);
+    if (deployment.status !== 'succeeded')
+      throw new ConflictError(`The deployment is ${deployment.status}: only a deployment that went live can be rolled back to`, {
+        status: deployment.status,
+      });
+    if (!deployment.imageTag || (this.images && !(await this.images.imageExists(deployment.imageTag))))
+      throw new ImageGoneError(
+        `The image of deployment ${deployment.id} is no longer kept (the last ${this.deps.config.deploy.rollbackKeep} live deployments are); deploy again instead`,
+        { deploymentId: deployment.id },
+      );
+    return this.enqueue(
+      service.id,
+      { trigger: 'rollback', rollbackOf: deployment.id, commitSha: deployment.commitSha },
+      `Rollback to deployment ${deployment.id} queued for ${service.name}`,
+    );
+  }
+
+  private async enqueue(
+    serviceId: string,
+    what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha'>,
+    firstLine: string,
+  ): Promise<DeploymentView> {
     const deployment: DeploymentRecord = {
       id: newId(),
-      serviceId: service.id,
-      commitSha: null,
+      serviceId,
+      ...what,
       status: 'queued',
-      trigger: 'manual',
       imageTag: null,
       containerName: null,
       abortRequested: false,
@@ -56,9 +91,14 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
       createdAt: this.deps.clock.now(),
     };
     await this.deps.store.deployments.insert(deployment);
-    await this.appendLog(deployment.id, 'stdout', `Deployment queued for ${service.name}`);
+    await this.appendLog(deployment.id, 'stdout', firstLine);
     for (const listener of this.createdListeners) listener();
     return presentDeployment(deployment);
+  }
+
+  /** The deployment serving now: the newest that went live (a cutover is what makes one succeed). */
+  async live(serviceId: string): Promise<DeploymentRecord | null> {
+    return (await this.deps.store.deployments.listLive(serviceId, 1))[0] ?? null;
   }
 
   async list(actor: Actor, serviceId: string): Promise<DeploymentView[]> {

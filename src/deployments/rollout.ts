@@ -183,10 +183,14 @@ export class Rollout {
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
     else for (const previous of old) await this.retire(service, previous, log);
     const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
+    // Rollback targets: the images of the newest live deployments, this one counted as the first.
+    const others = this.deps.config.deploy.rollbackKeep - 1;
+    const earlier = others > 0 ? await this.deps.store.deployments.listLive(service.id, others) : [];
     const keep = new Set([
       `${container.image}`,
       `${container.image}:latest`,
       ...(keepOld ? old.flatMap((c) => [c.image, `${c.image}:latest`]) : []),
+      ...earlier.flatMap((d) => (d.imageTag ? [d.imageTag, `${d.imageTag}:latest`] : [])),
     ]);
     for (const tag of await this.runtime.engine.listImageTags(prefix)) if (!keep.has(tag)) await this.runtime.engine.removeImage(tag);
   }

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'upstream_error',
   'query_error',
   'not_running',
+  'image_gone',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -74,6 +75,11 @@ export class UpstreamError extends DomainError {
 /** A user's database refused a statement or a value: the engine's own message, for the user to act on. */
 export class QueryError extends DomainError {
   readonly code = 'query_error' as const;
+}
+
+/** A rollback's image was collected (beyond ROLLBACK_KEEP) or removed by hand: deploy again instead. */
+export class ImageGoneError extends DomainError {
+  readonly code = 'image_gone' as const;
 }
 
 /** The database service has no running container (never deployed, stopped, or just deleted). */

@@ -19,7 +19,7 @@ export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export type LogStream = (typeof LOG_STREAMS)[number];
 export const DOMAIN_STATUSES = ['active'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
-export const DEPLOYMENT_TRIGGERS = ['manual'] as const;
+export const DEPLOYMENT_TRIGGERS = ['manual', 'rollback'] as const;
 export type DeploymentTrigger = (typeof DEPLOYMENT_TRIGGERS)[number];
 
 export interface ProjectRecord {
@@ -126,6 +126,8 @@ export interface DeploymentRecord {
   trigger: DeploymentTrigger;
   imageTag: string | null;
   containerName: string | null;
+  /** A rollback: the deployment whose image this one runs again (no build). */
+  rollbackOf: string | null;
   /** Set by abort while running: the runner watches it and stops the work. */
   abortRequested: boolean;
   startedAt: Date | null;

@@ -146,6 +146,7 @@ export const Deployment = defineEntity({
     trigger: str(16).$type<DeploymentTrigger>(),
     imageTag: nullableStr(255),
     containerName: nullableStr(255),
+    rollbackOf: nullableStr(32),
     abortRequested: p.boolean(),
     startedAt: nullableDate(),
     finishedAt: nullableDate(),
@@ -188,6 +189,30 @@ export const Setting = defineEntity({
     key: p.string().length(64).primary(),
     value: p.text(),
     updatedAt: p.datetime(),
+  },
+});
+
+/**
+ * A service's resource use over one minute (the sampler's ticks, downsampled): averages of the
+ * gauges, sums of the counters' growth. Kept for METRICS_RETENTION_HOURS; writes do not change the store's version.
+ */
+export const MetricSample = defineEntity({
+  name: 'MetricSample',
+  tableName: 'metric_samples',
+  indexes: [{ properties: ['serviceId', 'at'] }, { properties: ['at'] }],
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    serviceId: p.string().length(32),
+    /** Start of the minute. */
+    at: p.datetime(),
+    cpuPercent: p.double().$type<number>().runtimeType('number'),
+    memoryUsedBytes: p.bigint('number'),
+    memoryLimitBytes: p.bigint('number'),
+    netRxBytes: p.bigint('number'),
+    netTxBytes: p.bigint('number'),
+    blockReadBytes: p.bigint('number'),
+    blockWriteBytes: p.bigint('number'),
+    restarts: p.integer(),
   },
 });
 
@@ -234,6 +259,7 @@ export const ALL_ENTITIES = [
   ApiKey,
   DatabaseImport,
   DatabaseImportLog,
+  MetricSample,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
@@ -250,6 +276,7 @@ export type ApiKeyRow = Row<typeof ApiKey>;
 export type SettingRow = Row<typeof Setting>;
 export type DatabaseImportRow = Row<typeof DatabaseImport>;
 export type DatabaseImportLogRow = Row<typeof DatabaseImportLog>;
+export type MetricSampleRow = Row<typeof MetricSample>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]

@@ -6,6 +6,7 @@ import { DatabaseImportRepository } from '../imports/database-import.repository.
 import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
+import { MetricsRepository } from '../metrics/metrics.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -21,6 +22,7 @@ export class Store {
   readonly settings: SettingsRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly imports: DatabaseImportRepository;
+  readonly metrics: MetricsRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -32,6 +34,7 @@ export class Store {
     this.settings = new SettingsRepository(this.session);
     this.apiKeys = new ApiKeyRepository(this.session);
     this.imports = new DatabaseImportRepository(this.session);
+    this.metrics = new MetricsRepository(this.session);
   }
 
   /**

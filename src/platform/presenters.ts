@@ -131,6 +131,7 @@ export function presentDeployment(deployment: DeploymentRecord): DeploymentView 
     trigger: deployment.trigger,
     imageTag: deployment.imageTag,
     containerName: deployment.containerName,
+    rollbackOf: deployment.rollbackOf,
     startedAt: isoOrNull(deployment.startedAt),
     finishedAt: isoOrNull(deployment.finishedAt),
     createdAt: iso(deployment.createdAt),

@@ -115,6 +115,7 @@ export const deploymentView = z
     trigger: z.enum(DEPLOYMENT_TRIGGERS),
     imageTag: z.string().nullable(),
     containerName: z.string().nullable(),
+    rollbackOf: z.string().nullable().meta({ description: 'For `trigger: "rollback"`: the deployment whose image runs again' }),
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     createdAt: timestamp,
@@ -163,6 +164,9 @@ export const errorView = z
 
 export const DNS_PROVIDER_IDS = ['cloudflare', 'digitalocean', 'hetzner'] as const;
 
+export const AI_PROVIDER_KINDS = ['openai', 'anthropic'] as const;
+export type AiProviderKind = (typeof AI_PROVIDER_KINDS)[number];
+
 export const settingsView = z
   .object({
     publicIp: z.string(),
@@ -175,9 +179,65 @@ export const settingsView = z
         connectedAt: timestamp,
       }),
     ),
+    aiProviders: z.array(
+      z.object({
+        providerId: z.string(),
+        kind: z.enum(AI_PROVIDER_KINDS).meta({
+          description: '`openai`: the Chat Completions wire format (also compatible local servers); `anthropic`: the Messages API',
+        }),
+        baseUrl: z.string().nullable().meta({ description: "null: the vendor's own API" }),
+        hasApiKey: z.boolean(),
+        connectedAt: timestamp,
+      }),
+    ),
   })
   .meta({ id: 'Settings' });
 export type SettingsView = z.infer<typeof settingsView>;
+
+/** The spec's Failure explanation: what an AI provider made of a failed (or misbehaving) deployment. */
+export const failureExplanationView = z
+  .object({
+    summary: z.string().min(1).max(4_000),
+    likelyCause: z.string().min(1).max(4_000),
+    suggestedFix: z.string().min(1).max(8_000),
+    commands: z.array(z.string().max(1_000)).max(20),
+  })
+  .meta({ id: 'FailureExplanation' });
+export type FailureExplanationView = z.infer<typeof failureExplanationView>;
+
+const metricValues = {
+  cpuPercent: z.number().meta({ description: 'CPU use; 100 is one core' }),
+  memoryUsedBytes: z.number().int().meta({ description: 'Memory in use (page cache excluded)' }),
+  memoryLimitBytes: z.number().int().meta({ description: "The container's limit, or the host's memory without one" }),
+  netRxBytes: z.number().int(),
+  netTxBytes: z.number().int(),
+  blockReadBytes: z.number().int(),
+  blockWriteBytes: z.number().int(),
+  restarts: z.number().int().meta({ description: 'Restarts of the running container(s) by the engine' }),
+};
+export const metricPointView = z.object({ at: timestamp.meta({ description: 'Start of the step' }), ...metricValues }).meta({
+  id: 'MetricPoint',
+  description: 'One step: CPU and memory averaged; network and block I/O bytes moved during the step; restarts as counted at its end',
+});
+export type MetricPointView = z.infer<typeof metricPointView>;
+export const metricsView = z
+  .object({
+    serviceId: z.string(),
+    running: z.boolean(),
+    intervalMs: z.number().int().meta({ description: 'Sampling interval (METRICS_INTERVAL_MS); 0 when sampling is off' }),
+    current: z
+      .object({ at: timestamp, ...metricValues })
+      .nullable()
+      .meta({ description: 'The latest sample; byte counters are cumulative since the container started. null when no container runs' }),
+    series: z.object({
+      from: timestamp,
+      to: timestamp,
+      step: z.number().int().meta({ description: 'Seconds per point' }),
+      points: z.array(metricPointView).meta({ description: 'Oldest first; steps without samples are left out' }),
+    }),
+  })
+  .meta({ id: 'ServiceMetrics' });
+export type MetricsView = z.infer<typeof metricsView>;
 
 export const dnsRecordResultView = z
   .object({

@@ -41,6 +41,8 @@ export interface ServiceOverview {
   env: EnvVarView[];
   domains: DomainView[];
   publicIp: string;
+  /** The deployment serving now (the newest that went live), or null before the first. */
+  liveDeploymentId: string | null;
 }
 
 const DEFAULT_INTERNAL_PORT = 3000;
@@ -152,11 +154,12 @@ export class ServiceCatalog {
     }
     const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const [project, domains, deployments, env] = await Promise.all([
+    const [project, domains, deployments, env, live] = await Promise.all([
       this.deps.store.projects.get(service.projectId),
       this.deps.store.domains.list([service.id]),
       this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
+      this.deps.store.deployments.listLive(service.id, 1),
     ]);
     const overview = {
       service: presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config),
@@ -164,6 +167,7 @@ export class ServiceCatalog {
       env,
       domains: domains.map(presentDomain),
       publicIp: this.deps.config.publicIp,
+      liveDeploymentId: live[0]?.id ?? null,
     };
     this.overviewCache.set(service.id, { projectId: service.projectId, overview }, version);
     return overview;

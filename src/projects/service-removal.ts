@@ -82,5 +82,6 @@ async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[])
   await tx.imports.deleteOfServices(serviceIds);
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
+  await tx.metrics.deleteOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);
 }

@@ -18,6 +18,8 @@ export interface DeployConfig {
   stopGraceSeconds: number;
   /** Base images the analyzer builds from; production pulls them when missing. */
   analyzerImages: AnalyzerImages;
+  /** Images of this many of a service's newest live deployments (the live one included) are kept for rollbacks. */
+  rollbackKeep: number;
 }
 
 /** How the reverse proxy is kept in step with the database. */
@@ -74,6 +76,10 @@ export interface PlatformConfig {
   deploy: DeployConfig;
   routing: RoutingConfig;
   databases: DatabasesConfig;
+  /** AI explanations: one call to the provider, at most this long. */
+  ai: { timeoutMs: number };
+  /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
+  metrics: { intervalMs: number; retentionHours: number };
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -95,6 +101,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     workerSettleMs: 2_000,
     stopGraceSeconds: 10,
     analyzerImages: { ...DEFAULT_ANALYZER_IMAGES },
+    rollbackKeep: 5,
   },
   routing: {
     reconcileMs: 2_000,
@@ -112,4 +119,6 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     importConnectTimeoutMs: 10_000,
     importTimeoutMs: 6 * 3_600_000,
   },
+  ai: { timeoutMs: 60_000 },
+  metrics: { intervalMs: 10_000, retentionHours: 24 },
 };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { line } from '../platform/input-schemas.js';
-import { DNS_PROVIDER_IDS } from '../platform/views.js';
+import { AI_PROVIDER_KINDS, DNS_PROVIDER_IDS } from '../platform/views.js';
 
 /** What changing the platform settings takes, declared once: the router uses it, the use case takes the parsed type. */
 export const settingsInput = z.strictObject({
@@ -16,6 +16,22 @@ export const settingsInput = z.strictObject({
     .max(10)
     .optional()
     .meta({ description: 'Replaces the connected providers' }),
+  aiProviders: z
+    .array(
+      z.strictObject({
+        providerId: line(64)
+          .regex(/^[a-z0-9][a-z0-9-]*$/, { message: 'lower-case letters, digits and hyphens' })
+          .meta({ description: 'Your name for the connection, used as providerId in explain-failure and diagnostics' }),
+        kind: z.enum(AI_PROVIDER_KINDS),
+        baseUrl: line(2048)
+          .nullish()
+          .meta({ description: "http(s) URL of the API (a compatible or local server); omit for the vendor's own" }),
+        apiKey: line(4096).min(1).optional().meta({ description: 'Write-only; omit to keep the stored key' }),
+      }),
+    )
+    .max(10)
+    .optional()
+    .meta({ description: 'Replaces the connected AI providers' }),
 });
 /** dnsProviders replaces the list; an entry without apiToken keeps the token it had. */
 export type SettingsInput = z.output<typeof settingsInput>;

@@ -4,7 +4,7 @@ import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js'
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
-import type { DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
+import type { AiProviderKind, DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 
@@ -18,6 +18,23 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+  aiProviders?: StoredAiProvider[];
+}
+
+interface StoredAiProvider {
+  providerId: string;
+  kind: AiProviderKind;
+  baseUrl: string | null;
+  apiKeyEncrypted: string;
+  connectedAt: string;
+}
+
+/** A connected AI provider with its key decrypted, for the one use case that calls it. */
+export interface AiProviderConnection {
+  providerId: string;
+  kind: AiProviderKind;
+  baseUrl: string | null;
+  apiKey: string;
 }
 
 const KEY = 'platform';
@@ -78,6 +95,25 @@ export class SettingsService {
         };
       });
     }
+    if (input.aiProviders !== undefined) {
+      const seen = new Set<string>();
+      next.aiProviders = input.aiProviders.map((entry, i) => {
+        if (seen.has(entry.providerId)) throw new ValidationError(`aiProviders.${i}.providerId`, `${entry.providerId} is listed twice`);
+        seen.add(entry.providerId);
+        const baseUrl = entry.baseUrl ? aiBaseUrl(entry.baseUrl, `aiProviders.${i}.baseUrl`) : null;
+        const existing = stored.aiProviders?.find((p) => p.providerId === entry.providerId);
+        if (!entry.apiKey && !existing)
+          throw new ValidationError(`aiProviders.${i}.apiKey`, `Connecting ${entry.providerId} needs an apiKey`);
+        const changed = !!entry.apiKey || !existing || existing.kind !== entry.kind || existing.baseUrl !== baseUrl;
+        return {
+          providerId: entry.providerId,
+          kind: entry.kind,
+          baseUrl,
+          apiKeyEncrypted: entry.apiKey ? this.deps.secrets.encrypt(entry.apiKey) : existing!.apiKeyEncrypted,
+          connectedAt: changed || !existing ? this.deps.clock.now().toISOString() : existing.connectedAt,
+        };
+      });
+    }
     await this.deps.store.settings.put(KEY, JSON.stringify(next), this.deps.clock.now());
     const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
@@ -89,6 +125,14 @@ export class SettingsService {
   async providerToken(providerId: string): Promise<string | null> {
     const entry = (await this.read()).dnsProviders?.find((p) => p.providerId === providerId);
     return entry ? this.deps.secrets.decrypt(entry.apiTokenEncrypted) : null;
+  }
+
+  /** A connected AI provider with its key, or null when none is connected under that id. */
+  async aiProvider(providerId: string): Promise<AiProviderConnection | null> {
+    const entry = (await this.read()).aiProviders?.find((p) => p.providerId === providerId);
+    return entry
+      ? { providerId: entry.providerId, kind: entry.kind, baseUrl: entry.baseUrl, apiKey: this.deps.secrets.decrypt(entry.apiKeyEncrypted) }
+      : null;
   }
 
   private async read(): Promise<StoredSettings> {
@@ -113,6 +157,27 @@ export class SettingsService {
         hasApiToken: true,
         connectedAt: p.connectedAt,
       })),
+      aiProviders: (stored.aiProviders ?? []).map((p) => ({
+        providerId: p.providerId,
+        kind: p.kind,
+        baseUrl: p.baseUrl,
+        hasApiKey: true,
+        connectedAt: p.connectedAt,
+      })),
     };
   }
+}
+
+/** An AI API's base URL: http(s), no credentials (the key is the one secret, and it is stored encrypted), no query. */
+function aiBaseUrl(raw: string, field: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ValidationError(field, 'must be an http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ValidationError(field, 'must be an http(s) URL');
+  if (url.username || url.password) throw new ValidationError(field, 'must not hold credentials: give the key as apiKey');
+  if (url.search || url.hash) throw new ValidationError(field, 'must not have a query or a fragment');
+  return url.toString().replace(/\/+$/, '');
 }

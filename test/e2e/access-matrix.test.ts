@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
 import { ok, openStream, type ApiResponse } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 
 /*
  * Every documented REST endpoint (plus the two SSE paths) against five callers, over real HTTP
@@ -60,6 +61,8 @@ interface Fixtures {
 }
 
 let server: ServerProcess;
+/** The AI provider `gpt` is connected to this stand-in, so diagnostics succeed for allowed callers. */
+let openai: OpenAiStandin;
 let admin: ReturnType<typeof api>;
 let f: Fixtures;
 let seq = 0;
@@ -469,6 +472,45 @@ const rows: Row[] = [
   },
   {
     method: 'GET',
+    template: '/api/services/{serviceId}/metrics',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/metrics` }),
+    check: (res) => expect(res.json).toMatchObject({ serviceId: f.webId, running: false, current: null, series: { points: [] } }),
+  },
+  // AI: the queued deployment did not fail (409); diagnostics take any deployment and ask the stand-in.
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/explain-failure',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/explain-failure`, body: { providerId: 'gpt', model: 'gpt-test' } }),
+  },
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/diagnostics',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/deployments/${f.deploymentId}/diagnostics`, body: { providerId: 'gpt', model: 'gpt-test' } }),
+    check: (res) => expect(res.json.explanation).toEqual(openai.answer),
+  },
+  // A queued deployment never went live: an allowed caller ends at the 409 of rollback.
+  {
+    method: 'POST',
+    template: '/api/deployments/{deploymentId}/rollback',
+    access: 'write',
+    success: 409,
+    prepare: async () => {
+      const deployment = await freshDeployment();
+      return {
+        path: `/api/deployments/${deployment.id}/rollback`,
+        unchanged: async () =>
+          expect((await ok(admin('GET', `/api/services/${f.webId}/deployments`), 'list')).deployments[0].id).toBe(deployment.id),
+      };
+    },
+  },
+  {
+    method: 'GET',
     template: '/api/deployments/{deploymentId}/logs',
     access: 'read',
     success: 200,
@@ -720,6 +762,11 @@ beforeAll(async () => {
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
   const deployment = await freshDeployment(web.id);
+  openai = await new OpenAiStandin().start();
+  await ok(
+    admin('PUT', '/api/settings', { aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }] }),
+    'ai provider',
+  );
   f = {
     A,
     B,
@@ -742,6 +789,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await openai?.close();
   await server?.dispose();
 }, 60_000);
 

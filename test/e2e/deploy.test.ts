@@ -75,7 +75,10 @@ describe('repository services', () => {
     expect(second.deployment.status, second.logs.join('\n')).toBe('succeeded');
     expect((await httpText(`http://127.0.0.1:${web.hostPort}`))?.text).toContain('hello v2');
     expect(await containersWithLabel(`slipway.service=${web.id}`)).toEqual([second.deployment.containerName]);
-    expect(await imageTags(`slipway-${web.id}-`)).toEqual([`slipway-${web.id}-${second.deployment.id}:latest`]);
+    // The first deployment's image stays for a rollback (ROLLBACK_KEEP, default 5).
+    expect((await imageTags(`slipway-${web.id}-`)).sort()).toEqual(
+      [`slipway-${web.id}-${first.deployment.id}:latest`, `slipway-${web.id}-${second.deployment.id}:latest`].sort(),
+    );
   });
 
   it('uses dockerfilePath, and SERVICE_DOCKERFILE_PATH over it', async () => {

@@ -38,6 +38,7 @@ export async function createHarness(
     clock?: Clock;
     databaseUrl?: string;
     dnsProviders?: DnsProvider[];
+    aiProviders?: ServicesOptions['aiProviders'];
     databases?: ServicesOptions['databases'];
     imports?: ServicesOptions['imports'];
     tls?: ServicesOptions['tls'];
@@ -60,7 +61,7 @@ export async function createHarness(
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
-    { dnsProviders: opts.dnsProviders, databases: opts.databases, imports: opts.imports, tls: opts.tls },
+    { dnsProviders: opts.dnsProviders, aiProviders: opts.aiProviders, databases: opts.databases, imports: opts.imports, tls: opts.tls },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;

@@ -36,6 +36,15 @@ async function setup(deploy: Partial<DeployConfig> = {}, databaseAdmin?: FakeDat
   return h;
 }
 
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sha = (seed: string) =>
   seed
@@ -148,7 +157,7 @@ describe('a deployment from a repository', () => {
     expect(await readdir(h.buildsDir)).toEqual([]);
   });
 
-  it('on a redeploy, points the host port at the new container before it stops the old one and removes its image', async () => {
+  it('on a redeploy, points the host port at the new container before it stops the old one (its image is kept for rollbacks)', async () => {
     const { web } = await freshWeb({ startRunner: true });
     const first = await deployOk(web.id);
     const old = container(first.containerName);
@@ -159,7 +168,7 @@ describe('a deployment from a repository', () => {
     expect(h.forwarder.targets.get(web.hostPort)).toEqual({ host: current.ip, port: 3000 });
     expect(h.engine.byName(first.containerName!)).toBeUndefined();
     expect(h.engine.removedContainers).toEqual([first.containerName]);
-    expect(h.engine.hasImage(first.imageTag!)).toBe(false);
+    expect(h.engine.hasImage(first.imageTag!)).toBe(true);
     expect(h.engine.hasImage(second.imageTag!)).toBe(true);
     expect(h.engine.containersOf(web.id).map((c) => c.name)).toEqual([second.containerName]);
 
@@ -361,7 +370,8 @@ describe('workers, images and databases', () => {
     expect(h.engine.pulls).toEqual(['nginx:1.27']);
     expect(await logs(second.id)).toContain('Image nginx:1.27 is present');
     expect(h.engine.hasImage('nginx:1.27')).toBe(true);
-    expect(h.engine.hasImage(first.imageTag!)).toBe(false);
+    // Kept for a rollback (ROLLBACK_KEEP, default 5).
+    expect(h.engine.hasImage(first.imageTag!)).toBe(true);
   });
 
   it('a redis database mounts its volume at /data, requires its password, and is checked over TCP', async () => {
@@ -953,5 +963,45 @@ describe('removing services', () => {
     expect(await h.database.store.deployments.listLogs(id), 'log lines of a deleted deployment were written after its deletion').toEqual(
       [],
     );
+  });
+});
+
+describe('rollback', () => {
+  it('keeps the images of the last ROLLBACK_KEEP live deployments and runs one again without a clone or a build', async () => {
+    await setup({ rollbackKeep: 2 });
+    await h.runner.start();
+    const p = await project();
+    const web = await repoService(p.id, 'web');
+    const first = await deployOk(web.id);
+    const second = await deployOk(web.id);
+    const third = await deployOk(web.id);
+    expect(h.engine.hasImage(first.imageTag!)).toBe(false);
+    expect(h.engine.hasImage(second.imageTag!)).toBe(true);
+    expect(h.engine.hasImage(third.imageTag!)).toBe(true);
+    expect(await rejection(h.services.deployments.rollback(admin, first.id))).toMatchObject({ code: 'image_gone' });
+
+    const clones = h.git.clones.length;
+    const builds = h.engine.builds.length;
+    const view = await h.services.deployments.rollback(admin, second.id);
+    expect(view).toMatchObject({ trigger: 'rollback', rollbackOf: second.id, status: 'queued', commitSha: second.commitSha });
+    const rolled = await finished(view.id);
+    expect(rolled.status, (await logs(rolled.id)).join('\n')).toBe('succeeded');
+    expect(h.git.clones.length).toBe(clones);
+    expect(h.engine.builds.length).toBe(builds);
+    expect(h.engine.tags.at(-1)).toEqual({ source: second.imageTag, target: rolled.imageTag });
+    expect(h.engine.containersOf(web.id).map((c) => c.name)).toEqual([rolled.containerName]);
+    expect((await h.services.services.overview(admin, web.id)).liveDeploymentId).toBe(rolled.id);
+    // The rollback's own tag and the newest live one before it.
+    expect(h.engine.hasImage(third.imageTag!)).toBe(true);
+    expect(h.engine.hasImage(rolled.imageTag!)).toBe(true);
+  });
+
+  it('refuses a deployment that never went live with 409', async () => {
+    await setup();
+    const p = await project();
+    const web = await repoService(p.id, 'web');
+    const id = await queue(web.id);
+    expect(await rejection(h.services.deployments.rollback(admin, id))).toMatchObject({ code: 'conflict' });
+    expect((await h.services.services.overview(admin, web.id)).liveDeploymentId).toBeNull();
   });
 });

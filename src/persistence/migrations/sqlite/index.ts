@@ -3,6 +3,8 @@ import { Migration20261121122039 } from './Migration20261121122039.js';
 import { Migration20261121141909 } from './Migration20261121141909.js';
 import { Migration20261125003926 } from './Migration20261125003926.js';
 import { Migration20261126101334 } from './Migration20261126101334.js';
+import { Migration20261126102000 } from './Migration20261126102000.js';
+import { Migration20261126103000 } from './Migration20261126103000.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -10,4 +12,6 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261121141909', class: Migration20261121141909 },
   { name: 'Migration20261125003926', class: Migration20261125003926 },
   { name: 'Migration20261126101334', class: Migration20261126101334 },
+  { name: 'Migration20261126102000', class: Migration20261126102000 },
+  { name: 'Migration20261126103000', class: Migration20261126103000 },
 ];
