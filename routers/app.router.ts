@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { apiKeyRouter } from './api-key.router.js';
+import { authRouter } from './auth.router.js';
 import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
@@ -8,11 +9,13 @@ import { envRouter } from './env.router.js';
 import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
+import { userRouter, usersRouter } from './user.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
   health: publicProcedure
     .meta({
+      scope: 'public',
       openapi: {
         method: 'GET',
         path: '/api/health',
@@ -34,6 +37,9 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  auth: authRouter,
+  user: userRouter,
+  users: usersRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,4 +1,6 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import { createServices, type RuntimeDeps, type Services } from '../../src/index.js';
@@ -84,6 +86,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
       : {}),
   };
+  const mailer = config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
+  // Reset links point at APP_URL, else at this API's own address once it listens.
+  let ownUrl = '';
   const services = createServices(
     {
       store: database.store,
@@ -98,6 +103,11 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     {
       runtime,
       log,
+      accounts: {
+        mailer,
+        sessionTtlMs: config.accounts.sessionTtlMs,
+        appUrl: () => config.accounts.appUrl ?? ownUrl,
+      },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
@@ -118,12 +128,18 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     initialApiKey = token;
   }
 
-  const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });
-  const createContext = (req: IncomingMessage): Context => ({
+  const limiter = createRateLimiter({
+    requestsPerMinute: config.rateLimitPerMinute,
+    authFailuresPerMinute: config.authFailuresPerMinute,
+    authLimits: config.accounts.authLimits,
+  });
+  const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
     services,
-    token: bearerToken(req.headers.authorization),
+    // A bearer token wins over the cookie: a script's explicit credential is the one it means.
+    token: bearerToken(req.headers.authorization) ?? cookieValue(req.headers.cookie, SESSION_COOKIE),
     ip: clientIp(req, config.trustProxy),
     limiter,
+    cookie: sessionCookie(req, res, config.trustProxy),
   });
   const sse = new SseBridge();
   const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
@@ -142,6 +158,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   })();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  ownUrl = `http://${host}:${address.port}`;
 
   let closing: Promise<void> | undefined;
   return {
@@ -167,6 +184,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         await closed;
         clearInterval(idleSweep);
         clearTimeout(forced);
+        mailer?.close();
         await database.close();
       })();
       return closing;
@@ -186,6 +204,47 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
     log,
   });
   return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container, caddyRoutesDir: container.routesMount });
+}
+
+const SESSION_COOKIE = 'slipway_session';
+
+/** One cookie's value from a Cookie header; undefined when absent or malformed. */
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      const value = part.slice(eq + 1).trim();
+      return /^[\w-]{1,200}$/.test(value) ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The session cookie: HttpOnly (scripts on the page cannot read it), SameSite=Lax (no cross-site
+ * POST carries it), Secure when the request came over HTTPS (directly, or per X-Forwarded-Proto
+ * from a trusted proxy). Its lifetime is the session's; the server slides the session itself.
+ */
+function sessionCookie(req: IncomingMessage, res: ServerResponse, trustProxy: boolean) {
+  const forwardedProto = trustProxy
+    ? String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]
+        ?.trim()
+    : undefined;
+  const secure = (req.socket as TLSSocket).encrypted === true || forwardedProto === 'https';
+  const attributes = `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  const append = (cookie: string) => {
+    if (res.headersSent) return;
+    const existing = res.getHeader('Set-Cookie');
+    res.setHeader('Set-Cookie', [...(Array.isArray(existing) ? existing : existing ? [String(existing)] : []), cookie]);
+  };
+  return {
+    set: (token: string, expiresAt: Date) =>
+      append(
+        `${SESSION_COOKIE}=${token}; ${attributes}; Expires=${expiresAt.toUTCString()}; Max-Age=${Math.max(0, Math.floor((expiresAt.getTime() - Date.now()) / 1000))}`,
+      ),
+    clear: () => append(`${SESSION_COOKIE}=; ${attributes}; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0`),
+  };
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -167,6 +167,7 @@ export const settingsView = z
   .object({
     publicIp: z.string(),
     rootDomain: z.string().nullable(),
+    registrationOpen: z.boolean().meta({ description: 'Whether anyone may sign up once the owner exists' }),
     dnsProviders: z.array(
       z.object({
         providerId: z.enum(DNS_PROVIDER_IDS),

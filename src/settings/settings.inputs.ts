@@ -1,11 +1,14 @@
 import { z } from 'zod';
-import { line } from '../platform/input-schemas.js';
+import { line, strictBoolean } from '../platform/input-schemas.js';
 import { DNS_PROVIDER_IDS } from '../platform/views.js';
 
 /** What changing the platform settings takes, declared once: the router uses it, the use case takes the parsed type. */
 export const settingsInput = z.strictObject({
   publicIp: line(64).nullish(),
   rootDomain: line(253).nullish(),
+  registrationOpen: strictBoolean()
+    .optional()
+    .meta({ description: 'Whether anyone may sign up (POST /api/auth/signup) once the owner exists; default false' }),
   dnsProviders: z
     .array(
       z.strictObject({

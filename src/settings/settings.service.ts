@@ -1,6 +1,6 @@
 import { ValidationError } from '../domain/errors.js';
 import { normalizeHostname } from '../domain/validation.js';
-import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
+import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
@@ -18,6 +18,8 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+  /** Whether anyone may sign up once the owner exists. */
+  registrationOpen?: boolean;
 }
 
 const KEY = 'platform';
@@ -46,14 +48,12 @@ export class SettingsService {
   }
 
   async get(actor: Actor): Promise<SettingsView> {
-    assertWrite(actor);
-    assertAllProjects(actor, 'read platform settings');
+    assertAdministrator(actor, 'read platform settings');
     return this.present(await this.read());
   }
 
   async update(actor: Actor, input: SettingsInput): Promise<SettingsView> {
-    assertWrite(actor);
-    assertAllProjects(actor, 'change platform settings');
+    assertAdministrator(actor, 'change platform settings');
     const stored = await this.read();
     const next: StoredSettings = { ...stored };
     if (input.publicIp !== undefined) {
@@ -63,6 +63,7 @@ export class SettingsService {
     }
     if (input.rootDomain !== undefined)
       next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
+    if (input.registrationOpen !== undefined) next.registrationOpen = input.registrationOpen;
     if (input.dnsProviders !== undefined) {
       const seen = new Set<string>();
       next.dnsProviders = input.dnsProviders.map((entry, i) => {
@@ -91,6 +92,11 @@ export class SettingsService {
     return entry ? this.deps.secrets.decrypt(entry.apiTokenEncrypted) : null;
   }
 
+  /** Signup after the first account: closed unless the owner opened it. */
+  async registrationOpen(): Promise<boolean> {
+    return (await this.read()).registrationOpen === true;
+  }
+
   private async read(): Promise<StoredSettings> {
     const raw = await this.deps.store.settings.get(KEY);
     return raw ? (JSON.parse(raw) as StoredSettings) : {};
@@ -107,6 +113,7 @@ export class SettingsService {
     return {
       publicIp: stored.publicIp ?? this.defaults.publicIp,
       rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
+      registrationOpen: stored.registrationOpen === true,
       dnsProviders: (stored.dnsProviders ?? []).map((p) => ({
         providerId: p.providerId,
         providerName: PROVIDER_NAMES[p.providerId],

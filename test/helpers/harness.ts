@@ -11,6 +11,7 @@ import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fak
 export const unlimited: RequestLimiter = {
   recordAuthFailure() {},
   assertRequestAllowed() {},
+  assertAuthAttempt() {},
 };
 
 export interface Harness {
