@@ -100,9 +100,11 @@ export class AccountService {
     // Hashed before the transaction: the transaction stays short, and the answer takes as long either way.
     const passwordHash = await hashPassword(input.password);
     const now = this.deps.clock.now();
+    // Read before the transaction: SQLite has one connection, which the transaction holds.
+    const open = await this.options.registrationOpen();
     const user = await this.deps.store.transaction(async (store) => {
       const first = (await store.accounts.countUsers()) === 0;
-      if (!first && !(await this.options.registrationOpen())) throw new RegistrationClosedError();
+      if (!first && !open) throw new RegistrationClosedError();
       if (await store.accounts.getUserByEmail(email)) throw new ConflictError('An account with this email address already exists');
       const record: UserRecord = {
         id: newId(),
