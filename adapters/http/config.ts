@@ -66,7 +66,7 @@ function accountsConfig(env: NodeJS.ProcessEnv): AccountsConfig {
     smtpUrl,
     mailFrom: env.MAIL_FROM?.trim() || 'Slipway <slipway@localhost>',
     appUrl,
-    sessionTtlMs: int(env, 'SESSION_TTL_HOURS', 7 * 24, 1, 24 * 365) * 3600_000,
+    sessionTtlMs: int(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 1, 365 * 24 * 3600) * 1000,
     authLimits,
   };
 }

@@ -314,7 +314,7 @@ export class AccountService {
     }
     const user = await this.store.getUser(session.userId);
     if (!user) return null;
-    if (now.getTime() - session.lastUsedAt.getTime() > SLIDE_RESOLUTION_MS) {
+    if (now.getTime() - session.lastUsedAt.getTime() > Math.min(SLIDE_RESOLUTION_MS, this.options.sessionTtlMs / 10)) {
       await this.store.updateSession(session.id, { lastUsedAt: now, expiresAt: new Date(now.getTime() + this.options.sessionTtlMs) });
     }
     return { session, user };
