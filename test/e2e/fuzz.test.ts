@@ -26,7 +26,12 @@ let server: ServerProcess;
 const real: Record<string, string> = {};
 
 beforeAll(async () => {
-  server = await startServerProcess({ RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '100000' });
+  server = await startServerProcess({
+    RATE_LIMIT_PER_MINUTE: '0',
+    AUTH_FAILURES_PER_MINUTE: '100000',
+    // The authentication endpoints' own budgets would answer nearly all of their share with 429.
+    AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
+  });
   const admin = api(server.url, server.token);
   const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
   const other = (await ok(admin('POST', '/api/projects', { name: 'Fuzz other' }), 'other project')).project;
@@ -36,6 +41,13 @@ beforeAll(async () => {
   const domain = (await ok(admin('POST', `/api/services/${service.id}/domains`, { hostname: 'www.fuzz.test' }), 'domain')).domain;
   const deployment = (await ok(admin('POST', `/api/services/${service.id}/deployments`), 'deployment')).deployment;
   const overview = await ok(admin('GET', `/api/services/${service.id}/overview`), 'overview');
+  // An owner and a member: the users' paths get a real id (the key manages users like the owner).
+  const anyone = api(server.url, undefined);
+  await ok(anyone('POST', '/api/auth/signup', { email: 'owner@fuzz.test', password: 'fuzz owner password', name: 'Owner' }), 'owner');
+  await ok(admin('PUT', '/api/settings', { registrationOpen: true }), 'registration');
+  const member = (
+    await ok(anyone('POST', '/api/auth/signup', { email: 'member@fuzz.test', password: 'fuzz member pw', name: 'M' }), 'member')
+  ).user;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -44,6 +56,7 @@ beforeAll(async () => {
     domainId: domain.id,
     deploymentId: deployment.id,
     targetProjectId: other.id,
+    userId: member.id,
   });
 }, 60_000);
 
