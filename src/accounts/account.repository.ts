@@ -1,5 +1,5 @@
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
-import { PasswordReset, PersonalToken, User, UserSession } from '../persistence/entities.js';
+import { PasswordReset, PersonalToken, Setting, User, UserSession } from '../persistence/entities.js';
 import { Repository, type Patch } from '../persistence/repository.js';
 
 /** Users, their sessions, personal tokens and password-reset tokens; every token by its SHA-256 only. */
@@ -17,6 +17,17 @@ export class AccountRepository extends Repository {
   async getUserByEmail(email: string): Promise<UserRecord | null> {
     const user = await this.row(User, { email });
     return user && parsedUser(user);
+  }
+  /**
+   * Marks the installation as owned, once: a plain insert of one settings key, so of two first
+   * signups racing (PostgreSQL runs their transactions side by side) exactly one wins; the other gets 409.
+   */
+  async claimOwnership(userId: string, now: Date): Promise<void> {
+    await this.insertRow(
+      Setting,
+      { key: 'owner', value: JSON.stringify(userId), updatedAt: now },
+      'owner (the installation already has one)',
+    );
   }
   insertUser(user: UserRecord): Promise<UserRecord> {
     return this.insertRow(User, user, 'account (email address)');

@@ -119,6 +119,7 @@ export class AccountService {
         createdAt: now,
         updatedAt: now,
       };
+      if (first) await store.accounts.claimOwnership(record.id, now);
       await store.accounts.insertUser(record);
       return record;
     });

@@ -16,6 +16,9 @@ const ISSUER = 'Slipway';
  * code, each accepted once.
  */
 export class TwoFactorService {
+  /** Per user, the tail of the code checks in flight: two requests with one code are checked one after the other. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly userOf: (actor: Actor) => Promise<UserRecord>,
@@ -41,9 +44,12 @@ export class TwoFactorService {
     const user = await this.userOf(actor);
     if (user.totpEnabled) throw new ConflictError('Two-factor authentication is already on');
     if (!user.totpSecretEncrypted) throw new ValidationError('code', 'Set up two-factor authentication first (POST /api/auth/2fa/setup)');
-    const step = this.totpStep(user, code);
-    if (step === null) throw new InvalidCredentialsError('Invalid two-factor code');
-    await this.deps.store.accounts.updateUser(user.id, { totpEnabled: true, totpLastStep: step, updatedAt: this.deps.clock.now() });
+    await this.serialized(user.id, async () => {
+      const fresh = await this.deps.store.accounts.getUser(user.id);
+      const step = fresh && !fresh.totpEnabled ? this.totpStep(fresh, code) : null;
+      if (step === null) throw new InvalidCredentialsError('Invalid two-factor code');
+      await this.deps.store.accounts.updateUser(user.id, { totpEnabled: true, totpLastStep: step, updatedAt: this.deps.clock.now() });
+    });
   }
 
   async disable(actor: Actor, code: string): Promise<void> {
@@ -59,17 +65,36 @@ export class TwoFactorService {
     });
   }
 
-  /** A current code not used before, or an unused recovery code: true and spent, else false. */
-  async consumeCode(user: UserRecord, code: string): Promise<boolean> {
-    const step = this.totpStep(user, code);
-    if (step !== null) {
-      await this.deps.store.accounts.updateUser(user.id, { totpLastStep: step });
+  /**
+   * A current code not used before, or an unused recovery code: true and spent, else false. Read and
+   * spent under the user's lock, so a code sent twice at once is accepted once.
+   */
+  consumeCode(user: UserRecord, code: string): Promise<boolean> {
+    return this.serialized(user.id, async () => {
+      const fresh = await this.deps.store.accounts.getUser(user.id);
+      if (!fresh) return false;
+      const step = this.totpStep(fresh, code);
+      if (step !== null) {
+        await this.deps.store.accounts.updateUser(fresh.id, { totpLastStep: step });
+        return true;
+      }
+      const hash = recoveryCodeHash(code);
+      if (!fresh.recoveryCodeHashes.includes(hash)) return false;
+      await this.deps.store.accounts.updateUser(fresh.id, { recoveryCodeHashes: fresh.recoveryCodeHashes.filter((h) => h !== hash) });
       return true;
-    }
-    const hash = recoveryCodeHash(code);
-    if (!user.recoveryCodeHashes.includes(hash)) return false;
-    await this.deps.store.accounts.updateUser(user.id, { recoveryCodeHashes: user.recoveryCodeHashes.filter((h) => h !== hash) });
-    return true;
+    });
+  }
+
+  /** Runs `fn` after every earlier call for this user has settled (one process serves the API). */
+  private serialized<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(userId) ?? Promise.resolve();
+    const run = previous.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.locks.set(userId, tail);
+    void tail.then(() => {
+      if (this.locks.get(userId) === tail) this.locks.delete(userId);
+    });
+    return run;
   }
 
   private totpStep(user: UserRecord, code: string): number | null {

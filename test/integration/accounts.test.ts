@@ -5,6 +5,7 @@ import type { SessionCookie } from '../../routers/trpc.js';
 import { hotp, base32Decode, totpStep } from '../../src/accounts/totp.js';
 import type { Mailer, MailMessage } from '../../src/index.js';
 import { createHarness, unlimited, type Harness } from '../helpers/harness.js';
+import { createScratchDatabase } from '../helpers/postgres.js';
 
 /** Accounts through the routers (createCaller) on SQLite in memory, with a clock the tests move and a recording mailer. */
 let h: Harness;
@@ -418,5 +419,51 @@ describe('users', () => {
     expect(await failure(as(adaSession).projects.list())).toMatchObject({ code: 'unauthorized' });
     // The installation's all-project write key manages users too.
     expect((await h.caller().users.list()).users).toHaveLength(2);
+  });
+});
+
+describe('races', () => {
+  it('one code sent twice at once completes one sign-in', async () => {
+    const owner = await ownerSession();
+    const setup = await as(owner).auth.twoFactorSetup();
+    await as(owner).auth.twoFactorVerify({ code: currentCode(setup.secret) });
+    nowMs += 30_000;
+    const a = await anonymous().auth.signin(CREDS);
+    const b = await anonymous().auth.signin(CREDS);
+    if (!('challengeId' in a) || !('challengeId' in b)) throw new Error('expected challenges');
+    const code = currentCode(setup.secret);
+    const results = await Promise.allSettled([
+      anonymous().auth.twoFactorVerify({ challengeId: a.challengeId, code }),
+      anonymous().auth.twoFactorVerify({ challengeId: b.challengeId, code }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+  });
+
+  it('on PostgreSQL, two first signups that both saw no users cannot both claim the installation', async () => {
+    const scratch = await createScratchDatabase();
+    await h.close();
+    h = await createHarness({ databaseUrl: scratch.url });
+    try {
+      // Both transactions count the users (none) before either claims: the interleaving a race produces.
+      let counted = 0;
+      let release!: () => void;
+      const bothCounted = new Promise<void>((resolve) => (release = resolve));
+      const attempt = (userId: string) =>
+        h.database.store.transaction(async (tx) => {
+          expect(await tx.accounts.countUsers()).toBe(0);
+          if (++counted === 2) release();
+          await bothCounted;
+          await tx.accounts.claimOwnership(userId, new Date(nowMs));
+        });
+      const results = await Promise.allSettled([attempt('a'.repeat(32)), attempt('b'.repeat(32))]);
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect(((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason as Error).constructor.name).toBe(
+        'ConflictError',
+      );
+    } finally {
+      await h.close();
+      await scratch.drop();
+      h = await createHarness();
+    }
   });
 });
