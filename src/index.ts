@@ -1,7 +1,7 @@
 import type { ServiceRecord } from './domain/types.js';
 import { ApiKeyService } from './accounts/api-key.service.js';
 import { AccountService, DEFAULT_SESSION_TTL_MS } from './accounts/account.service.js';
-import type { Mailer } from './accounts/mailer.port.js';
+import type { Mailer, SmtpSettings } from './accounts/mailer.port.js';
 import { PersonalTokenService } from './accounts/personal-token.service.js';
 import { TwoFactorService } from './accounts/two-factor.service.js';
 import type { ServiceDeps } from './platform/deps.js';
@@ -37,7 +37,7 @@ export interface ServicesOptions {
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
   /** Sessions and password-reset mail. */
-  accounts?: { mailer?: Mailer | null; sessionTtlMs?: number; appUrl?: () => string };
+  accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -107,6 +107,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     sessionTtlMs: options.accounts?.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
     appUrl: options.accounts?.appUrl ?? (() => `${deps.config.publicScheme}://${deps.config.publicIp}`),
     mailer: options.accounts?.mailer ?? null,
+    mailerFor: options.accounts?.mailerFor,
+    smtpSettings: () => settings.smtp(),
     registrationOpen: () => settings.registrationOpen(),
     log: options.log,
   });
@@ -143,7 +145,7 @@ export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export { SCOPES, PROCEDURE_SCOPES, SCOPE_DESCRIPTIONS, ROLES, type Scope, type ProcedureScope, type Role } from './domain/scopes.js';
 export { assertProcedureScope, hasScope } from './domain/access.js';
 export * from './accounts/account-views.js';
-export type { Mailer, MailMessage } from './accounts/mailer.port.js';
+export type { Mailer, MailMessage, SmtpSettings } from './accounts/mailer.port.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';

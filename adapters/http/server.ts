@@ -105,6 +105,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       log,
       accounts: {
         mailer,
+        mailerFor: (smtp) => new SmtpMailer(smtp.url, smtp.from),
         sessionTtlMs: config.accounts.sessionTtlMs,
         appUrl: () => config.accounts.appUrl ?? ownUrl,
       },

@@ -17,7 +17,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { ApiKeyService } from './api-key.service.js';
 import type { SigninInput, SigninResult, SignupInput, UserView } from './account-views.js';
 import { newSecretToken, normalizeEmail, PERSONAL_TOKEN_PREFIX, RESET_PREFIX, SESSION_PREFIX, sha256 } from './account-tokens.js';
-import type { Mailer } from './mailer.port.js';
+import type { Mailer, SmtpSettings } from './mailer.port.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password.js';
 import type { PersonalTokenService } from './personal-token.service.js';
 import { SigninBackoff } from './signin-backoff.js';
@@ -28,7 +28,12 @@ export interface AccountOptions {
   sessionTtlMs: number;
   /** Where reset links point: `<appUrl>/reset-password?token=...`. */
   appUrl: () => string;
+  /** The mailer of SMTP_URL (or a test's), used unless the settings name an SMTP server. */
   mailer: Mailer | null;
+  /** The SMTP server of the settings, when one is set there. */
+  smtpSettings?: () => Promise<SmtpSettings | null>;
+  /** Makes a mailer for the settings' server (adapters/mail). */
+  mailerFor?: (smtp: SmtpSettings) => Mailer;
   /** Whether the owner opened signup (settings). */
   registrationOpen: () => Promise<boolean>;
   log?: (message: string, extra?: Record<string, unknown>) => void;
@@ -220,9 +225,10 @@ export class AccountService {
       usedAt: null,
       createdAt: now,
     });
-    const mailer = this.options.mailer;
+    const fromSettings = this.options.mailerFor ? await this.options.smtpSettings?.() : null;
+    const mailer = fromSettings && this.options.mailerFor ? this.options.mailerFor(fromSettings) : this.options.mailer;
     if (!mailer) {
-      this.options.log?.('password reset requested but no SMTP server is configured (SMTP_URL)', { userId: user.id });
+      this.options.log?.('password reset requested but no SMTP server is configured (settings smtpUrl or SMTP_URL)', { userId: user.id });
       return;
     }
     const link = `${this.options.appUrl().replace(/\/+$/, '')}/reset-password?token=${encodeURIComponent(token)}`;
@@ -237,7 +243,10 @@ export class AccountService {
       )
       .catch((error: unknown) =>
         this.options.log?.('password reset mail failed', { userId: user.id, error: error instanceof Error ? error.message : 'unknown' }),
-      );
+      )
+      .finally(() => {
+        if (fromSettings) mailer.close?.();
+      });
   }
 
   /** Sets the password from a single-use reset token and ends every session of the account. */

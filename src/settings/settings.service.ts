@@ -20,9 +20,21 @@ interface StoredSettings {
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
   /** Whether anyone may sign up once the owner exists. */
   registrationOpen?: boolean;
+  /** The SMTP URL holds credentials: sealed, write-only. */
+  smtpUrlEncrypted?: string | null;
+  mailFrom?: string | null;
 }
 
 const KEY = 'platform';
+
+function isSmtpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
 /**
@@ -64,6 +76,12 @@ export class SettingsService {
     if (input.rootDomain !== undefined)
       next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
     if (input.registrationOpen !== undefined) next.registrationOpen = input.registrationOpen;
+    if (input.smtpUrl !== undefined) {
+      if (input.smtpUrl !== null && input.smtpUrl !== '' && !isSmtpUrl(input.smtpUrl))
+        throw new ValidationError('smtpUrl', 'smtpUrl must be an smtp:// or smtps:// URL, like smtp://user:password@mail.example.com:587');
+      next.smtpUrlEncrypted = input.smtpUrl ? this.deps.secrets.encrypt(input.smtpUrl) : null;
+    }
+    if (input.mailFrom !== undefined) next.mailFrom = input.mailFrom || null;
     if (input.dnsProviders !== undefined) {
       const seen = new Set<string>();
       next.dnsProviders = input.dnsProviders.map((entry, i) => {
@@ -92,6 +110,13 @@ export class SettingsService {
     return entry ? this.deps.secrets.decrypt(entry.apiTokenEncrypted) : null;
   }
 
+  /** The SMTP server the settings name (decrypted), or null: SMTP_URL applies then. */
+  async smtp(): Promise<{ url: string; from: string } | null> {
+    const stored = await this.read();
+    if (!stored.smtpUrlEncrypted) return null;
+    return { url: this.deps.secrets.decrypt(stored.smtpUrlEncrypted), from: stored.mailFrom ?? 'Slipway <slipway@localhost>' };
+  }
+
   /** Signup after the first account: closed unless the owner opened it. */
   async registrationOpen(): Promise<boolean> {
     return (await this.read()).registrationOpen === true;
@@ -114,6 +139,8 @@ export class SettingsService {
       publicIp: stored.publicIp ?? this.defaults.publicIp,
       rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
       registrationOpen: stored.registrationOpen === true,
+      smtpConfigured: Boolean(stored.smtpUrlEncrypted),
+      mailFrom: stored.mailFrom ?? null,
       dnsProviders: (stored.dnsProviders ?? []).map((p) => ({
         providerId: p.providerId,
         providerName: PROVIDER_NAMES[p.providerId],

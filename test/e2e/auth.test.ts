@@ -284,6 +284,27 @@ describe('password reset by mail', () => {
   });
 });
 
+describe('SMTP set in the settings', () => {
+  it('sends through the server the owner set, which the settings never show', async () => {
+    const second = await startSmtpServer();
+    try {
+      const admin = api(server.url, server.token);
+      const put = await admin('PUT', '/api/settings', { smtpUrl: second.url, mailFrom: 'Ops <ops@slipway.test>' });
+      expect(put.status, put.text).toBe(200);
+      expect(put.json.settings).toMatchObject({ smtpConfigured: true, mailFrom: 'Ops <ops@slipway.test>' });
+      expect(put.text).not.toContain(second.url);
+      expect((await from(newIp())('POST', '/api/auth/forgot-password', { email: OWNER.email })).status).toBe(200);
+      const mail = await second.waitFor(OWNER.email);
+      expect(mail.from).toBe('ops@slipway.test');
+      expect(smtp.mails.filter((m) => m.to.includes(OWNER.email))).toEqual([]);
+      secrets.add(decodeURIComponent(/token=([\w%-]+)/.exec(mail.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '='))![1]!));
+      await ok(admin('PUT', '/api/settings', { smtpUrl: null }), 'clear smtp');
+    } finally {
+      await second.close();
+    }
+  });
+});
+
 describe('OpenAPI', () => {
   it('declares the bearer and cookie schemes and each operation’s scope', async () => {
     const doc = (await api(server.url, undefined)('GET', '/api/openapi.json')).json;

@@ -393,6 +393,46 @@ describe('password reset', () => {
   });
 });
 
+describe('SMTP from the settings', () => {
+  it('overrides the configured mailer, is stored sealed and never shown', async () => {
+    const made: Array<{ url: string; from: string }> = [];
+    const viaSettings: MailMessage[] = [];
+    await h.close();
+    h = await createHarness({
+      clock: { now: () => new Date(nowMs) },
+      accounts: {
+        mailer,
+        mailerFor: (smtp) => {
+          made.push(smtp);
+          return { send: async (message) => void viaSettings.push(message) };
+        },
+        appUrl: () => 'https://slipway.example.com',
+      },
+    });
+    const owner = await ownerSession();
+    expect(await failure(as(owner).settings.update({ smtpUrl: 'http://mail.example.com' }))).toMatchObject({
+      details: { field: 'smtpUrl' },
+    });
+    const url = 'smtp://mailer:p%40ss-w0rd@mail.example.com:2525';
+    const { settings } = await as(owner).settings.update({ smtpUrl: url, mailFrom: 'Ops <ops@example.com>' });
+    expect(settings).toMatchObject({ smtpConfigured: true, mailFrom: 'Ops <ops@example.com>' });
+    expect(JSON.stringify(await as(owner).settings.get())).not.toContain('p%40ss');
+    expect(await h.database.store.settings.get('platform')).not.toContain('p%40ss');
+
+    await anonymous().auth.forgotPassword({ email: OWNER.email });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(made).toEqual([{ url, from: 'Ops <ops@example.com>' }]);
+    expect(viaSettings).toHaveLength(1);
+    expect(mails).toHaveLength(0);
+
+    // Cleared: the configured one (SMTP_URL) applies again.
+    expect((await as(owner).settings.update({ smtpUrl: null })).settings.smtpConfigured).toBe(false);
+    await anonymous().auth.forgotPassword({ email: OWNER.email });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(mails).toHaveLength(1);
+  });
+});
+
 describe('users', () => {
   it('are managed by the owner; admins list them; members cannot; the owner is never demoted or removed', async () => {
     const owner = await ownerSession();

@@ -52,6 +52,8 @@ describe('settings', () => {
       publicIp: '203.0.113.7',
       rootDomain: null,
       registrationOpen: false,
+      smtpConfigured: false,
+      mailFrom: null,
       dnsProviders: [],
     });
     const { settings } = await api.settings.update({
