@@ -9,12 +9,10 @@ export const settingsInput = z.strictObject({
   registrationOpen: strictBoolean()
     .optional()
     .meta({ description: 'Whether anyone may sign up (POST /api/auth/signup) once the owner exists; default false' }),
-  smtpUrl: line(2048)
-    .nullish()
-    .meta({
-      description:
-        'Write-only: smtp://user:password@host:587 or smtps://...:465 for password-reset mail; null or empty clears (SMTP_URL applies)',
-    }),
+  smtpUrl: line(2048).nullish().meta({
+    description:
+      'Write-only: smtp://user:password@host:587 or smtps://...:465 for password-reset mail; null or empty clears (SMTP_URL applies)',
+  }),
   mailFrom: line(320).nullish().meta({ description: 'Sender of that mail' }),
   dnsProviders: z
     .array(
