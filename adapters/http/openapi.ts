@@ -68,7 +68,8 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     title: 'Slipway Platform API',
     description:
       'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
-      'Every call but /api/health, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
+      'Every call but /api/health, /api/openapi.json, /api/docs and the public /api/auth/* ones needs `Authorization: Bearer <credential>` ' +
+      '(an API key, a session token or a personal token) or the session cookie; `x-required-scope` names the personal-token scope each operation needs. ' +
       'Errors are `{error, message, details}`. The typed TypeScript client (`slipway/client`) calls the same procedures over tRPC at /trpc.',
     version: '1.0.0',
     baseUrl,

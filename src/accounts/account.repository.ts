@@ -60,6 +60,10 @@ export class AccountRepository extends Repository {
   deleteExpiredSessions(now: Date): Promise<void> {
     return this.deleteRows(UserSession, { expiresAt: { $lt: now } });
   }
+  /** Reset tokens past their hour, used or not: nothing reads them again. */
+  deleteExpiredResets(now: Date): Promise<void> {
+    return this.deleteRows(PasswordReset, { expiresAt: { $lt: now } });
+  }
 
   insertToken(token: PersonalTokenRecord): Promise<PersonalTokenRecord> {
     return this.insertRow(PersonalToken, token, 'personal token');

@@ -217,6 +217,7 @@ export class AccountService {
     if (!user) return;
     const token = newSecretToken(RESET_PREFIX);
     const now = this.deps.clock.now();
+    await this.store.deleteExpiredResets(now);
     await this.store.insertReset({
       id: newId(),
       userId: user.id,
@@ -302,6 +303,8 @@ export class AccountService {
   private async openSession(user: UserRecord): Promise<{ token: string; expiresAt: string }> {
     const token = newSecretToken(SESSION_PREFIX);
     const now = this.deps.clock.now();
+    // Sessions left to expire are swept here, at the rate people sign in: no timer needed.
+    await this.store.deleteExpiredSessions(now);
     const session: SessionRecord = {
       id: newId(),
       userId: user.id,
