@@ -80,6 +80,8 @@ export class AccountService {
     private readonly options: AccountOptions,
   ) {
     this.backoff = new SigninBackoff(() => this.deps.clock.now().getTime());
+    // Made now, so the first sign-in with an unknown email does not also pay for making it.
+    void dummyPasswordHash();
   }
 
   private get store() {

@@ -98,29 +98,31 @@ describe('sign-in', () => {
 
   it('answers an unknown email and a wrong password alike, in about the same time', async () => {
     await ok(api(server.url, server.token)('PUT', '/api/settings', { registrationOpen: true }), 'open registration');
-    const emails = ['t1@example.com', 't2@example.com'];
+    const emails = ['t1@example.com', 't2@example.com', 't3@example.com', 't4@example.com'];
     for (const email of emails)
       await ok(from(newIp())('POST', '/api/auth/signup', { email, password: 'timing password', name: 't' }), 'signup');
+    const timed = async (email: string, i: number) => {
+      const started = performance.now();
+      const res = await from(newIp())('POST', '/api/auth/signin', { email, password: `not it ${i}` });
+      const ms = performance.now() - started;
+      expectErrorShape(res, 401, email);
+      expect(res.json).toEqual({ error: 'invalid_credentials', message: 'Invalid email or password', details: {} });
+      return ms;
+    };
+    // Interleaved, 4 per account (under its backoff threshold of 5), each from a fresh address. Other
+    // tests load this machine heavily, which only ever adds time: the fastest answer of each kind is
+    // its intrinsic cost.
     const unknown: number[] = [];
     const wrong: number[] = [];
-    // Interleaved, 4 per account (under its backoff threshold of 5), each from a fresh address.
-    for (let i = 0; i < 8; i++) {
-      for (const [email, into] of [
-        [`ghost${i}@example.com`, unknown],
-        [emails[i % 2]!, wrong],
-      ] as const) {
-        const started = performance.now();
-        const res = await from(newIp())('POST', '/api/auth/signin', { email, password: `not it ${i}` });
-        into.push(performance.now() - started);
-        expectErrorShape(res, 401, email);
-        expect(res.json).toEqual({ error: 'invalid_credentials', message: 'Invalid email or password', details: {} });
-      }
+    for (let i = 0; i < 16; i++) {
+      unknown.push(await timed(`ghost${i}@example.com`, i));
+      wrong.push(await timed(emails[i % emails.length]!, i));
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [u, w] = [median(unknown), median(wrong)];
-    // Without the dummy hash an unknown email answers in ~1 ms against ~30+ ms for argon2id.
-    expect(u / w, `median unknown ${u.toFixed(1)} ms, wrong password ${w.toFixed(1)} ms`).toBeGreaterThan(0.5);
-    expect(u / w, `median unknown ${u.toFixed(1)} ms, wrong password ${w.toFixed(1)} ms`).toBeLessThan(2);
+    const [u, w] = [Math.min(...unknown), Math.min(...wrong)];
+    const summary = `fastest unknown ${u.toFixed(1)} ms, wrong password ${w.toFixed(1)} ms; all ${JSON.stringify({ unknown: unknown.map(Math.round), wrong: wrong.map(Math.round) })}`;
+    // Without the dummy hash an unknown email answers in ~1 ms against ~15+ ms for argon2id.
+    expect(u / w, summary).toBeGreaterThan(0.5);
+    expect(u / w, summary).toBeLessThan(2);
   });
 });
 
@@ -323,7 +325,17 @@ describe('OpenAPI', () => {
 });
 
 describe('secrets at rest and in the log', () => {
-  it('no password, token, TOTP secret or recovery code is in the log or in the database files in clear', async () => {
+  it('no password, token, TOTP secret or recovery code is in a later response, in the log or in the database files in clear', async () => {
+    const { token: session } = await signin(OWNER.email, OWNER.password);
+    const reads = await Promise.all(
+      ['/api/user', '/api/user/tokens', '/api/users', '/api/settings', '/api/api-keys'].map((p) => from(newIp(), session)('GET', p)),
+    );
+    secrets.delete(session);
+    for (const res of reads) {
+      expect(res.status, res.text).toBe(200);
+      for (const secret of secrets) expect(res.text.includes(secret), 'response').toBe(false);
+    }
+    secrets.add(session);
     await server.stop();
     const output = server.output();
     const files = (function walk(dir: string): string[] {

@@ -342,6 +342,28 @@ describe('two-factor authentication', () => {
     expect('session' in (await anonymous().auth.signin(CREDS))).toBe(true);
   });
 
+  it('backs off guessed codes per account, across challenges', async () => {
+    const owner = await ownerSession();
+    const setup = await as(owner).auth.twoFactorSetup();
+    await as(owner).auth.twoFactorVerify({ code: currentCode(setup.secret) });
+    const challenge = async () => {
+      const result = await anonymous().auth.signin(CREDS);
+      if (!('challengeId' in result)) throw new Error('expected a challenge');
+      return result.challengeId;
+    };
+    const first = await challenge();
+    for (let i = 0; i < 3; i++) await failure(anonymous().auth.twoFactorVerify({ challengeId: first, code: '000000' }));
+    const second = await challenge();
+    for (let i = 0; i < 2; i++) await failure(anonymous().auth.twoFactorVerify({ challengeId: second, code: '000001' }));
+    // Five wrong codes in a row for this account: the next one waits, whichever challenge it names.
+    expect(await failure(anonymous().auth.twoFactorVerify({ challengeId: second, code: setup.recoveryCodes[0]! }))).toMatchObject({
+      code: 'rate_limited',
+    });
+    nowMs += 1_001;
+    const done = await anonymous().auth.twoFactorVerify({ challengeId: second, code: setup.recoveryCodes[0]! });
+    expect('session' in done).toBe(true);
+  });
+
   it('is the signed-in user’s own: a token or an API key cannot set it up or turn it off', async () => {
     const owner = await ownerSession();
     const { token } = await as(owner).user.createToken({ name: 'all', scopes: ['admin'] });
