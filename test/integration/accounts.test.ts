@@ -529,3 +529,48 @@ describe('races', () => {
     }
   });
 });
+
+describe('on PostgreSQL', () => {
+  it('the whole flow: JSON columns (scopes, recovery codes), booleans and timestamps read back as on SQLite', async () => {
+    const scratch = await createScratchDatabase();
+    await h.close();
+    h = await createHarness({
+      databaseUrl: scratch.url,
+      clock: { now: () => new Date(nowMs) },
+      accounts: { mailer, sessionTtlMs: 3600_000, appUrl: () => 'https://slipway.example.com' },
+    });
+    try {
+      const owner = await ownerSession();
+      const { token, personalToken } = await as(owner).user.createToken({ name: 'ci', scopes: ['project:read', 'env:read'] });
+      expect(personalToken.scopes).toEqual(['project:read', 'env:read']);
+      expect((await as(owner).user.listTokens()).tokens[0]!.scopes).toEqual(['project:read', 'env:read']);
+      expect((await as(token).projects.list()).projects).toEqual([]);
+      expect(await failure(as(token).projects.create({ name: 'x', description: '' }))).toMatchObject({
+        details: { scope: 'project:write' },
+      });
+
+      const setup = await as(owner).auth.twoFactorSetup();
+      await as(owner).auth.twoFactorVerify({ code: currentCode(setup.secret) });
+      expect((await as(owner).user.me()).user.twoFactorEnabled).toBe(true);
+      const challenge = await anonymous().auth.signin(CREDS);
+      if (!('challengeId' in challenge)) throw new Error('expected a challenge');
+      expect(
+        'session' in (await anonymous().auth.twoFactorVerify({ challengeId: challenge.challengeId, code: setup.recoveryCodes[9]! })),
+      ).toBe(true);
+      expect((await h.database.store.accounts.getUserByEmail('owner@example.com'))!.recoveryCodeHashes).toHaveLength(9);
+
+      await anonymous().auth.forgotPassword({ email: OWNER.email });
+      await new Promise((resolve) => setImmediate(resolve));
+      const resetToken = decodeURIComponent(/token=([^\s]+)/.exec(mails[0]!.text)![1]!);
+      await anonymous().auth.resetPassword({ token: resetToken, password: 'postgres new password' });
+      expect(await failure(as(owner).projects.list())).toMatchObject({ code: 'unauthorized' });
+      expect(await failure(anonymous().auth.resetPassword({ token: resetToken, password: 'again and again' }))).toMatchObject({
+        details: { field: 'token' },
+      });
+    } finally {
+      await h.close();
+      await scratch.drop();
+      h = await createHarness();
+    }
+  });
+});
