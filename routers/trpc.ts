@@ -189,9 +189,12 @@ export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => 
   return next({ ctx: { actor } });
 });
 
-/** A public procedure that uses the caller's credential when one is sent (2fa/verify confirms a setup that way). */
+/**
+ * A public procedure that uses the caller's credential when a valid one is sent (2fa/verify confirms
+ * a setup that way). An invalid one (a stale cookie while finishing a sign-in) counts as none.
+ */
 export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  const actor = ctx.token ? await authenticated(ctx) : null;
+  const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
   if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
   return next({ ctx: { actor } });
 });

@@ -137,7 +137,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
     services,
     // A bearer token wins over the cookie: a script's explicit credential is the one it means.
-    token: bearerToken(req.headers.authorization) ?? cookieValue(req.headers.cookie, SESSION_COOKIE),
+    token: bearerToken(req.headers.authorization) ?? cookieToken(req, config.trustProxy),
     ip: clientIp(req, config.trustProxy),
     limiter,
     cookie: sessionCookie(req, res, config.trustProxy),
@@ -219,6 +219,32 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     }
   }
   return undefined;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The session cookie's token, honoured for a state change only when the request comes from this
+ * origin. SameSite=Lax keeps other sites' POSTs from carrying it, but apps deployed under the same
+ * registrable domain (ROOT_DOMAIN) are the same *site*: their pages could still post with it. A
+ * browser says where a request comes from (Sec-Fetch-Site, Origin); from anywhere else the cookie
+ * is ignored, so the request is anonymous (401). Scripts send the bearer header and are unaffected.
+ */
+function cookieToken(req: IncomingMessage, trustProxy: boolean): string | undefined {
+  const token = cookieValue(req.headers.cookie, SESSION_COOKIE);
+  if (!token || SAFE_METHODS.has(req.method ?? 'GET')) return token;
+  const site = req.headers['sec-fetch-site'];
+  if (site && site !== 'same-origin' && site !== 'none') return undefined;
+  const origin = req.headers.origin;
+  if (origin && origin !== ownOrigin(req, trustProxy)) return undefined;
+  return token;
+}
+
+function ownOrigin(req: IncomingMessage, trustProxy: boolean): string {
+  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();
+  const proto = (req.socket as TLSSocket).encrypted ? 'https' : (trustProxy && first(req.headers['x-forwarded-proto'])) || 'http';
+  const host = (trustProxy && first(req.headers['x-forwarded-host'])) || req.headers.host || '';
+  return `${proto}://${host}`;
 }
 
 /**

@@ -82,6 +82,36 @@ describe('sign-in', () => {
     expectErrorShape(await from(ip)('GET', '/api/user', undefined, { cookie: `slipway_session=${value}` }), 401, 'after logout');
   });
 
+  it('honours the cookie for a state change only from this origin (apps under the same site cannot post with it)', async () => {
+    const ip = newIp();
+    const { res } = await signin(OWNER.email, OWNER.password, ip);
+    const cookie = `slipway_session=${/^slipway_session=([^;]+)/.exec(res.headers.get('set-cookie') ?? '')![1]!}`;
+    const project = (name: string, headers: Record<string, string>) =>
+      from(ip)('POST', '/api/projects', { name, description: '' }, { cookie, ...headers });
+    expectErrorShape(await project('csrf-1', { origin: 'https://evil-app.apps.example.com' }), 401, 'foreign origin');
+    expectErrorShape(await project('csrf-2', { 'sec-fetch-site': 'same-site' }), 401, 'same-site page');
+    expectErrorShape(await project('csrf-3', { 'sec-fetch-site': 'cross-site' }), 401, 'cross-site page');
+    // Reads stay fine with the cookie from anywhere (the page cannot read the answer).
+    expect((await from(ip)('GET', '/api/user', undefined, { cookie, 'sec-fetch-site': 'cross-site' })).status).toBe(200);
+    const own = await project('csrf-own', { origin: server.url, 'sec-fetch-site': 'same-origin' });
+    expect(own.status, own.text).toBe(201);
+    expect((await project('csrf-cli', {})).status).toBe(201);
+    const names = (await ok(api(server.url, server.token)('GET', '/api/projects'), 'list')).projects.map((p: { name: string }) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['csrf-own', 'csrf-cli']));
+    expect(names).not.toContain('csrf-1');
+    // A stale cookie does not stand in the way of finishing a sign-in.
+    const stale = await from(ip)(
+      'POST',
+      '/api/auth/2fa/verify',
+      { challengeId: 'no-such-challenge', code: '123456' },
+      {
+        cookie: 'slipway_session=slw_ses_stale',
+      },
+    );
+    expectErrorShape(stale, 401, 'stale cookie on verify');
+    expect(stale.json.error).toBe('invalid_credentials');
+  });
+
   it('expires an idle session (a server of its own, with SESSION_TTL_SECONDS=2)', async () => {
     const short = await startServerProcess({ SESSION_TTL_SECONDS: '2' });
     try {
