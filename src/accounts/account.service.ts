@@ -272,6 +272,28 @@ export class AccountService {
     this.options.log?.('password reset', { userId: user.id });
   }
 
+  /**
+   * The operator's way back in for someone who lost both the authenticator and the recovery codes
+   * (the CLI on the host, never over HTTP): second factor off, every session ended.
+   */
+  async resetTwoFactor(email: string): Promise<UserView> {
+    const user = await this.store.getUserByEmail(normalizeEmail(email));
+    if (!user) throw new NotFoundError('User', email);
+    const now = this.deps.clock.now();
+    await this.deps.store.transaction(async (store) => {
+      await store.accounts.updateUser(user.id, {
+        totpEnabled: false,
+        totpSecretEncrypted: null,
+        totpLastStep: null,
+        recoveryCodeHashes: [],
+        updatedAt: now,
+      });
+      await store.accounts.deleteSessionsOf(user.id);
+    });
+    this.options.log?.('two-factor authentication reset by the operator', { userId: user.id });
+    return presentUser({ ...user, totpEnabled: false });
+  }
+
   // Users, managed by the owner
 
   async listUsers(actor: Actor): Promise<UserView[]> {
