@@ -9,6 +9,7 @@ const output = z.object({ explanation: failureExplanationView });
 export const aiRouter = router({
   explainFailure: writeProcedure
     .meta({
+      scope: 'logs:read',
       openapi: {
         method: 'POST',
         path: '/api/deployments/{deploymentId}/explain-failure',
@@ -27,6 +28,7 @@ export const aiRouter = router({
 
   diagnostics: writeProcedure
     .meta({
+      scope: 'logs:read',
       openapi: {
         method: 'POST',
         path: '/api/deployments/{deploymentId}/diagnostics',

@@ -8,6 +8,7 @@ const tags = ['API keys'];
 export const apiKeyRouter = router({
   create: writeProcedure
     .meta({
+      scope: 'admin',
       created: true,
       openapi: { method: 'POST', path: '/api/api-keys', tags, summary: 'Create an API key; the token is shown once, in this response' },
     })
@@ -22,13 +23,13 @@ export const apiKeyRouter = router({
     .mutation(async ({ ctx, input }) => ctx.services.apiKeys.create(ctx.actor, input)),
 
   list: writeProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' } })
+    .meta({ scope: 'admin', openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' } })
     .input(z.strictObject({}).optional())
     .output(z.object({ apiKeys: z.array(apiKeyView) }))
     .query(async ({ ctx }) => ({ apiKeys: await ctx.services.apiKeys.list(ctx.actor) })),
 
   delete: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/api-keys/{id}', tags, summary: 'Revoke an API key' } })
+    .meta({ scope: 'admin', openapi: { method: 'DELETE', path: '/api/api-keys/{id}', tags, summary: 'Revoke an API key' } })
     .input(z.strictObject({ id: idParam }))
     .output(okTrue)
     .mutation(async ({ ctx, input }) => {

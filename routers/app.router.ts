@@ -3,6 +3,7 @@ import { healthView } from '../src/index.js';
 import { aiRouter } from './ai.router.js';
 import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
+import { authRouter } from './auth.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
 import { databaseTlsRouter } from './database-tls.router.js';
@@ -12,11 +13,13 @@ import { envRouter } from './env.router.js';
 import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
+import { userRouter, usersRouter } from './user.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
   health: publicProcedure
     .meta({
+      scope: 'public',
       openapi: {
         method: 'GET',
         path: '/api/health',
@@ -42,6 +45,9 @@ export const appRouter = router({
   databaseTls: databaseTlsRouter,
   ai: aiRouter,
   metrics: metricsRouter,
+  auth: authRouter,
+  user: userRouter,
+  users: usersRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -11,6 +11,7 @@ const sourceUrl = (kind: string) =>
 export const databaseImportRouter = router({
   list: readProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/imports',
@@ -24,6 +25,7 @@ export const databaseImportRouter = router({
 
   logs: readProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/imports/{importId}/logs',
@@ -39,6 +41,7 @@ export const databaseImportRouter = router({
 
   postgresUrl: writeProcedure
     .meta({
+      scope: 'db:manage',
       created: true,
       openapi: {
         method: 'POST',
@@ -57,6 +60,7 @@ export const databaseImportRouter = router({
 
   redisUrl: writeProcedure
     .meta({
+      scope: 'db:manage',
       created: true,
       openapi: {
         method: 'POST',

@@ -8,6 +8,7 @@ const tags = ['Databases'];
 export const databaseTlsRouter = router({
   info: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/tls',
@@ -22,6 +23,7 @@ export const databaseTlsRouter = router({
 
   ca: readProcedure
     .meta({
+      scope: 'project:read',
       download: {
         path: '/api/services/{serviceId}/database/tls/ca',
         summary: "The platform CA's certificate (PEM), for clients' `sslmode=verify-full` (`sslrootcert`)",

@@ -22,6 +22,7 @@ const cells = z.record(line(1024), z.unknown());
 export const databaseRouter = router({
   tables: readProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/tables',
@@ -40,6 +41,7 @@ export const databaseRouter = router({
 
   rows: readProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/rows',
@@ -60,6 +62,7 @@ export const databaseRouter = router({
 
   query: writeProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/database/query',
@@ -78,6 +81,7 @@ export const databaseRouter = router({
 
   insertRow: writeProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/database/rows',
@@ -93,6 +97,7 @@ export const databaseRouter = router({
 
   updateRow: writeProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'PATCH',
         path: '/api/services/{serviceId}/database/rows',
@@ -114,6 +119,7 @@ export const databaseRouter = router({
 
   deleteRow: writeProcedure
     .meta({
+      scope: 'db:manage',
       openapi: {
         method: 'DELETE',
         path: '/api/services/{serviceId}/database/rows',

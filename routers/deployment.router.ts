@@ -12,6 +12,7 @@ const lastEventId = z.string().regex(/^\d+$/).nullish();
 export const deploymentRouter = router({
   create: writeProcedure
     .meta({
+      scope: 'deploy:write',
       created: true,
       openapi: { method: 'POST', path: '/api/services/{serviceId}/deployments', tags, summary: 'Queue a deployment of the service' },
     })
@@ -21,6 +22,7 @@ export const deploymentRouter = router({
 
   list: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' },
     })
     .input(z.strictObject({ serviceId: idParam }))
@@ -28,13 +30,14 @@ export const deploymentRouter = router({
     .query(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.list(ctx.actor, input.serviceId) })),
 
   get: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/deployments/{deploymentId}', tags, summary: 'One deployment' } })
+    .meta({ scope: 'project:read', openapi: { method: 'GET', path: '/api/deployments/{deploymentId}', tags, summary: 'One deployment' } })
     .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ deployment: deploymentView }))
     .query(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.get(ctx.actor, input.deploymentId) })),
 
   abort: writeProcedure
     .meta({
+      scope: 'deploy:write',
       openapi: {
         method: 'POST',
         path: '/api/deployments/{deploymentId}/abort',
@@ -51,6 +54,7 @@ export const deploymentRouter = router({
 
   rollback: writeProcedure
     .meta({
+      scope: 'deploy:write',
       created: true,
       openapi: {
         method: 'POST',
@@ -65,6 +69,7 @@ export const deploymentRouter = router({
 
   logs: readProcedure
     .meta({
+      scope: 'logs:read',
       openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' },
     })
     .input(z.strictObject({ deploymentId: idParam }))
@@ -73,6 +78,7 @@ export const deploymentRouter = router({
 
   stream: readProcedure
     .meta({
+      scope: 'logs:read',
       sse: {
         path: '/api/deployments/{deploymentId}/stream',
         summary: 'Stream a deployment log',
@@ -98,6 +104,7 @@ export const deploymentRouter = router({
 
   runtimeLogs: readProcedure
     .meta({
+      scope: 'logs:read',
       sse: {
         path: '/api/services/{serviceId}/runtime-logs/stream',
         summary: 'Stream the running container log of a service',

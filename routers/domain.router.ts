@@ -10,6 +10,7 @@ const proxyAnswer = z.object({ ok: z.literal(true), proxy: proxyResultView });
 export const domainRouter = router({
   create: writeProcedure
     .meta({
+      scope: 'project:write',
       created: true,
       openapi: {
         method: 'POST',
@@ -26,6 +27,7 @@ export const domainRouter = router({
 
   update: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'PATCH',
         path: '/api/services/{serviceId}/domains/{domainId}',
@@ -42,6 +44,7 @@ export const domainRouter = router({
 
   dnsRecords: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/domains/{domainId}/dns-records',
@@ -58,6 +61,7 @@ export const domainRouter = router({
 
   delete: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'DELETE',
         path: '/api/services/{serviceId}/domains/{domainId}',

@@ -7,6 +7,7 @@ const tags = ['Environment variables'];
 export const envRouter = router({
   set: writeProcedure
     .meta({
+      scope: 'env:write',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/env',
@@ -29,7 +30,10 @@ export const envRouter = router({
     }),
 
   delete: writeProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/api/services/{serviceId}/env/{envId}', tags, summary: 'Delete a variable' } })
+    .meta({
+      scope: 'env:write',
+      openapi: { method: 'DELETE', path: '/api/services/{serviceId}/env/{envId}', tags, summary: 'Delete a variable' },
+    })
     .input(z.strictObject({ serviceId: idParam, envId: idParam }))
     .output(okTrue)
     .mutation(async ({ ctx, input }) => {
@@ -39,6 +43,7 @@ export const envRouter = router({
 
   reveal: writeProcedure
     .meta({
+      scope: 'env:read',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/env/{envId}/reveal',

@@ -11,6 +11,7 @@ const step = z
 export const metricsRouter = router({
   get: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/metrics',

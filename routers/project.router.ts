@@ -7,25 +7,38 @@ const tags = ['Projects'];
 
 export const projectRouter = router({
   list: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/projects', tags, summary: 'List the projects visible to the key, with their services' } })
+    .meta({
+      scope: 'project:read',
+      openapi: { method: 'GET', path: '/api/projects', tags, summary: 'List the projects visible to the key, with their services' },
+    })
     .input(z.strictObject({}).optional())
     .output(trustedOutput('ProjectList', z.object({ projects: z.array(projectView) })))
     .query(async ({ ctx }) => ({ projects: await ctx.services.projects.list(ctx.actor) })),
 
   create: writeProcedure
-    .meta({ created: true, openapi: { method: 'POST', path: '/api/projects', tags, summary: 'Create a project (all-project keys only)' } })
+    .meta({
+      scope: 'project:write',
+      created: true,
+      openapi: { method: 'POST', path: '/api/projects', tags, summary: 'Create a project (all-project keys only)' },
+    })
     .input(projectInput)
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => ({ project: await ctx.services.projects.create(ctx.actor, input) })),
 
   bySlug: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug' } })
+    .meta({
+      scope: 'project:read',
+      openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug' },
+    })
     .input(z.strictObject({ projectSlug: line(64).min(1) }))
     .output(z.object({ project: projectView }))
     .query(async ({ ctx, input }) => ({ project: await ctx.services.projects.getBySlug(ctx.actor, input.projectSlug) })),
 
   update: writeProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/projects/{projectId}', tags, summary: 'Rename a project or change its description' } })
+    .meta({
+      scope: 'project:write',
+      openapi: { method: 'PATCH', path: '/api/projects/{projectId}', tags, summary: 'Rename a project or change its description' },
+    })
     .input(z.strictObject({ projectId: idParam, ...projectPatchInput.shape }))
     .output(z.object({ project: projectView }))
     .mutation(async ({ ctx, input }) => {
@@ -35,6 +48,7 @@ export const projectRouter = router({
 
   delete: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'DELETE',
         path: '/api/projects/{projectId}',
@@ -48,6 +62,7 @@ export const projectRouter = router({
 
   databaseVariableSuggestions: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: {
         method: 'GET',
         path: '/api/projects/{projectId}/database-variable-suggestions',

@@ -4,6 +4,7 @@ import {
   deploymentView,
   domainView,
   envVarView,
+  hasScope,
   projectView,
   proxyResultView,
   serviceView,
@@ -21,6 +22,7 @@ const updateInput = z.strictObject({ ...updateServiceInput.shape, serviceId: idP
 export const serviceRouter = router({
   create: writeProcedure
     .meta({
+      scope: 'project:write',
       created: true,
       openapi: {
         method: 'POST',
@@ -38,6 +40,7 @@ export const serviceRouter = router({
 
   overview: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/overview',
@@ -59,10 +62,18 @@ export const serviceRouter = router({
         }),
       ),
     )
-    .query(async ({ ctx, input }) => ctx.services.services.overview(ctx.actor, input.serviceId)),
+    .query(async ({ ctx, input }) => {
+      const overview = await ctx.services.services.overview(ctx.actor, input.serviceId);
+      // A token without env:read sees which variables exist, never their values.
+      if (hasScope(ctx.actor, 'env:read')) return overview;
+      return { ...overview, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
+    }),
 
   update: writeProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/api/services/{serviceId}', tags, summary: 'Change how a service is built and run' } })
+    .meta({
+      scope: 'project:write',
+      openapi: { method: 'PATCH', path: '/api/services/{serviceId}', tags, summary: 'Change how a service is built and run' },
+    })
     .input(updateInput)
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
@@ -72,6 +83,7 @@ export const serviceRouter = router({
 
   transfer: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/transfer',
@@ -85,6 +97,7 @@ export const serviceRouter = router({
 
   delete: writeProcedure
     .meta({
+      scope: 'project:write',
       openapi: {
         method: 'DELETE',
         path: '/api/services/{serviceId}',
@@ -98,6 +111,7 @@ export const serviceRouter = router({
 
   suggestionKeys: readProcedure
     .meta({
+      scope: 'project:read',
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/suggestion-keys',

@@ -7,6 +7,7 @@ const tags = ['Settings'];
 export const settingsRouter = router({
   get: writeProcedure
     .meta({
+      scope: 'admin',
       openapi: {
         method: 'GET',
         path: '/api/settings',
@@ -19,7 +20,10 @@ export const settingsRouter = router({
     .query(async ({ ctx }) => ({ settings: await ctx.services.settings.get(ctx.actor) })),
 
   update: writeProcedure
-    .meta({ openapi: { method: 'PUT', path: '/api/settings', tags, summary: 'Change platform settings; provider tokens are write-only' } })
+    .meta({
+      scope: 'admin',
+      openapi: { method: 'PUT', path: '/api/settings', tags, summary: 'Change platform settings; provider tokens are write-only' },
+    })
     .input(settingsInput)
     .output(z.object({ settings: settingsView }))
     .mutation(async ({ ctx, input }) => ({ settings: await ctx.services.settings.update(ctx.actor, input) })),

@@ -3,7 +3,10 @@ import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import { DomainError, type Actor, type ErrorCode, type Services } from '../src/index.js';
+import { assertProcedureScope, DomainError, type Actor, type ErrorCode, type ProcedureScope, type Services } from '../src/index.js';
+
+/** The authentication endpoints' per-address budgets (spec, Limits item 1). */
+export type AuthRateKind = 'signup' | 'signin' | 'password-reset';
 
 /** Per-request limits the edge enforces; the routers only ask. */
 export interface RequestLimiter {
@@ -11,6 +14,14 @@ export interface RequestLimiter {
   recordAuthFailure(ip: string): void;
   /** Throws a rate_limited DomainError when this key sent too many requests. */
   assertRequestAllowed(keyId: string): void;
+  /** Throws a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
+  assertAuthAttempt(kind: AuthRateKind, ip: string): void;
+}
+
+/** The session cookie, set and cleared by the HTTP edge; absent for server-side callers. */
+export interface SessionCookie {
+  set(token: string, expiresAt: Date): void;
+  clear(): void;
 }
 
 export interface Context {
@@ -19,6 +30,7 @@ export interface Context {
   token: string | undefined;
   ip: string;
   limiter: RequestLimiter;
+  cookie?: SessionCookie;
 }
 
 /** A procedure served over Server-Sent Events at `path` (adapters/http/sse-bridge.ts), and documented there. */
@@ -48,6 +60,13 @@ export interface SlipwayMeta extends OpenApiMeta {
   created?: boolean;
   sse?: SseMeta;
   download?: DownloadMeta;
+  /**
+   * What a caller must hold (docs/accounts.md): a personal-token scope, `public` or `session`.
+   * Every procedure declares one; the one check is `enforceScope` below.
+   */
+  scope?: ProcedureScope;
+  /** An authentication endpoint counted against its per-address budget before anything else. */
+  rateLimit?: AuthRateKind;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
@@ -76,6 +95,9 @@ export const ERRORS = {
   not_running: { trpc: 'CONFLICT', http: 409 },
   image_gone: { trpc: 'CONFLICT', http: 409 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
+  invalid_credentials: { trpc: 'UNAUTHORIZED', http: 401 },
+  registration_closed: { trpc: 'FORBIDDEN', http: 403 },
+  insufficient_scope: { trpc: 'FORBIDDEN', http: 403 },
 } as const satisfies Record<ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number; also?: readonly TRPC_ERROR_CODE_KEY[] }>;
 
 /** An error tRPC raised itself, by the first code of the table with its tRPC code; never internal_error, whose message is not for users. */
@@ -148,19 +170,46 @@ const mapDomainErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
-export const publicProcedure = t.procedure.use(mapDomainErrors);
+/** Authentication endpoints spend their per-address budget first, whatever the body holds. */
+export const publicProcedure = t.procedure.use(mapDomainErrors).use(async ({ ctx, meta, next }) => {
+  if (meta?.rateLimit) ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+  return next();
+});
 
-/** Every documented endpoint: a valid API key, and not over its request budget. */
-export const readProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  let actor: Actor;
+/**
+ * The one scope check: a personal token needs the scope its procedure declares (`admin` holds all);
+ * `session` procedures take a signed-in user only. API keys and sessions hold every scope, so for
+ * them only the access level and role checks of the use cases apply. A procedure that declares
+ * nothing is closed to tokens (test/unit/scopes.test.ts fails on it first).
+ */
+export const enforceScope: (actor: Actor, scope: ProcedureScope | undefined) => void = assertProcedureScope;
+
+/** Resolves the caller's credential (API key, session or personal token), or 401 (counted against the address). */
+async function authenticated(ctx: Context): Promise<Actor> {
   try {
-    actor = await ctx.services.apiKeys.authenticate(ctx.token);
+    return await ctx.services.accounts.authenticate(ctx.token);
   } catch (error) {
     // Guessing keys gets 429 after a while; a valid key from the same address still works.
     if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
     throw error;
   }
+}
+
+/** Every documented endpoint: a valid credential with the procedure's scope, not over its request budget. */
+export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
+  const actor = await authenticated(ctx);
   ctx.limiter.assertRequestAllowed(actor.keyId);
+  enforceScope(actor, meta?.scope);
+  return next({ ctx: { actor } });
+});
+
+/**
+ * A public procedure that uses the caller's credential when a valid one is sent (2fa/verify confirms
+ * a setup that way). An invalid one (a stale cookie while finishing a sign-in) counts as none.
+ */
+export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
+  if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
   return next({ ctx: { actor } });
 });
 

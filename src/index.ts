@@ -1,5 +1,9 @@
 import type { ServiceRecord } from './domain/types.js';
 import { ApiKeyService } from './accounts/api-key.service.js';
+import { AccountService, DEFAULT_SESSION_TTL_MS } from './accounts/account.service.js';
+import type { Mailer, SmtpSettings } from './accounts/mailer.port.js';
+import { PersonalTokenService } from './accounts/personal-token.service.js';
+import { TwoFactorService } from './accounts/two-factor.service.js';
 import type { ServiceDeps } from './platform/deps.js';
 import { DeploymentService } from './deployments/deployment.service.js';
 import { DomainService } from './routing/domain.service.js';
@@ -55,6 +59,8 @@ export interface ServicesOptions {
   imports?: { importer?: DataImporter; locator?: ImportTargetLocator };
   /** Makes the database TLS certificates: without it, databases start without TLS. */
   tls?: { issuer?: CertificateIssuer };
+  /** Sessions and password-reset mail. */
+  accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -154,8 +160,25 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       )
     : null;
   const metrics = new MetricsService(deps, (id) => sampler?.currentOf(id) ?? null, sampler?.intervalMs ?? 0);
+  const apiKeys = new ApiKeyService(deps);
+  // The user behind a session or token, for the account's own operations; set once accounts exists.
+  const userOf: ConstructorParameters<typeof TwoFactorService>[1] = (actor) => accounts.userOf(actor);
+  const twoFactor = new TwoFactorService(deps, userOf);
+  const personalTokens = new PersonalTokenService(deps, userOf);
+  const accounts = new AccountService(deps, apiKeys, personalTokens, twoFactor, {
+    sessionTtlMs: options.accounts?.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
+    appUrl: options.accounts?.appUrl ?? (() => `${deps.config.publicScheme}://${deps.config.publicIp}`),
+    mailer: options.accounts?.mailer ?? null,
+    mailerFor: options.accounts?.mailerFor,
+    smtpSettings: () => settings.smtp(),
+    registrationOpen: () => settings.registrationOpen(),
+    log: options.log,
+  });
   return {
-    apiKeys: new ApiKeyService(deps),
+    apiKeys,
+    accounts,
+    twoFactor,
+    personalTokens,
     projects,
     services,
     env,
@@ -186,6 +209,10 @@ export { DEFAULT_PLATFORM_CONFIG } from './settings/platform-config.js';
 export { DomainError } from './domain/errors.js';
 export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
+export { SCOPES, PROCEDURE_SCOPES, SCOPE_DESCRIPTIONS, ROLES, type Scope, type ProcedureScope, type Role } from './domain/scopes.js';
+export { assertProcedureScope, hasScope } from './domain/access.js';
+export * from './accounts/account-views.js';
+export type { Mailer, MailMessage, SmtpSettings } from './accounts/mailer.port.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
 export * from './imports/import-views.js';

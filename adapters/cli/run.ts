@@ -11,6 +11,8 @@ import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js
 const USAGE = `usage: npm run cli -- keys create --name <name> --access read|write [--project <id>]...
        npm run cli -- keys list
        npm run cli -- keys delete <id>
+       npm run cli -- users list
+       npm run cli -- users reset-2fa <email>     (turns two-factor off, ends the user's sessions)
 Works on the database of this host (DATA_DIR or DATABASE_URL), with or without the server running.`;
 
 /** Operator commands on the server's host: whoever can run them already owns the data. */
@@ -26,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const [group, command, ...rest] = positionals;
-  if (values.help || group !== 'keys' || !command) {
+  if (values.help || (group !== 'keys' && group !== 'users') || !command) {
     console.log(USAGE);
     return values.help ? 0 : 2;
   }
@@ -44,6 +46,20 @@ async function main(argv: string[]): Promise<number> {
       config: config.platform,
     });
     const operator = { keyId: 'cli', access: 'write' as const, projectIds: null };
+    if (group === 'users') {
+      if (command === 'list') {
+        for (const user of await services.accounts.listUsers(operator))
+          console.log([user.id, user.email, user.role, user.twoFactorEnabled ? '2fa' : '-', user.name].join('\t'));
+        return 0;
+      }
+      if (command === 'reset-2fa' && rest[0]) {
+        const user = await services.accounts.resetTwoFactor(rest[0]);
+        console.error(`two-factor authentication is off for ${user.email}; their sessions ended`);
+        return 0;
+      }
+      console.log(USAGE);
+      return 2;
+    }
     switch (command) {
       case 'create': {
         if (!values.name || (values.access !== 'read' && values.access !== 'write')) {

@@ -20,10 +20,55 @@ export interface AppConfig {
   authFailuresPerMinute: number;
   trustProxy: boolean;
   dockerSocket: string;
+  accounts: AccountsConfig;
   /** Base URLs of the DNS providers' APIs: the vendors' own unless overridden (tests, compatible endpoints). */
   dnsApiUrls: { cloudflare?: string | undefined; digitalocean?: string | undefined; hetzner?: string | undefined };
   proxy: ProxyConfig;
   platform: PlatformConfig;
+}
+
+/** Users' sessions, password-reset mail and the authentication endpoints' budgets. */
+export interface AccountsConfig {
+  /** SMTP_URL: `smtp://user:pass@host:587` (or smtps://); without it, reset mails are not sent. */
+  smtpUrl: string | null;
+  mailFrom: string;
+  /** Where reset links point (APP_URL); defaults to this API's own address. */
+  appUrl: string | null;
+  sessionTtlMs: number;
+  /** Requests per minute per address: signup, signin, password reset (AUTH_RATE_LIMITS=signup=5,signin=10,password-reset=3). */
+  authLimits: { signup: number; signin: number; 'password-reset': number };
+}
+
+function accountsConfig(env: NodeJS.ProcessEnv): AccountsConfig {
+  const smtpUrl = env.SMTP_URL?.trim() || null;
+  if (smtpUrl) {
+    let url: URL;
+    try {
+      url = new URL(smtpUrl);
+    } catch {
+      // Not echoed: it may hold a password.
+      throw new ConfigError('SMTP_URL must be a URL like smtp://user:password@mail.example.com:587');
+    }
+    if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
+  }
+  const appUrl = env.APP_URL?.trim().replace(/\/+$/, '') || null;
+  if (appUrl && !/^https?:\/\/[^\s/]+/.test(appUrl)) throw new ConfigError(`APP_URL must be an http(s) URL, got ${JSON.stringify(appUrl)}`);
+  const authLimits = { signup: 5, signin: 10, 'password-reset': 3 };
+  for (const part of (env.AUTH_RATE_LIMITS ?? '').split(',').filter((p) => p.trim())) {
+    const match = /^\s*(signup|signin|password-reset)\s*=\s*(\d+)\s*$/.exec(part);
+    if (!match || Number(match[2]) < 1)
+      throw new ConfigError(
+        `AUTH_RATE_LIMITS must look like signup=5,signin=10,password-reset=3, got ${JSON.stringify(env.AUTH_RATE_LIMITS)}`,
+      );
+    authLimits[match[1] as keyof typeof authLimits] = Number(match[2]);
+  }
+  return {
+    smtpUrl,
+    mailFrom: env.MAIL_FROM?.trim() || 'Slipway <slipway@localhost>',
+    appUrl,
+    sessionTtlMs: int(env, 'SESSION_TTL_SECONDS', 7 * 24 * 3600, 1, 365 * 24 * 3600) * 1000,
+    authLimits,
+  };
 }
 
 interface ProxyServing {
@@ -210,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: env.TRUST_PROXY === 'true',
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
+    accounts: accountsConfig(env),
     dnsApiUrls: {
       cloudflare: env.CLOUDFLARE_API_URL || undefined,
       digitalocean: env.DIGITALOCEAN_API_URL || undefined,

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
@@ -14,7 +14,7 @@ import type { SseBridge } from './sse-bridge.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
-  createContext: (req: IncomingMessage) => Context;
+  createContext: (req: IncomingMessage, res: ServerResponse) => Context;
   sse: SseBridge;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
@@ -32,7 +32,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
   const trpc = createHTTPHandler({
     router: opts.router,
     basePath: '/trpc/',
-    createContext: ({ req }) => opts.createContext(req),
+    createContext: ({ req, res }) => opts.createContext(req, res),
     onError: ({ error, path }) => {
       if (error.code === 'INTERNAL_SERVER_ERROR') onInternalError(error.cause ?? error, path);
     },
@@ -96,12 +96,12 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     }
     const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
-      await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
+      await opts.sse.serve(sseRoute, req, res, opts.createContext(req, res), new URL(ctx.href));
       return;
     }
     const download = matchDownload(ctx.method, pathname);
     if (download) {
-      await serveDownload(download, res, opts.createContext(req));
+      await serveDownload(download, res, opts.createContext(req, res));
       return;
     }
     if (pathname.startsWith('/api/') || pathname === '/api') {

@@ -1,14 +1,15 @@
 import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import { deploymentLogView, errorView, runtimeLogView } from '../../src/index.js';
+import { deploymentLogView, errorView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
 import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
 import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
-  '401': 'Missing or unknown API key',
-  '403': 'The key lacks the access level or project scope',
+  '401': 'Missing, unknown, expired or revoked credentials (`unauthorized`); `invalid_credentials` for a failed sign-in',
+  '403':
+    'The key lacks the access level or project scope, the user the role, or the token the scope (`insufficient_scope`, `details.scope`)',
   '404': 'Not found',
   '409': 'Conflict with the current state',
   '429': 'Rate limited; see Retry-After',
@@ -16,12 +17,13 @@ const ERROR_STATUSES: Record<string, string> = {
 };
 
 /** A procedure served over SSE (`meta.sse`): a GET answering `text/event-stream`. */
-const ssePath = ({ path, summary, description }: SseMeta) => ({
+const ssePath = ({ path, summary, description }: SseMeta, scope: ProcedureScope | undefined) => ({
   get: {
     tags: ['Streams'],
     summary,
     description,
-    security: [{ bearerAuth: [] }],
+    security: securityOf(scope),
+    'x-required-scope': scope,
     requestParams: {
       path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))),
       header: z.object({ 'last-event-id': z.string().optional().meta({ description: 'Resume after this event id' }) }),
@@ -38,12 +40,12 @@ const ssePath = ({ path, summary, description }: SseMeta) => ({
 });
 
 /** A procedure served as a file (`meta.download`): a GET answering its bytes. */
-const downloadPath = ({ path, summary, description, contentType }: DownloadMeta) => ({
+const downloadPath = ({ path, summary, description, contentType }: DownloadMeta, scope: ProcedureScope | undefined) => ({
   get: {
     tags: ['Databases'],
     summary,
     description,
-    security: [{ bearerAuth: [] }],
+    security: securityOf(scope),
     requestParams: {
       path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))),
     },
@@ -52,6 +54,27 @@ const downloadPath = ({ path, summary, description, contentType }: DownloadMeta)
     },
   },
 });
+/**
+ * Either credential, with the personal-token scope the operation needs (`session` operations list
+ * none: a signed-in session only, see `x-required-scope`).
+ */
+function securityOf(scope: ProcedureScope | undefined): Array<Record<string, string[]>> {
+  const scopes = scope && scope !== 'session' && scope !== 'public' ? [scope] : [];
+  return [{ bearerAuth: scopes }, { cookieAuth: scopes }];
+}
+
+const SECURITY_SCHEMES = {
+  bearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'An API key (`slw_...`, or the BOOTSTRAP_API_KEY), a session token from POST /api/auth/signin (`slw_ses_...`) or a personal token (`slw_pat_...`), limited to its scopes: ' +
+      Object.entries(SCOPE_DESCRIPTIONS)
+        .map(([scope, what]) => `\`${scope}\` ${what}`)
+        .join('; '),
+  },
+  cookieAuth: { type: 'apiKey', in: 'cookie', name: 'slipway_session', description: 'The session cookie set by POST /api/auth/signin' },
+} as const;
 
 /** The OpenAPI 3.1 document, generated from the routers, with the SSE paths their procedures declare. */
 export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAPIObject {
@@ -60,16 +83,17 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     title: 'Slipway Platform API',
     description:
       'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
-      'Every call but /api/health, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
+      'Every call but /api/health, /api/openapi.json, /api/docs and the public /api/auth/* ones needs `Authorization: Bearer <credential>` ' +
+      '(an API key, a session token or a personal token) or the session cookie; `x-required-scope` names the personal-token scope each operation needs. ' +
       'Errors are `{error, message, details}`. The typed TypeScript client (`@slipway/client`, with the `slipway` CLI) calls the same procedures over tRPC at /trpc.',
     version: '1.0.0',
     baseUrl,
-    securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },
+    securitySchemes: SECURITY_SCHEMES,
     defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView, ...TRUSTED_OUTPUTS },
     paths: Object.fromEntries(
-      procedures.flatMap(({ meta: { sse, download } }) => [
-        ...(sse ? [[sse.path, ssePath(sse)] as const] : []),
-        ...(download ? [[download.path, downloadPath(download)] as const] : []),
+      procedures.flatMap(({ meta: { sse, download, scope } }) => [
+        ...(sse ? [[sse.path, ssePath(sse, scope)] as const] : []),
+        ...(download ? [[download.path, downloadPath(download, scope)] as const] : []),
       ]),
     ),
   });
@@ -79,8 +103,13 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     )) {
       if (!operation || typeof operation !== 'object' || !operation.responses) continue;
       const responses = operation.responses;
+      const meta = procedures.find(({ meta }) => meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method)?.meta;
+      if (meta?.scope && meta.scope !== 'public') {
+        operation.security = securityOf(meta.scope);
+        (operation as Record<string, unknown>)['x-required-scope'] = meta.scope;
+      }
       for (const status of Object.keys(responses)) if (Number(status) >= 400) delete responses[status];
-      const statuses = operation.security?.length ? Object.keys(ERROR_STATUSES) : ['400', '404', '500'];
+      const statuses = operation.security?.length || meta?.rateLimit ? Object.keys(ERROR_STATUSES) : ['400', '404', '500'];
       for (const status of statuses) {
         if (status === '409' && method === 'get') continue;
         responses[status] = {

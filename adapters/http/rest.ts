@@ -12,7 +12,7 @@ import { DomainError } from '../../src/domain/errors.js';
  */
 export function createRestHandler(opts: {
   router: AppRouter;
-  createContext: (req: IncomingMessage) => Context;
+  createContext: (req: IncomingMessage, res: ServerResponse) => Context;
   bodyLimitBytes: number;
 }): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
   const createdPaths = new Set(
@@ -22,7 +22,7 @@ export function createRestHandler(opts: {
   );
   const handler = createOpenApiNodeHttpHandler({
     router: opts.router,
-    createContext: ({ req }) => opts.createContext(req),
+    createContext: ({ req, res }) => opts.createContext(req, res as ServerResponse),
     responseMeta: ({ paths, errors }) => {
       // The library writes an error as its own `{message, code, issues}` and has no option for that
       // body: the error leaves it here, before anything is written.

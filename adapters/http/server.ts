@@ -1,4 +1,6 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import { createServices, type RuntimeDeps, type Services } from '../../src/index.js';
@@ -100,6 +102,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
       : {}),
   };
+  const mailer = config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
+  // Reset links point at APP_URL, else at this API's own address once it listens.
+  let ownUrl = '';
   const services = createServices(
     {
       store: database.store,
@@ -116,6 +121,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       log,
       imports: { importer: dataImporter(docker) },
       tls: { issuer: new OpensslCertificateIssuer() },
+      accounts: {
+        mailer,
+        mailerFor: (smtp) => new SmtpMailer(smtp.url, smtp.from),
+        sessionTtlMs: config.accounts.sessionTtlMs,
+        appUrl: () => config.accounts.appUrl ?? ownUrl,
+      },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
@@ -139,12 +150,18 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     initialApiKey = token;
   }
 
-  const limiter = createRateLimiter({ requestsPerMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailuresPerMinute });
-  const createContext = (req: IncomingMessage): Context => ({
+  const limiter = createRateLimiter({
+    requestsPerMinute: config.rateLimitPerMinute,
+    authFailuresPerMinute: config.authFailuresPerMinute,
+    authLimits: config.accounts.authLimits,
+  });
+  const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
     services,
-    token: bearerToken(req.headers.authorization),
+    // A bearer token wins over the cookie: a script's explicit credential is the one it means.
+    token: bearerToken(req.headers.authorization) ?? cookieToken(req, config.trustProxy),
     ip: clientIp(req, config.trustProxy),
     limiter,
+    cookie: sessionCookie(req, res, config.trustProxy),
   });
   const sse = new SseBridge();
   const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
@@ -166,6 +183,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  ownUrl = `http://${host}:${address.port}`;
 
   let closing: Promise<void> | undefined;
   return {
@@ -193,6 +211,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         await closed;
         clearInterval(idleSweep);
         clearTimeout(forced);
+        mailer?.close();
         await database.close();
       })();
       return closing;
@@ -212,6 +231,73 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
     log,
   });
   return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container, caddyRoutesDir: container.routesMount });
+}
+
+const SESSION_COOKIE = 'slipway_session';
+
+/** One cookie's value from a Cookie header; undefined when absent or malformed. */
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      const value = part.slice(eq + 1).trim();
+      return /^[\w-]{1,200}$/.test(value) ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The session cookie's token, honoured for a state change only when the request comes from this
+ * origin. SameSite=Lax keeps other sites' POSTs from carrying it, but apps deployed under the same
+ * registrable domain (ROOT_DOMAIN) are the same *site*: their pages could still post with it. A
+ * browser says where a request comes from (Sec-Fetch-Site, Origin); from anywhere else the cookie
+ * is ignored, so the request is anonymous (401). Scripts send the bearer header and are unaffected.
+ */
+function cookieToken(req: IncomingMessage, trustProxy: boolean): string | undefined {
+  const token = cookieValue(req.headers.cookie, SESSION_COOKIE);
+  if (!token || SAFE_METHODS.has(req.method ?? 'GET')) return token;
+  const site = req.headers['sec-fetch-site'];
+  if (site && site !== 'same-origin' && site !== 'none') return undefined;
+  const origin = req.headers.origin;
+  if (origin && origin !== ownOrigin(req, trustProxy)) return undefined;
+  return token;
+}
+
+function ownOrigin(req: IncomingMessage, trustProxy: boolean): string {
+  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();
+  const proto = (req.socket as TLSSocket).encrypted ? 'https' : (trustProxy && first(req.headers['x-forwarded-proto'])) || 'http';
+  const host = (trustProxy && first(req.headers['x-forwarded-host'])) || req.headers.host || '';
+  return `${proto}://${host}`;
+}
+
+/**
+ * The session cookie: HttpOnly (scripts on the page cannot read it), SameSite=Lax (no cross-site
+ * POST carries it), Secure when the request came over HTTPS (directly, or per X-Forwarded-Proto
+ * from a trusted proxy). Its lifetime is the session's; the server slides the session itself.
+ */
+function sessionCookie(req: IncomingMessage, res: ServerResponse, trustProxy: boolean) {
+  const forwardedProto = trustProxy
+    ? String(req.headers['x-forwarded-proto'] ?? '')
+        .split(',')[0]
+        ?.trim()
+    : undefined;
+  const secure = (req.socket as TLSSocket).encrypted === true || forwardedProto === 'https';
+  const attributes = `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  const append = (cookie: string) => {
+    if (res.headersSent) return;
+    const existing = res.getHeader('Set-Cookie');
+    res.setHeader('Set-Cookie', [...(Array.isArray(existing) ? existing : existing ? [String(existing)] : []), cookie]);
+  };
+  return {
+    set: (token: string, expiresAt: Date) =>
+      append(
+        `${SESSION_COOKIE}=${token}; ${attributes}; Expires=${expiresAt.toUTCString()}; Max-Age=${Math.max(0, Math.floor((expiresAt.getTime() - Date.now()) / 1000))}`,
+      ),
+    clear: () => append(`${SESSION_COOKIE}=; ${attributes}; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0`),
+  };
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Access, ApiKeyRecord } from '../domain/types.js';
-import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
+import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import type { ApiKeyView } from '../platform/views.js';
@@ -122,7 +122,6 @@ export class ApiKeyService {
   }
 
   private assertAdmin(actor: Actor): void {
-    assertWrite(actor);
-    assertAllProjects(actor, 'manage API keys');
+    assertAdministrator(actor, 'manage API keys');
   }
 }

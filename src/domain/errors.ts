@@ -16,6 +16,9 @@ export const ERROR_CODES = [
   'not_running',
   'image_gone',
   'internal_error',
+  'invalid_credentials',
+  'registration_closed',
+  'insufficient_scope',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -85,4 +88,28 @@ export class ImageGoneError extends DomainError {
 /** The database service has no running container (never deployed, stopped, or just deleted). */
 export class NotRunningError extends DomainError {
   readonly code = 'not_running' as const;
+}
+
+/** Sign-in failed: the same error, message and timing for an unknown email and a wrong password. */
+export class InvalidCredentialsError extends DomainError {
+  readonly code = 'invalid_credentials' as const;
+  constructor(message = 'Invalid email or password') {
+    super(message);
+  }
+}
+
+/** Signup while the owner has not opened registration. */
+export class RegistrationClosedError extends DomainError {
+  readonly code = 'registration_closed' as const;
+  constructor() {
+    super('Registration is closed on this installation; ask its owner to open it or to invite you');
+  }
+}
+
+/** A personal token without the scope an operation needs: `details.scope` names it. */
+export class InsufficientScopeError extends DomainError {
+  readonly code = 'insufficient_scope' as const;
+  constructor(scope: string) {
+    super(`This token lacks the ${scope} scope`, { scope, requiredScope: scope });
+  }
 }

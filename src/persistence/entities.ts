@@ -1,6 +1,8 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
+import type { Role, Scope } from '../domain/scopes.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type {
   Access,
@@ -181,6 +183,66 @@ export const ApiKey = defineEntity({
   },
 });
 
+export const User = defineEntity({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: id(),
+    email: str(320).unique(),
+    name: str(),
+    passwordHash: str(255),
+    role: str(16).$type<Role>(),
+    totpSecretEncrypted: nullableText(),
+    totpEnabled: p.boolean(),
+    totpLastStep: p.integer().strictNullable(),
+    recoveryCodeHashes: p.json<string[]>(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
+export const UserSession = defineEntity({
+  name: 'UserSession',
+  tableName: 'user_sessions',
+  properties: {
+    id: id(),
+    userId: fk(),
+    tokenHash: str(64).unique(),
+    expiresAt: p.datetime(),
+    createdAt: p.datetime(),
+    lastUsedAt: p.datetime(),
+  },
+});
+
+export const PersonalToken = defineEntity({
+  name: 'PersonalToken',
+  tableName: 'personal_tokens',
+  properties: {
+    id: id(),
+    userId: fk(),
+    name: str(),
+    scopes: p.json<Scope[]>(),
+    prefix: str(24),
+    tokenHash: str(64).unique(),
+    expiresAt: nullableDate(),
+    createdAt: p.datetime(),
+    lastUsedAt: nullableDate(),
+  },
+});
+
+export const PasswordReset = defineEntity({
+  name: 'PasswordReset',
+  tableName: 'password_resets',
+  properties: {
+    id: id(),
+    userId: fk(),
+    tokenHash: str(64).unique(),
+    expiresAt: p.datetime(),
+    usedAt: nullableDate(),
+    createdAt: p.datetime(),
+  },
+});
+
 /** Platform-wide settings, one JSON value per key. */
 export const Setting = defineEntity({
   name: 'Setting',
@@ -260,6 +322,10 @@ export const ALL_ENTITIES = [
   DatabaseImport,
   DatabaseImportLog,
   MetricSample,
+  User,
+  UserSession,
+  PersonalToken,
+  PasswordReset,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
@@ -277,6 +343,10 @@ export type SettingRow = Row<typeof Setting>;
 export type DatabaseImportRow = Row<typeof DatabaseImport>;
 export type DatabaseImportLogRow = Row<typeof DatabaseImportLog>;
 export type MetricSampleRow = Row<typeof MetricSample>;
+export type UserRow = Row<typeof User>;
+export type UserSessionRow = Row<typeof UserSession>;
+export type PersonalTokenRow = Row<typeof PersonalToken>;
+export type PasswordResetRow = Row<typeof PasswordReset>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]
@@ -304,3 +374,7 @@ same<Same<DeploymentLogRow, DeploymentLogRecord>>();
 same<Same<ApiKeyRow, ApiKeyRecord>>();
 same<Same<DatabaseImportRow, DatabaseImportRecord>>();
 same<Same<DatabaseImportLogRow, DatabaseImportLogRecord>>();
+same<Same<UserRow, UserRecord>>();
+same<Same<UserSessionRow, SessionRecord>>();
+same<Same<PersonalTokenRow, PersonalTokenRecord>>();
+same<Same<PasswordResetRow, PasswordResetRecord>>();

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/sql';
+import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
@@ -23,6 +24,7 @@ export class Store {
   readonly apiKeys: ApiKeyRepository;
   readonly imports: DatabaseImportRepository;
   readonly metrics: MetricsRepository;
+  readonly accounts: AccountRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -35,6 +37,7 @@ export class Store {
     this.apiKeys = new ApiKeyRepository(this.session);
     this.imports = new DatabaseImportRepository(this.session);
     this.metrics = new MetricsRepository(this.session);
+    this.accounts = new AccountRepository(this.session);
   }
 
   /**

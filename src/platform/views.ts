@@ -171,6 +171,9 @@ export const settingsView = z
   .object({
     publicIp: z.string(),
     rootDomain: z.string().nullable(),
+    registrationOpen: z.boolean().meta({ description: 'Whether anyone may sign up once the owner exists' }),
+    smtpConfigured: z.boolean().meta({ description: 'An SMTP server is set here (its URL is write-only); else SMTP_URL applies' }),
+    mailFrom: z.string().nullable(),
     dnsProviders: z.array(
       z.object({
         providerId: z.enum(DNS_PROVIDER_IDS),

@@ -13,7 +13,7 @@ import {
   REPO_FULL_NAME,
   splitGitUrlCredential,
 } from '../domain/validation.js';
-import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
+import { assertProjectVisible, assertScope, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { EnvService } from '../env/env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
@@ -71,6 +71,8 @@ export class ServiceCatalog {
     const project = await projectFor(this.deps.store, actor, projectId);
     const name = cleanName(input.name);
     const variant = classify(input);
+    // A database is created with project:write and db:manage (docs/accounts.md).
+    if (variant.kind === 'database') assertScope(actor, 'db:manage');
     const env = input.env ?? [];
     env.forEach((entry, i) => assertEnvKey(entry.key, `env.${i}.key`));
     const duplicate = env.find((entry, i) => env.findIndex((e) => e.key === entry.key) !== i);
@@ -221,6 +223,7 @@ export class ServiceCatalog {
   async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
+    if (service.source.kind === 'database') assertScope(actor, 'db:manage');
     return this.removal.removeService(service);
   }
 

@@ -1,6 +1,6 @@
 import { ValidationError } from '../domain/errors.js';
 import { normalizeHostname } from '../domain/validation.js';
-import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js';
+import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
@@ -18,6 +18,11 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+  /** Whether anyone may sign up once the owner exists. */
+  registrationOpen?: boolean;
+  /** The SMTP URL holds credentials: sealed, write-only. */
+  smtpUrlEncrypted?: string | null;
+  mailFrom?: string | null;
   aiProviders?: StoredAiProvider[];
 }
 
@@ -38,6 +43,15 @@ export interface AiProviderConnection {
 }
 
 const KEY = 'platform';
+
+function isSmtpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
 /**
@@ -63,14 +77,12 @@ export class SettingsService {
   }
 
   async get(actor: Actor): Promise<SettingsView> {
-    assertWrite(actor);
-    assertAllProjects(actor, 'read platform settings');
+    assertAdministrator(actor, 'read platform settings');
     return this.present(await this.read());
   }
 
   async update(actor: Actor, input: SettingsInput): Promise<SettingsView> {
-    assertWrite(actor);
-    assertAllProjects(actor, 'change platform settings');
+    assertAdministrator(actor, 'change platform settings');
     const stored = await this.read();
     const next: StoredSettings = { ...stored };
     if (input.publicIp !== undefined) {
@@ -80,6 +92,13 @@ export class SettingsService {
     }
     if (input.rootDomain !== undefined)
       next.rootDomain = input.rootDomain === null || input.rootDomain === '' ? null : normalizeHostname(input.rootDomain, 'rootDomain');
+    if (input.registrationOpen !== undefined) next.registrationOpen = input.registrationOpen;
+    if (input.smtpUrl !== undefined) {
+      if (input.smtpUrl !== null && input.smtpUrl !== '' && !isSmtpUrl(input.smtpUrl))
+        throw new ValidationError('smtpUrl', 'smtpUrl must be an smtp:// or smtps:// URL, like smtp://user:password@mail.example.com:587');
+      next.smtpUrlEncrypted = input.smtpUrl ? this.deps.secrets.encrypt(input.smtpUrl) : null;
+    }
+    if (input.mailFrom !== undefined) next.mailFrom = input.mailFrom || null;
     if (input.dnsProviders !== undefined) {
       const seen = new Set<string>();
       next.dnsProviders = input.dnsProviders.map((entry, i) => {
@@ -135,6 +154,18 @@ export class SettingsService {
       : null;
   }
 
+  /** The SMTP server the settings name (decrypted), or null: SMTP_URL applies then. */
+  async smtp(): Promise<{ url: string; from: string } | null> {
+    const stored = await this.read();
+    if (!stored.smtpUrlEncrypted) return null;
+    return { url: this.deps.secrets.decrypt(stored.smtpUrlEncrypted), from: stored.mailFrom ?? 'Slipway <slipway@localhost>' };
+  }
+
+  /** Signup after the first account: closed unless the owner opened it. */
+  async registrationOpen(): Promise<boolean> {
+    return (await this.read()).registrationOpen === true;
+  }
+
   private async read(): Promise<StoredSettings> {
     const raw = await this.deps.store.settings.get(KEY);
     return raw ? (JSON.parse(raw) as StoredSettings) : {};
@@ -151,6 +182,9 @@ export class SettingsService {
     return {
       publicIp: stored.publicIp ?? this.defaults.publicIp,
       rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
+      registrationOpen: stored.registrationOpen === true,
+      smtpConfigured: Boolean(stored.smtpUrlEncrypted),
+      mailFrom: stored.mailFrom ?? null,
       dnsProviders: (stored.dnsProviders ?? []).map((p) => ({
         providerId: p.providerId,
         providerName: PROVIDER_NAMES[p.providerId],

@@ -3,10 +3,13 @@ import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
 import { ok, openStream, type ApiResponse } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { OpenAiStandin } from '../standins/ai-standins.js';
+import { appRouter } from '../../routers/app.router.js';
+import { proceduresOf } from '../../routers/trpc.js';
+import { SCOPES, type ProcedureScope, type Scope } from '../../src/index.js';
 
 /*
- * Every documented REST endpoint (plus the two SSE paths) against five callers, over real HTTP
- * against the server started as `npm start` starts it.
+ * Every documented REST endpoint (plus the two SSE paths) against every kind of caller, over real
+ * HTTP against the server started as `npm start` starts it.
  *
  *   none     no Authorization header                      -> 401
  *   unknown  a bearer token the server never issued       -> 401
@@ -21,8 +24,40 @@ import { OpenAiStandin } from '../standins/ai-standins.js';
  * nothing.
  */
 
-type Caller = 'none' | 'unknown' | 'read' | 'write' | 'other';
-const CALLERS: readonly Caller[] = ['none', 'unknown', 'read', 'write', 'other'];
+/*
+ * And the callers of accounts (docs/accounts.md):
+ *
+ *   owner      the owner's session                        -> 2xx everywhere
+ *   member     a member's session                         -> 2xx, 403 on `admin` operations
+ *   ended      a session that was logged out (expired)    -> 401
+ *   revoked    a personal token that was deleted          -> 401
+ *   pat:<s>    the owner's personal token with scope s    -> 2xx where the operation's scope is s
+ *              only (admin: everywhere)                      (or s is admin), else 403 insufficient_scope
+ *
+ * `session` operations (the account's own) take a session only: 403 for keys and tokens. Public
+ * ones (signup, signin, password reset) answer every caller alike.
+ */
+type Caller = 'none' | 'unknown' | 'read' | 'write' | 'other' | 'owner' | 'member' | 'ended' | 'revoked' | `pat:${Scope}`;
+const CALLERS: readonly Caller[] = [
+  'none',
+  'unknown',
+  'read',
+  'write',
+  'other',
+  'owner',
+  'member',
+  'ended',
+  'revoked',
+  ...SCOPES.map((scope) => `pat:${scope}` as const),
+];
+
+/** Each operation's declared scope, `METHOD /path/{param}` to scope, as the procedures declare it. */
+const SCOPE_OF = new Map<string, ProcedureScope | undefined>(
+  proceduresOf(appRouter).flatMap(({ meta }) => [
+    ...(meta.openapi ? [[`${meta.openapi.method} ${meta.openapi.path}`, meta.scope] as const] : []),
+    ...(meta.sse ? [[`GET ${meta.sse.path}`, meta.scope] as const] : []),
+  ]),
+);
 
 /** Every error body this file saw, checked at the end for leaks. */
 const errorBodies: Array<{ label: string; status: number; text: string }> = [];
@@ -58,6 +93,9 @@ interface Fixtures {
   /** A queued deployment of web. */
   deploymentId: string;
   tokens: Record<Caller, string | undefined>;
+  /** The member's credentials, for rows that sign in afresh. */
+  member: { email: string; password: string; id: string };
+  owner: { email: string; password: string };
 }
 
 let server: ServerProcess;
@@ -129,14 +167,21 @@ interface Row {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   /** As documented (OpenAPI path template). */
   template: string;
-  /** read: read key allowed. write: write key, project scope. admin: write key for all projects (api keys, creating projects). */
-  access: 'read' | 'write' | 'admin';
+  /**
+   * read: read key allowed. write: write key, project scope. admin: write key for all projects (api
+   * keys, creating projects). session: a signed-in user only. public: anyone, alike.
+   */
+  access: 'read' | 'write' | 'admin' | 'session' | 'public';
+  /** The member's status where it differs from `success` (another user's token: 404). */
+  memberStatus?: number;
+  /** Session callers sign in afresh for each call (logout ends the session it is called with). */
+  freshSession?: boolean;
   /**
    * 400 only where an allowed caller passes every access check and then meets a missing setting;
    * 409 where it reaches a database that is not running (this matrix runs no containers); 404 where
    * what it asks for cannot exist without one (an import's log, the CA before any deployment).
    */
-  success: 200 | 201 | 400 | 404 | 409;
+  success: 200 | 201 | 400 | 403 | 404 | 409;
   sse?: boolean;
   /** For the key scoped to project B: 404 for project A's resources (default; 403 on admin rows) or a 200 that shows only B. */
   other?: 'hidden' | 'list-only-own';
@@ -259,9 +304,12 @@ const rows: Row[] = [
     access: 'read',
     success: 200,
     prepare: async () => ({ path: `/api/services/${f.webId}/overview` }),
-    check: (res) => {
+    check: (res, caller) => {
       expect(res.json.service.id).toBe(f.webId);
       expect(res.json.env.map((e: { id: string }) => e.id)).toContain(f.envId);
+      // Values only with env:read: a project:read token sees the keys, never the values.
+      const greeting = res.json.env.find((e: { id: string }) => e.id === f.envId);
+      expect(greeting.value).toBe(caller === 'pat:project:read' ? '' : 'hello');
       expect(res.json.domains.map((d: { id: string }) => d.id)).toContain(f.domainId);
       expect(res.json.deployments.map((d: { id: string }) => d.id)).toContain(f.deploymentId);
     },
@@ -730,26 +778,221 @@ const rows: Row[] = [
     },
     check: (res) => expect(res.json).toEqual({ ok: true }),
   },
+
+  // Authentication: public, rate-limited per address (the matrix raises the budgets)
+  {
+    method: 'POST',
+    template: '/api/auth/signup',
+    access: 'public',
+    success: 201,
+    prepare: async () => ({
+      path: '/api/auth/signup',
+      body: { email: `${uniq('new')}@example.com`, password: 'new user password', name: 'N' },
+    }),
+    check: (res) => expect(res.json.user.role).toBe('member'),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/signin',
+    access: 'public',
+    success: 200,
+    prepare: async () => ({ path: '/api/auth/signin', body: { email: f.member.email, password: f.member.password } }),
+    check: (res) => expect(res.json.session.token).toMatch(/^slw_ses_/),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/forgot-password',
+    access: 'public',
+    success: 200,
+    prepare: async () => ({ path: '/api/auth/forgot-password', body: { email: f.member.email } }),
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/reset-password',
+    access: 'public',
+    success: 400,
+    prepare: async () => ({ path: '/api/auth/reset-password', body: { token: `slw_rst_${uniq('guess')}`, password: 'a new password!' } }),
+    check: (res) => expect(res.json.details).toEqual({ field: 'token' }),
+  },
+  // Without a challenge, 2fa/verify confirms a setup: a session's, and none was started (400).
+  {
+    method: 'POST',
+    template: '/api/auth/2fa/verify',
+    access: 'session',
+    success: 400,
+    prepare: async () => ({ path: '/api/auth/2fa/verify', body: { code: '123456' } }),
+    check: (res) => expect(res.json.details).toEqual({ field: 'code' }),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/logout',
+    access: 'session',
+    success: 200,
+    freshSession: true,
+    prepare: async () => ({ path: '/api/auth/logout' }),
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/2fa/setup',
+    access: 'session',
+    success: 200,
+    prepare: async () => ({ path: '/api/auth/2fa/setup' }),
+    check: (res) => expect(res.json.recoveryCodes).toHaveLength(10),
+  },
+  {
+    method: 'POST',
+    template: '/api/auth/2fa/disable',
+    access: 'session',
+    success: 409,
+    prepare: async () => ({ path: '/api/auth/2fa/disable', body: { code: '123456' } }),
+  },
+
+  // The signed-in user's own account and tokens
+  {
+    method: 'GET',
+    template: '/api/user',
+    access: 'session',
+    success: 200,
+    prepare: async () => ({ path: '/api/user' }),
+    check: (res, caller) => expect(res.json.user.email).toBe(caller === 'member' ? f.member.email : f.owner.email),
+  },
+  {
+    method: 'POST',
+    template: '/api/user/tokens',
+    access: 'session',
+    success: 201,
+    prepare: async () => ({ path: '/api/user/tokens', body: { name: uniq('pat'), scopes: ['project:read'] } }),
+    check: (res) => expect(res.json.token).toMatch(/^slw_pat_/),
+  },
+  {
+    method: 'GET',
+    template: '/api/user/tokens',
+    access: 'session',
+    success: 200,
+    prepare: async () => ({ path: '/api/user/tokens' }),
+    check: (res) => {
+      expect(Array.isArray(res.json.tokens)).toBe(true);
+      expect(res.text).not.toMatch(/slw_pat_[\w-]{20}/);
+    },
+  },
+  {
+    method: 'DELETE',
+    template: '/api/user/tokens/{id}',
+    access: 'session',
+    success: 200,
+    // The token is the owner's: another user's token does not exist for the member.
+    memberStatus: 404,
+    prepare: async () => {
+      const made = await ok(ownerCall('POST', '/api/user/tokens', { name: uniq('doomed'), scopes: ['project:read'] }), 'token');
+      return {
+        path: `/api/user/tokens/${made.personalToken.id}`,
+        unchanged: async () => expect((await api(server.url, made.token)('GET', '/api/projects')).status).toBe(200),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+
+  // Users: the owner (and an all-project write key) manages them
+  {
+    method: 'GET',
+    template: '/api/users',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/users' }),
+    check: (res) => {
+      expect(res.json.users.map((u: { email: string }) => u.email)).toEqual(expect.arrayContaining([f.owner.email, f.member.email]));
+      expect(res.text).not.toContain('argon2');
+    },
+  },
+  {
+    method: 'PATCH',
+    template: '/api/users/{userId}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const user = await freshUser();
+      return {
+        path: `/api/users/${user.id}`,
+        body: { role: 'admin' },
+        unchanged: async () => expect((await userById(user.id)).role).toBe('member'),
+      };
+    },
+    check: (res) => expect(res.json.user.role).toBe('admin'),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/users/{userId}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const user = await freshUser();
+      return { path: `/api/users/${user.id}`, unchanged: async () => expect((await userById(user.id)).id).toBe(user.id) };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
 ];
 
+/** A new member account (registration is open in this matrix). */
+async function freshUser(): Promise<{ id: string }> {
+  return (
+    await ok(
+      api(server.url, undefined)('POST', '/api/auth/signup', {
+        email: `${uniq('user')}@example.com`,
+        password: 'fresh user password',
+        name: 'U',
+      }),
+      'user',
+    )
+  ).user;
+}
+async function userById(id: string): Promise<{ id: string; role: string }> {
+  const { users } = await ok(admin('GET', '/api/users'), 'users');
+  return users.find((u: { id: string }) => u.id === id);
+}
+function ownerCall(method: string, path: string, body?: unknown) {
+  return api(server.url, f.tokens.owner)(method, path, body);
+}
+async function signinToken(email: string, password: string): Promise<string> {
+  return (await ok(api(server.url, undefined)('POST', '/api/auth/signin', { email, password }), 'signin')).session.token;
+}
+
 function expectedStatus(row: Row, caller: Caller): number {
+  if (row.access === 'public') return row.success;
+  const scope = SCOPE_OF.get(`${row.method} ${row.template}`);
+  if (caller.startsWith('pat:')) {
+    if (row.access === 'session') return 403;
+    const held = caller.slice('pat:'.length);
+    return held === 'admin' || held === scope ? row.success : 403;
+  }
   switch (caller) {
     case 'none':
     case 'unknown':
+    case 'ended':
+    case 'revoked':
       return 401;
     case 'read':
       return row.access === 'read' ? row.success : 403;
     case 'write':
-      return row.success;
+      return row.access === 'session' ? 403 : row.success;
     case 'other':
       if (row.other === 'list-only-own') return row.success;
-      return row.access === 'admin' ? 403 : 404;
+      return row.access === 'admin' || row.access === 'session' ? 403 : 404;
+    case 'owner':
+      return row.success;
+    case 'member':
+      return scope === 'admin' ? 403 : (row.memberStatus ?? row.success);
   }
+  throw new Error(`no expectation for ${caller}`);
 }
 
 beforeAll(async () => {
   // ~30 unknown-token calls from one address in a minute: above the default auth-failure budget (30).
-  server = await startServerProcess({ AUTH_FAILURES_PER_MINUTE: '1000' });
+  server = await startServerProcess({
+    AUTH_FAILURES_PER_MINUTE: '1000',
+    AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
+  });
   admin = api(server.url, server.token);
   const A = await createProject('Project A', 'matrix A', 'A');
   const B = await createProject('Project B', 'matrix B', 'B');
@@ -781,11 +1024,29 @@ beforeAll(async () => {
       read: '',
       write: '',
       other: '',
-    },
+    } as Fixtures['tokens'],
+    owner: { email: 'owner@matrix.test', password: 'matrix owner password' },
+    member: { email: 'member@matrix.test', password: 'matrix member password', id: '' },
   };
   f.tokens.read = await mintKey('read');
   f.tokens.write = await mintKey('write');
   f.tokens.other = await mintKey('write', [B.id]);
+  // Accounts: the first signup is the owner; registration is then opened for the member and the signup row.
+  const anyone = api(server.url, undefined);
+  await ok(anyone('POST', '/api/auth/signup', { ...f.owner, name: 'Owner' }), 'owner');
+  await ok(admin('PUT', '/api/settings', { registrationOpen: true }), 'open registration');
+  f.member.id = (
+    await ok(anyone('POST', '/api/auth/signup', { email: f.member.email, password: f.member.password, name: 'Member' }), 'member')
+  ).user.id;
+  f.tokens.owner = await signinToken(f.owner.email, f.owner.password);
+  f.tokens.member = await signinToken(f.member.email, f.member.password);
+  f.tokens.ended = await signinToken(f.owner.email, f.owner.password);
+  await ok(api(server.url, f.tokens.ended)('POST', '/api/auth/logout'), 'logout');
+  const revoked = await ok(ownerCall('POST', '/api/user/tokens', { name: 'revoked', scopes: ['admin'] }), 'revoked');
+  await ok(ownerCall('DELETE', `/api/user/tokens/${revoked.personalToken.id}`), 'revoke');
+  f.tokens.revoked = revoked.token;
+  for (const scope of SCOPES)
+    f.tokens[`pat:${scope}`] = (await ok(ownerCall('POST', '/api/user/tokens', { name: `only ${scope}`, scopes: [scope] }), scope)).token;
 }, 60_000);
 
 afterAll(async () => {
@@ -832,7 +1093,10 @@ describe('access matrix', () => {
         const expected = expectedStatus(row, caller);
         it(`${caller} -> ${expected}`, async () => {
           const prepared = await row.prepare();
-          const token = f.tokens[caller];
+          const token =
+            row.freshSession && (caller === 'owner' || caller === 'member')
+              ? await signinToken(f[caller].email, f[caller].password)
+              : f.tokens[caller];
           const label = `${caller} ${row.method} ${prepared.path}`;
           if (row.sse) {
             const res = await openStream(server.url, prepared.path, token);

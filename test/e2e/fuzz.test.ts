@@ -26,7 +26,12 @@ let server: ServerProcess;
 const real: Record<string, string> = {};
 
 beforeAll(async () => {
-  server = await startServerProcess({ RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '100000' });
+  server = await startServerProcess({
+    RATE_LIMIT_PER_MINUTE: '0',
+    AUTH_FAILURES_PER_MINUTE: '100000',
+    // The authentication endpoints' own budgets would answer nearly all of their share with 429.
+    AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
+  });
   const admin = api(server.url, server.token);
   const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
   const other = (await ok(admin('POST', '/api/projects', { name: 'Fuzz other' }), 'other project')).project;
@@ -48,6 +53,13 @@ beforeAll(async () => {
       'database',
     )
   ).service;
+  // An owner and a member: the users' paths get a real id (the key manages users like the owner).
+  const anyone = api(server.url, undefined);
+  await ok(anyone('POST', '/api/auth/signup', { email: 'owner@fuzz.test', password: 'fuzz owner password', name: 'Owner' }), 'owner');
+  await ok(admin('PUT', '/api/settings', { registrationOpen: true }), 'registration');
+  const member = (
+    await ok(anyone('POST', '/api/auth/signup', { email: 'member@fuzz.test', password: 'fuzz member pw', name: 'M' }), 'member')
+  ).user;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -57,6 +69,7 @@ beforeAll(async () => {
     deploymentId: deployment.id,
     targetProjectId: other.id,
     databaseServiceId: database.id,
+    userId: member.id,
   });
 }, 60_000);
 

@@ -11,6 +11,7 @@ import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fak
 export const unlimited: RequestLimiter = {
   recordAuthFailure() {},
   assertRequestAllowed() {},
+  assertAuthAttempt() {},
 };
 
 export interface Harness {
@@ -42,6 +43,7 @@ export async function createHarness(
     databases?: ServicesOptions['databases'];
     imports?: ServicesOptions['imports'];
     tls?: ServicesOptions['tls'];
+    accounts?: ServicesOptions['accounts'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
@@ -61,7 +63,14 @@ export async function createHarness(
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
-    { dnsProviders: opts.dnsProviders, aiProviders: opts.aiProviders, databases: opts.databases, imports: opts.imports, tls: opts.tls },
+    {
+      dnsProviders: opts.dnsProviders,
+      aiProviders: opts.aiProviders,
+      databases: opts.databases,
+      imports: opts.imports,
+      tls: opts.tls,
+      accounts: opts.accounts,
+    },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;

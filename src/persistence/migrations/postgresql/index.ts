@@ -3,6 +3,7 @@ import { Migration20261121122039 } from './Migration20261121122039.js';
 import { Migration20261121141910 } from './Migration20261121141910.js';
 import { Migration20261125003928 } from './Migration20261125003928.js';
 import { Migration20261126101334 } from './Migration20261126101334.js';
+import { Migration20261126101753 } from './Migration20261126101753.js';
 import { Migration20261126102000 } from './Migration20261126102000.js';
 import { Migration20261126103000 } from './Migration20261126103000.js';
 
@@ -12,6 +13,7 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261121141910', class: Migration20261121141910 },
   { name: 'Migration20261125003928', class: Migration20261125003928 },
   { name: 'Migration20261126101334', class: Migration20261126101334 },
+  { name: 'Migration20261126101753', class: Migration20261126101753 },
   { name: 'Migration20261126102000', class: Migration20261126102000 },
   { name: 'Migration20261126103000', class: Migration20261126103000 },
 ];
