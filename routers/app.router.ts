@@ -8,6 +8,7 @@ import { envRouter } from './env.router.js';
 import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
+import { terminalRouter } from './terminal.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -34,6 +35,7 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  terminals: terminalRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -21,6 +21,8 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import { TerminalService, type TerminalLimits } from './terminals/terminal.service.js';
+import type { TerminalEngine } from './terminals/terminal-engine.port.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -32,6 +34,8 @@ export interface ServicesOptions {
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
+  /** Container terminals: they need the runtime too. */
+  terminals?: { engine?: TerminalEngine; limits?: TerminalLimits };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -107,6 +111,11 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     databases,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
+    terminals: new TerminalService(
+      deps,
+      runtime && current && options.terminals?.engine ? { engine: runtime.engine, current, terminal: options.terminals.engine } : null,
+      options.terminals?.limits,
+    ),
   };
 }
 
@@ -137,3 +146,4 @@ export { settingsInput, type SettingsInput } from './settings/settings.inputs.js
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
+export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';

@@ -33,12 +33,16 @@ import { createKoaApp } from './koa-app.js';
 import { NetPortProbe } from '../net/net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
+import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
+import { TerminalSockets } from './terminal-socket.js';
+import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
 
 export interface Overrides {
   proxy?: ReverseProxy;
   runtimeLogs?: RuntimeLogSource;
   portProbe?: PortProbe;
   runtime?: RuntimeDeps;
+  terminalEngine?: TerminalEngine;
 }
 
 export interface RunningServer {
@@ -103,6 +107,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
         new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
       ],
+      terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
     },
   );
   await services.settings.load();
@@ -128,6 +133,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   const sse = new SseBridge();
   const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
   const server = createServer(app.callback());
+  const terminals = new TerminalSockets({ createContext, publicUrl: config.publicUrl, log });
+  server.on('upgrade', (req, socket, head) => void terminals.upgrade(req, socket, head));
   server.keepAliveTimeout = 65_000;
   answerParserRejections(server);
   await new Promise<void>((resolve, reject) => {
@@ -155,6 +162,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        terminals.closeAll();
         await services.runner?.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();

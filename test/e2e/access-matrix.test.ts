@@ -555,6 +555,17 @@ const rows: Row[] = [
     }),
   ),
 
+  // Terminal tickets: the target is checked as the socket would check it; this matrix runs no
+  // containers, so an allowed caller meets the service without a running container (409).
+  {
+    method: 'POST',
+    template: '/api/ws/tickets',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: '/api/ws/tickets', body: { target: `/api/ws/services/${f.webId}/terminal` } }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
+  },
+
   // Platform settings: all-project write keys only
   {
     method: 'GET',
