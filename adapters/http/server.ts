@@ -35,6 +35,7 @@ import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
 import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
 import { TerminalSockets } from './terminal-socket.js';
+import { McpEndpoint } from './mcp-endpoint.js';
 import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
 
 export interface Overrides {
@@ -131,7 +132,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     limiter,
   });
   const sse = new SseBridge();
-  const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
+  const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
+  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
   const server = createServer(app.callback());
   const terminals = new TerminalSockets({ createContext, publicUrl: config.publicUrl, log });
   server.on('upgrade', (req, socket, head) => void terminals.upgrade(req, socket, head));
@@ -163,6 +165,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
         terminals.closeAll();
+        mcp.closeAll();
         await services.runner?.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();

@@ -2,11 +2,12 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Context } from '../../routers/trpc.js';
-import { ForbiddenError, ValidationError } from '../../src/domain/errors.js';
+import { ValidationError } from '../../src/domain/errors.js';
 import type { Actor } from '../../src/domain/access.js';
 import { parseTerminalPath, type PreparedTerminal, type TerminalService } from '../../src/terminals/terminal.service.js';
 import type { TerminalProcess } from '../../src/terminals/terminal-engine.port.js';
 import { errorBodyOf } from './error-response.js';
+import { assertOriginAllowed } from './origin.js';
 import { pathProblem } from './path-guard.js';
 
 export interface TerminalSocketOptions {
@@ -62,7 +63,7 @@ export class TerminalSockets {
       const ctx = this.opts.createContext(req);
       terminals = ctx.services.terminals;
       const actor = await this.authenticate(ctx, url);
-      this.checkOrigin(req);
+      assertOriginAllowed(req, this.opts.publicUrl);
       terminals.authorize(actor);
       for (const key of url.searchParams.keys()) if (!QUERY_FIELDS.has(key)) throw new ValidationError(key, `${key}: unknown field`);
       size = { cols: dimension(url, 'cols', 80), rows: dimension(url, 'rows', 24) };
@@ -105,24 +106,6 @@ export class TerminalSockets {
     }
     ctx.limiter.assertRequestAllowed(actor.keyId);
     return actor;
-  }
-
-  /**
-   * A browser always sends Origin: only the platform's own page may open a terminal with the
-   * browser's credentials. Clients that are not browsers send none and authenticate with their key.
-   */
-  private checkOrigin(req: IncomingMessage): void {
-    const origin = req.headers.origin;
-    if (origin === undefined) return;
-    const allowed = this.opts.publicUrl ? new URL(this.opts.publicUrl).origin : null;
-    const sameHost = (() => {
-      try {
-        return new URL(origin).host === req.headers.host;
-      } catch {
-        return false;
-      }
-    })();
-    if (allowed ? origin !== allowed : !sameHost) throw new ForbiddenError(`Origin ${origin.slice(0, 200)} may not open terminals`);
   }
 
   private async serve(

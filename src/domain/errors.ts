@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'upstream_error',
   'query_error',
   'not_running',
+  'method_not_allowed',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -79,4 +80,9 @@ export class QueryError extends DomainError {
 /** The database service has no running container (never deployed, stopped, or just deleted). */
 export class NotRunningError extends DomainError {
   readonly code = 'not_running' as const;
+}
+
+/** A path that exists answered a method it does not serve (the MCP endpoint's GET, which a client probes). */
+export class MethodNotAllowedError extends DomainError {
+  readonly code = 'method_not_allowed' as const;
 }
