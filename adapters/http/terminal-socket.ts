@@ -76,6 +76,8 @@ export class TerminalSockets {
       refuse(socket, status, body);
       return;
     }
+    // A handshake ws refuses (or a client gone meanwhile) never reaches serve(): its place is given back here.
+    socket.once('close', release);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       void this.serve(ws, terminals, prepared, size, release);
     });
@@ -90,12 +92,15 @@ export class TerminalSockets {
   private async authenticate(ctx: Context, url: URL): Promise<Actor> {
     const ticket = url.searchParams.get('ticket');
     if (ticket !== null) {
+      let actor: Actor;
       try {
-        return ctx.services.terminals.redeemTicket(ticket, url.pathname);
+        actor = ctx.services.terminals.redeemTicket(ticket, url.pathname);
       } catch (error) {
         ctx.limiter.recordAuthFailure(ctx.ip);
         throw error;
       }
+      ctx.limiter.assertRequestAllowed(actor.keyId);
+      return actor;
     }
     let actor: Actor;
     try {
