@@ -164,8 +164,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
-        terminals.closeAll();
         mcp.closeAll();
+        // Terminals' processes are killed before the platform exits (Docker would keep them running).
+        await terminals.closeAll();
         await services.runner?.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();

@@ -40,7 +40,7 @@ const resizeMessage = (value: unknown): { cols: number; rows: number } | null =>
  */
 export class TerminalSockets {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false });
-  private readonly live = new Set<() => void>();
+  private readonly live = new Set<() => Promise<void>>();
 
   constructor(private readonly opts: TerminalSocketOptions) {}
 
@@ -83,9 +83,9 @@ export class TerminalSockets {
     });
   }
 
-  /** Ends every terminal (shutdown): their processes are killed. */
-  closeAll(): void {
-    for (const close of [...this.live]) close();
+  /** Ends every terminal (shutdown): resolves once their processes are killed. */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.live].map((close) => close()));
   }
 
   /** A single-use ticket in the query string, or the bearer key as for every other request. */
@@ -147,7 +147,7 @@ export class TerminalSockets {
         else ws.terminate();
       }
     };
-    const closeNow = () => void finish({ code: 1001, text: 'server shutting down' }, { reason: 'shutdown' });
+    const closeNow = () => finish({ code: 1001, text: 'server shutting down' }, { reason: 'shutdown' });
     this.live.add(closeNow);
     const touch = () => {
       clearTimeout(idleTimer);
@@ -159,7 +159,7 @@ export class TerminalSockets {
     // A peer that vanished without a close frame is noticed by the missing pong.
     let alive = true;
     const ping = setInterval(() => {
-      if (!alive) return void finish({ code: 1006, text: 'no pong' });
+      if (!alive) return void finish({ code: 1001, text: 'no pong' });
       alive = false;
       ws.ping();
     }, PING_MS);

@@ -335,3 +335,25 @@ describe('authentication', () => {
     await terminal.closed;
   });
 });
+
+// Last: it stops the server.
+describe('shutdown', () => {
+  it('SIGTERM ends open terminals (exit reason shutdown) and an MCP stream, kills the processes, and exits 0', async () => {
+    const terminal = await open(`/api/ws/services/${web.id}/terminal`);
+    terminal.send('sleep 4343\n');
+    const deadline = Date.now() + 10_000;
+    while (!(await processes(webContainer)).includes('sleep 4343')) {
+      if (Date.now() > deadline) throw new Error('sleep never started');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const mcp = await fetch(new URL('/api/mcp/sse', server.url), { headers: { authorization: `Bearer ${server.token}` } });
+    expect(mcp.status).toBe(200);
+    const mcpEnded = mcp.text();
+    const started = Date.now();
+    expect(await server.stop()).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await mcpEnded;
+    expect((await exitOf(terminal)).exit).toMatchObject({ type: 'exit', reason: 'shutdown' });
+    expect(await processes(webContainer)).not.toContain('sleep 4343');
+  }, 30_000);
+});
