@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import type { ExecRequest, TerminalEngine, TerminalProcess } from '../../src/terminals/terminal-engine.port.js';
@@ -93,6 +94,9 @@ export class DockerodeTerminalEngine implements TerminalEngine {
         stream.destroy();
         const info = await inspect().catch(() => null);
         if (!info?.Running || !info.Pid) return;
+        // The PID must still be this container's process: it may have ended and the number been reused.
+        const cgroup = await readFile(`/proc/${info.Pid}/cgroup`, 'utf8').catch(() => '');
+        if (!info.ContainerID || !cgroup.includes(info.ContainerID)) return;
         // Its process group first (what it started in the foreground), then the process itself.
         for (const target of [-info.Pid, info.Pid]) {
           try {
