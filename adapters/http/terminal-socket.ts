@@ -208,7 +208,8 @@ export class TerminalSockets {
     try {
       started = await terminals.start(prepared, size, abort.signal);
     } catch (error) {
-      const { body } = errorBodyOf(error);
+      const { status, body } = errorBodyOf(error);
+      if (status === 500) this.opts.log('terminal exec failed', { container: prepared.containerName, error: String(error).slice(0, 500) });
       sendControl({ type: 'error', ...body });
       return void finish({ code: 1011, text: 'exec failed' });
     }
