@@ -4,7 +4,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { provisionDocker } from '../helpers/docker.js';
+import { ownPortRange, provisionDocker } from '../helpers/docker.js';
 
 /**
  * The MCP endpoint through the SDK's own client, over both transports: an agent lists the tools,
@@ -60,7 +60,12 @@ async function ok(client: Client, name: string, args: Record<string, unknown>): 
 
 beforeAll(async () => {
   await provisionDocker({ images: 'busybox' });
-  server = await startServerProcess({ BUILD_CONCURRENCY: '2', STOP_GRACE_SECONDS: '1', AUTH_FAILURES_PER_MINUTE: '1000' });
+  server = await startServerProcess({
+    BUILD_CONCURRENCY: '2',
+    STOP_GRACE_SECONDS: '1',
+    AUTH_FAILURES_PER_MINUTE: '1000',
+    HOST_PORT_RANGE: ownPortRange(),
+  });
   readKey = (await api(server.url, server.token)('POST', '/api/api-keys', { name: 'mcp-read', access: 'read' })).json.token;
 }, 120_000);
 

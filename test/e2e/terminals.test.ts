@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { docker, provisionDocker } from '../helpers/docker.js';
+import { docker, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
 
 /**
@@ -120,6 +120,7 @@ beforeAll(async () => {
   server = await startServerProcess({
     BUILD_CONCURRENCY: '2',
     STOP_GRACE_SECONDS: '1',
+    HOST_PORT_RANGE: ownPortRange(),
     TERMINAL_IDLE_TIMEOUT_MS: String(IDLE_MS),
     TERMINAL_MAX_PER_KEY: '3',
     AUTH_FAILURES_PER_MINUTE: '1000',
