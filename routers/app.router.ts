@@ -14,6 +14,7 @@ import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
+import { terminalRouter } from './terminal.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -48,6 +49,7 @@ export const appRouter = router({
   auth: authRouter,
   user: userRouter,
   users: usersRouter,
+  terminals: terminalRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -94,6 +94,7 @@ export const ERRORS = {
   query_error: { trpc: 'BAD_REQUEST', http: 400 },
   not_running: { trpc: 'CONFLICT', http: 409 },
   image_gone: { trpc: 'CONFLICT', http: 409 },
+  method_not_allowed: { trpc: 'METHOD_NOT_SUPPORTED', http: 405 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
   invalid_credentials: { trpc: 'UNAUTHORIZED', http: 401 },
   registration_closed: { trpc: 'FORBIDDEN', http: 403 },
@@ -222,3 +223,10 @@ export const writeProcedure = readProcedure.use(async ({ ctx, getRawInput, next 
   if (typeof input === 'object' && input !== null && UNREADABLE in input) throw (input as { [UNREADABLE]: DomainError })[UNREADABLE];
   return next();
 });
+
+const WRITE_KEY_CHECK = writeProcedure._def.middlewares.at(-1);
+
+/** Whether a procedure needs a write key: what a read key is not even offered (MCP tools). */
+export function needsWriteKey(procedure: AnyTRPCProcedure): boolean {
+  return (procedure._def as { middlewares?: unknown[] }).middlewares?.includes(WRITE_KEY_CHECK) ?? false;
+}

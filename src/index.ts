@@ -40,6 +40,8 @@ import { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
 import { MetricsSampler } from './metrics/metrics-sampler.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import type { ContainerStatsSource } from './metrics/container-stats.port.js';
+import { TerminalService, type TerminalLimits } from './terminals/terminal.service.js';
+import type { TerminalEngine } from './terminals/terminal-engine.port.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -61,6 +63,8 @@ export interface ServicesOptions {
   tls?: { issuer?: CertificateIssuer };
   /** Sessions and password-reset mail. */
   accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
+  /** Container terminals: they need the runtime too. */
+  terminals?: { engine?: TerminalEngine; limits?: TerminalLimits };
 }
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
@@ -197,6 +201,11 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     tls,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
+    terminals: new TerminalService(
+      deps,
+      runtime && current && options.terminals?.engine ? { engine: runtime.engine, current, terminal: options.terminals.engine } : null,
+      options.terminals?.limits,
+    ),
   };
 }
 
@@ -234,3 +243,4 @@ export { aiRequestInput, type AiRequestInput } from './ai/ai.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
+export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { DEFAULT_PLATFORM_CONFIG, DEFAULT_TERMINAL_LIMITS, type PlatformConfig, type TerminalLimits } from '../../src/index.js';
 
 /** Everything the server reads from its environment, parsed and checked once at start. */
 export interface AppConfig {
@@ -25,6 +25,9 @@ export interface AppConfig {
   dnsApiUrls: { cloudflare?: string | undefined; digitalocean?: string | undefined; hetzner?: string | undefined };
   proxy: ProxyConfig;
   platform: PlatformConfig;
+  /** The URL users open the platform at (`PUBLIC_URL`): browsers may open terminals from this origin only. */
+  publicUrl: string | null;
+  terminals: TerminalLimits;
 }
 
 /** Users' sessions, password-reset mail and the authentication endpoints' budgets. */
@@ -142,6 +145,19 @@ function publicPort(proxy: ProxyConfig): number | null {
   if (proxy.kind === 'none') return null;
   const port = proxy.autoHttps ? proxy.httpsPort : proxy.httpPort;
   return port === (proxy.autoHttps ? 443 : 80) ? null : port;
+}
+
+function publicUrl(raw: string | undefined): string | null {
+  if (!raw?.trim()) return null;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be a URL like https://slipway.example.com, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`PUBLIC_URL must be http or https, got ${JSON.stringify(raw)}`);
+  return url.origin;
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -262,6 +278,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       hetzner: env.HETZNER_DNS_API_URL || undefined,
     },
     proxy,
+    publicUrl: publicUrl(env.PUBLIC_URL),
+    terminals: {
+      idleTimeoutMs: int(env, 'TERMINAL_IDLE_TIMEOUT_MS', DEFAULT_TERMINAL_LIMITS.idleTimeoutMs, 1000, 24 * 3_600_000),
+      maxPerKey: int(env, 'TERMINAL_MAX_PER_KEY', DEFAULT_TERMINAL_LIMITS.maxPerKey, 1, 1000),
+      ticketTtlMs: DEFAULT_TERMINAL_LIMITS.ticketTtlMs,
+    },
     platform: {
       hostPortRange: portRange(env.HOST_PORT_RANGE),
       rootDomain: env.ROOT_DOMAIN?.toLowerCase() || null,

@@ -11,11 +11,14 @@ import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
 import { matchDownload, serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
+import { McpEndpoint } from './mcp-endpoint.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
   createContext: (req: IncomingMessage, res: ServerResponse) => Context;
   sse: SseBridge;
+  /** The tool-protocol endpoint (/api/mcp, /api/mcp/sse, /api/mcp/messages). */
+  mcp?: McpEndpoint;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
 }
@@ -92,6 +95,10 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     res.statusCode = 200;
     if (pathname === '/trpc' || pathname.startsWith('/trpc/')) {
       trpc(req, res);
+      return;
+    }
+    if (opts.mcp && McpEndpoint.matches(pathname)) {
+      await opts.mcp.handle(req, res, pathname);
       return;
     }
     const sseRoute = opts.sse.match(ctx.method, pathname);

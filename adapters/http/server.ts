@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
@@ -41,12 +41,17 @@ import { createKoaApp } from './koa-app.js';
 import { NetPortProbe } from '../net/net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
+import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
+import { TerminalSockets } from './terminal-socket.js';
+import { McpEndpoint } from './mcp-endpoint.js';
+import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
 
 export interface Overrides {
   proxy?: ReverseProxy;
   runtimeLogs?: RuntimeLogSource;
   portProbe?: PortProbe;
   runtime?: RuntimeDeps;
+  terminalEngine?: TerminalEngine;
 }
 
 export interface RunningServer {
@@ -135,6 +140,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
       // Tests that bring their own runtime run without the sampler (their containers are fakes).
       ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
+      terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
     },
   );
   await services.settings.load();
@@ -164,8 +170,16 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     cookie: sessionCookie(req, res, config.trustProxy),
   });
   const sse = new SseBridge();
-  const app = createKoaApp({ router: appRouter, createContext, sse, bodyLimitBytes: config.bodyLimitBytes, log });
+  const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
+  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
   const server = createServer(app.callback());
+  // An upgrade has no response to set a cookie on: the context gets one that is never sent.
+  const terminals = new TerminalSockets({
+    createContext: (req) => createContext(req, new ServerResponse(req)),
+    publicUrl: config.publicUrl,
+    log,
+  });
+  server.on('upgrade', (req, socket, head) => void terminals.upgrade(req, socket, head));
   server.keepAliveTimeout = 65_000;
   answerParserRejections(server);
   await new Promise<void>((resolve, reject) => {
@@ -198,6 +212,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
         await services.sampler?.stop();
+        mcp.closeAll();
+        // Terminals' processes are killed before the platform exits (Docker would keep them running).
+        await terminals.closeAll();
         await services.runner?.stop();
         await services.imports.stop();
         // The proxy keeps serving the loaded routes while the platform is down.

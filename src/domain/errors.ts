@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'query_error',
   'not_running',
   'image_gone',
+  'method_not_allowed',
   'internal_error',
   'invalid_credentials',
   'registration_closed',
@@ -112,4 +113,9 @@ export class InsufficientScopeError extends DomainError {
   constructor(scope: string) {
     super(`This token lacks the ${scope} scope`, { scope, requiredScope: scope });
   }
+}
+
+/** A path that exists answered a method it does not serve (the MCP endpoint's GET, which a client probes). */
+export class MethodNotAllowedError extends DomainError {
+  readonly code = 'method_not_allowed' as const;
 }

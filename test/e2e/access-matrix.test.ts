@@ -709,6 +709,16 @@ const rows: Row[] = [
     prepare: async () => ({ path: `/api/services/${f.dbId}/database/tls/ca` }),
     check: (res) => expect(res.json).toMatchObject({ error: 'not_found' }),
   },
+  // Terminal tickets: the target is checked as the socket would check it; this matrix runs no
+  // containers, so an allowed caller meets the service without a running container (409).
+  {
+    method: 'POST',
+    template: '/api/ws/tickets',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: '/api/ws/tickets', body: { target: `/api/ws/services/${f.webId}/terminal` } }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
+  },
 
   // Platform settings: all-project write keys only
   {
