@@ -56,6 +56,7 @@ const SCOPE_OF = new Map<string, ProcedureScope | undefined>(
   proceduresOf(appRouter).flatMap(({ meta }) => [
     ...(meta.openapi ? [[`${meta.openapi.method} ${meta.openapi.path}`, meta.scope] as const] : []),
     ...(meta.sse ? [[`GET ${meta.sse.path}`, meta.scope] as const] : []),
+    ...(meta.download ? [[`GET ${meta.download.path}`, meta.scope] as const] : []),
   ]),
 );
 

@@ -13,7 +13,7 @@ describe('scope declarations', () => {
       .filter(({ meta }) => !meta.scope || !(PROCEDURE_SCOPES as readonly string[]).includes(meta.scope))
       .map(
         ({ path, meta }) =>
-          `${path} (${meta.openapi ? `${meta.openapi.method} ${meta.openapi.path}` : meta.sse ? `SSE ${meta.sse.path}` : 'tRPC only'})`,
+          `${path} (${meta.openapi ? `${meta.openapi.method} ${meta.openapi.path}` : meta.sse ? `SSE ${meta.sse.path}` : meta.download ? `GET ${meta.download.path}` : 'tRPC only'})`,
       );
     // Name each one: add `scope: '<scope>'` to its .meta({...}) (see docs/accounts.md for the table).
     expect(missing, `procedures without a scope declaration: ${missing.join(', ')}`).toEqual([]);
@@ -38,6 +38,7 @@ describe('scope declarations', () => {
     for (const { meta } of proceduresOf(appRouter)) {
       if (meta.openapi) expected.set(`${meta.openapi.method} ${meta.openapi.path}`, meta.scope ?? '(none)');
       if (meta.sse) expected.set(`GET ${meta.sse.path}`, meta.scope ?? '(none)');
+      if (meta.download) expected.set(`GET ${meta.download.path}`, meta.scope ?? '(none)');
     }
     expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(expected));
   });
