@@ -40,6 +40,7 @@ import { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
 import { MetricsSampler } from './metrics/metrics-sampler.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import type { ContainerStatsSource } from './metrics/container-stats.port.js';
+import type { RequestLogSource } from './metrics/request-log.port.js';
 import { TerminalService, type TerminalLimits } from './terminals/terminal.service.js';
 import type { TerminalEngine } from './terminals/terminal-engine.port.js';
 
@@ -54,6 +55,8 @@ export interface ServicesOptions {
   aiProviders?: AiProvider[];
   /** Reads running containers' resource use; with it, the metrics sampler runs (start/stop by the caller). */
   containerStats?: ContainerStatsSource;
+  /** The proxy's access data: requests and 5xx per service in the metrics (none without it). */
+  requestLog?: RequestLogSource;
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
@@ -159,11 +162,20 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     ? new MetricsSampler(
         deps,
         options.containerStats,
-        { intervalMs: deps.config.metrics.intervalMs, retentionMs: deps.config.metrics.retentionHours * 3_600_000 },
+        {
+          intervalMs: deps.config.metrics.intervalMs,
+          retentionMs: deps.config.metrics.retentionHours * 3_600_000,
+          ...(options.requestLog ? { requests: { source: options.requestLog, hostnames: () => routing.hostnames() } } : {}),
+        },
         options.log,
       )
     : null;
-  const metrics = new MetricsService(deps, (id) => sampler?.currentOf(id) ?? null, sampler?.intervalMs ?? 0);
+  const metrics = new MetricsService(
+    deps,
+    (id) => sampler?.currentOf(id) ?? null,
+    sampler?.intervalMs ?? 0,
+    (id) => sampler?.pendingOf(id) ?? null,
+  );
   const apiKeys = new ApiKeyService(deps);
   // The user behind a session or token, for the account's own operations; set once accounts exists.
   const userOf: ConstructorParameters<typeof TwoFactorService>[1] = (actor) => accounts.userOf(actor);

@@ -89,6 +89,11 @@ interface ProxyServing {
    * Absolute; Caddy reads the same path (an operator's Caddy) or has it mounted (the platform's container).
    */
   routesDir: string;
+  /**
+   * Where Caddy writes its access log, read for the metrics' request counts: PROXY_ACCESS_LOG_DIR, else
+   * `<DATA_DIR>/caddy-logs`. Caddy must be able to write it (an operator's Caddy: its user).
+   */
+  accessLogDir: string;
 }
 
 /** Which Caddy the platform keeps configured: its own container (the default), an operator's, or none. */
@@ -116,6 +121,10 @@ function proxyConfig(env: NodeJS.ProcessEnv, dataDir: string, instanceId: string
     routesDir: path.resolve(
       env.PROXY_ROUTES_DIR ||
         (dataDir === ':memory:' ? path.join(tmpdir(), `slipway-caddy-routes-${instanceId}`) : path.join(dataDir, 'caddy-routes')),
+    ),
+    accessLogDir: path.resolve(
+      env.PROXY_ACCESS_LOG_DIR ||
+        (dataDir === ':memory:' ? path.join(tmpdir(), `slipway-caddy-logs-${instanceId}`) : path.join(dataDir, 'caddy-logs')),
     ),
   };
   if (env.CADDY_ADMIN_URL) {

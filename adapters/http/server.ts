@@ -1,4 +1,5 @@
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +32,7 @@ import type { Context } from '../../routers/trpc.js';
 import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
 import { DockerStatsSource } from '../docker/docker-stats-source.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
+import { CaddyAccessLog } from '../proxy/caddy-access-log.js';
 import { CaddyContainer } from '../proxy/caddy-container.js';
 import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { enableListenerHandover } from '../proxy/listener-handover.js';
@@ -140,6 +142,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
       // Tests that bring their own runtime run without the sampler (their containers are fakes).
       ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
+      ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyAccessLog(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
     },
   );
@@ -245,9 +248,16 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
     image: proxy.image,
     adminPort: proxy.adminPort,
     routesDir: proxy.routesDir,
+    accessLogDir: proxy.accessLogDir,
     log,
   });
-  return new CaddyReverseProxy({ ...proxy, adminUrl: container.adminUrl, host: container, caddyRoutesDir: container.routesMount });
+  return new CaddyReverseProxy({
+    ...proxy,
+    adminUrl: container.adminUrl,
+    host: container,
+    caddyRoutesDir: container.routesMount,
+    caddyAccessLogDir: container.logsMount,
+  });
 }
 
 const SESSION_COOKIE = 'slipway_session';

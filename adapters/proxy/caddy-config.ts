@@ -122,7 +122,12 @@ export interface CaddyLayout {
   /** The routes directory as Caddy reads it (inside its container, or the platform's own path). */
   routesDir: string;
   onDemand?: OnDemandForm;
+  /** Where Caddy writes its access log (as Caddy sees it): one JSON line per request, see CaddyAccessLog. */
+  accessLog?: string;
 }
+
+/** The logger of the access lines the platform counts (`http.log.access.<it>`). */
+export const ACCESS_LOGGER = 'slipway_access';
 
 export interface BuiltCaddyConfig {
   config: Record<string, unknown>;
@@ -142,12 +147,17 @@ export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions
   // Named by what it holds (and where): built once with placeholders, and always with the same
   // on-demand form, so the Caddy version that decided the form does not change the name.
   const routesDir = layout.routesDir.replace(/\/+$/, '');
-  const neutral = JSON.stringify([routesDir, configFor(routes, options, { root: '\0root', marker: '\0marker', onDemand: 'permission' })]);
+  const accessLog = layout.accessLog ? { accessLog: layout.accessLog } : {};
+  const neutral = JSON.stringify([
+    routesDir,
+    configFor(routes, options, { root: '\0root', marker: '\0marker', onDemand: 'permission', ...accessLog }),
+  ]);
   const digest = createHash('sha256').update(neutral).digest('hex').slice(0, 16);
   const config = configFor(routes, options, {
     root: `${routesDir}/${digest}`,
     marker: tableMarker(digest),
     onDemand: layout.onDemand ?? 'permission',
+    ...accessLog,
   });
   return { config: { ...(admin ? { admin } : {}), ...config }, digest, routes };
 }
@@ -155,7 +165,7 @@ export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions
 function configFor(
   routes: ServiceRoute[],
   options: CaddyServeOptions,
-  at: { root: string; marker: string; onDemand: OnDemandForm },
+  at: { root: string; marker: string; onDemand: OnDemandForm; accessLog?: string },
 ): Record<string, unknown> {
   const serviceRoutes = routes.map((route) => ({
     match: [hostnameIn(`${at.root}/${route.dir}`, '{http.request.host}')],
@@ -197,10 +207,30 @@ function configFor(
       },
     };
   }
+  const logs: Record<string, unknown> = {};
   // A closed slot fails its check every interval by design: not worth a log line each time.
-  const logging = options.gatePort
-    ? { logging: { logs: { default: { exclude: ['http.handlers.reverse_proxy.health_checker.active'] } } } }
-    : {};
+  const exclude = options.gatePort ? ['http.handlers.reverse_proxy.health_checker.active'] : [];
+  if (at.accessLog) {
+    server.logs = { default_logger_name: ACCESS_LOGGER };
+    exclude.push(`http.log.access.${ACCESS_LOGGER}`);
+    logs[ACCESS_LOGGER] = {
+      // Bounded: one file of 16 MB and one rolled one. The platform reads the host and the status; the
+      // rest that could identify a visitor or carry a credential (URI, headers, addresses) is dropped.
+      writer: { output: 'file', filename: at.accessLog, roll_size_mb: 16, roll_keep: 1 },
+      encoder: {
+        format: 'filter',
+        wrap: { format: 'json' },
+        fields: Object.fromEntries(
+          ['request>uri', 'request>headers', 'request>remote_ip', 'request>remote_port', 'request>tls', 'resp_headers', 'user_id'].map(
+            (field) => [field, { filter: 'delete' }],
+          ),
+        ),
+      },
+      include: [`http.log.access.${ACCESS_LOGGER}`],
+    };
+  }
+  if (exclude.length) logs.default = { exclude };
+  const logging = Object.keys(logs).length ? { logging: { logs } } : {};
   return { ...logging, apps };
 }
 

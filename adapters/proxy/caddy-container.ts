@@ -9,6 +9,10 @@ const ADMIN_WAIT_MS = 15_000;
 export const CONTAINER_ROUTES_DIR = '/slipway/routes';
 /** The host directory mounted there: a container made before, or for another directory, is replaced. */
 const ROUTES_LABEL = 'slipway.proxy-routes';
+/** Where Caddy's container writes its access log (bind-mounted read-write). */
+export const CONTAINER_LOGS_DIR = '/slipway/logs';
+/** The host directory mounted there (a container without it is replaced, as for the routes). */
+const LOGS_LABEL = 'slipway.proxy-logs';
 
 export interface CaddyContainerOptions {
   /** Resource prefix: the container is `<prefix>-caddy`, its volumes `<prefix>-caddy-data` and `-config`. */
@@ -18,6 +22,8 @@ export interface CaddyContainerOptions {
   adminPort: number;
   /** The routes directory on the host (the platform writes it; Caddy reads it at CONTAINER_ROUTES_DIR). */
   routesDir: string;
+  /** The access log directory on the host (Caddy writes it at CONTAINER_LOGS_DIR; the platform reads it). */
+  accessLogDir: string;
   log: (message: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -48,6 +54,11 @@ export class CaddyContainer implements ProxyHost {
     return CONTAINER_ROUTES_DIR;
   }
 
+  /** The access log directory as Caddy writes it inside the container. */
+  get logsMount(): string {
+    return CONTAINER_LOGS_DIR;
+  }
+
   /** Concurrent callers (a reload and the reconcile loop) share one start. */
   ensure(signal: AbortSignal): Promise<void> {
     this.ensuring ??= this.start(signal).finally(() => {
@@ -58,11 +69,12 @@ export class CaddyContainer implements ProxyHost {
 
   private async start(signal: AbortSignal): Promise<void> {
     const { image, log } = this.options;
-    const { routesDir } = this.options;
+    const { routesDir, accessLogDir } = this.options;
     // A bind mount needs its source to exist; the root is never removed afterwards.
     await mkdir(routesDir, { recursive: true, mode: 0o755 });
+    await mkdir(accessLogDir, { recursive: true, mode: 0o755 });
     const state = await this.engine.inspect(this.name);
-    const same = state?.image === image && state.labels[ROUTES_LABEL] === routesDir;
+    const same = state?.image === image && state.labels[ROUTES_LABEL] === routesDir && state.labels[LOGS_LABEL] === accessLogDir;
     if (state?.running && same) return;
     if (state && same) {
       log('starting the stopped proxy container', { name: this.name });
@@ -70,7 +82,7 @@ export class CaddyContainer implements ProxyHost {
       return this.waitForAdmin(signal);
     }
     if (state) {
-      const why = state.image !== image ? 'its image setting changed' : 'it does not mount the routes directory';
+      const why = state.image !== image ? 'its image setting changed' : 'it does not mount the routes and access log directories';
       log(`replacing the proxy container: ${why}`, { name: this.name, from: state.image, to: image, routesDir });
       await this.engine.stopAndRemove(this.name, 10);
     }
@@ -84,12 +96,15 @@ export class CaddyContainer implements ProxyHost {
       image,
       cmd: ['caddy', 'run', '--config', BOOTSTRAP_PATH],
       env: { XDG_CONFIG_HOME: '/config', XDG_DATA_HOME: '/data' },
-      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'proxy', [ROUTES_LABEL]: routesDir },
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'proxy', [ROUTES_LABEL]: routesDir, [LOGS_LABEL]: accessLogDir },
       volumes: [
         { name: `${this.options.prefix}-caddy-data`, target: '/data' },
         { name: `${this.options.prefix}-caddy-config`, target: '/config' },
       ],
-      binds: [{ source: routesDir, target: CONTAINER_ROUTES_DIR, readOnly: true }],
+      binds: [
+        { source: routesDir, target: CONTAINER_ROUTES_DIR, readOnly: true },
+        { source: accessLogDir, target: CONTAINER_LOGS_DIR, readOnly: false },
+      ],
       // Only the admin endpoint at first: the platform loads the routes as soon as it answers.
       files: [{ path: BOOTSTRAP_PATH, content: JSON.stringify({ admin: { listen: `127.0.0.1:${this.options.adminPort}` } }) }],
       signal,

@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
@@ -19,6 +20,10 @@ export interface CaddyAdminOptions extends CaddyServeOptions {
   routesDir: string;
   /** The same directory as Caddy reads it: its mount point in Caddy's container; `routesDir` when unset. */
   caddyRoutesDir?: string | undefined;
+  /** Where Caddy writes its access log (`access.log` in it), for the metrics' request counts; none when unset. */
+  accessLogDir?: string | undefined;
+  /** The same directory as Caddy sees it; `accessLogDir` when unset. */
+  caddyAccessLogDir?: string | undefined;
 }
 
 /**
@@ -61,9 +66,15 @@ export class CaddyReverseProxy implements ReverseProxy {
       const admin = await this.call('GET', '/config/admin', signal);
       if (admin.status !== 200)
         return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
-      const layout = () => ({ routesDir: this.caddyRoutesDir, onDemand: this.onDemand });
+      const accessLogDir = this.options.caddyAccessLogDir ?? this.options.accessLogDir;
+      const layout = () => ({
+        routesDir: this.caddyRoutesDir,
+        onDemand: this.onDemand,
+        ...(accessLogDir ? { accessLog: `${accessLogDir.replace(/\/+$/, '')}/access.log` } : {}),
+      });
       let built = buildCaddyConfig(table, this.options, admin.body, layout());
       await this.directory.ensureRoot();
+      if (this.options.accessLogDir) await mkdir(this.options.accessLogDir, { recursive: true, mode: 0o755 });
       const served = await this.serves(built.digest, signal);
       const previous = await this.directory.stamp();
       // From here until the new stamp, check() says stale: the files are between two tables.

@@ -1,6 +1,7 @@
 import type { ServiceDeps } from '../platform/deps.js';
 import type { MetricRecord } from './metrics.repository.js';
 import type { ContainerStats, ContainerStatsSource } from './container-stats.port.js';
+import type { RequestLogSource } from './request-log.port.js';
 
 const MINUTE_MS = 60_000;
 /** Old rows are removed at most this often. */
@@ -31,11 +32,18 @@ interface Bucket {
   blockRead: number;
   blockWrite: number;
   restarts: number;
+  requests: number;
+  errors5xx: number;
 }
 
 export interface SamplerOptions {
   intervalMs: number;
   retentionMs: number;
+  /**
+   * The proxy's access data and which service each hostname routes to: requests and 5xx answers
+   * are counted in the minute a tick reads them (so within one interval of when they were served).
+   */
+  requests?: { source: RequestLogSource; hostnames: () => Promise<Map<string, string>> };
 }
 
 /**
@@ -87,9 +95,16 @@ export class MetricsSampler {
     return this.current.get(serviceId) ?? null;
   }
 
+  /** The minute under way of a service, not written yet: the newest point of its series. */
+  pendingOf(serviceId: string): MetricRecord | null {
+    const bucket = this.buckets.get(serviceId);
+    return bucket ? rowOf(serviceId, bucket) : null;
+  }
+
   /** One sampling pass (the loop calls it; tests too). */
   async tick(now = Date.now()): Promise<void> {
     const signal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(Math.max(this.options.intervalMs, 5_000))]);
+    await this.countRequests(now, signal);
     let stats: ContainerStats[];
     try {
       stats = await this.source.sample(signal);
@@ -147,10 +162,45 @@ export class MetricsSampler {
     }
   }
 
+  /** Adds what the proxy answered since the last tick to each service's minute; a proxy without access data counts nothing. */
+  private async countRequests(now: number, signal: AbortSignal): Promise<void> {
+    const requests = this.options.requests;
+    if (!requests) return;
+    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
+    try {
+      const counts = await requests.source.drain(signal);
+      if (counts.length === 0) return;
+      await this.flush(minute);
+      const hostnames = await requests.hostnames();
+      for (const count of counts) {
+        const serviceId = hostnames.get(count.hostname);
+        if (!serviceId) continue;
+        const bucket = this.bucketOf(serviceId, minute);
+        bucket.requests += count.requests;
+        bucket.errors5xx += count.errors5xx;
+      }
+    } catch (error) {
+      this.log('reading the proxy access log failed', { error: (error as Error).message });
+    }
+  }
+
   private bucketOf(serviceId: string, minute: number): Bucket {
     let bucket = this.buckets.get(serviceId);
     if (!bucket) {
-      bucket = { minute, ticks: 0, cpuSum: 0, memorySum: 0, memoryLimit: 0, netRx: 0, netTx: 0, blockRead: 0, blockWrite: 0, restarts: 0 };
+      bucket = {
+        minute,
+        ticks: 0,
+        cpuSum: 0,
+        memorySum: 0,
+        memoryLimit: 0,
+        netRx: 0,
+        netTx: 0,
+        blockRead: 0,
+        blockWrite: 0,
+        restarts: 0,
+        requests: 0,
+        errors5xx: 0,
+      };
       this.buckets.set(serviceId, bucket);
     }
     return bucket;
@@ -162,19 +212,8 @@ export class MetricsSampler {
     for (const [serviceId, b] of this.buckets) {
       if (b.minute >= minute) continue;
       this.buckets.delete(serviceId);
-      if (b.ticks === 0) continue;
-      rows.push({
-        serviceId,
-        at: new Date(b.minute),
-        cpuPercent: round(b.cpuSum / b.ticks),
-        memoryUsedBytes: Math.round(b.memorySum / b.ticks),
-        memoryLimitBytes: b.memoryLimit,
-        netRxBytes: b.netRx,
-        netTxBytes: b.netTx,
-        blockReadBytes: b.blockRead,
-        blockWriteBytes: b.blockWrite,
-        restarts: b.restarts,
-      });
+      if (b.ticks === 0 && b.requests === 0) continue;
+      rows.push(rowOf(serviceId, b));
     }
     if (rows.length === 0) return;
     // Services deleted since their minute began are not written back.
@@ -194,6 +233,24 @@ export class MetricsSampler {
     }, delay);
     this.timer.unref();
   }
+}
+
+/** A minute as stored: averages over its ticks (none when only requests were counted), counters summed. */
+function rowOf(serviceId: string, b: Bucket): MetricRecord {
+  return {
+    serviceId,
+    at: new Date(b.minute),
+    cpuPercent: b.ticks ? round(b.cpuSum / b.ticks) : 0,
+    memoryUsedBytes: b.ticks ? Math.round(b.memorySum / b.ticks) : 0,
+    memoryLimitBytes: b.memoryLimit,
+    netRxBytes: b.netRx,
+    netTxBytes: b.netTx,
+    blockReadBytes: b.blockRead,
+    blockWriteBytes: b.blockWrite,
+    restarts: b.restarts,
+    requests: b.requests,
+    errors5xx: b.errors5xx,
+  };
 }
 
 function emptySample(at: Date): CurrentSample {

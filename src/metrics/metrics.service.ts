@@ -4,6 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
 import type { MetricPointView, MetricsView } from '../platform/views.js';
 import type { CurrentSample } from './metrics-sampler.js';
+import type { MetricRecord } from './metrics.repository.js';
 
 /** At most this many points in one answer. */
 export const MAX_POINTS = 1_500;
@@ -23,6 +24,8 @@ export class MetricsService {
     /** The sampler's latest sample; absent without a runtime. */
     private readonly currentOf: (serviceId: string) => CurrentSample | null = () => null,
     private readonly intervalMs = 0,
+    /** The sampler's minute under way, not stored yet. */
+    private readonly pendingOf: (serviceId: string) => MetricRecord | null = () => null,
   ) {}
 
   async get(actor: Actor, serviceId: string, query: MetricsQuery): Promise<MetricsView> {
@@ -35,7 +38,10 @@ export class MetricsService {
     if (step % 60 !== 0) throw new ValidationError('step', 'step is in seconds and a multiple of 60 (history is kept per minute)');
     if (rangeMs / 1000 / step > MAX_POINTS)
       throw new ValidationError('step', `the range holds more than ${MAX_POINTS} steps of ${step} s; use a larger step`);
-    const rows = await this.deps.store.metrics.range(service.id, from, to);
+    const rows: MetricRecord[] = await this.deps.store.metrics.range(service.id, from, to);
+    const pending = this.pendingOf(service.id);
+    if (pending && pending.at >= from && pending.at < to && !rows.some((row) => row.at.getTime() === pending.at.getTime()))
+      rows.push(pending);
     // Rows are oldest first, so the steps come out in order.
     const steps = new Map<number, { n: number; cpu: number; mem: number; point: MetricPointView }>();
     for (const row of rows) {
@@ -56,6 +62,8 @@ export class MetricsService {
             blockReadBytes: 0,
             blockWriteBytes: 0,
             restarts: 0,
+            requests: 0,
+            errors5xx: 0,
           },
         };
         steps.set(at, acc);
@@ -70,6 +78,8 @@ export class MetricsService {
       p.blockReadBytes += row.blockReadBytes;
       p.blockWriteBytes += row.blockWriteBytes;
       p.restarts = Math.max(p.restarts, row.restarts);
+      p.requests += row.requests;
+      p.errors5xx += row.errors5xx;
     }
     const points = [...steps.values()].map(({ n, cpu, mem, point }) => ({
       ...point,

@@ -275,6 +275,9 @@ export const MetricSample = defineEntity({
     blockReadBytes: p.bigint('number'),
     blockWriteBytes: p.bigint('number'),
     restarts: p.integer(),
+    /** Requests the proxy answered for the service's hostnames, and how many with a 5xx. */
+    requests: p.integer().default(0),
+    errors5xx: p.integer().default(0),
   },
 });
 

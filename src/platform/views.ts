@@ -218,10 +218,21 @@ const metricValues = {
   blockWriteBytes: z.number().int(),
   restarts: z.number().int().meta({ description: 'Restarts of the running container(s) by the engine' }),
 };
-export const metricPointView = z.object({ at: timestamp.meta({ description: 'Start of the step' }), ...metricValues }).meta({
-  id: 'MetricPoint',
-  description: 'One step: CPU and memory averaged; network and block I/O bytes moved during the step; restarts as counted at its end',
-});
+export const metricPointView = z
+  .object({
+    at: timestamp.meta({ description: 'Start of the step' }),
+    ...metricValues,
+    requests: z
+      .number()
+      .int()
+      .meta({ description: "Requests the proxy answered for the service's hostnames during the step (web services)" }),
+    errors5xx: z.number().int().meta({ description: 'Of those, answers with a 5xx status' }),
+  })
+  .meta({
+    id: 'MetricPoint',
+    description:
+      'One step: CPU and memory averaged; network and block I/O bytes moved and requests answered during the step; restarts as counted at its end. The newest step includes the minute under way',
+  });
 export type MetricPointView = z.infer<typeof metricPointView>;
 export const metricsView = z
   .object({

@@ -103,6 +103,11 @@ export class RoutingService {
     return table;
   }
 
+  /** Every routed hostname and its service (the metrics' request counts are per hostname). */
+  async hostnames(): Promise<Map<string, string>> {
+    return new Map((await this.table()).routes.map((route) => [route.hostname, route.serviceId]));
+  }
+
   /**
    * Loads the current table. Never throws: a proxy that is down must not fail or lose the user's
    * saved change. Loads run one at a time; callers arriving during one share the next, which reads

@@ -727,6 +727,7 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
       image,
       adminPort: caddy.adminPort,
       routesDir: dir,
+      accessLogDir: `${dir}-logs`,
       log: (message) => logs.push(message),
     });
     return { engine, container, logs };
@@ -747,13 +748,21 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
       image: 'caddy:2',
       cmd: ['caddy', 'run', '--config', '/etc/caddy/slipway-bootstrap.json'],
       env: { XDG_CONFIG_HOME: '/config', XDG_DATA_HOME: '/data' },
-      labels: { 'slipway.managed': 'true', 'slipway.role': 'proxy', 'slipway.proxy-routes': routesDir },
+      labels: {
+        'slipway.managed': 'true',
+        'slipway.role': 'proxy',
+        'slipway.proxy-routes': routesDir,
+        'slipway.proxy-logs': `${routesDir}-logs`,
+      },
       volumes: [
         { name: 'tprefix-caddy-data', target: '/data' },
         { name: 'tprefix-caddy-config', target: '/config' },
       ],
       // The routes directory, read-only, at the path Caddy's configuration names.
-      binds: [{ source: routesDir, target: '/slipway/routes', readOnly: true }],
+      binds: [
+        { source: routesDir, target: '/slipway/routes', readOnly: true },
+        { source: `${routesDir}-logs`, target: '/slipway/logs', readOnly: false },
+      ],
     });
     expect(container.routesMount).toBe('/slipway/routes');
     // A bind mount's source must exist before the container is made.
@@ -811,8 +820,13 @@ describe('CaddyContainer (fake engine, a real Caddy answering on the admin port)
     const { container, logs } = setup('caddy:2', engine);
     await container.ensure(signal());
     expect(engine.removedContainers).toEqual(['tprefix-caddy']);
-    expect(engine.daemons.map((d) => d.binds)).toEqual([[{ source: routesDir, target: '/slipway/routes', readOnly: true }]]);
-    expect(logs[0]).toBe('replacing the proxy container: it does not mount the routes directory');
+    expect(engine.daemons.map((d) => d.binds)).toEqual([
+      [
+        { source: routesDir, target: '/slipway/routes', readOnly: true },
+        { source: `${routesDir}-logs`, target: '/slipway/logs', readOnly: false },
+      ],
+    ]);
+    expect(logs[0]).toBe('replacing the proxy container: it does not mount the routes and access log directories');
     const elsewhere = setup('caddy:2', engine, path.join(root, 'elsewhere'));
     await elsewhere.container.ensure(signal());
     expect(engine.daemons).toHaveLength(2);

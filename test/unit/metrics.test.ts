@@ -3,6 +3,7 @@ import type { Actor } from '../../src/index.js';
 import type { ContainerStats, ContainerStatsSource } from '../../src/metrics/container-stats.port.js';
 import { MetricsSampler } from '../../src/metrics/metrics-sampler.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
+import type { RequestCount } from '../../src/metrics/request-log.port.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /** The sampler over a scripted stats source, on SQLite in memory; the query use case over what it wrote. */
@@ -145,8 +146,54 @@ function row(id: string) {
     blockReadBytes: 30,
     blockWriteBytes: 40,
     restarts: 0,
+    requests: 0,
+    errors5xx: 0,
   };
 }
+
+describe('request counts from the proxy', () => {
+  it("adds each drain's requests and 5xx to the service of the hostname, in the minute under way, shown before it is written", async () => {
+    const drains: RequestCount[][] = [
+      [
+        { hostname: 'web.test', requests: 10, errors5xx: 1 },
+        { hostname: 'other.test', requests: 99, errors5xx: 99 },
+      ],
+      [{ hostname: 'www.web.test', requests: 5, errors5xx: 2 }],
+      [],
+    ];
+    const counting = new MetricsSampler(depsOf(h), source, {
+      intervalMs: 10 * SEC,
+      retentionMs: 3_600_000,
+      requests: {
+        source: { drain: async () => drains.shift() ?? [] },
+        hostnames: async () =>
+          new Map([
+            ['web.test', serviceId],
+            ['www.web.test', serviceId],
+          ]),
+      },
+    });
+    source.next = [stats(serviceId, 'c1', T0)];
+    await counting.tick(T0);
+    source.next = [stats(serviceId, 'c1', T0 + 10 * SEC)];
+    await counting.tick(T0 + 10 * SEC);
+    expect(counting.pendingOf(serviceId)).toMatchObject({ requests: 15, errors5xx: 3 });
+    const service = new MetricsService(
+      depsOf(h),
+      () => null,
+      10 * SEC,
+      (id) => counting.pendingOf(id),
+    );
+    const before = await service.get(admin, serviceId, { from: new Date(T0).toISOString(), to: new Date(T0 + 60 * SEC).toISOString() });
+    expect(before.series.points).toEqual([expect.objectContaining({ requests: 15, errors5xx: 3 })]);
+    // The next minute writes this one: the stored row has the counts, the pending one starts again.
+    source.next = [stats(serviceId, 'c1', T0 + 60 * SEC)];
+    await counting.tick(T0 + 60 * SEC);
+    const [row] = await h.database.store.metrics.range(serviceId, new Date(T0), new Date(T0 + 60 * SEC));
+    expect(row).toMatchObject({ requests: 15, errors5xx: 3 });
+    expect(counting.pendingOf(serviceId)).toMatchObject({ requests: 0 });
+  });
+});
 
 describe('MetricsService', () => {
   it('re-buckets minutes by step: CPU and memory averaged, bytes summed', async () => {

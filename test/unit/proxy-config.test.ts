@@ -13,6 +13,7 @@ const MEMORY_ROUTES = path.join(
   tmpdir(),
   `slipway-caddy-routes-${createHash('sha256').update(`instance:${KEY}`).digest('hex').slice(0, 12)}`,
 );
+const MEMORY_LOGS = MEMORY_ROUTES.replace('slipway-caddy-routes-', 'slipway-caddy-logs-');
 
 function configError(env: Record<string, string>): string {
   try {
@@ -39,6 +40,7 @@ describe('proxy defaults', () => {
       healthIntervalMs: 500,
       slotSubnet: 'auto',
       routesDir: MEMORY_ROUTES,
+      accessLogDir: MEMORY_LOGS,
     });
     expect(config.platform.publicScheme).toBe('https');
     expect(config.platform.routing).toEqual(DEFAULT_PLATFORM_CONFIG.routing);
@@ -85,6 +87,7 @@ describe('proxy modes', () => {
       healthIntervalMs: 500,
       slotSubnet: 'auto',
       routesDir: MEMORY_ROUTES,
+      accessLogDir: MEMORY_LOGS,
     });
   });
 
@@ -107,6 +110,7 @@ describe('proxy modes', () => {
       healthIntervalMs: 500,
       slotSubnet: 'auto',
       routesDir: MEMORY_ROUTES,
+      accessLogDir: MEMORY_LOGS,
     });
     expect(config.platform.publicScheme).toBe('http');
   });
@@ -156,7 +160,11 @@ describe('proxy modes', () => {
 describe('routes directory', () => {
   it('is <DATA_DIR>/caddy-routes, absolute; PROXY_ROUTES_DIR overrides it', () => {
     const dataDir = path.join(tmpdir(), `slipway-config-test-${process.pid}`);
-    expect(load({ DATA_DIR: dataDir }).proxy).toMatchObject({ routesDir: path.join(dataDir, 'caddy-routes') });
+    expect(load({ DATA_DIR: dataDir }).proxy).toMatchObject({
+      routesDir: path.join(dataDir, 'caddy-routes'),
+      accessLogDir: path.join(dataDir, 'caddy-logs'),
+    });
+    expect(load({ PROXY_ACCESS_LOG_DIR: '/var/log/slipway-caddy' }).proxy).toMatchObject({ accessLogDir: '/var/log/slipway-caddy' });
     expect(load({ DATA_DIR: dataDir, CADDY_ADMIN_URL: 'http://127.0.0.1:2019' }).proxy).toMatchObject({
       routesDir: path.join(dataDir, 'caddy-routes'),
     });
