@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { apiKeyRouter } from './api-key.router.js';
+import { backupRouter } from './backup.router.js';
 import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
@@ -34,6 +35,7 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  backups: backupRouter,
 });
 
 export type AppRouter = typeof appRouter;

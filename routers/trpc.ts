@@ -31,10 +31,19 @@ export interface SseMeta {
   query?: readonly string[];
 }
 
+/** A procedure whose answer is a file, sent by adapters/http/download-bridge.ts at `path` and documented there. */
+export interface DownloadMeta {
+  /** A GET path; each `{name}` segment is the input field of that name. */
+  path: string;
+  summary: string;
+  description: string;
+}
+
 export interface SlipwayMeta extends OpenApiMeta {
   /** Answer 201 instead of 200 over REST: the call created a resource. */
   created?: boolean;
   sse?: SseMeta;
+  download?: DownloadMeta;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
@@ -61,6 +70,8 @@ export const ERRORS = {
   upstream_error: { trpc: 'BAD_GATEWAY', http: 502 },
   query_error: { trpc: 'BAD_REQUEST', http: 400 },
   not_running: { trpc: 'CONFLICT', http: 409 },
+  checksum_mismatch: { trpc: 'CONFLICT', http: 409 },
+  not_supported: { trpc: 'UNPROCESSABLE_CONTENT', http: 422 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
 } as const satisfies Record<ErrorCode, { trpc: TRPC_ERROR_CODE_KEY; http: number; also?: readonly TRPC_ERROR_CODE_KEY[] }>;
 

@@ -21,6 +21,13 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import { BackupService } from './backups/backup.service.js';
+import { BackupJobs } from './backups/backup-job.js';
+import { BackupScheduler } from './backups/backup-scheduler.js';
+import type { BackupFiles } from './backups/backup-files.port.js';
+import type { ObjectStoreFactory } from './backups/object-store.port.js';
+import type { DatabaseDump } from './backups/database-dump.port.js';
+import { JobRunner } from './jobs/job-runner.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -32,7 +39,29 @@ export interface ServicesOptions {
   log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Database administration without a runtime (router tests), or other limits than the defaults. */
   databases?: { admin?: DatabaseAdmin; locator?: DatabaseLocator; limits?: DatabaseQueryLimits };
+  /** Where backups are written and what dumps them; without files, backups fail saying so. */
+  backups?: {
+    files?: BackupFiles;
+    objectStores?: ObjectStoreFactory;
+    dump?: DatabaseDump;
+    /** The container a database runs in (router tests); else the runtime's current container. */
+    locate?: (service: ServiceRecord) => Promise<{ containerId: string } | null>;
+  };
 }
+
+const NO_FILES: BackupFiles = {
+  pathOf: (serviceId, name) => `${serviceId}/${name}`,
+  create: () => Promise.reject(new Error('This platform has no backups directory')),
+  commit: () => Promise.resolve(),
+  read: () => {
+    throw new Error('This platform has no backups directory');
+  },
+  size: () => Promise.resolve(null),
+  remove: () => Promise.resolve(),
+};
+const NO_OBJECT_STORES: ObjectStoreFactory = () => {
+  throw new Error('This platform has no object-store client');
+};
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
 export function createServices(startupDeps: ServiceDeps, options: ServicesOptions = {}) {
@@ -69,6 +98,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     options.databases?.locator ?? runnerLocator,
     options.databases?.limits ?? { timeoutMs: deps.config.databases.queryTimeoutMs, rowCap: deps.config.databases.queryRowCap },
   );
+  // Backups are made below, after the settings they read the object store from.
+  let backupService: BackupService | null = null;
+  const backupsOf = () => backupService!;
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -84,6 +116,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       ...options,
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
+        await backupsOf().removeOfServices(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
       },
     },
@@ -92,6 +125,25 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
+  const backups = new BackupService(deps, env, {
+    dump: options.backups?.dump ?? null,
+    files: options.backups?.files ?? NO_FILES,
+    objectStores: options.backups?.objectStores ?? NO_OBJECT_STORES,
+    locate:
+      options.backups?.locate ??
+      (async (service) => {
+        const container = current ? await current.currentOf(service) : null;
+        return container ? { containerId: container.id } : null;
+      }),
+    objectStoreConfig: () => settings.objectStore(),
+  });
+  backupService = backups;
+  const backupRunner = new JobRunner(new BackupJobs(deps, backups, env), {
+    concurrency: () => deps.config.backups.concurrency,
+    log: options.log,
+  });
+  backups.onCreated(() => backupRunner.wake());
+  const backupScheduler = new BackupScheduler(deps, backups, options.log);
   return {
     apiKeys: new ApiKeyService(deps),
     projects,
@@ -105,6 +157,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     routing,
     runner,
     databases,
+    backups,
+    backupRunner,
+    backupScheduler,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
   };
@@ -121,6 +176,11 @@ export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
 export * from './platform/views.js';
 export * from './databases/database-views.js';
+export * from './backups/backup-views.js';
+export { BACKUP_STORAGES } from './backups/backup.records.js';
+export type { BackupFiles } from './backups/backup-files.port.js';
+export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
+export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';

@@ -9,6 +9,7 @@ import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
+import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 
 export interface KoaAppOptions {
@@ -98,6 +99,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
       return;
     }
+    if (await serveDownload(ctx.method, pathname, req, res, opts.createContext(req))) return;
     if (pathname.startsWith('/api/') || pathname === '/api') {
       const matched = await rest(req, res);
       if (matched || res.writableEnded) return;

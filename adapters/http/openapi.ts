@@ -3,7 +3,7 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { deploymentLogView, errorView, runtimeLogView } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
 import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
-import { proceduresOf, type SseMeta } from '../../routers/trpc.js';
+import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
@@ -37,6 +37,27 @@ const ssePath = ({ path, summary, description }: SseMeta) => ({
   },
 });
 
+/** A procedure whose answer is a file (`meta.download`): a GET answering the bytes. */
+const downloadPath = ({ path, summary, description }: DownloadMeta) => ({
+  get: {
+    tags: ['Backups'],
+    summary,
+    description,
+    security: [{ bearerAuth: [] }],
+    requestParams: { path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))) },
+    responses: {
+      '200': {
+        description,
+        headers: {
+          'Content-Length': { schema: { type: 'integer' } },
+          'Content-Disposition': { schema: { type: 'string' }, description: '`attachment; filename="..."`' },
+        },
+        content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
+      },
+    },
+  },
+});
+
 /** The OpenAPI 3.1 document, generated from the routers, with the SSE paths their procedures declare. */
 export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAPIObject {
   const procedures = proceduresOf(router);
@@ -50,7 +71,12 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     baseUrl,
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `slw_...` or the BOOTSTRAP_API_KEY' } },
     defs: { Error: errorView, DeploymentLogLine: deploymentLogView, RuntimeLogLine: runtimeLogView, ...TRUSTED_OUTPUTS },
-    paths: Object.fromEntries(procedures.flatMap(({ meta: { sse } }) => (sse ? [[sse.path, ssePath(sse)]] : []))),
+    paths: Object.fromEntries(
+      procedures.flatMap(({ meta: { sse, download } }) => [
+        ...(sse ? [[sse.path, ssePath(sse)] as const] : []),
+        ...(download ? [[download.path, downloadPath(download)] as const] : []),
+      ]),
+    ),
   });
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(

@@ -12,6 +12,9 @@ import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
 import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
+import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
+import { DiskBackupFiles } from '../backups/disk.backup-files.js';
+import { S3ObjectStore } from '../object-store/s3.object-store.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -39,6 +42,7 @@ export interface Overrides {
   runtimeLogs?: RuntimeLogSource;
   portProbe?: PortProbe;
   runtime?: RuntimeDeps;
+  backups?: NonNullable<Parameters<typeof createServices>[1]>['backups'];
 }
 
 export interface RunningServer {
@@ -98,6 +102,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     {
       runtime,
       log,
+      backups: {
+        files: new DiskBackupFiles(config.platform.backups.dir),
+        objectStores: (store) => new S3ObjectStore(store),
+        ...(overrides.runtime ? {} : { dump: new DockerExecDatabaseDump(docker) }),
+        ...overrides.backups,
+      },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
@@ -140,6 +150,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     await services.runner?.start();
     services.routing.start();
   })();
+  startBackups(services);
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
@@ -155,6 +166,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
+        await services.backupScheduler.stop();
+        await services.backupRunner.stop();
         await services.runner?.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();
@@ -172,6 +185,25 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       return closing;
     },
   };
+}
+
+/**
+ * Backups run once what a previous process left running is settled (failed, with the reason); the
+ * recovery is tried again every 5 s while the database does not answer.
+ */
+function startBackups(services: Services): void {
+  services.backupRunner.start();
+  const recover = () => {
+    if (services.backupRunner.stopping) return;
+    services.backupRunner.recover().then(
+      () => services.backupScheduler.start(),
+      (error: Error) => {
+        log('backup recovery failed; trying again', { error: error.message });
+        setTimeout(recover, 5_000).unref();
+      },
+    );
+  };
+  recover();
 }
 
 function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy {

@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'upstream_error',
   'query_error',
   'not_running',
+  'checksum_mismatch',
+  'not_supported',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -79,4 +81,14 @@ export class QueryError extends DomainError {
 /** The database service has no running container (never deployed, stopped, or just deleted). */
 export class NotRunningError extends DomainError {
   readonly code = 'not_running' as const;
+}
+
+/** A stored backup whose bytes no longer match the checksum taken when it was made (changed or truncated). */
+export class ChecksumMismatchError extends DomainError {
+  readonly code = 'checksum_mismatch' as const;
+}
+
+/** The platform cannot do this for this kind of resource (a backup of an engine whose image has no dump tool). */
+export class NotSupportedError extends DomainError {
+  readonly code = 'not_supported' as const;
 }

@@ -2,6 +2,15 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
 import type {
+  BackupFormat,
+  BackupLogRecord,
+  BackupRecord,
+  BackupSettingsRecord,
+  BackupStatus,
+  BackupStorage,
+  BackupTrigger,
+} from '../backups/backup.records.js';
+import type {
   Access,
   ApiKeyRecord,
   BuildMethod,
@@ -190,7 +199,76 @@ export const Setting = defineEntity({
   },
 });
 
-export const ALL_ENTITIES = [Setting, Project, Service, ServiceDatabase, EnvVar, Domain, Deployment, DeploymentLog, ApiKey];
+/** A database backup; the table is also the backup job queue. */
+export const Backup = defineEntity({
+  name: 'Backup',
+  tableName: 'backups',
+  indexes: [{ properties: ['status', 'createdAt'] }, { properties: ['serviceId', 'createdAt'] }],
+  properties: {
+    id: id(),
+    serviceId: p.string().length(32),
+    engine: str(16).$type<DatabaseEngine>(),
+    status: str(16).$type<BackupStatus>(),
+    trigger: str(16).$type<BackupTrigger>(),
+    storage: str(16).$type<BackupStorage>(),
+    format: str(16).$type<BackupFormat>(),
+    localPath: nullableStr(1024),
+    objectKey: nullableStr(1024),
+    sizeBytes: p.bigint('number'),
+    checksum: str(80),
+    error: nullableText(),
+    abortRequested: p.boolean(),
+    createdAt: p.datetime(),
+    startedAt: nullableDate(),
+    finishedAt: nullableDate(),
+  },
+});
+
+export const BackupLog = defineEntity({
+  name: 'BackupLog',
+  tableName: 'backup_logs',
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    backupId: fk(),
+    line: p.text(),
+    stream: str(8).$type<LogStream>(),
+    createdAt: p.datetime(),
+  },
+});
+
+/** One row per database service whose backup settings were changed; absent means the defaults. */
+export const BackupSettings = defineEntity({
+  name: 'BackupSettings',
+  tableName: 'backup_settings',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    storage: str(16).$type<BackupStorage>(),
+    automaticEnabled: p.boolean(),
+    dailyEnabled: p.boolean(),
+    weeklyEnabled: p.boolean(),
+    monthlyEnabled: p.boolean(),
+    keepDaily: p.integer(),
+    keepWeekly: p.integer(),
+    keepMonthly: p.integer(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
+export const ALL_ENTITIES = [
+  Setting,
+  Project,
+  Service,
+  ServiceDatabase,
+  EnvVar,
+  Domain,
+  Deployment,
+  DeploymentLog,
+  ApiKey,
+  Backup,
+  BackupLog,
+  BackupSettings,
+];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
 export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
@@ -204,6 +282,9 @@ export type DeploymentRow = Row<typeof Deployment>;
 export type DeploymentLogRow = Row<typeof DeploymentLog>;
 export type ApiKeyRow = Row<typeof ApiKey>;
 export type SettingRow = Row<typeof Setting>;
+export type BackupRow = Row<typeof Backup>;
+export type BackupLogRow = Row<typeof BackupLog>;
+export type BackupSettingsRow = Row<typeof BackupSettings>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]
@@ -229,3 +310,6 @@ same<Same<DomainRow, DomainRecord>>();
 same<Same<DeploymentRow, DeploymentRecord>>();
 same<Same<DeploymentLogRow, DeploymentLogRecord>>();
 same<Same<ApiKeyRow, ApiKeyRecord>>();
+same<Same<BackupRow, BackupRecord>>();
+same<Same<BackupLogRow, BackupLogRecord>>();
+same<Same<BackupSettingsRow, BackupSettingsRecord>>();

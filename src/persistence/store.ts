@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
+import { BackupRepository } from '../backups/backup.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
 import { ProjectRepository } from '../projects/project.repository.js';
@@ -19,6 +20,7 @@ export class Store {
   readonly deployments: DeploymentRepository;
   readonly settings: SettingsRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly backups: BackupRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -29,6 +31,7 @@ export class Store {
     this.deployments = new DeploymentRepository(this.session);
     this.settings = new SettingsRepository(this.session);
     this.apiKeys = new ApiKeyRepository(this.session);
+    this.backups = new BackupRepository(this.session);
   }
 
   /**

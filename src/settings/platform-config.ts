@@ -47,6 +47,18 @@ export interface DatabasesConfig {
   queryRowCap: number;
 }
 
+/** Database backups: where files go, and how often the scheduler looks. */
+export interface BackupsConfig {
+  /** Backup files with storage `disk`: `<dir>/<serviceId>/<backupId>.<ext>`. */
+  dir: string;
+  /** Backups run at once across the platform. */
+  concurrency: number;
+  /** How often automatic backups and their retention are checked. */
+  schedulerIntervalMs: number;
+  /** Timeout of one object-store check (HeadBucket). */
+  objectStoreTimeoutMs: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -70,6 +82,7 @@ export interface PlatformConfig {
   deploy: DeployConfig;
   routing: RoutingConfig;
   databases: DatabasesConfig;
+  backups: BackupsConfig;
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -106,4 +119,5 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     queryTimeoutMs: 30_000,
     queryRowCap: 1_000,
   },
+  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
 };

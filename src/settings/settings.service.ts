@@ -5,6 +5,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
 import type { DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
+import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 
@@ -18,6 +19,7 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+  objectStore?: Omit<ObjectStoreConfig, 'secretAccessKey'> & { secretAccessKeyEncrypted: string };
 }
 
 const KEY = 'platform';
@@ -78,6 +80,26 @@ export class SettingsService {
         };
       });
     }
+    if (input.objectStore === null) delete next.objectStore;
+    else if (input.objectStore !== undefined) {
+      const { secretAccessKey, ...rest } = input.objectStore;
+      let endpoint: URL;
+      try {
+        endpoint = new URL(rest.endpoint);
+      } catch {
+        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must be an http(s) URL');
+      }
+      if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')
+        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must be an http(s) URL');
+      if (endpoint.username || endpoint.password)
+        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must not carry credentials; use accessKeyId and secretAccessKey');
+      if (!secretAccessKey && !stored.objectStore)
+        throw new ValidationError('objectStore.secretAccessKey', 'Connecting an object store needs a secretAccessKey');
+      next.objectStore = {
+        ...rest,
+        secretAccessKeyEncrypted: secretAccessKey ? this.deps.secrets.encrypt(secretAccessKey) : stored.objectStore!.secretAccessKeyEncrypted,
+      };
+    }
     await this.deps.store.settings.put(KEY, JSON.stringify(next), this.deps.clock.now());
     const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
@@ -89,6 +111,14 @@ export class SettingsService {
   async providerToken(providerId: string): Promise<string | null> {
     const entry = (await this.read()).dnsProviders?.find((p) => p.providerId === providerId);
     return entry ? this.deps.secrets.decrypt(entry.apiTokenEncrypted) : null;
+  }
+
+  /** The object store backups go to, its secret decrypted; null when none is set. */
+  async objectStore(): Promise<ObjectStoreConfig | null> {
+    const stored = (await this.read()).objectStore;
+    if (!stored) return null;
+    const { secretAccessKeyEncrypted, ...rest } = stored;
+    return { ...rest, secretAccessKey: this.deps.secrets.decrypt(secretAccessKeyEncrypted) };
   }
 
   private async read(): Promise<StoredSettings> {
@@ -113,6 +143,16 @@ export class SettingsService {
         hasApiToken: true,
         connectedAt: p.connectedAt,
       })),
+      objectStore: stored.objectStore
+        ? {
+            endpoint: stored.objectStore.endpoint,
+            region: stored.objectStore.region,
+            bucket: stored.objectStore.bucket,
+            accessKeyId: stored.objectStore.accessKeyId,
+            forcePathStyle: stored.objectStore.forcePathStyle,
+            hasSecretAccessKey: true,
+          }
+        : null,
     };
   }
 }

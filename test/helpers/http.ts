@@ -22,7 +22,12 @@ export const ERROR_CODE_OF_STATUS: Record<number, string> = {
   500: 'internal_error',
 };
 /** Codes a status may carry besides its main one: the database endpoints' engine refusals and stopped databases. */
-export const OTHER_CODES_OF_STATUS: Record<number, string[]> = { 400: ['query_error'], 409: ['not_running'], 502: ['upstream_error'] };
+export const OTHER_CODES_OF_STATUS: Record<number, string[]> = {
+  400: ['query_error'],
+  409: ['not_running', 'checksum_mismatch'],
+  422: ['not_supported'],
+  502: ['upstream_error'],
+};
 export const ERROR_CODES = [...Object.values(ERROR_CODE_OF_STATUS), ...Object.values(OTHER_CODES_OF_STATUS).flat()];
 
 /** Reads the whole body: `json` is the parsed text, or undefined when it is empty or not JSON. */

@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261121122039 } from './Migration20261121122039.js';
 import { Migration20261121141910 } from './Migration20261121141910.js';
 import { Migration20261125003928 } from './Migration20261125003928.js';
+import { Migration20261126101330 } from './Migration20261126101330.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261121122039', class: Migration20261121122039 },
   { name: 'Migration20261121141910', class: Migration20261121141910 },
   { name: 'Migration20261125003928', class: Migration20261125003928 },
+  { name: 'Migration20261126101330', class: Migration20261126101330 },
 ];

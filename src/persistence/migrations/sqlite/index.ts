@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261121122039 } from './Migration20261121122039.js';
 import { Migration20261121141909 } from './Migration20261121141909.js';
 import { Migration20261125003926 } from './Migration20261125003926.js';
+import { Migration20261126101330 } from './Migration20261126101330.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261121122039', class: Migration20261121122039 },
   { name: 'Migration20261121141909', class: Migration20261121141909 },
   { name: 'Migration20261125003926', class: Migration20261125003926 },
+  { name: 'Migration20261126101330', class: Migration20261126101330 },
 ];

@@ -1,0 +1,69 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { appRouter, createCaller } from '../../routers/app.router.js';
+import { proceduresOf, type Context } from '../../routers/trpc.js';
+
+const pathPattern = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>[^/]+)')}/?$`);
+
+/** The queries that declare `meta.download`: `path` is the procedure's (`backups.download`). */
+const DOWNLOADS = proceduresOf(appRouter).flatMap(({ path, meta: { download } }) =>
+  download ? [{ path, pattern: pathPattern(download.path) }] : [],
+);
+
+/** What a download procedure answers: the file's name and size, and its bytes on demand. */
+interface DownloadAnswer {
+  fileName: string;
+  sizeBytes: number;
+  open(signal: AbortSignal): Promise<Readable>;
+}
+
+/**
+ * The documented file downloads: the procedure (called through a server-side caller, so the key,
+ * its access and scope are checked as everywhere) names the file; its bytes are streamed from the
+ * store to the socket with backpressure, never held in memory. Errors before the first byte are
+ * thrown to the app, which answers them as JSON.
+ */
+export async function serveDownload(
+  method: string | undefined,
+  pathname: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: Context,
+): Promise<boolean> {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  for (const download of DOWNLOADS) {
+    const match = download.pattern.exec(pathname);
+    if (!match) continue;
+    const input = Object.fromEntries(Object.entries(match.groups ?? {}).map(([name, value]) => [name, decode(value)]));
+    const controller = new AbortController();
+    const onClose = () => controller.abort();
+    res.on('close', onClose);
+    try {
+      const caller = createCaller(ctx, { signal: controller.signal });
+      const procedure = download.path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], caller);
+      const answer = (await (procedure as (input: unknown) => Promise<DownloadAnswer>)(input)) as DownloadAnswer;
+      const body = method === 'HEAD' ? null : await answer.open(controller.signal);
+      res.writeHead(200, {
+        'Content-Type': 'application/octet-stream',
+        'Content-Length': String(answer.sizeBytes),
+        'Content-Disposition': `attachment; filename="${answer.fileName.replace(/[^\w.-]/g, '_')}"`,
+        'Cache-Control': 'no-store',
+      });
+      if (body) await pipeline(body, res);
+      else res.end();
+    } finally {
+      res.off('close', onClose);
+    }
+    return true;
+  }
+  return false;
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

@@ -1,0 +1,71 @@
+import { createHash, type Hash } from 'node:crypto';
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+
+/** Counts and hashes the bytes passing through: the checksum is of exactly what was stored. */
+export class HashingStream extends Transform {
+  private readonly hash: Hash = createHash('sha256');
+  bytes = 0;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    callback(null, chunk);
+  }
+
+  /** `sha256:<hex>`; call once, after the stream ended. */
+  checksum(): string {
+    return `sha256:${this.hash.digest('hex')}`;
+  }
+}
+
+/**
+ * Writes every chunk to each target and takes the next only when all took this one: the slowest
+ * destination sets the pace, so nothing piles up in memory.
+ */
+export class FanOut extends Writable {
+  constructor(private readonly targets: Writable[]) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    let pending = this.targets.length;
+    let failed = false;
+    for (const target of this.targets) {
+      target.write(chunk, (error) => {
+        if (failed) return;
+        if (error) {
+          failed = true;
+          callback(error);
+        } else if (--pending === 0) callback();
+      });
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    Promise.all(this.targets.map((target) => endOf(target))).then(() => callback(), callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    for (const target of this.targets) if (!target.destroyed) target.destroy(error ?? undefined);
+    callback(error);
+  }
+}
+
+/** Ends a writable and resolves when it has flushed (a PassThrough: when its reader took the rest). */
+function endOf(target: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    target.once('error', reject);
+    target.end(() => resolve());
+  });
+}
+
+/** Reads a stream to its end, hashing it: what a stored file's checksum is checked against. */
+export async function hashOf(stream: Readable): Promise<{ checksum: string; bytes: number }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { checksum: `sha256:${hash.digest('hex')}`, bytes };
+}
