@@ -17,7 +17,14 @@ const backupParams = { serviceId: idParam, backupId: idParam };
 
 export const backupRouter = router({
   list: readProcedure
-    .meta({ openapi: { method: 'GET', path: base, tags, summary: 'Backups of a database service, its backup settings and whether the object store answers' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: base,
+        tags,
+        summary: 'Backups of a database service, its backup settings and whether the object store answers',
+      },
+    })
     .input(z.strictObject({ serviceId: idParam }))
     .output(backupListView)
     .query(({ ctx, input, signal }) => ctx.services.backups.list(ctx.actor, input.serviceId, signal)),
@@ -61,7 +68,14 @@ export const backupRouter = router({
     }),
 
   logs: readProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/{backupId}/logs`, tags, summary: "A backup's log: each step of the backup and of its restores, secrets masked" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: `${base}/{backupId}/logs`,
+        tags,
+        summary: "A backup's log: each step of the backup and of its restores, secrets masked",
+      },
+    })
     .input(z.strictObject(backupParams))
     .output(z.object({ logs: z.array(backupLogLineView) }))
     .query(async ({ ctx, input }) => ({ logs: await ctx.services.backups.logs(ctx.actor, input.serviceId, input.backupId) })),

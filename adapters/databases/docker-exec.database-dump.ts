@@ -18,7 +18,9 @@ const EXIT_WAIT_MS = 10_000;
  * One engine family's dump and restore commands. PostgreSQL's serve TimescaleDB too; MySQL's are
  * MariaDB's as well. Redis, ClickHouse and MongoDB have none here (docs/backups.md says why).
  */
-const FAMILIES: Partial<Record<Engine, { format: 'custom' | 'sql'; dump(env: Record<string, string>): ToolCall; restore(env: Record<string, string>): ToolCall }>> = {};
+const FAMILIES: Partial<
+  Record<Engine, { format: 'custom' | 'sql'; dump(env: Record<string, string>): ToolCall; restore(env: Record<string, string>): ToolCall }>
+> = {};
 
 const postgres = {
   format: 'custom' as const,
@@ -141,7 +143,9 @@ async function checkExit(exec: Docker.Exec, tool: string, stderr: string, signal
   if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('aborted');
   const deadline = Date.now() + EXIT_WAIT_MS;
   for (;;) {
-    const info: Docker.ExecInspectInfo = await exec.inspect({ abortSignal: AbortSignal.timeout(10_000) } as never as Docker.ExecInspectOptions);
+    const info: Docker.ExecInspectInfo = await exec.inspect({
+      abortSignal: AbortSignal.timeout(10_000),
+    } as never as Docker.ExecInspectOptions);
     if (!info.Running && info.ExitCode !== null) {
       if (info.ExitCode === 0) return;
       if (info.ExitCode === 126 || info.ExitCode === 127)

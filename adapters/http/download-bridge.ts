@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { appRouter, createCaller } from '../../routers/app.router.js';
@@ -27,7 +27,6 @@ interface DownloadAnswer {
 export async function serveDownload(
   method: string | undefined,
   pathname: string,
-  req: IncomingMessage,
   res: ServerResponse,
   ctx: Context,
 ): Promise<boolean> {

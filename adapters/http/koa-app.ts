@@ -99,7 +99,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req), new URL(ctx.href));
       return;
     }
-    if (await serveDownload(ctx.method, pathname, req, res, opts.createContext(req))) return;
+    if (await serveDownload(ctx.method, pathname, res, opts.createContext(req))) return;
     if (pathname.startsWith('/api/') || pathname === '/api') {
       const matched = await rest(req, res);
       if (matched || res.writableEnded) return;

@@ -52,7 +52,11 @@ export const objectStoreConnectionView = z
   })
   .meta({ id: 'ObjectStoreConnection' });
 
-export const backupListView = z.object({ backups: z.array(backupView), settings: backupSettingsView, objectStore: objectStoreConnectionView });
+export const backupListView = z.object({
+  backups: z.array(backupView),
+  settings: backupSettingsView,
+  objectStore: objectStoreConnectionView,
+});
 export type BackupListView = z.infer<typeof backupListView>;
 
 export const restoreResultView = z.object({

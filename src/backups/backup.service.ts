@@ -1,6 +1,13 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
-import { ChecksumMismatchError, ConflictError, NotFoundError, NotRunningError, NotSupportedError, ValidationError } from '../domain/errors.js';
+import {
+  ChecksumMismatchError,
+  ConflictError,
+  NotFoundError,
+  NotRunningError,
+  NotSupportedError,
+  ValidationError,
+} from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
@@ -313,7 +320,10 @@ export class BackupService {
     const { checksum, bytes } = await hashOf(files.read(path));
     if (checksum !== backup.checksum || bytes !== backup.sizeBytes) {
       await cleanup();
-      log.write(`Refused: the stored file is ${bytes} bytes with ${checksum}; the backup was ${backup.sizeBytes} bytes with ${backup.checksum}`, 'stderr');
+      log.write(
+        `Refused: the stored file is ${bytes} bytes with ${checksum}; the backup was ${backup.sizeBytes} bytes with ${backup.checksum}`,
+        'stderr',
+      );
       throw new ChecksumMismatchError(
         `Backup ${backup.id} was changed or truncated since it was made (${bytes} of ${backup.sizeBytes} bytes, checksum differs); nothing was restored`,
         { backupId: backup.id, expected: backup.checksum, actual: checksum },

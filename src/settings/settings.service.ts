@@ -92,12 +92,17 @@ export class SettingsService {
       if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')
         throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must be an http(s) URL');
       if (endpoint.username || endpoint.password)
-        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must not carry credentials; use accessKeyId and secretAccessKey');
+        throw new ValidationError(
+          'objectStore.endpoint',
+          'objectStore.endpoint must not carry credentials; use accessKeyId and secretAccessKey',
+        );
       if (!secretAccessKey && !stored.objectStore)
         throw new ValidationError('objectStore.secretAccessKey', 'Connecting an object store needs a secretAccessKey');
       next.objectStore = {
         ...rest,
-        secretAccessKeyEncrypted: secretAccessKey ? this.deps.secrets.encrypt(secretAccessKey) : stored.objectStore!.secretAccessKeyEncrypted,
+        secretAccessKeyEncrypted: secretAccessKey
+          ? this.deps.secrets.encrypt(secretAccessKey)
+          : stored.objectStore!.secretAccessKeyEncrypted,
       };
     }
     await this.deps.store.settings.put(KEY, JSON.stringify(next), this.deps.clock.now());
