@@ -46,7 +46,8 @@ export class FanOut extends Writable {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    for (const target of this.targets) if (!target.destroyed) target.destroy(error ?? undefined);
+    // Without the error: a target with no 'error' listener would throw it as uncaught.
+    for (const target of this.targets) if (!target.destroyed) target.destroy();
     callback(error);
   }
 }

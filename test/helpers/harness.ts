@@ -39,6 +39,7 @@ export async function createHarness(
     databaseUrl?: string;
     dnsProviders?: DnsProvider[];
     databases?: ServicesOptions['databases'];
+    backups?: ServicesOptions['backups'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
@@ -58,7 +59,7 @@ export async function createHarness(
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
-    { dnsProviders: opts.dnsProviders, databases: opts.databases },
+    { dnsProviders: opts.dnsProviders, databases: opts.databases, backups: opts.backups },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
     (await services.apiKeys.mint(`test-${access}`, access, projectIds)).token;
