@@ -36,6 +36,14 @@ beforeAll(async () => {
   const domain = (await ok(admin('POST', `/api/services/${service.id}/domains`, { hostname: 'www.fuzz.test' }), 'domain')).domain;
   const deployment = (await ok(admin('POST', `/api/services/${service.id}/deployments`), 'deployment')).deployment;
   const overview = await ok(admin('GET', `/api/services/${service.id}/overview`), 'overview');
+  // A backup (of a database that runs no container here: it fails at once) for the backup operations' {backupId}.
+  const db = (
+    await ok(
+      admin('POST', `/api/projects/${project.id}/services`, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres' }),
+      'database',
+    )
+  ).service;
+  const backup = (await ok(admin('POST', `/api/services/${db.id}/database/backups`, { storage: 'disk' }), 'backup')).backup;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -43,6 +51,7 @@ beforeAll(async () => {
     envId: overview.env[0].id,
     domainId: domain.id,
     deploymentId: deployment.id,
+    backupId: backup.id,
     targetProjectId: other.id,
   });
 }, 60_000);
