@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const server: ServerProcess = await startServerProcess({
     BUILD_CONCURRENCY: '1',
     HEALTH_TIMEOUT_MS: '120000',
-    DATABASE_QUERY_TIMEOUT_MS: '3600000',
+    DATABASE_QUERY_TIMEOUT_MS: '600000',
   });
   const call = api(server.url, server.token);
   const scratch = path.join(tmpdir(), `slipway-bench-backup-${process.pid}.dump`);
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
         if (res.status !== 200) throw new Error(`${sql}: ${res.status} ${await res.text()}`);
       });
     await long('CREATE TABLE bench (id bigint PRIMARY KEY, payload text NOT NULL)');
-    const BATCH = 200_000;
+    const BATCH = 100_000;
     for (let from = 1; from <= ROWS; from += BATCH) {
       const to = Math.min(ROWS, from + BATCH - 1);
       // 1,000 characters per row from md5s of the id: little a compressor can do, so the dump is about as big as the table.
