@@ -4,6 +4,7 @@ import { Transform, Writable, type Readable, type TransformCallback } from 'node
 /** Counts and hashes the bytes passing through: the checksum is of exactly what was stored. */
 export class HashingStream extends Transform {
   private readonly hash: Hash = createHash('sha256');
+  private digest: string | null = null;
   bytes = 0;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -12,9 +13,10 @@ export class HashingStream extends Transform {
     callback(null, chunk);
   }
 
-  /** `sha256:<hex>`; call once, after the stream ended. */
+  /** `sha256:<hex>`, once the stream ended. */
   checksum(): string {
-    return `sha256:${this.hash.digest('hex')}`;
+    this.digest ??= `sha256:${this.hash.digest('hex')}`;
+    return this.digest;
   }
 }
 
