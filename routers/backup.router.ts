@@ -108,6 +108,10 @@ export const backupRouter = router({
     .input(z.strictObject(backupParams))
     .query(async ({ ctx, input }) => {
       const download = await ctx.services.backups.download(ctx.actor, input.serviceId, input.backupId);
-      return { fileName: download.fileName, sizeBytes: download.sizeBytes, open: download.open };
+      // `open` is for the bridge in this process: not enumerable, so a /trpc caller gets the name and size only.
+      return Object.defineProperty({ fileName: download.fileName, sizeBytes: download.sizeBytes }, 'open', {
+        value: download.open,
+        enumerable: false,
+      }) as { fileName: string; sizeBytes: number };
     }),
 });

@@ -24,12 +24,7 @@ interface DownloadAnswer {
  * store to the socket with backpressure, never held in memory. Errors before the first byte are
  * thrown to the app, which answers them as JSON.
  */
-export async function serveDownload(
-  method: string | undefined,
-  pathname: string,
-  res: ServerResponse,
-  ctx: Context,
-): Promise<boolean> {
+export async function serveDownload(method: string | undefined, pathname: string, res: ServerResponse, ctx: Context): Promise<boolean> {
   if (method !== 'GET' && method !== 'HEAD') return false;
   for (const download of DOWNLOADS) {
     const match = download.pattern.exec(pathname);
