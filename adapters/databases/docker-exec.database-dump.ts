@@ -81,6 +81,8 @@ export class DockerExecDatabaseDump implements DatabaseDump {
     signal.addEventListener('abort', onAbort, { once: true });
     const demux = new DockerStreamDemux(log);
     raw.on('error', (error) => demux.destroy(error));
+    // A reader that gave up (a failed upload, a full disk) ends the exec too: the tool gets EPIPE and stops.
+    demux.once('close', () => raw.destroy());
     raw.pipe(demux);
     const ended = new Promise<void>((resolve, reject) => {
       demux.once('end', resolve);

@@ -107,12 +107,9 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       await this.deps.store.backups.update(backup.id, { localPath: placed.localPath, objectKey: placed.objectKey });
       log.write(`Backup ${backup.id} started: ${backup.engine}, format ${backup.format}, to ${backup.storage}`);
 
-      const dump = await ports.dump.dump({ engine: backup.engine, containerId: container.containerId, env }, work.signal, (line) =>
-        log.write(line, 'stderr'),
-      );
-      const hasher = new HashingStream();
+      // Every destination is open before the dump starts: a dump nobody reads would hold its server.
       const targets: Writable[] = [];
-      const tasks: Array<Promise<unknown>> = [dump.done];
+      const uploads: Array<Promise<unknown>> = [];
       if (placed.localPath) {
         targets.push(await ports.files.create(placed.localPath));
         log.write(`Writing ${placed.localPath}`);
@@ -120,9 +117,17 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (store && placed.objectKey) {
         const body = new PassThrough({ highWaterMark: 1 << 20 });
         targets.push(body);
-        tasks.push(store.upload(placed.objectKey, body, work.signal));
+        const upload = store.upload(placed.objectKey, body, work.signal);
+        // Handled below, with the dump; until then a store that refused at once must not be an unhandled rejection.
+        upload.catch(() => undefined);
+        uploads.push(upload);
         log.write(`Uploading to the object store as ${placed.objectKey}`);
       }
+      const dump = await ports.dump.dump({ engine: backup.engine, containerId: container.containerId, env }, work.signal, (line) =>
+        log.write(line, 'stderr'),
+      );
+      const hasher = new HashingStream();
+      const tasks: Array<Promise<unknown>> = [dump.done, ...uploads];
       tasks.push(pipeline(dump.stream, hasher, new FanOut(targets), { signal: work.signal }));
       // The first failure stops the rest: a dump that failed must not finish an upload, nor the reverse.
       const settled = await Promise.allSettled(
@@ -142,6 +147,8 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       log.write(`Backup succeeded: ${hasher.bytes} bytes, ${checksum}`);
       return 'succeeded';
     } catch (error) {
+      // Whatever still runs (the dump, an upload) stops now.
+      if (!work.signal.aborted) work.abort(error);
       const cause = signal.aborted ? signal.reason : error;
       const reason =
         cause instanceof JobInterrupted

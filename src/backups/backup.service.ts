@@ -6,6 +6,7 @@ import {
   NotFoundError,
   NotRunningError,
   NotSupportedError,
+  UpstreamError,
   ValidationError,
 } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
@@ -182,7 +183,7 @@ export class BackupService {
       open: async (signal) => {
         if (backup.localPath && (await this.ports.files.size(backup.localPath)) !== null) return this.ports.files.read(backup.localPath);
         const store = await this.objectStoreFor(backup);
-        return store.download(backup.objectKey!, signal);
+        return upstream(store.download(backup.objectKey!, signal));
       },
     };
   }
@@ -283,7 +284,7 @@ export class BackupService {
 
   private async removeFiles(backup: BackupRecord, signal: AbortSignal): Promise<void> {
     if (backup.localPath) await this.ports.files.remove(backup.localPath);
-    if (backup.objectKey) await (await this.objectStoreFor(backup)).remove(backup.objectKey, signal);
+    if (backup.objectKey) await upstream((await this.objectStoreFor(backup)).remove(backup.objectKey, signal));
   }
 
   /**
@@ -306,7 +307,7 @@ export class BackupService {
       const out = await files.create(scratch);
       const { pipeline } = await import('node:stream/promises');
       try {
-        await pipeline(await store.download(backup.objectKey, signal), out, { signal });
+        await upstream(pipeline(await store.download(backup.objectKey, signal), out, { signal }));
         await files.commit(scratch);
       } catch (error) {
         await files.remove(scratch);
@@ -352,6 +353,15 @@ export class BackupService {
       backupId,
       lines.map((line) => ({ line, stream, createdAt })),
     );
+  }
+}
+
+/** The object store failed or refused: a 502 with its reason, never a 500. */
+async function upstream<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw new UpstreamError(`The object store failed: ${errorText(error)}`);
   }
 }
 

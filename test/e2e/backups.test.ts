@@ -3,7 +3,8 @@ import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFil
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploy } from '../helpers/deployments.js';
-import { provisionDocker } from '../helpers/docker.js';
+import { spawn } from 'node:child_process';
+import { containersWithLabel, provisionDocker } from '../helpers/docker.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
 import { startObjectStore, type TestObjectStore } from '../helpers/object-store.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -34,11 +35,15 @@ let store: TestObjectStore;
 let projectId: string;
 let dbId: string;
 let password: string;
+let dbEnv: Record<string, string>;
+const servers: ServerProcess[] = [];
+const SERVER_ENV = { BUILD_CONCURRENCY: '2', HEALTH_TIMEOUT_MS: '120000', STOP_GRACE_SECONDS: '5' };
 
 beforeAll(async () => {
   await provisionDocker({ images: 'busybox,debian,postgres' });
   store = await startObjectStore();
-  server = await startServerProcess({ BUILD_CONCURRENCY: '2', HEALTH_TIMEOUT_MS: '120000', STOP_GRACE_SECONDS: '5' });
+  server = await startServerProcess(SERVER_ENV);
+  servers.push(server);
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `backups-${Date.now()}` })).json.project.id;
   const created = await call('POST', `/api/projects/${projectId}/services`, {
@@ -52,13 +57,14 @@ beforeAll(async () => {
   const result = await deploy(call, dbId, 5 * 60_000);
   expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
   const env = (await call('GET', `/api/services/${dbId}/overview`)).json.env as Array<{ id: string; key: string }>;
-  const pw = env.find((v) => v.key === 'POSTGRES_PASSWORD')!;
-  password = (await call('POST', `/api/services/${dbId}/env/${pw.id}/reveal`)).json.value;
+  dbEnv = {};
+  for (const v of env) dbEnv[v.key] = (await call('POST', `/api/services/${dbId}/env/${v.id}/reveal`)).json.value;
+  password = dbEnv.POSTGRES_PASSWORD!;
 }, 15 * 60_000);
 
 afterAll(async () => {
   if (projectId && call) await call('DELETE', `/api/projects/${projectId}`).catch(() => undefined);
-  await server?.dispose();
+  for (const s of servers.reverse()) await s.dispose();
   await store?.dispose();
 });
 
@@ -84,6 +90,14 @@ async function backUp(storage: string): Promise<Backup> {
   expect(res.status, res.text).toBe(201);
   expect(res.json.backup).toMatchObject({ status: 'running', storage, finishedAt: null, format: 'custom', trigger: 'manual' });
   return waitForBackup(res.json.backup.id);
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 const SNAPSHOT = 'SELECT id, name, amount::text AS amount, tags, payload::text AS payload FROM ledger ORDER BY id';
@@ -212,6 +226,59 @@ describe('backups of a PostgreSQL service', () => {
     const unknown = await call('PUT', `/api/services/${dbId}/database/backups/settings`, { colour: 'red' });
     expectErrorShape(unknown, 400, 'unknown field');
     expect(unknown.json.details.field).toBe('colour');
+  });
+
+  it('leaves a backup the platform was stopped under failed, with the reason, and no partial file', { timeout: 3 * 60_000 }, async () => {
+    await sql('DROP TABLE IF EXISTS held');
+    await sql('CREATE TABLE held (id int)');
+    const [container] = await containersWithLabel(`slipway.service=${dbId}`, false);
+    expect(container).toBeDefined();
+    // A transaction holding an exclusive lock: pg_dump waits for it, so the backup is surely running when the platform stops.
+    const locker = spawn(
+      'docker',
+      [
+        'exec',
+        '-e',
+        `PGPASSWORD=${password}`,
+        container!,
+        'psql',
+        '-U',
+        dbEnv.POSTGRES_USER!,
+        '-d',
+        dbEnv.POSTGRES_DB!,
+        '-c',
+        'BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120);',
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      await until(
+        async () => (await sql("SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'held'::regclass AND granted"))[0]!.n === 1,
+      );
+      const res = await call('POST', `/api/services/${dbId}/database/backups`, { storage: 'disk' });
+      expect(res.status, res.text).toBe(201);
+      const id = res.json.backup.id as string;
+      await until(
+        async () =>
+          (await sql("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pg_dump' AND wait_event_type = 'Lock'"))[0]!
+            .n === 1,
+      );
+      await server.kill();
+      server = await startServerProcess(SERVER_ENV, { dataDir: server.dataDir, token: server.token });
+      servers.push(server);
+      call = api(server.url, server.token);
+      const backup = await waitForBackup(id);
+      expect(backup.status).toBe('failed');
+      expect(backup.error).toMatch(/platform stopped while this backup was running/);
+      expect(backup.finishedAt).not.toBeNull();
+      expect(existsSync(backup.localPath!)).toBe(false);
+      expect(existsSync(`${backup.localPath!}.partial`)).toBe(false);
+      const logs = (await call('GET', `/api/services/${dbId}/database/backups/${id}/logs`)).json.logs as Array<{ line: string }>;
+      expect(logs.map((l) => l.line).join('\n')).toMatch(/platform stopped/);
+    } finally {
+      await sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(120)%' AND pid <> pg_backend_pid()");
+      locker.kill();
+    }
   });
 
   it('fails a backup whose object store is down, with the reason, and leaves no file', { timeout: 3 * 60_000 }, async () => {
