@@ -28,6 +28,8 @@ import type { BackupFiles } from './backups/backup-files.port.js';
 import type { ObjectStoreFactory } from './backups/object-store.port.js';
 import type { DatabaseDump } from './backups/database-dump.port.js';
 import { JobRunner } from './jobs/job-runner.js';
+import { JobAborted } from './jobs/job-kind.js';
+import type { BackupRecord } from './backups/backup.records.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -100,7 +102,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   );
   // Backups are made below, after the settings they read the object store from.
   let backupService: BackupService | null = null;
-  const backupsOf = () => backupService!;
+  let backupJobs: JobRunner<BackupRecord> | null = null;
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -116,7 +118,12 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       ...options,
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
-        await backupsOf().removeOfServices(removed.map((s) => s.id));
+        // Their backups under way stop first, so none writes a file after its service's are removed.
+        await backupJobs?.abortKeys(
+          removed.map((s) => s.id),
+          new JobAborted('The service was deleted'),
+        );
+        await backupService?.removeOfServices(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
       },
     },
@@ -142,6 +149,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     concurrency: () => deps.config.backups.concurrency,
     log: options.log,
   });
+  backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
   const backupScheduler = new BackupScheduler(deps, backups, options.log);
   return {

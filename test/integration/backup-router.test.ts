@@ -278,6 +278,18 @@ describe('backup routers', () => {
     expect(dump.restored).toEqual([]);
   });
 
+  it('removes the backups of a deleted database service from every place', async () => {
+    const { service } = await databaseService();
+    const api = h.caller();
+    await api.settings.update({ objectStore: objectStoreSettings });
+    const done = await finished(service.id, (await api.backups.create({ serviceId: service.id, storage: 'disk+object' })).backup.id);
+    expect(done.status).toBe('succeeded');
+    await api.services.delete({ serviceId: service.id });
+    expect(files.files.size).toBe(0);
+    expect(objects.objects.size).toBe(0);
+    expect(await h.database.store.backups.list(service.id)).toEqual([]);
+  });
+
   it('refuses engines without a dump tool with 422 not_supported', async () => {
     const { service } = await databaseService('redis');
     const body = await errorOf(h.caller().backups.create({ serviceId: service.id, storage: 'disk' }));
