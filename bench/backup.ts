@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import { LABELS } from '../src/deployments/container-engine.port.js';
 import { deploy } from '../test/helpers/deployments.js';
@@ -97,28 +98,30 @@ async function main(): Promise<void> {
 
     const byHand = async (): Promise<number> => {
       const started = performance.now();
-      await new Promise<void>((resolve, reject) => {
-        const child = spawn(
-          'docker',
-          [
-            'exec',
-            '-e',
-            `PGPASSWORD=${env.POSTGRES_PASSWORD}`,
-            container.Id,
-            'pg_dump',
-            '--format=custom',
-            '-U',
-            env.POSTGRES_USER!,
-            '-d',
-            env.POSTGRES_DB!,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        const out = createWriteStream(scratch);
-        child.stdout.pipe(out);
+      const child = spawn(
+        'docker',
+        [
+          'exec',
+          '-e',
+          `PGPASSWORD=${env.POSTGRES_PASSWORD}`,
+          container.Id,
+          'pg_dump',
+          '--format=custom',
+          '-U',
+          env.POSTGRES_USER!,
+          '-d',
+          env.POSTGRES_DB!,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const exited = new Promise<number | null>((resolve, reject) => {
         child.once('error', reject);
-        child.once('exit', (code) => (code === 0 ? out.once('close', () => resolve()) : reject(new Error(`pg_dump exited ${code}`))));
+        child.once('exit', (code) => resolve(code));
       });
+      // Both the file written to its end and the tool's exit, in whichever order they come.
+      await pipeline(child.stdout, createWriteStream(scratch));
+      const code = await exited;
+      if (code !== 0) throw new Error(`pg_dump exited ${code}`);
       const ms = performance.now() - started;
       process.stdout.write(`  by hand: ${fmt(ms / 1000)} s, ${fmt(statSync(scratch).size / 1048576, 0)} MiB\n`);
       rmSync(scratch, { force: true });
