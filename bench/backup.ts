@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     BUILD_CONCURRENCY: '1',
     HEALTH_TIMEOUT_MS: '120000',
     DATABASE_QUERY_TIMEOUT_MS: '600000',
+    HOST_PORT_RANGE: '49800-49899',
   });
   const call = api(server.url, server.token);
   const scratch = path.join(tmpdir(), `slipway-bench-backup-${process.pid}.dump`);

@@ -37,7 +37,14 @@ let dbId: string;
 let password: string;
 let dbEnv: Record<string, string>;
 const servers: ServerProcess[] = [];
-const SERVER_ENV = { BUILD_CONCURRENCY: '2', HEALTH_TIMEOUT_MS: '120000', STOP_GRACE_SECONDS: '5' };
+// Host ports from a window of its own: other platforms on this machine (tests running at once) start at 20000.
+const PORT_BASE = 40_000 + Math.floor(Math.random() * 90) * 100;
+const SERVER_ENV = {
+  BUILD_CONCURRENCY: '2',
+  HEALTH_TIMEOUT_MS: '120000',
+  STOP_GRACE_SECONDS: '5',
+  HOST_PORT_RANGE: `${PORT_BASE}-${PORT_BASE + 99}`,
+};
 
 beforeAll(async () => {
   await provisionDocker({ images: 'busybox,debian,postgres' });
