@@ -46,7 +46,11 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
 
 async function main(): Promise<void> {
   await provisionDocker({ images: 'busybox,debian,postgres' });

@@ -16,7 +16,7 @@ export class DiskBackupFiles implements BackupFiles {
 
   async create(file: string): Promise<Writable> {
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    const out = createWriteStream(file + PARTIAL, { mode: 0o600 });
+    const out = createWriteStream(file + PARTIAL, { mode: 0o600, highWaterMark: 1 << 20 });
     await new Promise<void>((resolve, reject) => {
       out.once('open', () => resolve());
       out.once('error', reject);

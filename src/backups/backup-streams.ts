@@ -1,11 +1,21 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
 
+/**
+ * A few MiB between the dump and its destinations: enough that a slow write does not stall the dump
+ * tool at once (it waits on its pipe otherwise), bounded whatever the backup's size.
+ */
+export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+
 /** Counts and hashes the bytes passing through: the checksum is of exactly what was stored. */
 export class HashingStream extends Transform {
   private readonly hash: Hash = createHash('sha256');
   private digest: string | null = null;
   bytes = 0;
+
+  constructor() {
+    super({ highWaterMark: STREAM_BUFFER_BYTES });
+  }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.hash.update(chunk);
@@ -26,7 +36,7 @@ export class HashingStream extends Transform {
  */
 export class FanOut extends Writable {
   constructor(private readonly targets: Writable[]) {
-    super();
+    super({ highWaterMark: STREAM_BUFFER_BYTES });
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {

@@ -40,13 +40,13 @@ describe('backup streams', () => {
     const source = new Readable({
       read() {
         written++;
-        this.push(written > 1000 ? null : Buffer.alloc(1024));
+        this.push(written > 1000 ? null : Buffer.alloc(64 * 1024));
       },
       highWaterMark: 16,
     });
     const done = pipeline(source, new FanOut([slow, new Writable({ write: (_c, _e, cb) => cb() })]));
     await new Promise((r) => setTimeout(r, 50));
-    // Nobody reads `slow`: the source stopped once the buffers between were full (~16 KiB), not after all 1,000 chunks.
+    // Nobody reads `slow`: the source stopped once the buffers between were full (~4 MiB: 64 chunks), not after all 1,000.
     expect(written).toBeLessThan(100);
     slow.resume();
     await done;
