@@ -4,6 +4,7 @@ import { aiRouter } from './ai.router.js';
 import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
+import { backupRouter } from './backup.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
 import { databaseTlsRouter } from './database-tls.router.js';
@@ -50,6 +51,7 @@ export const appRouter = router({
   user: userRouter,
   users: usersRouter,
   terminals: terminalRouter,
+  backups: backupRouter,
 });
 
 export type AppRouter = typeof appRouter;

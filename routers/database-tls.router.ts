@@ -25,6 +25,7 @@ export const databaseTlsRouter = router({
     .meta({
       scope: 'project:read',
       download: {
+        tags: ['Databases'],
         path: '/api/services/{serviceId}/database/tls/ca',
         summary: "The platform CA's certificate (PEM), for clients' `sslmode=verify-full` (`sslrootcert`)",
         description: 'The same CA for every database of the install; 404 until the first Postgres-compatible deployment made it.',

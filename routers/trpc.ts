@@ -44,15 +44,18 @@ export interface SseMeta {
 }
 
 /**
- * A query served as a file at `path` (adapters/http/download-bridge.ts): a GET answering the
- * procedure's `body` with `contentType`, and documented there. The procedure returns `{filename, body}`.
+ * A procedure whose answer is a file, sent by adapters/http/download-bridge.ts at `path` and documented
+ * there: `{fileName, sizeBytes, open(signal)}` (streamed) or `{filename, body}` (a small text file).
  */
 export interface DownloadMeta {
   /** A GET path; each `{name}` segment is the input field of that name. */
   path: string;
   summary: string;
   description: string;
-  contentType: string;
+  /** Default `application/octet-stream`. */
+  contentType?: string;
+  /** The OpenAPI tags of the path. */
+  tags?: string[];
 }
 
 export interface SlipwayMeta extends OpenApiMeta {
@@ -95,6 +98,8 @@ export const ERRORS = {
   not_running: { trpc: 'CONFLICT', http: 409 },
   image_gone: { trpc: 'CONFLICT', http: 409 },
   method_not_allowed: { trpc: 'METHOD_NOT_SUPPORTED', http: 405 },
+  checksum_mismatch: { trpc: 'CONFLICT', http: 409 },
+  not_supported: { trpc: 'UNPROCESSABLE_CONTENT', http: 422 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
   invalid_credentials: { trpc: 'UNAUTHORIZED', http: 401 },
   registration_closed: { trpc: 'FORBIDDEN', http: 403 },

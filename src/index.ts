@@ -43,6 +43,14 @@ import type { ContainerStatsSource } from './metrics/container-stats.port.js';
 import type { RequestLogSource } from './metrics/request-log.port.js';
 import { TerminalService, type TerminalLimits } from './terminals/terminal.service.js';
 import type { TerminalEngine } from './terminals/terminal-engine.port.js';
+import { BackupService } from './backups/backup.service.js';
+import { BackupJobs } from './backups/backup-job.js';
+import { BackupScheduler } from './backups/backup-scheduler.js';
+import type { BackupFiles } from './backups/backup-files.port.js';
+import type { ObjectStoreFactory } from './backups/object-store.port.js';
+import type { DatabaseDump } from './backups/database-dump.port.js';
+import { JobAborted } from './jobs/job-kind.js';
+import type { BackupRecord } from './backups/backup.records.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -68,7 +76,29 @@ export interface ServicesOptions {
   accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
   /** Container terminals: they need the runtime too. */
   terminals?: { engine?: TerminalEngine; limits?: TerminalLimits };
+  /** Where backups are written and what dumps them; without files, backups fail saying so. */
+  backups?: {
+    files?: BackupFiles;
+    objectStores?: ObjectStoreFactory;
+    dump?: DatabaseDump;
+    /** The container a database runs in (router tests); else the runtime's current container. */
+    locate?: (service: ServiceRecord) => Promise<{ containerId: string } | null>;
+  };
 }
+
+const NO_FILES: BackupFiles = {
+  pathOf: (serviceId, name) => `${serviceId}/${name}`,
+  create: () => Promise.reject(new Error('This platform has no backups directory')),
+  commit: () => Promise.resolve(),
+  read: () => {
+    throw new Error('This platform has no backups directory');
+  },
+  size: () => Promise.resolve(null),
+  remove: () => Promise.resolve(),
+};
+const NO_OBJECT_STORES: ObjectStoreFactory = () => {
+  throw new Error('This platform has no object-store client');
+};
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
 export function createServices(startupDeps: ServiceDeps, options: ServicesOptions = {}) {
@@ -133,6 +163,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log: options.log }),
     importLocator,
   );
+  // Backups are made below, after the settings they read the object store from.
+  let backupService: BackupService | null = null;
+  let backupJobs: JobRunner<BackupRecord> | null = null;
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -150,6 +183,12 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       beforeServicesRemoved: (removed) => imports.release(removed.map((s) => s.id)),
       onServicesRemoved: async (removed) => {
         await databases.release(removed.map((s) => s.id));
+        // Their backups under way stop first, so none writes a file after its service's are removed.
+        await backupJobs?.abortKeys(
+          removed.map((s) => s.id),
+          new JobAborted('The service was deleted'),
+        );
+        await backupService?.removeOfServices(removed.map((s) => s.id));
         await options.onServicesRemoved?.(removed);
       },
     },
@@ -190,6 +229,26 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     registrationOpen: () => settings.registrationOpen(),
     log: options.log,
   });
+  const backups = new BackupService(deps, env, {
+    dump: options.backups?.dump ?? null,
+    files: options.backups?.files ?? NO_FILES,
+    objectStores: options.backups?.objectStores ?? NO_OBJECT_STORES,
+    locate:
+      options.backups?.locate ??
+      (async (service) => {
+        const container = current ? await current.currentOf(service) : null;
+        return container ? { containerId: container.id } : null;
+      }),
+    objectStoreConfig: () => settings.objectStore(),
+  });
+  backupService = backups;
+  const backupRunner = new JobRunner(new BackupJobs(deps, backups, env), {
+    concurrency: () => deps.config.backups.concurrency,
+    log: options.log,
+  });
+  backupJobs = backupRunner;
+  backups.onCreated(() => backupRunner.wake());
+  const backupScheduler = new BackupScheduler(deps, backups, options.log);
   return {
     apiKeys,
     accounts,
@@ -211,6 +270,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     databases,
     imports,
     tls,
+    backups,
+    backupRunner,
+    backupScheduler,
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
     terminals: new TerminalService(
@@ -238,6 +300,11 @@ export * from './platform/views.js';
 export * from './databases/database-views.js';
 export * from './imports/import-views.js';
 export * from './tls/tls-views.js';
+export * from './backups/backup-views.js';
+export { BACKUP_STORAGES } from './backups/backup.records.js';
+export type { BackupFiles } from './backups/backup-files.port.js';
+export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
+export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';

@@ -262,6 +262,16 @@ function databasesConfig(env: NodeJS.ProcessEnv): PlatformConfig['databases'] {
   };
 }
 
+function backupsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['backups'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.backups;
+  return {
+    dir: env.BACKUPS_DIR || path.join(dataDir === ':memory:' ? tmpdir() : dataDir, 'backups'),
+    concurrency: int(env, 'BACKUP_CONCURRENCY', defaults.concurrency, 1, 16),
+    schedulerIntervalMs: int(env, 'BACKUP_SCHEDULER_INTERVAL_MS', defaults.schedulerIntervalMs, 1_000, 86_400_000),
+    objectStoreTimeoutMs: int(env, 'OBJECT_STORE_TIMEOUT_MS', defaults.objectStoreTimeoutMs, 100, 120_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
@@ -311,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         retentionHours: int(env, 'METRICS_RETENTION_HOURS', DEFAULT_PLATFORM_CONFIG.metrics.retentionHours, 1, 24 * 90),
       },
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
+      backups: backupsConfig(env, dataDir),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),

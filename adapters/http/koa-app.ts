@@ -9,7 +9,7 @@ import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
-import { matchDownload, serveDownload } from './download-bridge.js';
+import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 import { McpEndpoint } from './mcp-endpoint.js';
 
@@ -106,11 +106,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req, res), new URL(ctx.href));
       return;
     }
-    const download = matchDownload(ctx.method, pathname);
-    if (download) {
-      await serveDownload(download, res, opts.createContext(req, res));
-      return;
-    }
+    if (await serveDownload(ctx.method, pathname, res, opts.createContext(req, res))) return;
     if (pathname.startsWith('/api/') || pathname === '/api') {
       const matched = await rest(req, res);
       if (matched || res.writableEnded) return;

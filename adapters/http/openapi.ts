@@ -39,21 +39,27 @@ const ssePath = ({ path, summary, description }: SseMeta, scope: ProcedureScope 
   },
 });
 
-/** A procedure served as a file (`meta.download`): a GET answering its bytes. */
-const downloadPath = ({ path, summary, description, contentType }: DownloadMeta, scope: ProcedureScope | undefined) => ({
+/** A procedure whose answer is a file (`meta.download`): a GET answering its bytes. */
+const downloadPath = ({ path, summary, description, contentType, tags }: DownloadMeta, scope: ProcedureScope | undefined) => ({
   get: {
-    tags: ['Databases'],
+    tags: tags ?? ['Files'],
     summary,
     description,
     security: securityOf(scope),
-    requestParams: {
-      path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))),
-    },
+    requestParams: { path: z.object(Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, z.string()]))) },
     responses: {
-      '200': { description, content: { [contentType]: { schema: z.string().meta({ description: 'The file' }) } } },
+      '200': {
+        description,
+        headers: {
+          'Content-Length': { schema: { type: 'integer' } },
+          'Content-Disposition': { schema: { type: 'string' }, description: '`attachment; filename="..."`' },
+        },
+        content: { [contentType ?? 'application/octet-stream']: { schema: z.string().meta({ format: 'binary' }) } },
+      },
     },
   },
 });
+
 /**
  * Either credential, with the personal-token scope the operation needs (`session` operations list
  * none: a signed-in session only, see `x-required-scope`).

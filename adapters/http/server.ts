@@ -19,6 +19,9 @@ import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
 import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
+import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
+import { DiskBackupFiles } from '../backups/disk.backup-files.js';
+import { S3ObjectStore } from '../object-store/s3.object-store.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -54,6 +57,7 @@ export interface Overrides {
   portProbe?: PortProbe;
   runtime?: RuntimeDeps;
   terminalEngine?: TerminalEngine;
+  backups?: NonNullable<Parameters<typeof createServices>[1]>['backups'];
 }
 
 export interface RunningServer {
@@ -134,6 +138,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         sessionTtlMs: config.accounts.sessionTtlMs,
         appUrl: () => config.accounts.appUrl ?? ownUrl,
       },
+      backups: {
+        files: new DiskBackupFiles(config.platform.backups.dir),
+        objectStores: (store) => new S3ObjectStore(store),
+        ...(overrides.runtime ? {} : { dump: new DockerExecDatabaseDump(docker) }),
+        ...overrides.backups,
+      },
       dnsProviders: [
         new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
@@ -198,6 +208,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   })();
   // Imports a previous process left running are failed (with the reason) before new ones are claimed.
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
+  startBackups(services);
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ownUrl = `http://${host}:${address.port}`;
@@ -218,6 +229,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         mcp.closeAll();
         // Terminals' processes are killed before the platform exits (Docker would keep them running).
         await terminals.closeAll();
+        await services.backupScheduler.stop();
+        await services.backupRunner.stop();
         await services.runner?.stop();
         await services.imports.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
@@ -237,6 +250,25 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       return closing;
     },
   };
+}
+
+/**
+ * Backups run once what a previous process left running is settled (failed, with the reason); the
+ * recovery is tried again every 5 s while the database does not answer.
+ */
+function startBackups(services: Services): void {
+  services.backupRunner.start();
+  const recover = () => {
+    if (services.backupRunner.stopping) return;
+    services.backupRunner.recover().then(
+      () => services.backupScheduler.start(),
+      (error: Error) => {
+        log('backup recovery failed; trying again', { error: error.message });
+        setTimeout(recover, 5_000).unref();
+      },
+    );
+  };
+  recover();
 }
 
 function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy {

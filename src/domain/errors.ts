@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'not_running',
   'image_gone',
   'method_not_allowed',
+  'checksum_mismatch',
+  'not_supported',
   'internal_error',
   'invalid_credentials',
   'registration_closed',
@@ -118,4 +120,14 @@ export class InsufficientScopeError extends DomainError {
 /** A path that exists answered a method it does not serve (the MCP endpoint's GET, which a client probes). */
 export class MethodNotAllowedError extends DomainError {
   readonly code = 'method_not_allowed' as const;
+}
+
+/** A stored backup whose bytes no longer match the checksum taken when it was made (changed or truncated). */
+export class ChecksumMismatchError extends DomainError {
+  readonly code = 'checksum_mismatch' as const;
+}
+
+/** The platform cannot do this for this kind of resource (a backup of an engine whose image has no dump tool). */
+export class NotSupportedError extends DomainError {
+  readonly code = 'not_supported' as const;
 }

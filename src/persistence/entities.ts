@@ -1,4 +1,13 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type {
+  BackupFormat,
+  BackupLogRecord,
+  BackupRecord,
+  BackupSettingsRecord,
+  BackupStatus,
+  BackupStorage,
+  BackupTrigger,
+} from '../backups/backup.records.js';
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
@@ -312,6 +321,62 @@ export const DatabaseImportLog = defineEntity({
   },
 });
 
+/** A database backup; the table is also the backup job queue. */
+export const Backup = defineEntity({
+  name: 'Backup',
+  tableName: 'backups',
+  indexes: [{ properties: ['status', 'createdAt'] }, { properties: ['serviceId', 'createdAt'] }],
+  properties: {
+    id: id(),
+    serviceId: p.string().length(32),
+    engine: str(16).$type<DatabaseEngine>(),
+    status: str(16).$type<BackupStatus>(),
+    trigger: str(16).$type<BackupTrigger>(),
+    storage: str(16).$type<BackupStorage>(),
+    format: str(16).$type<BackupFormat>(),
+    localPath: nullableStr(1024),
+    objectKey: nullableStr(1024),
+    sizeBytes: p.bigint('number'),
+    checksum: str(80),
+    error: nullableText(),
+    abortRequested: p.boolean(),
+    createdAt: p.datetime(),
+    startedAt: nullableDate(),
+    finishedAt: nullableDate(),
+  },
+});
+
+export const BackupLog = defineEntity({
+  name: 'BackupLog',
+  tableName: 'backup_logs',
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    backupId: fk(),
+    line: p.text(),
+    stream: str(8).$type<LogStream>(),
+    createdAt: p.datetime(),
+  },
+});
+
+/** One row per database service whose backup settings were changed; absent means the defaults. */
+export const BackupSettings = defineEntity({
+  name: 'BackupSettings',
+  tableName: 'backup_settings',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    storage: str(16).$type<BackupStorage>(),
+    automaticEnabled: p.boolean(),
+    dailyEnabled: p.boolean(),
+    weeklyEnabled: p.boolean(),
+    monthlyEnabled: p.boolean(),
+    keepDaily: p.integer(),
+    keepWeekly: p.integer(),
+    keepMonthly: p.integer(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
 export const ALL_ENTITIES = [
   Setting,
   Project,
@@ -329,6 +394,9 @@ export const ALL_ENTITIES = [
   UserSession,
   PersonalToken,
   PasswordReset,
+  Backup,
+  BackupLog,
+  BackupSettings,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
@@ -350,6 +418,9 @@ export type UserRow = Row<typeof User>;
 export type UserSessionRow = Row<typeof UserSession>;
 export type PersonalTokenRow = Row<typeof PersonalToken>;
 export type PasswordResetRow = Row<typeof PasswordReset>;
+export type BackupRow = Row<typeof Backup>;
+export type BackupLogRow = Row<typeof BackupLog>;
+export type BackupSettingsRow = Row<typeof BackupSettings>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]
@@ -381,3 +452,6 @@ same<Same<UserRow, UserRecord>>();
 same<Same<UserSessionRow, SessionRecord>>();
 same<Same<PersonalTokenRow, PersonalTokenRecord>>();
 same<Same<PasswordResetRow, PasswordResetRecord>>();
+same<Same<BackupRow, BackupRecord>>();
+same<Same<BackupLogRow, BackupLogRecord>>();
+same<Same<BackupSettingsRow, BackupSettingsRecord>>();

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
+import { BackupRepository } from '../backups/backup.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
 import { DatabaseImportRepository } from '../imports/database-import.repository.js';
@@ -25,6 +26,7 @@ export class Store {
   readonly imports: DatabaseImportRepository;
   readonly metrics: MetricsRepository;
   readonly accounts: AccountRepository;
+  readonly backups: BackupRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -38,6 +40,7 @@ export class Store {
     this.imports = new DatabaseImportRepository(this.session);
     this.metrics = new MetricsRepository(this.session);
     this.accounts = new AccountRepository(this.session);
+    this.backups = new BackupRepository(this.session);
   }
 
   /**

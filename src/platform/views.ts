@@ -193,6 +193,17 @@ export const settingsView = z
         connectedAt: timestamp,
       }),
     ),
+    objectStore: z
+      .object({
+        endpoint: z.string(),
+        region: z.string(),
+        bucket: z.string(),
+        accessKeyId: z.string(),
+        forcePathStyle: z.boolean(),
+        hasSecretAccessKey: z.boolean(),
+      })
+      .nullable()
+      .meta({ description: 'The S3-compatible store backups go to; the secret is never shown' }),
   })
   .meta({ id: 'Settings' });
 export type SettingsView = z.infer<typeof settingsView>;

@@ -53,6 +53,18 @@ export interface DatabasesConfig {
   importTimeoutMs: number;
 }
 
+/** Database backups: where files go, and how often the scheduler looks. */
+export interface BackupsConfig {
+  /** Backup files with storage `disk`: `<dir>/<serviceId>/<backupId>.<ext>`. */
+  dir: string;
+  /** Backups run at once across the platform. */
+  concurrency: number;
+  /** How often automatic backups and their retention are checked. */
+  schedulerIntervalMs: number;
+  /** Timeout of one object-store check (HeadBucket). */
+  objectStoreTimeoutMs: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -80,6 +92,7 @@ export interface PlatformConfig {
   ai: { timeoutMs: number };
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
   metrics: { intervalMs: number; retentionHours: number };
+  backups: BackupsConfig;
 }
 
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
@@ -121,4 +134,5 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   },
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
+  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
 };

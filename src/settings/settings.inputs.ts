@@ -40,6 +40,17 @@ export const settingsInput = z.strictObject({
     .max(10)
     .optional()
     .meta({ description: 'Replaces the connected AI providers' }),
+  objectStore: z
+    .strictObject({
+      endpoint: line(2048).min(1).meta({ description: 'S3-compatible endpoint URL, e.g. https://s3.eu-central-1.amazonaws.com' }),
+      region: line(64).min(1),
+      bucket: line(63).min(3),
+      accessKeyId: line(256).min(1),
+      secretAccessKey: line(1024).min(1).optional().meta({ description: 'Write-only, stored encrypted; omit to keep the stored one' }),
+      forcePathStyle: z.boolean().default(true),
+    })
+    .nullish()
+    .meta({ description: 'Where backups with storage `object` go; null disconnects it' }),
 });
 /** dnsProviders replaces the list; an entry without apiToken keeps the token it had. */
 export type SettingsInput = z.output<typeof settingsInput>;

@@ -3,6 +3,7 @@ import { normalizeHostname } from '../domain/validation.js';
 import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
+import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { SettingsInput } from './settings.inputs.js';
 import type { AiProviderKind, DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
 
@@ -18,6 +19,7 @@ interface StoredSettings {
   publicIp?: string | null;
   rootDomain?: string | null;
   dnsProviders?: Array<{ providerId: ProviderId; apiTokenEncrypted: string; connectedAt: string }>;
+  objectStore?: Omit<ObjectStoreConfig, 'secretAccessKey'> & { secretAccessKeyEncrypted: string };
   /** Whether anyone may sign up once the owner exists. */
   registrationOpen?: boolean;
   /** The SMTP URL holds credentials: sealed, write-only. */
@@ -133,6 +135,31 @@ export class SettingsService {
         };
       });
     }
+    if (input.objectStore === null) delete next.objectStore;
+    else if (input.objectStore !== undefined) {
+      const { secretAccessKey, ...rest } = input.objectStore;
+      let endpoint: URL;
+      try {
+        endpoint = new URL(rest.endpoint);
+      } catch {
+        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must be an http(s) URL');
+      }
+      if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:')
+        throw new ValidationError('objectStore.endpoint', 'objectStore.endpoint must be an http(s) URL');
+      if (endpoint.username || endpoint.password)
+        throw new ValidationError(
+          'objectStore.endpoint',
+          'objectStore.endpoint must not carry credentials; use accessKeyId and secretAccessKey',
+        );
+      if (!secretAccessKey && !stored.objectStore)
+        throw new ValidationError('objectStore.secretAccessKey', 'Connecting an object store needs a secretAccessKey');
+      next.objectStore = {
+        ...rest,
+        secretAccessKeyEncrypted: secretAccessKey
+          ? this.deps.secrets.encrypt(secretAccessKey)
+          : stored.objectStore!.secretAccessKeyEncrypted,
+      };
+    }
     await this.deps.store.settings.put(KEY, JSON.stringify(next), this.deps.clock.now());
     const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
@@ -164,6 +191,14 @@ export class SettingsService {
   /** Signup after the first account: closed unless the owner opened it. */
   async registrationOpen(): Promise<boolean> {
     return (await this.read()).registrationOpen === true;
+  }
+
+  /** The object store backups go to, its secret decrypted; null when none is set. */
+  async objectStore(): Promise<ObjectStoreConfig | null> {
+    const stored = (await this.read()).objectStore;
+    if (!stored) return null;
+    const { secretAccessKeyEncrypted, ...rest } = stored;
+    return { ...rest, secretAccessKey: this.deps.secrets.decrypt(secretAccessKeyEncrypted) };
   }
 
   private async read(): Promise<StoredSettings> {
@@ -198,6 +233,16 @@ export class SettingsService {
         hasApiKey: true,
         connectedAt: p.connectedAt,
       })),
+      objectStore: stored.objectStore
+        ? {
+            endpoint: stored.objectStore.endpoint,
+            region: stored.objectStore.region,
+            bucket: stored.objectStore.bucket,
+            accessKeyId: stored.objectStore.accessKeyId,
+            forcePathStyle: stored.objectStore.forcePathStyle,
+            hasSecretAccessKey: true,
+          }
+        : null,
     };
   }
 }

@@ -93,6 +93,8 @@ interface Fixtures {
   domainId: string;
   /** A queued deployment of web. */
   deploymentId: string;
+  /** A failed backup of db (its database is not running). */
+  backupId: string;
   tokens: Record<Caller, string | undefined>;
   /** The member's credentials, for rows that sign in afresh. */
   member: { email: string; password: string; id: string };
@@ -148,6 +150,21 @@ async function freshDomain(): Promise<{ id: string; hostname: string }> {
 }
 async function freshDeployment(serviceId = f.webId): Promise<{ id: string }> {
   return (await ok(admin('POST', `/api/services/${serviceId}/deployments`), 'deployment')).deployment;
+}
+async function backupIds(): Promise<string[]> {
+  return ((await ok(admin('GET', `/api/services/${f.dbId}/database/backups`), 'backups')).backups as Array<{ id: string }>).map(
+    (b) => b.id,
+  );
+}
+/** A backup of db that has ended (failed: no container runs here). */
+async function freshBackup(): Promise<string> {
+  const { backup } = await ok(admin('POST', `/api/services/${f.dbId}/database/backups`, { storage: 'disk' }), 'backup');
+  for (let i = 0; i < 200; i++) {
+    const { backups } = await ok(admin('GET', `/api/services/${f.dbId}/database/backups`), 'backups');
+    if (backups.find((b: { id: string; status: string }) => b.id === backup.id)?.status !== 'running') return backup.id;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`backup ${backup.id} did not end`);
 }
 async function freshKey(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/api-keys', { name: uniq('key'), access: 'read' }), 'key')).apiKey;
@@ -720,6 +737,76 @@ const rows: Row[] = [
     prepare: async () => ({ path: '/api/ws/tickets', body: { target: `/api/ws/services/${f.webId}/terminal` } }),
     check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
   },
+  // Backups of the database: the database runs no container here, so a backup fails (not running);
+  // restore and download of such a backup are 409, after authentication, access and scope.
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/backups',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups` }),
+    check: (res) => expect(res.json).toMatchObject({ settings: { serviceId: f.dbId }, objectStore: { connected: false } }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/backups',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const before = await backupIds();
+      return {
+        path: `/api/services/${f.dbId}/database/backups`,
+        body: { storage: 'disk' },
+        unchanged: async () => expect(await backupIds()).toEqual(before),
+      };
+    },
+    check: (res) => expect(res.json.backup).toMatchObject({ status: 'running', storage: 'disk' }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/services/{serviceId}/database/backups/settings',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/settings`, body: { weeklyEnabled: false } }),
+    check: (res) => expect(res.json.settings).toMatchObject({ weeklyEnabled: false }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/backups/{backupId}/restore',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/${f.backupId}/restore` }),
+    check: (res) => expect(res.json.error).toBe('conflict'),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/backups/{backupId}/download',
+    access: 'read',
+    success: 409,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/${f.backupId}/download` }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/backups/{backupId}/logs',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/${f.backupId}/logs` }),
+    check: (res) => expect(res.json.logs.length).toBeGreaterThan(0),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}/database/backups/{backupId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const id = await freshBackup();
+      return {
+        path: `/api/services/${f.dbId}/database/backups/${id}`,
+        unchanged: async () => expect(await backupIds()).toContain(id),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
 
   // Platform settings: all-project write keys only
   {
@@ -1029,6 +1116,7 @@ beforeAll(async () => {
     envId: env.id,
     domainId: domain.id,
     deploymentId: deployment.id,
+    backupId: '',
     tokens: {
       none: undefined,
       unknown: 'slw_this-token-was-never-issued-0000',
@@ -1058,6 +1146,7 @@ beforeAll(async () => {
   f.tokens.revoked = revoked.token;
   for (const scope of SCOPES)
     f.tokens[`pat:${scope}`] = (await ok(ownerCall('POST', '/api/user/tokens', { name: `only ${scope}`, scopes: [scope] }), scope)).token;
+  f.backupId = await freshBackup();
 }, 60_000);
 
 afterAll(async () => {

@@ -60,6 +60,14 @@ beforeAll(async () => {
   const member = (
     await ok(anyone('POST', '/api/auth/signup', { email: 'member@fuzz.test', password: 'fuzz member pw', name: 'M' }), 'member')
   ).user;
+  // A backup (of a database that runs no container here: it fails at once) for the backup operations' {backupId}.
+  const db = (
+    await ok(
+      admin('POST', `/api/projects/${project.id}/services`, { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres' }),
+      'database',
+    )
+  ).service;
+  const backup = (await ok(admin('POST', `/api/services/${db.id}/database/backups`, { storage: 'disk' }), 'backup')).backup;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -67,6 +75,7 @@ beforeAll(async () => {
     envId: overview.env[0].id,
     domainId: domain.id,
     deploymentId: deployment.id,
+    backupId: backup.id,
     targetProjectId: other.id,
     databaseServiceId: database.id,
     userId: member.id,

@@ -44,6 +44,7 @@ export async function createHarness(
     imports?: ServicesOptions['imports'];
     tls?: ServicesOptions['tls'];
     accounts?: ServicesOptions['accounts'];
+    backups?: ServicesOptions['backups'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
@@ -70,6 +71,7 @@ export async function createHarness(
       imports: opts.imports,
       tls: opts.tls,
       accounts: opts.accounts,
+      backups: opts.backups,
     },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>

@@ -26,7 +26,8 @@ export const OTHER_CODES_OF_STATUS: Record<number, string[]> = {
   400: ['query_error'],
   401: ['invalid_credentials'],
   403: ['registration_closed', 'insufficient_scope'],
-  409: ['not_running'],
+  409: ['not_running', 'checksum_mismatch', 'image_gone'],
+  422: ['not_supported'],
   502: ['upstream_error'],
 };
 export const ERROR_CODES = [...Object.values(ERROR_CODE_OF_STATUS), ...Object.values(OTHER_CODES_OF_STATUS).flat()];

@@ -56,6 +56,7 @@ describe('settings', () => {
       mailFrom: null,
       dnsProviders: [],
       aiProviders: [],
+      objectStore: null,
     });
     const { settings } = await api.settings.update({
       publicIp: '198.51.100.2',

@@ -2,6 +2,7 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261121122039 } from './Migration20261121122039.js';
 import { Migration20261121141909 } from './Migration20261121141909.js';
 import { Migration20261125003926 } from './Migration20261125003926.js';
+import { Migration20261126101330 } from './Migration20261126101330.js';
 import { Migration20261126101334 } from './Migration20261126101334.js';
 import { Migration20261126101753 } from './Migration20261126101753.js';
 import { Migration20261126102000 } from './Migration20261126102000.js';
@@ -13,6 +14,7 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261121122039', class: Migration20261121122039 },
   { name: 'Migration20261121141909', class: Migration20261121141909 },
   { name: 'Migration20261125003926', class: Migration20261125003926 },
+  { name: 'Migration20261126101330', class: Migration20261126101330 },
   { name: 'Migration20261126101334', class: Migration20261126101334 },
   { name: 'Migration20261126101753', class: Migration20261126101753 },
   { name: 'Migration20261126102000', class: Migration20261126102000 },

@@ -1,0 +1,190 @@
+/**
+ * Backup benchmark: `npm run bench:backup` (or `npx tsx bench/backup.ts`).
+ *
+ * In one run it
+ *  1. starts the real server as `npm start` does, deploys a postgres database service through the
+ *     API and fills it with BENCH_GB (default 1) GiB of table data through POST /database/query;
+ *  2. backs it up by hand: `docker exec <container> pg_dump -Fc ...` with its stdout written to a file
+ *     (the baseline), and through the platform: POST /backups {storage: disk}, polled until it ended
+ *     (the time from the POST to `succeeded`), in interleaved rounds (by hand, platform, by hand...)
+ *     so machine drift hits both;
+ *  3. samples the server's VmRSS every 200 ms during each platform backup;
+ *  4. prints a table: measure | platform | by hand | ratio | target (<= 1.05x the time), and the RSS line.
+ * Knobs: BENCH_GB (1), BENCH_ROUNDS (2). It is informational: whatever the figures, it exits 0 unless it crashes.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import Docker from 'dockerode';
+import { LABELS } from '../src/deployments/container-engine.port.js';
+import { deploy } from '../test/helpers/deployments.js';
+import { provisionDocker } from '../test/helpers/docker.js';
+import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { runBench } from './run-bench.js';
+
+const GB = Number(process.env.BENCH_GB ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** Rows of ~1 KiB of table data each (a text column of 1,000 random-ish characters plus the tuple). */
+const ROWS = Math.round((GB * 1024 * 1024 * 1024) / 1100);
+const TARGET = 1.05;
+const RSS_SAMPLE_MS = 200;
+const WATCHDOG_MS = 90 * 60_000;
+
+const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
+  return [line(rows[0]!), sep, ...rows.slice(1).map(line)].join('\n');
+}
+
+function rssMb(pid: number): number {
+  const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+async function main(): Promise<void> {
+  await provisionDocker({ images: 'busybox,debian,postgres' });
+  const server: ServerProcess = await startServerProcess({
+    BUILD_CONCURRENCY: '1',
+    HEALTH_TIMEOUT_MS: '120000',
+    DATABASE_QUERY_TIMEOUT_MS: '600000',
+    HOST_PORT_RANGE: '49800-49899',
+  });
+  const call = api(server.url, server.token);
+  const scratch = path.join(tmpdir(), `slipway-bench-backup-${process.pid}.dump`);
+  try {
+    const project = (await call('POST', '/api/projects', { name: `bench-backup-${Date.now()}` })).json.project;
+    const created = await call('POST', `/api/projects/${project.id}/services`, {
+      name: 'bench db',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+    });
+    const serviceId = created.json.service.id as string;
+    const deployed = await deploy(call, serviceId, 5 * 60_000);
+    if (deployed.deployment.status !== 'succeeded') throw new Error(`deploy failed:\n${deployed.logs.join('\n')}`);
+    const env: Record<string, string> = {};
+    for (const v of (await call('GET', `/api/services/${serviceId}/overview`)).json.env as Array<{ id: string; key: string }>)
+      env[v.key] = (await call('POST', `/api/services/${serviceId}/env/${v.id}/reveal`)).json.value;
+
+    process.stdout.write(`filling ${GB} GiB (${ROWS.toLocaleString('en-US')} rows)...\n`);
+    const long = (sql: string) =>
+      fetch(`${server.url}/api/services/${serviceId}/database/query`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ sql }),
+        signal: AbortSignal.timeout(3_600_000),
+      }).then(async (res) => {
+        if (res.status !== 200) throw new Error(`${sql}: ${res.status} ${await res.text()}`);
+      });
+    await long('CREATE TABLE bench (id bigint PRIMARY KEY, payload text NOT NULL)');
+    const BATCH = 100_000;
+    for (let from = 1; from <= ROWS; from += BATCH) {
+      const to = Math.min(ROWS, from + BATCH - 1);
+      // 1,000 characters per row from md5s of the id: little a compressor can do, so the dump is about as big as the table.
+      await long(
+        `INSERT INTO bench SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 31) i) FROM generate_series(${from}, ${to}) g`,
+      );
+    }
+    await long('VACUUM ANALYZE bench');
+
+    const docker = new Docker();
+    const [container] = await docker.listContainers({ filters: { label: [`${LABELS.service}=${serviceId}`] } });
+    if (!container) throw new Error('no running container of the database');
+
+    const byHand = async (): Promise<number> => {
+      const started = performance.now();
+      const child = spawn(
+        'docker',
+        [
+          'exec',
+          '-e',
+          `PGPASSWORD=${env.POSTGRES_PASSWORD}`,
+          container.Id,
+          'pg_dump',
+          '--format=custom',
+          '-U',
+          env.POSTGRES_USER!,
+          '-d',
+          env.POSTGRES_DB!,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const exited = new Promise<number | null>((resolve, reject) => {
+        child.once('error', reject);
+        child.once('exit', (code) => resolve(code));
+      });
+      // Both the file written to its end and the tool's exit, in whichever order they come.
+      await pipeline(child.stdout, createWriteStream(scratch));
+      const code = await exited;
+      if (code !== 0) throw new Error(`pg_dump exited ${code}`);
+      const ms = performance.now() - started;
+      process.stdout.write(`  by hand: ${fmt(ms / 1000)} s, ${fmt(statSync(scratch).size / 1048576, 0)} MiB\n`);
+      rmSync(scratch, { force: true });
+      return ms;
+    };
+    const pid = server.child.pid!;
+    const platform = async (): Promise<{ ms: number; rssBefore: number; rssPeak: number; size: number }> => {
+      const rssBefore = rssMb(pid);
+      let rssPeak = rssBefore;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(pid))), RSS_SAMPLE_MS);
+      const started = performance.now();
+      const res = await call('POST', `/api/services/${serviceId}/database/backups`, { storage: 'disk' });
+      if (res.status !== 201) throw new Error(`backup: ${res.status} ${res.text}`);
+      let backup = res.json.backup;
+      while (backup.status === 'running') {
+        await new Promise((r) => setTimeout(r, 100));
+        backup = ((await call('GET', `/api/services/${serviceId}/database/backups`)).json.backups as Array<{ id: string }>).find(
+          (b) => b.id === res.json.backup.id,
+        );
+      }
+      const ms = performance.now() - started;
+      clearInterval(sampler);
+      if (backup.status !== 'succeeded') throw new Error(`backup failed: ${backup.error}`);
+      process.stdout.write(
+        `  platform: ${fmt(ms / 1000)} s, ${fmt(backup.sizeBytes / 1048576, 0)} MiB, RSS ${fmt(rssBefore, 0)} -> peak ${fmt(rssPeak, 0)} MiB\n`,
+      );
+      await call('DELETE', `/api/services/${serviceId}/database/backups/${backup.id}`);
+      return { ms, rssBefore, rssPeak, size: backup.sizeBytes };
+    };
+
+    const hand: number[] = [];
+    const ours: Array<Awaited<ReturnType<typeof platform>>> = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      process.stdout.write(`round ${round}/${ROUNDS}\n`);
+      hand.push(await byHand());
+      ours.push(await platform());
+    }
+    const handMs = median(hand);
+    const ourMs = median(ours.map((o) => o.ms));
+    const ratio = ourMs / handMs;
+    const rssGrowth = Math.max(...ours.map((o) => o.rssPeak - o.rssBefore));
+    process.stdout.write(
+      `\n${table([
+        ['measure', 'platform', 'pg_dump -Fc by hand', 'ratio', 'target'],
+        [
+          `backup of ${GB} GiB of table data (median of ${ROUNDS}, s)`,
+          fmt(ourMs / 1000),
+          fmt(handMs / 1000),
+          `${fmt(ratio)}x`,
+          `<= ${TARGET}x ${ratio <= TARGET ? 'met' : 'NOT met'}`,
+        ],
+      ])}\n\nserver RSS during the platform backups: at most +${fmt(rssGrowth, 0)} MiB over the ${fmt(ours[0]!.rssBefore, 0)} MiB before (dump ${fmt(ours[0]!.size / 1048576, 0)} MiB)\n`,
+    );
+    await call('DELETE', `/api/projects/${project.id}`);
+  } finally {
+    rmSync(scratch, { force: true });
+    await server.dispose();
+  }
+}
+
+await runBench(main, WATCHDOG_MS);

@@ -1,0 +1,181 @@
+import { PassThrough, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { JobAborted, JobInterrupted, type JobContext, type JobKind } from '../jobs/job-kind.js';
+import type { JobLogWriter } from '../jobs/job-log-writer.js';
+import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
+import type { EnvService } from '../env/env.service.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { FanOut, HashingStream } from './backup-streams.js';
+import type { BackupRecord } from './backup.records.js';
+import { errorText, maskIn, type BackupService } from './backup.service.js';
+import type { ObjectStore } from './object-store.port.js';
+
+/** A failure the user can act on: its message is the backup's `error` as is. */
+class BackupFailure extends Error {}
+
+/**
+ * Backups as a kind of durable job: the backups table is the queue, one backup runs at a time per
+ * database service, and the work is the engine's dump streamed through a hash to every place asked
+ * for. A backup that did not reach each of them is `failed`, and what it left is removed.
+ */
+export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue<BackupRecord> {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly backups: BackupService,
+    private readonly env: EnvService,
+  ) {}
+
+  get queue(): JobQueue<BackupRecord> {
+    return this;
+  }
+
+  keyOf(backup: BackupRecord): string {
+    return backup.serviceId;
+  }
+
+  openLog(backup: BackupRecord): JobLogWriter {
+    return this.backups.openLog(backup.id);
+  }
+
+  listQueued(): Promise<BackupRecord[]> {
+    return this.deps.store.backups.listByStatus(['queued']);
+  }
+
+  async claim(backup: BackupRecord): Promise<BackupRecord | null> {
+    const startedAt = this.deps.clock.now();
+    return (await this.deps.store.backups.transition(backup.id, ['queued'], { status: 'running', startedAt }))
+      ? { ...backup, status: 'running', startedAt }
+      : null;
+  }
+
+  listRunning(): Promise<BackupRecord[]> {
+    return this.deps.store.backups.listByStatus(['running']);
+  }
+
+  abortRequested(ids: string[]): Promise<string[]> {
+    return this.deps.store.backups.listAbortRequested(ids);
+  }
+
+  async finish(backup: BackupRecord, outcome: JobOutcome): Promise<void> {
+    await this.deps.store.backups.transition(backup.id, ['running'], {
+      status: outcome === 'succeeded' ? 'succeeded' : 'failed',
+      finishedAt: this.deps.clock.now(),
+    });
+  }
+
+  /** The process that ran it stopped: never `running` forever, and its partial file goes. */
+  async interrupted(backup: BackupRecord, log: JobLogWriter): Promise<JobOutcome> {
+    const reason = 'The platform stopped while this backup was running; it was not finished. Back up again.';
+    log.write(reason, 'stderr');
+    await this.cleanUp(backup, log);
+    await this.deps.store.backups.update(backup.id, { error: reason });
+    return 'failed';
+  }
+
+  async run(backup: BackupRecord, { signal, log }: JobContext<JobLogWriter>): Promise<JobOutcome> {
+    const ports = this.backups.ports;
+    const work = new AbortController();
+    const stop = () => work.abort(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    let secrets: Record<string, string> = {};
+    const ext = backup.format === 'custom' ? 'dump' : 'sql';
+    const name = `${backup.id}.${ext}`;
+    const wantsDisk = backup.storage !== 'object';
+    const wantsObject = backup.storage !== 'disk';
+    const placed: BackupRecord = {
+      ...backup,
+      localPath: wantsDisk ? ports.files.pathOf(backup.serviceId, name) : null,
+      objectKey: wantsObject ? `backups/${backup.serviceId}/${name}` : null,
+    };
+    try {
+      const service = await this.deps.store.projects.getService(backup.serviceId);
+      if (!service) throw new BackupFailure('The service was deleted');
+      if (!ports.dump) throw new BackupFailure('This platform has no container engine to run the dump in');
+      let store: ObjectStore | null = null;
+      if (wantsObject) {
+        const config = await ports.objectStoreConfig();
+        if (!config) throw new BackupFailure('No object store is set (PUT /api/settings objectStore)');
+        secrets.objectStoreSecret = config.secretAccessKey;
+        log.mask(config.secretAccessKey);
+        store = ports.objectStores(config);
+      }
+      const container = await ports.locate(service);
+      if (!container) throw new BackupFailure(`${service.name} is not running: deploy it before backing up`);
+      const { env } = await this.env.resolvedFor(service);
+      secrets = { ...secrets, ...env };
+      log.mask(...Object.values(env));
+      await this.deps.store.backups.update(backup.id, { localPath: placed.localPath, objectKey: placed.objectKey });
+      log.write(`Backup ${backup.id} started: ${backup.engine}, format ${backup.format}, to ${backup.storage}`);
+
+      // Every destination is open before the dump starts: a dump nobody reads would hold its server.
+      const targets: Writable[] = [];
+      const uploads: Array<Promise<unknown>> = [];
+      if (placed.localPath) {
+        targets.push(await ports.files.create(placed.localPath));
+        log.write(`Writing ${placed.localPath}`);
+      }
+      if (store && placed.objectKey) {
+        const body = new PassThrough({ highWaterMark: 1 << 20 });
+        targets.push(body);
+        const upload = store.upload(placed.objectKey, body, work.signal);
+        // Handled below, with the dump; until then a store that refused at once must not be an unhandled rejection.
+        upload.catch(() => undefined);
+        uploads.push(upload);
+        log.write(`Uploading to the object store as ${placed.objectKey}`);
+      }
+      const dump = await ports.dump.dump({ engine: backup.engine, containerId: container.containerId, env }, work.signal, (line) =>
+        log.write(line, 'stderr'),
+      );
+      const hasher = new HashingStream();
+      const tasks: Array<Promise<unknown>> = [dump.done, ...uploads];
+      tasks.push(pipeline(dump.stream, hasher, new FanOut(targets), { signal: work.signal }));
+      // The first failure stops the rest: a dump that failed must not finish an upload, nor the reverse.
+      const settled = await Promise.allSettled(
+        tasks.map((task) =>
+          task.catch((error: unknown) => {
+            if (!work.signal.aborted) work.abort(error);
+            throw error;
+          }),
+        ),
+      );
+      if (work.signal.aborted) throw work.signal.reason;
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      if (placed.localPath) await ports.files.commit(placed.localPath);
+      const checksum = hasher.checksum();
+      await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null });
+      log.write(`Backup succeeded: ${hasher.bytes} bytes, ${checksum}`);
+      return 'succeeded';
+    } catch (error) {
+      // Whatever still runs (the dump, an upload) stops now.
+      if (!work.signal.aborted) work.abort(error);
+      const cause = signal.aborted ? signal.reason : error;
+      const reason =
+        cause instanceof JobInterrupted
+          ? 'The platform stopped while this backup was running; it was not finished. Back up again.'
+          : cause instanceof JobAborted
+            ? 'The backup was stopped'
+            : maskIn(errorText(cause), secrets);
+      log.write(`Backup failed: ${reason}`, 'stderr');
+      await this.cleanUp(placed, log);
+      await this.deps.store.backups.update(backup.id, { error: reason, sizeBytes: 0, checksum: '' });
+      return 'failed';
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+  }
+
+  /** What a failed backup left: its partial file and any object it uploaded. */
+  private async cleanUp(backup: BackupRecord, log: JobLogWriter): Promise<void> {
+    const ports = this.backups.ports;
+    if (backup.localPath) await ports.files.remove(backup.localPath).catch(() => undefined);
+    if (backup.objectKey) {
+      try {
+        const config = await ports.objectStoreConfig();
+        if (config) await ports.objectStores(config).remove(backup.objectKey, AbortSignal.timeout(30_000));
+      } catch (error) {
+        log.write(`Could not remove ${backup.objectKey} from the object store: ${errorText(error)}`, 'stderr');
+      }
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import { createHash, type Hash } from 'node:crypto';
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+
+/**
+ * A few MiB between the dump and its destinations: enough that a slow write does not stall the dump
+ * tool at once (it waits on its pipe otherwise), bounded whatever the backup's size.
+ */
+export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+
+/** Counts and hashes the bytes passing through: the checksum is of exactly what was stored. */
+export class HashingStream extends Transform {
+  private readonly hash: Hash = createHash('sha256');
+  private digest: string | null = null;
+  bytes = 0;
+
+  constructor() {
+    super({ highWaterMark: STREAM_BUFFER_BYTES });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    callback(null, chunk);
+  }
+
+  /** `sha256:<hex>`, once the stream ended. */
+  checksum(): string {
+    this.digest ??= `sha256:${this.hash.digest('hex')}`;
+    return this.digest;
+  }
+}
+
+/**
+ * Writes every chunk to each target and takes the next only when all took this one: the slowest
+ * destination sets the pace, so nothing piles up in memory.
+ */
+export class FanOut extends Writable {
+  constructor(private readonly targets: Writable[]) {
+    super({ highWaterMark: STREAM_BUFFER_BYTES });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    let pending = this.targets.length;
+    let failed = false;
+    for (const target of this.targets) {
+      target.write(chunk, (error) => {
+        if (failed) return;
+        if (error) {
+          failed = true;
+          callback(error);
+        } else if (--pending === 0) callback();
+      });
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    Promise.all(this.targets.map((target) => endOf(target))).then(() => callback(), callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    // Without the error: a target with no 'error' listener would throw it as uncaught.
+    for (const target of this.targets) if (!target.destroyed) target.destroy();
+    callback(error);
+  }
+}
+
+/** Ends a writable and resolves when it has flushed (a PassThrough: when its reader took the rest). */
+function endOf(target: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    target.once('error', reject);
+    target.end(() => resolve());
+  });
+}
+
+/** Reads a stream to its end, hashing it: what a stored file's checksum is checked against. */
+export async function hashOf(stream: Readable): Promise<{ checksum: string; bytes: number }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { checksum: `sha256:${hash.digest('hex')}`, bytes };
+}

@@ -1,0 +1,58 @@
+import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { LogStream } from '../domain/types.js';
+
+export const BACKUP_STORAGES = ['disk', 'object', 'disk+object'] as const;
+export type BackupStorage = (typeof BACKUP_STORAGES)[number];
+
+/** `queued` is the table's own: a backup waiting for its turn reads as `running` (the spec's create answers it). */
+export const BACKUP_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type BackupStatus = (typeof BACKUP_STATUSES)[number];
+
+export const BACKUP_TRIGGERS = ['manual', 'daily', 'weekly', 'monthly'] as const;
+export type BackupTrigger = (typeof BACKUP_TRIGGERS)[number];
+export type SchedulePeriod = Exclude<BackupTrigger, 'manual'>;
+
+/** `custom`: pg_dump's archive; `sql`: a mysqldump script. */
+export type BackupFormat = 'custom' | 'sql';
+
+export interface BackupRecord {
+  id: string;
+  serviceId: string;
+  engine: DatabaseEngine;
+  status: BackupStatus;
+  trigger: BackupTrigger;
+  storage: BackupStorage;
+  format: BackupFormat;
+  localPath: string | null;
+  objectKey: string | null;
+  sizeBytes: number;
+  /** `sha256:<hex>` of the bytes stored; empty until the backup succeeded. */
+  checksum: string;
+  error: string | null;
+  abortRequested: boolean;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface BackupLogRecord {
+  id: number;
+  backupId: string;
+  line: string;
+  stream: LogStream;
+  createdAt: Date;
+}
+
+export interface BackupSettingsRecord {
+  serviceId: string;
+  storage: BackupStorage;
+  automaticEnabled: boolean;
+  dailyEnabled: boolean;
+  weeklyEnabled: boolean;
+  monthlyEnabled: boolean;
+  keepDaily: number;
+  keepWeekly: number;
+  keepMonthly: number;
+  createdAt: Date;
+  updatedAt: Date;
+}

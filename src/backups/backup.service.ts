@@ -1,0 +1,381 @@
+import { assertWrite, type Actor } from '../domain/access.js';
+import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import {
+  ChecksumMismatchError,
+  ConflictError,
+  NotFoundError,
+  NotRunningError,
+  NotSupportedError,
+  UpstreamError,
+  ValidationError,
+} from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { ServiceRecord } from '../domain/types.js';
+import type { EnvService } from '../env/env.service.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { serviceFor } from '../platform/lookup.js';
+import type { BackupFiles } from './backup-files.port.js';
+import { hashOf } from './backup-streams.js';
+import {
+  type BackupListView,
+  type BackupLogLineView,
+  type BackupSettingsInput,
+  type BackupSettingsView,
+  type BackupView,
+  presentBackup,
+  presentBackupLog,
+  presentBackupSettings,
+  type RestoreResultView,
+} from './backup-views.js';
+import type { BackupRecord, BackupSettingsRecord, BackupStorage, BackupTrigger } from './backup.records.js';
+import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
+import type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './object-store.port.js';
+import { JobLogWriter } from '../jobs/job-log-writer.js';
+import type { Readable } from 'node:stream';
+
+/** What backups are made with: the engine's dump tools, the platform's disk, the object store, and where a database runs. */
+export interface BackupPorts {
+  dump: DatabaseDump | null;
+  files: BackupFiles;
+  objectStores: ObjectStoreFactory;
+  /** The container of a database service's current deployment; null when none runs. */
+  locate(service: ServiceRecord): Promise<{ containerId: string } | null>;
+  /** The object store set in the platform settings (its secret decrypted); null when none is. */
+  objectStoreConfig(): Promise<ObjectStoreConfig | null>;
+}
+
+export const DEFAULT_RETENTION = { keepDaily: 7, keepWeekly: 4, keepMonthly: 12 } as const;
+
+const CONNECTED_CACHE_MS = 5_000;
+const LOG_LINES_MAX = 5_000;
+
+/** A backup's download: its size and name, and its bytes when asked. */
+export interface BackupDownload {
+  fileName: string;
+  sizeBytes: number;
+  open(signal: AbortSignal): Promise<Readable>;
+}
+
+/**
+ * The spec's backups of a database service: list, create (queued for the BackupJobs kind), restore
+ * (checksum first), download, delete, settings and logs. Where the bytes go is the ports' business.
+ */
+export class BackupService {
+  private connected: { key: string; at: number; value: { connected: boolean; error?: string } } | null = null;
+  /** Services with a restore under way: a second restore or a backup waits for it to end. */
+  private readonly restoring = new Set<string>();
+  private readonly createdListeners: Array<() => void> = [];
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly env: EnvService,
+    readonly ports: BackupPorts,
+  ) {}
+
+  /** Called when a backup is queued: the runner looks at once instead of at its next poll. */
+  onCreated(listener: () => void): void {
+    this.createdListeners.push(listener);
+  }
+
+  async list(actor: Actor, serviceId: string, signal?: AbortSignal): Promise<BackupListView> {
+    const { service } = await this.databaseOf(actor, serviceId);
+    const [backups, settings, objectStore] = await Promise.all([
+      this.deps.store.backups.list(service.id, 500),
+      this.settingsOf(service.id),
+      this.objectStoreConnection(signal),
+    ]);
+    return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore };
+  }
+
+  async create(actor: Actor, serviceId: string, storage: BackupStorage): Promise<BackupView> {
+    assertWrite(actor);
+    const { service, engine } = await this.databaseOf(actor, serviceId);
+    return presentBackup(await this.queue(service, engine, storage, 'manual'));
+  }
+
+  /** Queues a backup (the API's or the scheduler's); the runner makes it. */
+  async queue(service: ServiceRecord, engine: DatabaseEngine, storage: BackupStorage, trigger: BackupTrigger): Promise<BackupRecord> {
+    const format = this.ports.dump?.formatOf(engine) ?? null;
+    if (!format)
+      throw new NotSupportedError(
+        `Backups of ${engine} databases are not supported: its image has no dump tool the platform can run (see docs/backups.md)`,
+        { engine },
+      );
+    if (storage !== 'disk' && !(await this.ports.objectStoreConfig()))
+      throw new ValidationError('storage', `storage ${storage} needs an object store: set objectStore with PUT /api/settings`);
+    const now = this.deps.clock.now();
+    const backup = await this.deps.store.backups.insert({
+      id: newId(),
+      serviceId: service.id,
+      engine,
+      status: 'queued',
+      trigger,
+      storage,
+      format,
+      localPath: null,
+      objectKey: null,
+      sizeBytes: 0,
+      checksum: '',
+      error: null,
+      abortRequested: false,
+      createdAt: now,
+      startedAt: null,
+      finishedAt: null,
+    });
+    await this.appendLog(backup.id, 'stdout', `Backup queued (${trigger}, storage ${storage})`);
+    for (const listener of this.createdListeners) listener();
+    return backup;
+  }
+
+  async restore(actor: Actor, serviceId: string, backupId: string, signal?: AbortSignal): Promise<RestoreResultView> {
+    assertWrite(actor);
+    const { service, engine } = await this.databaseOf(actor, serviceId);
+    const backup = await this.backupOf(service.id, backupId);
+    if (backup.status !== 'succeeded')
+      throw new ConflictError(`Backup ${backup.id} is ${presentBackup(backup).status}; only a succeeded backup can be restored`, {
+        status: presentBackup(backup).status,
+      });
+    const dump = this.ports.dump;
+    if (!dump?.formatOf(engine)) throw new NotSupportedError(`Restoring ${engine} databases is not supported`, { engine });
+    const busy = await this.deps.store.backups.listByStatus(['queued', 'running']);
+    if (busy.some((b) => b.serviceId === service.id) || this.restoring.has(service.id))
+      throw new ConflictError('A backup or restore of this database is under way; restore once it ended');
+    this.restoring.add(service.id);
+    const log = this.openLog(backup.id);
+    const work = signal ?? new AbortController().signal;
+    try {
+      const container = await this.ports.locate(service);
+      if (!container) throw new NotRunningError(`${service.name} is not running: deploy it before restoring`, { serviceId: service.id });
+      const { env } = await this.env.resolvedFor(service);
+      log.mask(...Object.values(env));
+      log.write(`Restore of backup ${backup.id} requested`);
+      // The checksum first: a changed or truncated file is refused before the database is touched.
+      const source = await this.verifiedSource(backup, work, log);
+      log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
+      const target: DumpTarget = { engine, containerId: container.containerId, env };
+      try {
+        await dump.restore(target, await source.open(), work, (line) => log.write(line, 'stderr'));
+      } catch (error) {
+        log.write(`Restore failed: ${(error as Error).message}`, 'stderr');
+        throw error instanceof NotRunningError || error instanceof ConflictError
+          ? error
+          : new ConflictError(`The restore failed: ${maskIn((error as Error).message, env)}`, { backupId: backup.id });
+      } finally {
+        await source.cleanup();
+      }
+      const restoredAt = this.deps.clock.now();
+      log.write('Restore finished');
+      return { ok: true, restoredAt: restoredAt.toISOString(), backup: { id: backup.id, status: 'succeeded' } };
+    } finally {
+      this.restoring.delete(service.id);
+      await log.flush();
+    }
+  }
+
+  async download(actor: Actor, serviceId: string, backupId: string): Promise<BackupDownload> {
+    const { service } = await this.databaseOf(actor, serviceId);
+    const backup = await this.backupOf(service.id, backupId);
+    if (backup.status !== 'succeeded') throw new ConflictError(`Backup ${backup.id} has no file: it is ${presentBackup(backup).status}`);
+    const ext = backup.format === 'custom' ? 'dump' : 'sql';
+    return {
+      fileName: `${service.slug}-${backup.createdAt.toISOString().replace(/[:.]/g, '-')}-${backup.id}.${ext}`,
+      sizeBytes: backup.sizeBytes,
+      open: async (signal) => {
+        if (backup.localPath && (await this.ports.files.size(backup.localPath)) !== null) return this.ports.files.read(backup.localPath);
+        const store = await this.objectStoreFor(backup);
+        return upstream(store.download(backup.objectKey!, signal));
+      },
+    };
+  }
+
+  async delete(actor: Actor, serviceId: string, backupId: string, signal?: AbortSignal): Promise<void> {
+    assertWrite(actor);
+    const { service } = await this.databaseOf(actor, serviceId);
+    const backup = await this.backupOf(service.id, backupId);
+    if (backup.status === 'queued' || backup.status === 'running')
+      throw new ConflictError(`Backup ${backup.id} is still running; delete it once it ended`, { status: 'running' });
+    await this.removeEverywhere(backup, signal ?? AbortSignal.timeout(60_000));
+  }
+
+  async logs(actor: Actor, serviceId: string, backupId: string): Promise<BackupLogLineView[]> {
+    const { service } = await this.databaseOf(actor, serviceId);
+    const backup = await this.backupOf(service.id, backupId);
+    return (await this.deps.store.backups.listLogs(backup.id, 0, LOG_LINES_MAX)).map(presentBackupLog);
+  }
+
+  async updateSettings(actor: Actor, serviceId: string, input: BackupSettingsInput): Promise<BackupSettingsView> {
+    assertWrite(actor);
+    const { service, engine } = await this.databaseOf(actor, serviceId);
+    const current = await this.settingsOf(service.id);
+    const next: BackupSettingsRecord = {
+      ...current,
+      ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+      updatedAt: this.deps.clock.now(),
+    };
+    if (next.automaticEnabled && !this.ports.dump?.formatOf(engine))
+      throw new NotSupportedError(`Automatic backups of ${engine} databases are not supported`, { engine });
+    if (next.storage !== 'disk' && input.storage !== undefined && !(await this.ports.objectStoreConfig()))
+      throw new ValidationError('storage', `storage ${next.storage} needs an object store: set objectStore with PUT /api/settings`);
+    await this.deps.store.backups.putSettings(next);
+    return presentBackupSettings(next);
+  }
+
+  /** The stored settings, or the defaults (nothing automatic, disk, the default retention). */
+  async settingsOf(serviceId: string): Promise<BackupSettingsRecord> {
+    const stored = await this.deps.store.backups.getSettings(serviceId);
+    if (stored) return stored;
+    const now = this.deps.clock.now();
+    return {
+      serviceId,
+      storage: 'disk',
+      automaticEnabled: false,
+      dailyEnabled: true,
+      weeklyEnabled: true,
+      monthlyEnabled: true,
+      ...DEFAULT_RETENTION,
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+
+  /** Deleted services: their backups go from every place they are stored, then their rows. */
+  async removeOfServices(serviceIds: string[]): Promise<void> {
+    for (const serviceId of serviceIds) {
+      for (const backup of await this.deps.store.backups.list(serviceId)) {
+        await this.removeFiles(backup, AbortSignal.timeout(60_000)).catch(() => undefined);
+      }
+    }
+    await this.deps.store.backups.deleteOfServices(serviceIds);
+  }
+
+  /** The file and the object, then the row: a backup that cannot be removed from a place stays listed. */
+  async removeEverywhere(backup: BackupRecord, signal: AbortSignal): Promise<void> {
+    await this.removeFiles(backup, signal);
+    await this.deps.store.backups.delete(backup.id);
+  }
+
+  async objectStoreConnection(signal?: AbortSignal): Promise<{ connected: boolean; error?: string }> {
+    const config = await this.ports.objectStoreConfig();
+    if (!config) return { connected: false };
+    const key = JSON.stringify(config);
+    const now = Date.now();
+    if (this.connected?.key === key && now - this.connected.at < CONNECTED_CACHE_MS) return this.connected.value;
+    const timeout = AbortSignal.timeout(this.deps.config.backups.objectStoreTimeoutMs);
+    let value: { connected: boolean; error?: string };
+    try {
+      await this.ports.objectStores(config).check(signal ? AbortSignal.any([signal, timeout]) : timeout);
+      value = { connected: true };
+    } catch (error) {
+      value = { connected: false, error: maskIn(errorText(error), { secret: config.secretAccessKey }) };
+    }
+    this.connected = { key, at: now, value };
+    return value;
+  }
+
+  openLog(backupId: string): JobLogWriter {
+    return new JobLogWriter((stream, lines) => this.appendLog(backupId, stream, ...lines));
+  }
+
+  async objectStoreFor(backup: BackupRecord): Promise<ObjectStore> {
+    const config = await this.ports.objectStoreConfig();
+    if (!config) throw new ConflictError(`Backup ${backup.id} is in the object store, and no object store is set`);
+    return this.ports.objectStores(config);
+  }
+
+  private async removeFiles(backup: BackupRecord, signal: AbortSignal): Promise<void> {
+    if (backup.localPath) await this.ports.files.remove(backup.localPath);
+    if (backup.objectKey) await upstream((await this.objectStoreFor(backup)).remove(backup.objectKey, signal));
+  }
+
+  /**
+   * The stored bytes, hashed and compared with the backup's checksum and size; an object is first
+   * fetched to a scratch file, so what is restored is exactly what was checked.
+   */
+  private async verifiedSource(
+    backup: BackupRecord,
+    signal: AbortSignal,
+    log: JobLogWriter,
+  ): Promise<{ from: string; open(): Promise<Readable>; cleanup(): Promise<void> }> {
+    const files = this.ports.files;
+    let path = backup.localPath && (await files.size(backup.localPath)) !== null ? backup.localPath : null;
+    let scratch: string | null = null;
+    if (!path) {
+      if (!backup.objectKey) throw new ChecksumMismatchError(`Backup ${backup.id}: its file is gone`, { backupId: backup.id });
+      log.write(`Fetching ${backup.objectKey} from the object store`);
+      scratch = files.pathOf(backup.serviceId, `.restore-${backup.id}-${newId(6)}`);
+      const store = await this.objectStoreFor(backup);
+      const out = await files.create(scratch);
+      const { pipeline } = await import('node:stream/promises');
+      try {
+        await upstream(pipeline(await store.download(backup.objectKey, signal), out, { signal }));
+        await files.commit(scratch);
+      } catch (error) {
+        await files.remove(scratch);
+        throw error;
+      }
+      path = scratch;
+    }
+    const cleanup = async () => {
+      if (scratch) await files.remove(scratch);
+    };
+    const { checksum, bytes } = await hashOf(files.read(path));
+    if (checksum !== backup.checksum || bytes !== backup.sizeBytes) {
+      await cleanup();
+      log.write(
+        `Refused: the stored file is ${bytes} bytes with ${checksum}; the backup was ${backup.sizeBytes} bytes with ${backup.checksum}`,
+        'stderr',
+      );
+      throw new ChecksumMismatchError(
+        `Backup ${backup.id} was changed or truncated since it was made (${bytes} of ${backup.sizeBytes} bytes, checksum differs); nothing was restored`,
+        { backupId: backup.id, expected: backup.checksum, actual: checksum },
+      );
+    }
+    const readPath = path;
+    return { from: scratch ? 'the object store' : 'disk', open: async () => files.read(readPath), cleanup };
+  }
+
+  private async databaseOf(actor: Actor, serviceId: string): Promise<{ service: ServiceRecord; engine: DatabaseEngine }> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const engine = databaseEngineOf(service);
+    if (!engine) throw new NotFoundError('Database of service', serviceId);
+    return { service, engine };
+  }
+
+  private async backupOf(serviceId: string, backupId: string): Promise<BackupRecord> {
+    const backup = await this.deps.store.backups.get(backupId);
+    if (!backup || backup.serviceId !== serviceId) throw new NotFoundError('Backup', backupId);
+    return backup;
+  }
+
+  appendLog(backupId: string, stream: 'stdout' | 'stderr', ...lines: string[]): Promise<unknown> {
+    const createdAt = this.deps.clock.now();
+    return this.deps.store.backups.appendLogs(
+      backupId,
+      lines.map((line) => ({ line, stream, createdAt })),
+    );
+  }
+}
+
+/** The object store failed or refused: a 502 with its reason, never a 500. */
+async function upstream<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw new UpstreamError(`The object store failed: ${errorText(error)}`);
+  }
+}
+
+export function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const name = (error as { name?: string }).name;
+    return error.message || name || 'unknown error';
+  }
+  return String(error);
+}
+
+/** Secret values (passwords in env, the object store's key) never reach a message. */
+export function maskIn(text: string, values: Record<string, string>): string {
+  let out = text;
+  for (const value of Object.values(values)) if (value && value.length >= 4) out = out.split(value).join('********');
+  return out;
+}
