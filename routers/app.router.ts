@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { healthView } from '../src/index.js';
 import { apiKeyRouter } from './api-key.router.js';
+import { appsRouter } from './apps.router.js';
+import { databaseServicesRouter } from './databases-general.router.js';
+import { deployRouter } from './deploy.router.js';
+import { projectDomainsRouter } from './project-domains.router.js';
+import { systemRouter } from './system.router.js';
+import { variablesRouter } from './variables.router.js';
 import { databaseRouter } from './database.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
@@ -34,6 +40,13 @@ export const appRouter = router({
   apiKeys: apiKeyRouter,
   settings: settingsRouter,
   databases: databaseRouter,
+  // The general API's doors, over the same use cases.
+  apps: appsRouter,
+  deploy: deployRouter,
+  variables: variablesRouter,
+  projectDomains: projectDomainsRouter,
+  databaseServices: databaseServicesRouter,
+  system: systemRouter,
 });
 
 export type AppRouter = typeof appRouter;

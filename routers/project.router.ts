@@ -19,8 +19,10 @@ export const projectRouter = router({
     .mutation(async ({ ctx, input }) => ({ project: await ctx.services.projects.create(ctx.actor, input) })),
 
   bySlug: readProcedure
-    .meta({ openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug' } })
-    .input(z.strictObject({ projectSlug: line(64).min(1) }))
+    .meta({ openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug or its id' } })
+    .input(
+      z.strictObject({ projectSlug: line(64).min(1).meta({ description: "The slug, or the id (the general API's /api/projects/:id)" }) }),
+    )
     .output(z.object({ project: projectView }))
     .query(async ({ ctx, input }) => ({ project: await ctx.services.projects.getBySlug(ctx.actor, input.projectSlug) })),
 

@@ -21,6 +21,8 @@ import type { DnsProvider } from './routing/dns-provider.port.js';
 import type { RuntimeDeps } from './deployments/runtime-deps.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from './databases/database-admin.service.js';
 import type { DatabaseAdmin } from './databases/database-admin.port.js';
+import { DatabaseCatalog } from './databases/database-catalog.service.js';
+import { SystemService } from './settings/system.service.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -93,7 +95,21 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
+  const system = new SystemService(settings, {
+    deployments: !!runtime,
+    reverseProxy: routing.enabled,
+    dns: (options.dnsProviders ?? []).length > 0,
+  });
+  const databaseCatalog = new DatabaseCatalog(
+    deps,
+    services,
+    deployments,
+    databases,
+    runtime && current ? { engine: runtime.engine, current } : null,
+  );
   return {
+    system,
+    databaseCatalog,
     apiKeys: new ApiKeyService(deps),
     projects,
     services,

@@ -226,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
       databases: databasesConfig(env),
+      licensePublicKey: env.LICENSE_PUBLIC_KEY || DEFAULT_PLATFORM_CONFIG.licensePublicKey,
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),

@@ -44,7 +44,7 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     title: 'Slipway Platform API',
     description:
       'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
-      'Every call but /api/health, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
+      'Every call but /api/health, /api/system/public, /api/openapi.json and /api/docs needs `Authorization: Bearer <API key>`. ' +
       'Errors are `{error, message, details}`. The typed TypeScript client (`@slipway/client`, with the `slipway` CLI) calls the same procedures over tRPC at /trpc.',
     version: '1.0.0',
     baseUrl,

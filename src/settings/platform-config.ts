@@ -70,9 +70,15 @@ export interface PlatformConfig {
   deploy: DeployConfig;
   routing: RoutingConfig;
   databases: DatabasesConfig;
+  /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
+  licensePublicKey: string;
 }
 
+/** The release's license-signing public key; LICENSE_PUBLIC_KEY replaces it (tests sign with their own pair). */
+export const BUILT_IN_LICENSE_PUBLIC_KEY = 'MCowBQYDK2VwAyEArmeyV08ndTNzJJknsl9M+lZJ5b77YgjT7pQTBUmIqnA=';
+
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
+  licensePublicKey: BUILT_IN_LICENSE_PUBLIC_KEY,
   hostPortRange: { from: 20000, to: 29999 },
   rootDomain: null,
   publicIp: '127.0.0.1',

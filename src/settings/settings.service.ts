@@ -4,7 +4,8 @@ import { assertAllProjects, assertWrite, type Actor } from '../domain/access.js'
 import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { SettingsInput } from './settings.inputs.js';
-import type { DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
+import type { DNS_PROVIDER_IDS, LicenseView, SettingsView } from '../platform/views.js';
+import { verifyLicense, type LicensePayload } from './license.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 
@@ -21,6 +22,12 @@ interface StoredSettings {
 }
 
 const KEY = 'platform';
+const LICENSE_KEY = 'license';
+
+interface StoredLicense extends LicensePayload {
+  key: string;
+  activatedAt: string;
+}
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
 /**
@@ -48,7 +55,38 @@ export class SettingsService {
   async get(actor: Actor): Promise<SettingsView> {
     assertWrite(actor);
     assertAllProjects(actor, 'read platform settings');
-    return this.present(await this.read());
+    return this.present(await this.read(), await this.license());
+  }
+
+  /** Verifies a license key offline and stores it; a bad signature or an expired key is a 400 and changes nothing. */
+  async activateLicense(actor: Actor, key: string): Promise<LicenseView> {
+    assertWrite(actor);
+    assertAllProjects(actor, 'activate a license');
+    const now = this.deps.clock.now();
+    const payload = verifyLicense(key, this.deps.config.licensePublicKey, now);
+    const stored: StoredLicense = {
+      licensee: payload.licensee,
+      plan: payload.plan,
+      expiresAt: payload.expiresAt,
+      key: key.trim(),
+      activatedAt: now.toISOString(),
+    };
+    await this.deps.store.settings.put(LICENSE_KEY, JSON.stringify(stored), now);
+    return this.license();
+  }
+
+  /** The activated license as anyone may see it: the key itself is never shown. */
+  async license(): Promise<LicenseView> {
+    const raw = await this.deps.store.settings.get(LICENSE_KEY);
+    if (!raw) return { valid: false, licensee: null, plan: null, expiresAt: null };
+    const stored = JSON.parse(raw) as StoredLicense;
+    const expiresAt = new Date(stored.expiresAt);
+    return {
+      valid: expiresAt.getTime() > this.deps.clock.now().getTime(),
+      licensee: stored.licensee,
+      plan: stored.plan,
+      expiresAt: expiresAt.toISOString(),
+    };
   }
 
   async update(actor: Actor, input: SettingsInput): Promise<SettingsView> {
@@ -82,7 +120,7 @@ export class SettingsService {
     const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
     if (this.live.current().rootDomain !== rootDomainBefore) await this.onRootDomainChange();
-    return this.present(next);
+    return this.present(next, await this.license());
   }
 
   /** The decrypted token of a connected provider, or null when it is not connected. */
@@ -103,8 +141,9 @@ export class SettingsService {
     });
   }
 
-  private present(stored: StoredSettings): SettingsView {
+  private present(stored: StoredSettings, license: LicenseView): SettingsView {
     return {
+      license,
       publicIp: stored.publicIp ?? this.defaults.publicIp,
       rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
       dnsProviders: (stored.dnsProviders ?? []).map((p) => ({

@@ -48,7 +48,12 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string; data:
 describe('settings', () => {
   it('reads defaults, stores overrides and never returns a token', async () => {
     const api = h.caller();
-    expect((await api.settings.get()).settings).toEqual({ publicIp: '203.0.113.7', rootDomain: null, dnsProviders: [] });
+    expect((await api.settings.get()).settings).toEqual({
+      license: { valid: false, licensee: null, plan: null, expiresAt: null },
+      publicIp: '203.0.113.7',
+      rootDomain: null,
+      dnsProviders: [],
+    });
     const { settings } = await api.settings.update({
       publicIp: '198.51.100.2',
       rootDomain: 'Apps.Example.com',
