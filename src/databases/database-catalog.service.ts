@@ -62,10 +62,16 @@ export class DatabaseCatalog {
     if (service.status === 'deploying') throw new ConflictError('The database is being deployed: stop it once the deployment ends');
     const current = this.runtime ? await this.runtime.current.currentOf(service) : null;
     if (!this.runtime || !current) throw new NotRunningError(`The database "${service.name}" is not running`, { serviceId: service.id });
+    // Stopped first in the table: admin calls refuse at once instead of meeting a server shutting down.
     await this.deps.store.projects.updateService(service.id, { status: 'stopped', reachable: false, updatedAt: this.deps.clock.now() });
     // Open pools point at the container's address: they go now, not when they fall idle.
     await this.admin.release([service.id]);
-    await this.runtime.engine.stopContainer(current.id, this.deps.config.deploy.stopGraceSeconds);
+    try {
+      await this.runtime.engine.stopContainer(current.id, this.deps.config.deploy.stopGraceSeconds);
+    } catch (error) {
+      await this.deps.store.projects.updateService(service.id, { status: service.status, reachable: service.reachable });
+      throw error;
+    }
     return this.services.view(service.id);
   }
 
@@ -82,8 +88,14 @@ export class DatabaseCatalog {
     const container = latest
       ? (await this.runtime.current.ofService(service.id)).find((c) => c.labels[LABELS.deployment] === latest.id)
       : undefined;
-    if (container) {
-      await this.runtime.engine.startContainer(container.id);
+    // A container that will not start (or went since it was listed) is replaced by a deployment on the same volume.
+    const started = container
+      ? await this.runtime.engine.startContainer(container.id).then(
+          () => true,
+          () => false,
+        )
+      : false;
+    if (started) {
       await this.deps.store.projects.updateService(service.id, { status: 'active', updatedAt: this.deps.clock.now() });
     } else {
       await this.deps.store.projects.updateService(service.id, { status: 'idle', updatedAt: this.deps.clock.now() });
