@@ -6,9 +6,8 @@ import { assertEnvKey } from '../domain/validation.js';
 import type { Store } from '../persistence/store.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { serviceFor } from '../platform/lookup.js';
+import { projectFor, serviceFor } from '../platform/lookup.js';
 import type { EnvVarView, SharedEnvView } from '../platform/views.js';
-import { projectFor } from '../platform/lookup.js';
 import { MAX_SHARED_VARIABLES, parseSharedEnv, SHARED_SLUG, sharedEnvKey, type SharedEnvEntry } from './shared-env.js';
 
 const MAX_VALUE_LENGTH = 64 * 1024;

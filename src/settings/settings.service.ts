@@ -81,8 +81,15 @@ export class SettingsService {
     if (!raw) return { valid: false, licensee: null, plan: null, expiresAt: null };
     const stored = JSON.parse(raw) as StoredLicense;
     const expiresAt = new Date(stored.expiresAt);
+    // Checked again on every read: past its expiry, or signed by another key than the one configured now, it is not valid.
+    let valid = true;
+    try {
+      verifyLicense(stored.key, this.deps.config.licensePublicKey, this.deps.clock.now());
+    } catch {
+      valid = false;
+    }
     return {
-      valid: expiresAt.getTime() > this.deps.clock.now().getTime(),
+      valid,
       licensee: stored.licensee,
       plan: stored.plan,
       expiresAt: expiresAt.toISOString(),
