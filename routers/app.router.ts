@@ -5,6 +5,12 @@ import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
+import { appsRouter } from './apps.router.js';
+import { databaseServicesRouter } from './databases-general.router.js';
+import { deployRouter } from './deploy.router.js';
+import { projectDomainsRouter } from './project-domains.router.js';
+import { systemRouter } from './system.router.js';
+import { variablesRouter } from './variables.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
 import { databaseTlsRouter } from './database-tls.router.js';
@@ -52,6 +58,13 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
+  // The general API's doors, over the same use cases.
+  apps: appsRouter,
+  deploy: deployRouter,
+  variables: variablesRouter,
+  projectDomains: projectDomainsRouter,
+  databaseServices: databaseServicesRouter,
+  system: systemRouter,
 });
 
 export type AppRouter = typeof appRouter;

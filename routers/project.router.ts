@@ -28,9 +28,11 @@ export const projectRouter = router({
   bySlug: readProcedure
     .meta({
       scope: 'project:read',
-      openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug' },
+      openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug or its id' },
     })
-    .input(z.strictObject({ projectSlug: line(64).min(1) }))
+    .input(
+      z.strictObject({ projectSlug: line(64).min(1).meta({ description: "The slug, or the id (the general API's /api/projects/:id)" }) }),
+    )
     .output(z.object({ project: projectView }))
     .query(async ({ ctx, input }) => ({ project: await ctx.services.projects.getBySlug(ctx.actor, input.projectSlug) })),
 

@@ -51,6 +51,8 @@ import type { ObjectStoreFactory } from './backups/object-store.port.js';
 import type { DatabaseDump } from './backups/database-dump.port.js';
 import { JobAborted } from './jobs/job-kind.js';
 import type { BackupRecord } from './backups/backup.records.js';
+import { DatabaseCatalog } from './databases/database-catalog.service.js';
+import { SystemService } from './settings/system.service.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -249,7 +251,21 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
   const backupScheduler = new BackupScheduler(deps, backups, options.log);
+  const system = new SystemService(settings, {
+    deployments: !!runtime,
+    reverseProxy: routing.enabled,
+    dns: (options.dnsProviders ?? []).length > 0,
+  });
+  const databaseCatalog = new DatabaseCatalog(
+    deps,
+    services,
+    deployments,
+    databases,
+    runtime && current ? { engine: runtime.engine, current } : null,
+  );
   return {
+    system,
+    databaseCatalog,
     apiKeys,
     accounts,
     twoFactor,

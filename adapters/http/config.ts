@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { DEFAULT_PLATFORM_CONFIG, DEFAULT_TERMINAL_LIMITS, type PlatformConfig, type TerminalLimits } from '../../src/index.js';
 
@@ -322,6 +322,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       },
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       backups: backupsConfig(env, dataDir),
+      licensePublicKey: licensePublicKey(env.LICENSE_PUBLIC_KEY),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),
         drainTimeoutMs: int(env, 'DRAIN_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.routing.drainTimeoutMs, 0, 600_000),
@@ -339,4 +340,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 function metricsInterval(env: NodeJS.ProcessEnv): number {
   const value = int(env, 'METRICS_INTERVAL_MS', DEFAULT_PLATFORM_CONFIG.metrics.intervalMs, 0, 3_600_000);
   return value === 0 ? 0 : Math.max(value, 1_000);
+}
+
+/** An Ed25519 public key as base64 SPKI DER (`openssl pkey -pubout -outform DER | base64`); checked at start, not at the first activation. */
+function licensePublicKey(value: string | undefined): string {
+  if (!value) return DEFAULT_PLATFORM_CONFIG.licensePublicKey;
+  try {
+    const key = createPublicKey({ key: Buffer.from(value, 'base64'), format: 'der', type: 'spki' });
+    if (key.asymmetricKeyType === 'ed25519') return value;
+  } catch {
+    // Reported below.
+  }
+  throw new ConfigError('LICENSE_PUBLIC_KEY must be an Ed25519 public key, base64 of its SPKI DER encoding');
 }

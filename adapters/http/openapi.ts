@@ -89,7 +89,7 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     title: 'Slipway Platform API',
     description:
       'Projects, services, environment variables, domains and deployments of a self-hosted Slipway install. ' +
-      'Every call but /api/health, /api/openapi.json, /api/docs and the public /api/auth/* ones needs `Authorization: Bearer <credential>` ' +
+      'Every call but /api/health, /api/system/public, /api/openapi.json, /api/docs and the public /api/auth/* ones needs `Authorization: Bearer <credential>` ' +
       '(an API key, a session token or a personal token) or the session cookie; `x-required-scope` names the personal-token scope each operation needs. ' +
       'Errors are `{error, message, details}`. The typed TypeScript client (`@slipway/client`, with the `slipway` CLI) calls the same procedures over tRPC at /trpc.',
     version: '1.0.0',

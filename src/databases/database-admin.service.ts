@@ -146,6 +146,8 @@ export class DatabaseAdminService {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const engine = databaseEngineOf(service);
     if (!engine) throw new NotFoundError('Database of service', serviceId);
+    if (service.status === 'stopped')
+      throw new NotRunningError(`The ${engine} database "${service.name}" is stopped: start it first`, { serviceId: service.id });
     const location = this.admin && this.locator ? await this.locator.locate(service) : null;
     if (!this.admin || !location) throw notRunning(service, engine);
     const { env } = await this.env.resolvedFor(service);

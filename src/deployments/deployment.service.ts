@@ -6,7 +6,7 @@ import { assertWrite, type Actor } from '../domain/access.js';
 import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
 import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { deploymentFor, serviceFor } from '../platform/lookup.js';
+import { deploymentFor, projectFor, serviceFor } from '../platform/lookup.js';
 import { presentDeployment, presentLogLine } from '../platform/presenters.js';
 import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
 import type { DeploymentRecorder } from './pipeline-context.js';
@@ -99,6 +99,16 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   /** The deployment serving now: the newest that went live (a cutover is what makes one succeed). */
   async live(serviceId: string): Promise<DeploymentRecord | null> {
     return (await this.deps.store.deployments.listLive(serviceId, 1))[0] ?? null;
+  }
+
+  /** Queues a deployment of every service of the project, in the order they were created. */
+  async createForProject(actor: Actor, projectId: string): Promise<DeploymentView[]> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const services = await this.deps.store.projects.listServices([project.id]);
+    const queued: DeploymentView[] = [];
+    for (const service of services) queued.push(await this.create(actor, service.id));
+    return queued;
   }
 
   async list(actor: Actor, serviceId: string): Promise<DeploymentView[]> {

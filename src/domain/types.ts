@@ -13,7 +13,8 @@ export const RUNTIME_MODES = ['web', 'worker'] as const;
 export type RuntimeMode = (typeof RUNTIME_MODES)[number];
 export const PROJECT_STATUSES = ['idle', 'active'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
-export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed'] as const;
+/** `stopped`: a database stopped through the API, its volume kept. */
+export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed', 'stopped'] as const;
 export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export type LogStream = (typeof LOG_STREAMS)[number];

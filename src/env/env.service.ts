@@ -6,8 +6,9 @@ import { assertEnvKey } from '../domain/validation.js';
 import type { Store } from '../persistence/store.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { serviceFor } from '../platform/lookup.js';
-import type { EnvVarView } from '../platform/views.js';
+import { projectFor, serviceFor } from '../platform/lookup.js';
+import type { EnvVarView, SharedEnvView } from '../platform/views.js';
+import { MAX_SHARED_VARIABLES, parseSharedEnv, SHARED_SLUG, sharedEnvKey, type SharedEnvEntry } from './shared-env.js';
 
 const MAX_VALUE_LENGTH = 64 * 1024;
 
@@ -25,6 +26,99 @@ export class EnvService {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     await this.upsert(this.deps.store, service.id, input);
     await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
+  }
+
+  /** The service's own variables as the overview lists them. */
+  async list(actor: Actor, serviceId: string): Promise<EnvVarView[]> {
+    return this.listForService(await serviceFor(this.deps.store, actor, serviceId));
+  }
+
+  /** One variable as the overview lists it. */
+  async view(actor: Actor, serviceId: string, envId: string): Promise<EnvVarView> {
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const found = (await this.listForService(service)).find((v) => v.id === envId);
+    if (!found) throw new NotFoundError('Environment variable', envId);
+    return found;
+  }
+
+  /** Sets a variable and answers it as listed: the general API's POST. */
+  async setAndView(
+    actor: Actor,
+    serviceId: string,
+    input: { key: string; value: string; secret?: boolean | undefined },
+  ): Promise<EnvVarView> {
+    await this.set(actor, serviceId, input);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const stored = await this.deps.store.env.getByKey(service.id, input.key);
+    return this.view(actor, serviceId, stored!.id);
+  }
+
+  /** Changes the value (and secrecy) of a variable named by id; the key stays. */
+  async updateById(
+    actor: Actor,
+    serviceId: string,
+    envId: string,
+    input: { value: string; secret?: boolean | undefined },
+  ): Promise<EnvVarView> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    const envVar = await this.deps.store.env.get(envId);
+    if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
+    await this.upsert(this.deps.store, service.id, { key: envVar.key, ...input });
+    await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
+    return this.view(actor, serviceId, envId);
+  }
+
+  /** Shared project variables: secrets masked. */
+  async listShared(actor: Actor, projectId: string): Promise<SharedEnvView> {
+    const project = await projectFor(this.deps.store, actor, projectId);
+    return this.presentShared(await this.readShared(project.id));
+  }
+
+  /**
+   * Replaces the shared variables of a project. An entry without `value` keeps the stored value of
+   * that key (so a secret read back masked can be sent back unchanged); a new key needs one.
+   */
+  async replaceShared(
+    actor: Actor,
+    projectId: string,
+    entries: Record<string, { value?: string | undefined; secret?: boolean | undefined }>,
+  ): Promise<SharedEnvView> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const keys = Object.keys(entries);
+    if (keys.length > MAX_SHARED_VARIABLES)
+      throw new ValidationError('env', `A project may have at most ${MAX_SHARED_VARIABLES} shared variables`);
+    const stored = new Map((await this.readShared(project.id)).map((e) => [e.key, e]));
+    const now = this.deps.clock.now().toISOString();
+    const next: SharedEnvEntry[] = [];
+    for (const key of keys.sort()) {
+      assertEnvKey(key, `env.${key}`);
+      const entry = entries[key]!;
+      const existing = stored.get(key);
+      if (entry.value === undefined && !existing) throw new ValidationError(`env.${key}.value`, `${key} is new: it needs a value`);
+      if (entry.value !== undefined && entry.value.length > MAX_VALUE_LENGTH)
+        throw new ValidationError(`env.${key}.value`, `A value may hold at most ${MAX_VALUE_LENGTH} characters`);
+      const valueEncrypted = entry.value === undefined ? existing!.valueEncrypted : this.deps.secrets.encrypt(entry.value);
+      const secret = entry.secret ?? existing?.secret ?? false;
+      const unchanged = existing && entry.value === undefined && secret === existing.secret;
+      next.push({ key, valueEncrypted, secret, updatedAt: unchanged ? existing.updatedAt : now });
+    }
+    await this.deps.store.settings.put(sharedEnvKey(project.id), JSON.stringify(next), this.deps.clock.now());
+    return this.presentShared(next);
+  }
+
+  private async readShared(projectId: string): Promise<SharedEnvEntry[]> {
+    return parseSharedEnv(await this.deps.store.settings.get(sharedEnvKey(projectId)));
+  }
+
+  private presentShared(entries: SharedEnvEntry[]): SharedEnvView {
+    return Object.fromEntries(
+      entries.map((e) => [
+        e.key,
+        { secret: e.secret, value: e.secret ? '' : this.deps.secrets.decrypt(e.valueEncrypted), updatedAt: e.updatedAt },
+      ]),
+    );
   }
 
   /** Shared with service creation, which writes the initial env in its own transaction. */
@@ -134,17 +228,27 @@ export class EnvService {
     };
   }
 
+  /**
+   * Every service's variables by slug, each starting from the project's shared variables (its own
+   * key wins), plus the shared ones themselves under `shared`, so `${shared.KEY}` resolves.
+   */
   private async projectEnv(projectId: string): Promise<ProjectEnvSnapshot> {
-    const services = await this.deps.store.projects.listServices([projectId]);
+    const [services, shared] = await Promise.all([this.deps.store.projects.listServices([projectId]), this.readShared(projectId)]);
     const slugOf = new Map(services.map((s) => [s.id, s.slug]));
     const vars = await this.deps.store.env.list(services.map((s) => s.id));
-    const env = new Map<string, Map<string, string>>(services.map((s) => [s.slug, new Map()]));
+    const sharedValues = new Map(shared.map((e) => [e.key, this.deps.secrets.decrypt(e.valueEncrypted)]));
+    const sharedSecret = new Set(shared.filter((e) => e.secret).map((e) => e.key));
+    const env = new Map<string, Map<string, string>>(services.map((s) => [s.slug, new Map(sharedValues)]));
     const secretKeys = new Set<string>();
+    for (const s of services) for (const key of sharedSecret) secretKeys.add(`${s.slug}.${key}`);
     for (const v of vars) {
       const slug = slugOf.get(v.serviceId)!;
       env.get(slug)!.set(v.key, this.deps.secrets.decrypt(v.valueEncrypted));
       if (v.secret) secretKeys.add(`${slug}.${v.key}`);
+      else if (sharedSecret.has(v.key)) secretKeys.delete(`${slug}.${v.key}`);
     }
+    env.set(SHARED_SLUG, sharedValues);
+    for (const key of sharedSecret) secretKeys.add(`${SHARED_SLUG}.${key}`);
     return { env, secretKeys };
   }
 }

@@ -166,9 +166,42 @@ export const DNS_PROVIDER_IDS = ['cloudflare', 'digitalocean', 'hetzner'] as con
 
 export const AI_PROVIDER_KINDS = ['openai', 'anthropic'] as const;
 export type AiProviderKind = (typeof AI_PROVIDER_KINDS)[number];
+export const licenseView = z
+  .object({
+    valid: z.boolean().meta({ description: 'A verified license that has not expired is active' }),
+    licensee: z.string().nullable(),
+    plan: z.string().nullable(),
+    expiresAt: timestamp.nullable(),
+  })
+  .meta({ id: 'License', description: 'All null and valid false when no license was activated: the platform works without one' });
+export type LicenseView = z.infer<typeof licenseView>;
+
+export const publicSystemView = z
+  .object({
+    version: z.string(),
+    registrationOpen: z.boolean(),
+    features: z.array(z.string()).meta({ description: 'Enabled features: `databases`, `deployments`, `reverse-proxy`, `dns`' }),
+    license: licenseView,
+  })
+  .meta({ id: 'PublicSystem' });
+export type PublicSystemView = z.infer<typeof publicSystemView>;
+
+export const sharedVariableView = z
+  .object({
+    secret: z.boolean(),
+    value: z.string().meta({ description: 'The raw value; empty for secret variables' }),
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'SharedVariable' });
+export type SharedVariableView = z.infer<typeof sharedVariableView>;
+export const sharedEnvView = z
+  .record(z.string(), sharedVariableView)
+  .meta({ id: 'SharedEnvironment', description: 'Shared project variables by key' });
+export type SharedEnvView = z.infer<typeof sharedEnvView>;
 
 export const settingsView = z
   .object({
+    license: licenseView,
     publicIp: z.string(),
     rootDomain: z.string().nullable(),
     registrationOpen: z.boolean().meta({ description: 'Whether anyone may sign up once the owner exists' }),

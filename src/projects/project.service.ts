@@ -35,8 +35,9 @@ export class ProjectService {
     return visible ? all.filter((project) => visible.includes(project.id)) : all;
   }
 
+  /** By slug, or by id (the general API's `GET /api/projects/:id`): slugs and ids never look alike. */
   async getBySlug(actor: Actor, slug: string): Promise<ProjectView> {
-    const project = await this.deps.store.projects.getBySlug(slug);
+    const project = (await this.deps.store.projects.getBySlug(slug)) ?? (await this.deps.store.projects.get(slug));
     if (!project) throw new NotFoundError('Project', slug);
     assertProjectVisible(actor, project.id, 'Project', slug);
     return (await this.present([project]))[0]!;

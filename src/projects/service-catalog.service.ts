@@ -246,6 +246,11 @@ export class ServiceCatalog {
     return { suggestions, databaseVariables: await this.projects.databaseSuggestionsFor(siblings) };
   }
 
+  /** One service as the overview shows it. */
+  async get(actor: Actor, serviceId: string): Promise<ServiceView> {
+    return (await this.overview(actor, serviceId)).service;
+  }
+
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
     const [project, domains] = await Promise.all([

@@ -2,6 +2,7 @@ import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ProxyResultView } from '../platform/views.js';
 import type { RoutingService } from '../routing/routing.service.js';
+import { sharedEnvKey } from '../env/shared-env.js';
 
 /** What runs the services' containers: the deploy runner, when there is a runtime. */
 export interface ServiceRuntime {
@@ -42,6 +43,7 @@ export class ServiceRemoval {
         (await tx.projects.listServices([project.id])).map((s) => s.id),
       );
       await tx.projects.delete(project.id);
+      await tx.settings.delete(sharedEnvKey(project.id));
     });
     await this.after(services);
     return this.routing.reload();

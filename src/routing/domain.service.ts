@@ -3,9 +3,9 @@ import { databaseEngineOf } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import type { DomainRecord, ServiceRecord } from '../domain/types.js';
 import { normalizeHostname } from '../domain/validation.js';
-import { assertWrite, type Actor } from '../domain/access.js';
+import { assertWrite, canSeeProject, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { serviceFor } from '../platform/lookup.js';
+import { projectFor, serviceFor } from '../platform/lookup.js';
 import type { RoutingService } from './routing.service.js';
 import { presentDomain } from '../platform/presenters.js';
 import type { DomainView, ProxyResultView } from '../platform/views.js';
@@ -60,6 +60,36 @@ export class DomainService {
       }
     });
     return this.routing.reload();
+  }
+
+  /** The domains of every service of a project. */
+  async listForProject(actor: Actor, projectId: string): Promise<DomainView[]> {
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const services = await this.deps.store.projects.listServices([project.id]);
+    return (await this.deps.store.domains.list(services.map((s) => s.id))).map(presentDomain);
+  }
+
+  /** Adds a domain to a service named in the body, which must belong to the project of the path. */
+  async createInProject(
+    actor: Actor,
+    projectId: string,
+    serviceId: string,
+    hostname: string,
+  ): Promise<{ domain: DomainView; proxy: ProxyResultView }> {
+    assertWrite(actor);
+    const project = await projectFor(this.deps.store, actor, projectId);
+    const service = await this.deps.store.projects.getService(serviceId);
+    if (!service || service.projectId !== project.id) throw new NotFoundError('Service', serviceId);
+    return this.create(actor, service.id, hostname);
+  }
+
+  /** Removes a domain named by id alone. */
+  async deleteById(actor: Actor, domainId: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const domain = await this.deps.store.domains.get(domainId);
+    const service = domain ? await this.deps.store.projects.getService(domain.serviceId) : null;
+    if (!domain || !service || !canSeeProject(actor, service.projectId)) throw new NotFoundError('Domain', domainId);
+    return this.delete(actor, service.id, domain.id);
   }
 
   async get(actor: Actor, serviceId: string, domainId: string): Promise<{ service: ServiceRecord; domain: DomainRecord }> {

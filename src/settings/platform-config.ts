@@ -93,9 +93,15 @@ export interface PlatformConfig {
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
   metrics: { intervalMs: number; retentionHours: number };
   backups: BackupsConfig;
+  /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
+  licensePublicKey: string;
 }
 
+/** The release's license-signing public key; LICENSE_PUBLIC_KEY replaces it (tests sign with their own pair). */
+export const BUILT_IN_LICENSE_PUBLIC_KEY = 'MCowBQYDK2VwAyEArmeyV08ndTNzJJknsl9M+lZJ5b77YgjT7pQTBUmIqnA=';
+
 export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
+  licensePublicKey: BUILT_IN_LICENSE_PUBLIC_KEY,
   hostPortRange: { from: 20000, to: 29999 },
   rootDomain: null,
   publicIp: '127.0.0.1',

@@ -10,4 +10,7 @@ export class SettingsRepository extends Repository {
     this.written();
     await this.fork().upsert(Setting, { key, value, updatedAt: now } as SettingRow);
   }
+  delete(key: string): Promise<void> {
+    return this.deleteRows(Setting, { key });
+  }
 }

@@ -5,7 +5,8 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { SettingsInput } from './settings.inputs.js';
-import type { AiProviderKind, DNS_PROVIDER_IDS, SettingsView } from '../platform/views.js';
+import type { AiProviderKind, DNS_PROVIDER_IDS, LicenseView, SettingsView } from '../platform/views.js';
+import { verifyLicense, type LicensePayload } from './license.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];
 
@@ -54,6 +55,13 @@ function isSmtpUrl(value: string): boolean {
     return false;
   }
 }
+
+const LICENSE_KEY = 'license';
+
+interface StoredLicense extends LicensePayload {
+  key: string;
+  activatedAt: string;
+}
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
 /**
@@ -80,7 +88,44 @@ export class SettingsService {
 
   async get(actor: Actor): Promise<SettingsView> {
     assertAdministrator(actor, 'read platform settings');
-    return this.present(await this.read());
+    return this.present(await this.read(), await this.license());
+  }
+
+  /** Verifies a license key offline and stores it; a bad signature or an expired key is a 400 and changes nothing. */
+  async activateLicense(actor: Actor, key: string): Promise<LicenseView> {
+    assertAdministrator(actor, 'activate a license');
+    const now = this.deps.clock.now();
+    const payload = verifyLicense(key, this.deps.config.licensePublicKey, now);
+    const stored: StoredLicense = {
+      licensee: payload.licensee,
+      plan: payload.plan,
+      expiresAt: payload.expiresAt,
+      key: key.trim(),
+      activatedAt: now.toISOString(),
+    };
+    await this.deps.store.settings.put(LICENSE_KEY, JSON.stringify(stored), now);
+    return this.license();
+  }
+
+  /** The activated license as anyone may see it: the key itself is never shown. */
+  async license(): Promise<LicenseView> {
+    const raw = await this.deps.store.settings.get(LICENSE_KEY);
+    if (!raw) return { valid: false, licensee: null, plan: null, expiresAt: null };
+    const stored = JSON.parse(raw) as StoredLicense;
+    const expiresAt = new Date(stored.expiresAt);
+    // Checked again on every read: past its expiry, or signed by another key than the one configured now, it is not valid.
+    let valid = true;
+    try {
+      verifyLicense(stored.key, this.deps.config.licensePublicKey, this.deps.clock.now());
+    } catch {
+      valid = false;
+    }
+    return {
+      valid,
+      licensee: stored.licensee,
+      plan: stored.plan,
+      expiresAt: expiresAt.toISOString(),
+    };
   }
 
   async update(actor: Actor, input: SettingsInput): Promise<SettingsView> {
@@ -164,7 +209,7 @@ export class SettingsService {
     const rootDomainBefore = this.live.current().rootDomain;
     this.apply(next);
     if (this.live.current().rootDomain !== rootDomainBefore) await this.onRootDomainChange();
-    return this.present(next);
+    return this.present(next, await this.license());
   }
 
   /** The decrypted token of a connected provider, or null when it is not connected. */
@@ -213,8 +258,9 @@ export class SettingsService {
     });
   }
 
-  private present(stored: StoredSettings): SettingsView {
+  private present(stored: StoredSettings, license: LicenseView): SettingsView {
     return {
+      license,
       publicIp: stored.publicIp ?? this.defaults.publicIp,
       rootDomain: stored.rootDomain === undefined ? this.defaults.rootDomain : stored.rootDomain,
       registrationOpen: stored.registrationOpen === true,

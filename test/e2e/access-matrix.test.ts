@@ -1,3 +1,4 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
 import { ok, openStream, type ApiResponse } from '../helpers/http.js';
@@ -59,6 +60,15 @@ const SCOPE_OF = new Map<string, ProcedureScope | undefined>(
     ...(meta.download ? [[`GET ${meta.download.path}`, meta.scope] as const] : []),
   ]),
 );
+
+/** The server trusts this pair's public key for licenses (LICENSE_PUBLIC_KEY), so the license row can succeed. */
+const license = generateKeyPairSync('ed25519');
+function licenseKey(): string {
+  const bytes = Buffer.from(
+    JSON.stringify({ licensee: 'Matrix', plan: 'test', expiresAt: new Date(Date.now() + 86_400_000).toISOString() }),
+  );
+  return `${bytes.toString('base64url')}.${sign(null, bytes, license.privateKey).toString('base64url')}`;
+}
 
 /** Every error body this file saw, checked at the end for leaks. */
 const errorBodies: Array<{ label: string; status: number; text: string }> = [];
@@ -165,6 +175,12 @@ async function freshBackup(): Promise<string> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`backup ${backup.id} did not end`);
+}
+async function freshDatabase(): Promise<{ id: string }> {
+  return (await ok(admin('POST', '/api/databases', { projectId: f.A.id, name: uniq('db'), engine: 'redis' }), 'database')).database;
+}
+async function sharedEnv(projectId: string): Promise<Record<string, { value: string }>> {
+  return (await ok(admin('GET', `/api/projects/${projectId}/env`), 'shared env')).env;
 }
 async function freshKey(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/api-keys', { name: uniq('key'), access: 'read' }), 'key')).apiKey;
@@ -826,6 +842,275 @@ const rows: Row[] = [
     check: (res) => expect(res.json.settings.publicIp).toBeTypeOf('string'),
   },
 
+  // The general API's doors (docs/general-api.md): the same use cases under other paths.
+  {
+    method: 'POST',
+    template: '/api/projects/{projectId}/deploy',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const project = await freshProject();
+      const service = await freshService(project.id);
+      return {
+        path: `/api/projects/${project.id}/deploy`,
+        unchanged: async () => expect((await overview(service.id)).deployments).toEqual([]),
+      };
+    },
+    check: (res) => expect(res.json.deployments).toEqual([expect.objectContaining({ status: 'queued' })]),
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/env',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/env` }),
+    check: (res) => expect(res.json.env.SHARED_GREETING).toMatchObject({ value: 'hello', secret: false }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/projects/{projectId}/env',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const project = await freshProject();
+      return {
+        path: `/api/projects/${project.id}/env`,
+        body: { env: { REGION: 'eu', TOKEN: { value: 'matrix-secret', secret: true } } },
+        unchanged: async () => expect(await sharedEnv(project.id)).toEqual({}),
+      };
+    },
+    check: (res) => {
+      expect(res.json.env).toMatchObject({ REGION: { value: 'eu', secret: false }, TOKEN: { value: '', secret: true } });
+      expect(res.text).not.toContain('matrix-secret');
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/domains',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/domains` }),
+    check: (res) => expect(res.json.domains.map((d: { id: string }) => d.id)).toContain(f.domainId),
+  },
+  {
+    method: 'POST',
+    template: '/api/projects/{projectId}/domains',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const hostname = `${uniq('pd')}.matrix.test`;
+      return {
+        path: `/api/projects/${f.A.id}/domains`,
+        body: { serviceId: f.webId, hostname },
+        unchanged: async () =>
+          expect((await overview(f.webId)).domains.map((d: { hostname: string }) => d.hostname)).not.toContain(hostname),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, domain: { serviceId: f.webId }, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/domains/{domainId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const domain = await freshDomain();
+      return {
+        path: `/api/domains/${domain.id}`,
+        unchanged: async () => expect((await overview(f.webId)).domains.map((d: { id: string }) => d.id)).toContain(domain.id),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'GET',
+    template: '/api/apps/{appId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/apps/${f.webId}` }),
+    check: (res) => expect(res.json.service.id).toBe(f.webId),
+  },
+  {
+    method: 'PUT',
+    template: '/api/apps/{appId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/apps/${service.id}`,
+        body: { branch: 'develop' },
+        unchanged: async () => expect((await overview(service.id)).service.branch).toBe(service.branch),
+      };
+    },
+    check: (res) => expect(res.json.service.branch).toBe('develop'),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/apps/{appId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/apps/${service.id}`,
+        unchanged: async () => expect((await admin('GET', `/api/services/${service.id}/overview`)).status).toBe(200),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/deploy',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const service = await freshService();
+      return {
+        path: `/api/services/${service.id}/deploy`,
+        unchanged: async () => expect((await overview(service.id)).deployments).toEqual([]),
+      };
+    },
+    check: (res) => expect(res.json.deployment).toMatchObject({ status: 'queued' }),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/variables',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/variables` }),
+    check: (res) => expect(res.json.variables.map((v: { id: string }) => v.id)).toContain(f.envId),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/variables',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const key = `VAR_${++seq}`;
+      return {
+        path: `/api/services/${f.webId}/variables`,
+        body: { key, value: 'x' },
+        unchanged: async () => expect((await overview(f.webId)).env.map((e: { key: string }) => e.key)).not.toContain(key),
+      };
+    },
+    check: (res) => expect(res.json.variable).toMatchObject({ value: 'x', secret: false }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/services/{serviceId}/variables/{variableId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const env = await freshEnv();
+      return {
+        path: `/api/services/${f.webId}/variables/${env.id}`,
+        body: { value: 'changed' },
+        unchanged: async () => expect((await overview(f.webId)).env.find((e: { id: string }) => e.id === env.id).value).toBe('v'),
+      };
+    },
+    check: (res) => expect(res.json.variable).toMatchObject({ value: 'changed' }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}/variables/{variableId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const env = await freshEnv();
+      return {
+        path: `/api/services/${f.webId}/variables/${env.id}`,
+        unchanged: async () => expect((await overview(f.webId)).env.map((e: { id: string }) => e.id)).toContain(env.id),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'GET',
+    template: '/api/databases',
+    access: 'read',
+    success: 200,
+    other: 'list-only-own',
+    prepare: async () => ({ path: '/api/databases' }),
+    check: (res, caller) => {
+      const ids = (res.json.databases as Array<{ id: string }>).map((d) => d.id);
+      if (caller === 'other') expect(ids).toEqual([]);
+      else expect(ids).toContain(f.dbId);
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/databases',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('newdb');
+      return {
+        path: '/api/databases',
+        body: { projectId: f.A.id, name, engine: 'redis' },
+        unchanged: async () => {
+          const { databases } = await ok(admin('GET', '/api/databases'), 'databases');
+          expect(databases.map((d: { name: string }) => d.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => expect(res.json.database).toMatchObject({ projectId: f.A.id, repoFullName: 'database:redis', status: 'idle' }),
+  },
+  {
+    method: 'GET',
+    template: '/api/databases/{databaseId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/databases/${f.dbId}` }),
+    check: (res) => expect(res.json.database.id).toBe(f.dbId),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/databases/{databaseId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const db = await freshDatabase();
+      return {
+        path: `/api/databases/${db.id}`,
+        unchanged: async () => expect((await admin('GET', `/api/databases/${db.id}`)).status).toBe(200),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    // Not stopped (never deployed here): start leaves it as it is.
+    method: 'POST',
+    template: '/api/databases/{databaseId}/start',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/databases/${f.dbId}/start` }),
+    check: (res) => expect(res.json.database).toMatchObject({ id: f.dbId, status: 'idle' }),
+  },
+  ...(
+    [
+      ['/api/databases/{databaseId}/stop', () => ({ path: `/api/databases/${f.dbId}/stop` })],
+      ['/api/databases/{databaseId}/query', () => ({ path: `/api/databases/${f.dbId}/query`, body: { sql: 'SELECT 1' } })],
+    ] as const
+  ).map(
+    ([template, prepare]): Row => ({
+      method: 'POST',
+      template,
+      access: 'write',
+      success: 409,
+      prepare: async () => prepare(),
+      check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
+    }),
+  ),
+  {
+    method: 'POST',
+    template: '/api/settings/license',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/settings/license', body: { key: licenseKey() } }),
+    check: (res) => expect(res.json.license).toMatchObject({ valid: true, licensee: 'Matrix', plan: 'test' }),
+  },
+
   // API keys: all-project write keys only
   {
     method: 'POST',
@@ -1090,6 +1375,7 @@ beforeAll(async () => {
   server = await startServerProcess({
     AUTH_FAILURES_PER_MINUTE: '1000',
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
+    LICENSE_PUBLIC_KEY: license.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
   });
   admin = api(server.url, server.token);
   const A = await createProject('Project A', 'matrix A', 'A');
@@ -1102,6 +1388,7 @@ beforeAll(async () => {
   );
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
+  await ok(admin('PUT', `/api/projects/${A.id}/env`, { env: { SHARED_GREETING: 'hello' } }), 'shared env');
   const deployment = await freshDeployment(web.id);
   openai = await new OpenAiStandin().start();
   await ok(
@@ -1155,13 +1442,13 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the matrix covers every documented endpoint', () => {
-  it('has one row per path of /api/openapi.json (health excepted), SSE paths included', async () => {
+  it('has one row per path of /api/openapi.json (the two public ones excepted), SSE paths included', async () => {
     const res = await api(server.url, undefined)('GET', '/api/openapi.json');
     expect(res.status).toBe(200);
     const documented: string[] = [];
     for (const [path, item] of Object.entries(res.json.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(item)) {
-        if (['get', 'post', 'put', 'patch', 'delete'].includes(method) && path !== '/api/health')
+        if (['get', 'post', 'put', 'patch', 'delete'].includes(method) && path !== '/api/health' && path !== '/api/system/public')
           documented.push(`${method.toUpperCase()} ${path}`);
       }
     }
@@ -1183,6 +1470,22 @@ describe('the matrix covers every documented endpoint', () => {
       database: { status: 'up' },
     });
     expect(Object.keys(res.json as object).sort()).toEqual(['checkedAt', 'database', 'engine', 'ok', 'proxy', 'status']);
+  });
+});
+
+describe('/api/system/public', () => {
+  it('answers every caller alike, without a key, and shows nothing secret', async () => {
+    const answers = [];
+    for (const caller of CALLERS) {
+      const res = await api(server.url, f.tokens[caller])('GET', '/api/system/public');
+      expect(res.status, `${caller}: ${res.text}`).toBe(200);
+      expect(Object.keys(res.json as object).sort()).toEqual(['features', 'license', 'registrationOpen', 'version']);
+      answers.push(res.json);
+    }
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    const text = JSON.stringify(answers[0]);
+    for (const token of Object.values(f.tokens)) if (token) expect(text).not.toContain(token);
+    expect(text).not.toContain(server.token);
   });
 });
 
@@ -1215,7 +1518,9 @@ describe('access matrix', () => {
             await row.check?.(res, caller);
           } else {
             expectErrorBody(res, expected, label);
-            if (caller === 'other' && expected === 404 && !prepared.path.includes(f.A.id)) expect(res.text, label).not.toContain(f.A.id);
+            // A message may echo an id the caller sent itself (in the path or the body), as for an unknown one.
+            const sent = prepared.path + JSON.stringify(prepared.body ?? '');
+            if (caller === 'other' && expected === 404 && !sent.includes(f.A.id)) expect(res.text, label).not.toContain(f.A.id);
             await prepared.unchanged?.();
           }
         });

@@ -14,7 +14,8 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * Replay a run with FUZZ_SEED=<seed printed below>; FUZZ_REQUESTS sets the count (default 10,400).
  * The deploy runner is paused (BUILD_CONCURRENCY=0, as in every API test): POST deployments only
  * queues rows, so no build runs. DELETE operations never get the fixture project or service id
- * (they would delete the targets every other request needs); they get every other kind of value.
+ * (nor the app and database ids, the same services by other names: they would delete the targets
+ * every other request needs); they get every other kind of value.
  */
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -68,11 +69,15 @@ beforeAll(async () => {
     )
   ).service;
   const backup = (await ok(admin('POST', `/api/services/${db.id}/database/backups`, { storage: 'disk' }), 'backup')).backup;
+  await ok(admin('PUT', `/api/projects/${project.id}/env`, { env: { SHARED: 'x', SECRET: { value: 'y', secret: true } } }), 'shared env');
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
     serviceId: service.id,
     envId: overview.env[0].id,
+    variableId: overview.env[0].id,
+    appId: service.id,
+    databaseId: database.id,
     domainId: domain.id,
     deploymentId: deployment.id,
     backupId: backup.id,
@@ -155,7 +160,7 @@ describe('fuzz', () => {
     // Generated up front, in order, so a seed always gives the same requests whatever the timing.
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
-      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '' } : {};
+      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });

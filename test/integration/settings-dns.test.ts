@@ -49,6 +49,7 @@ describe('settings', () => {
   it('reads defaults, stores overrides and never returns a token', async () => {
     const api = h.caller();
     expect((await api.settings.get()).settings).toEqual({
+      license: { valid: false, licensee: null, plan: null, expiresAt: null },
       publicIp: '203.0.113.7',
       rootDomain: null,
       registrationOpen: false,

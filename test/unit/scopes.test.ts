@@ -25,7 +25,7 @@ describe('scope declarations', () => {
       .map(({ path }) => path)
       .sort();
     expect(publicOnes).toEqual(
-      ['auth.forgotPassword', 'auth.resetPassword', 'auth.signin', 'auth.signup', 'auth.twoFactorVerify', 'health'].sort(),
+      ['auth.forgotPassword', 'auth.resetPassword', 'auth.signin', 'auth.signup', 'auth.twoFactorVerify', 'health', 'system.public'].sort(),
     );
   });
 

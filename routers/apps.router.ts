@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { proxyResultView, serviceView, updateServiceInput } from '../src/index.js';
+import { idParam } from './schemas.js';
+import { readProcedure, router, writeProcedure } from './trpc.js';
+
+/** The general API's apps: services under another name, over the same use cases as /api/services. */
+const tags = ['Apps'];
+
+export const appsRouter = router({
+  get: readProcedure
+    .meta({
+      scope: 'project:read',
+      openapi: { method: 'GET', path: '/api/apps/{appId}', tags, summary: 'A service (an app), as the service overview shows it' },
+    })
+    .input(z.strictObject({ appId: idParam }))
+    .output(z.object({ service: serviceView }))
+    .query(async ({ ctx, input }) => ({ service: await ctx.services.services.get(ctx.actor, input.appId) })),
+
+  update: writeProcedure
+    .meta({
+      scope: 'project:write',
+      openapi: {
+        method: 'PUT',
+        path: '/api/apps/{appId}',
+        tags,
+        summary: 'Change how a service is built and run: the fields of PATCH /api/services/{serviceId}; fields left out keep their value',
+      },
+    })
+    .input(z.strictObject({ ...updateServiceInput.shape, appId: idParam }))
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { appId, ...patch } = input;
+      return { service: await ctx.services.services.update(ctx.actor, appId, patch) };
+    }),
+
+  delete: writeProcedure
+    .meta({
+      scope: 'project:write',
+      openapi: {
+        method: 'DELETE',
+        path: '/api/apps/{appId}',
+        tags,
+        summary: 'Delete a service with its domains, variables, deployments and logs',
+      },
+    })
+    .input(z.strictObject({ appId: idParam }))
+    .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.appId) })),
+});
