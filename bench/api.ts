@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
+import { table } from './bench-support.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
@@ -347,13 +348,6 @@ async function load(url: string, token: string | undefined, durationS: number, p
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
-  return [line(rows[0]!), sep, ...rows.slice(1).map(line)].join('\n');
-}
 
 async function main(): Promise<void> {
   const runStarted = performance.now();

@@ -13,7 +13,7 @@
  * Knobs: BENCH_GB (1), BENCH_ROUNDS (2). It is informational: whatever the figures, it exits 0 unless it crashes.
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, readFileSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -23,6 +23,7 @@ import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { runBench } from './run-bench.js';
+import { median, rssMb, table } from './bench-support.js';
 
 const GB = Number(process.env.BENCH_GB ?? 1);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -33,24 +34,6 @@ const RSS_SAMPLE_MS = 200;
 const WATCHDOG_MS = 90 * 60_000;
 
 const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
-  return [line(rows[0]!), sep, ...rows.slice(1).map(line)].join('\n');
-}
-
-function rssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
-}
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 async function main(): Promise<void> {
   await provisionDocker({ images: 'busybox,debian,postgres' });

@@ -35,6 +35,7 @@ import { provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { LABELS } from '../src/deployments/container-engine.port.js';
 import { runBench } from './run-bench.js';
+import { rssMb, table } from './bench-support.js';
 
 const run = promisify(execFile);
 
@@ -52,19 +53,6 @@ const TABLE = 'public.bench';
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
-  return [line(rows[0]!), sep, ...rows.slice(1).map(line)].join('\n');
-}
-
-/** VmRSS of a process in MiB. */
-function rssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
-}
 
 /** utime + stime of a process, in ms (USER_HZ 100). */
 function cpuMs(pid: number): number {

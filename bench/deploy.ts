@@ -16,6 +16,7 @@ import { httpText, provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
 import { startGitServer } from '../test/helpers/git-server.js';
 import { readSse } from '../test/helpers/sse.js';
+import { median } from './bench-support.js';
 
 const run = promisify(execFile);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -169,11 +170,6 @@ async function main(): Promise<void> {
     await server.dispose();
     await git.close();
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 main().catch((error: unknown) => {

@@ -13,6 +13,7 @@ import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { runBench } from './run-bench.js';
+import { median } from './bench-support.js';
 
 const CONTAINERS = Number(process.env.BENCH_CONTAINERS ?? 50);
 const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 60);
@@ -91,7 +92,6 @@ async function main(): Promise<void> {
       const used = process.cpuUsage(cpu);
       passes.push({ wall: performance.now() - started, cpu: (used.user + used.system) / 1000, n });
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const passCpu = median(passes.map((p) => p.cpu));
 
     const rows = [

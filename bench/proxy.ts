@@ -30,6 +30,7 @@ import { docker, provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
 import { autocannon } from './autocannon.js';
+import { median } from './bench-support.js';
 
 const CONNECTIONS = 50;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -96,12 +97,6 @@ async function load(url: string, host?: string): Promise<Load> {
     non2xx: result.non2xx,
     total: result.requests.total,
   };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** Polls `hostname` through Caddy on fresh connections until it answers 200 with the body; ms since `since`. */

@@ -20,6 +20,7 @@ import type { RoutingTable } from '../src/routing/reverse-proxy.port.js';
 import { startCaddy, waitUntilServed } from '../test/helpers/caddy.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
+import { median } from './bench-support.js';
 
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -50,11 +51,6 @@ function staticHandlers(value: unknown): unknown {
   if (object.handler === 'reverse_proxy' || (object.handler === 'static_response' && object.status_code === 503))
     return { handler: 'static_response', status_code: 200, body: 'ok' };
   return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, staticHandlers(inner)]));
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function main(): Promise<void> {
