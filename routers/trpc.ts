@@ -201,6 +201,13 @@ async function authenticated(ctx: Context): Promise<Actor> {
   }
 }
 
+/** The caller of a request outside tRPC (terminal sockets, MCP): authenticated and rate-limited as a procedure's. */
+export async function authenticatedCaller(ctx: Context): Promise<Actor> {
+  const actor = await authenticated(ctx);
+  ctx.limiter.assertRequestAllowed(actor.keyId);
+  return actor;
+}
+
 /** Every documented endpoint: a valid credential with the procedure's scope, not over its request budget. */
 export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
   const actor = await authenticated(ctx);

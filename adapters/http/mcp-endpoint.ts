@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Context } from '../../routers/trpc.js';
+import { authenticatedCaller, type Context } from '../../routers/trpc.js';
 import type { Actor } from '../../src/domain/access.js';
 import { MethodNotAllowedError, NotFoundError, RateLimitedError } from '../../src/domain/errors.js';
 import { createMcpServer } from './mcp-server.js';
@@ -48,7 +48,7 @@ export class McpEndpoint {
 
   async handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
     const ctx = this.opts.createContext(req, res);
-    const actor = await authenticate(ctx);
+    const actor = await authenticatedCaller(ctx);
     assertOriginAllowed(req, this.opts.publicUrl);
     const method = req.method ?? 'GET';
     const context = () => this.opts.createContext(req, res);
@@ -111,18 +111,6 @@ export class McpEndpoint {
     req.socket.setTimeout(0);
     void server.connect(transport);
   }
-}
-
-async function authenticate(ctx: Context): Promise<Actor> {
-  let actor: Actor;
-  try {
-    actor = await ctx.services.accounts.authenticate(ctx.token);
-  } catch (error) {
-    if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
-    throw error;
-  }
-  ctx.limiter.assertRequestAllowed(actor.keyId);
-  return actor;
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string, method: string, pathname: string): MethodNotAllowedError {

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import type { Context } from '../../routers/trpc.js';
+import { authenticatedCaller, type Context } from '../../routers/trpc.js';
 import { ValidationError } from '../../src/domain/errors.js';
 import type { Actor } from '../../src/domain/access.js';
 import { parseTerminalPath, type PreparedTerminal, type TerminalService } from '../../src/terminals/terminal.service.js';
@@ -102,15 +102,7 @@ export class TerminalSockets {
       ctx.limiter.assertRequestAllowed(actor.keyId);
       return actor;
     }
-    let actor: Actor;
-    try {
-      actor = await ctx.services.accounts.authenticate(ctx.token);
-    } catch (error) {
-      if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
-      throw error;
-    }
-    ctx.limiter.assertRequestAllowed(actor.keyId);
-    return actor;
+    return authenticatedCaller(ctx);
   }
 
   private async serve(
