@@ -91,11 +91,18 @@ it('runs <prefix>-caddy on the host network, restarted unless stopped, with its 
       .map((m) => `${m.Name}:${m.Destination}`)
       .sort(),
   ).toEqual([`${volumes[1]}:/config`, `${volumes[0]}:/data`]);
-  // The routes directory (one file per hostname) from the platform's data directory, read-only.
-  expect(caddy.Mounts.filter((m) => m.Type === 'bind').map((m) => ({ source: m.Source, target: m.Destination, rw: m.RW }))).toEqual([
+  // The routes directory (one file per hostname) from the platform's data directory, read-only; the
+  // access log directory (the metrics' request counts) read-write.
+  expect(
+    caddy.Mounts.filter((m) => m.Type === 'bind')
+      .map((m) => ({ source: m.Source, target: m.Destination, rw: m.RW }))
+      .sort((a, b) => a.target.localeCompare(b.target)),
+  ).toEqual([
+    { source: path.join(server!.dataDir, 'caddy-logs'), target: '/slipway/logs', rw: true },
     { source: path.join(server!.dataDir, 'caddy-routes'), target: '/slipway/routes', rw: false },
   ]);
   expect(caddy.Config.Labels['slipway.proxy-routes']).toBe(path.join(server!.dataDir, 'caddy-routes'));
+  expect(caddy.Config.Labels['slipway.proxy-logs']).toBe(path.join(server!.dataDir, 'caddy-logs'));
 
   const admin = await waitFor(
     'the admin API to answer',

@@ -303,6 +303,30 @@ describe('authentication', () => {
     expect(await refused(`${target}?token=${server.token}`)).toMatchObject({ status: 400, body: { details: { field: 'token' } } });
   });
 
+  it('a personal token opens a terminal with deploy:write (or admin) only: any other scope is 403 insufficient_scope', async () => {
+    const anyone = api(server.url, undefined);
+    const owner = { email: 'owner@terminals.test', password: 'terminal owner password', name: 'Owner' };
+    expect((await anyone('POST', '/api/auth/signup', owner)).status).toBe(201);
+    const session = (await anyone('POST', '/api/auth/signin', { email: owner.email, password: owner.password })).json.session.token;
+    const token = async (scopes: string[]) => {
+      const res = await api(server.url, session)('POST', '/api/user/tokens', { name: scopes.join('+'), scopes });
+      expect(res.status, res.text).toBe(201);
+      return res.json.token as string;
+    };
+    const target = `/api/ws/services/${web.id}/terminal`;
+    expect(await refused(target, { token: await token(['logs:read', 'project:read']) })).toMatchObject({
+      status: 403,
+      body: { error: 'insufficient_scope', details: { scope: 'deploy:write' } },
+    });
+    for (const scopes of [['deploy:write'], ['admin']]) {
+      const terminal = await open(target, { token: await token(scopes) });
+      terminal.send(`echo scoped-${scopes[0]}\n`);
+      await terminal.waitFor(new RegExp(`scoped-${scopes[0]}`));
+      terminal.send('exit\n');
+      expect((await exitOf(terminal)).exit).toMatchObject({ type: 'exit', code: 0 });
+    }
+  });
+
   it('a ticket opens one terminal once, for the path it names, without any header', async () => {
     const target = `/api/ws/services/${web.id}/terminal`;
     const res = await call('POST', '/api/ws/tickets', { target });
