@@ -386,7 +386,7 @@ describe('the slipway CLI', () => {
     expect(json).toMatchObject({ rowCount: 1, truncated: false });
   }, 300_000);
 
-  it('prints the API message with a distinct exit code: db query on a non-database, unknown names, rollback', async () => {
+  it('prints the API message with a distinct exit code: db query on a non-database, unknown names; rolls a deployment back', async () => {
     const query = await slipway(['db', 'query', 'cli/site', 'select 1'], ci);
     expect(query.code).toBe(4);
     expect(query.stderr).toMatch(/^error: Database of service "\w+" was not found \(not_found, HTTP 404\)\n$/);
@@ -396,17 +396,17 @@ describe('the slipway CLI', () => {
     const usage = await slipway(['deploy'], ci);
     expect(usage.code).toBe(2);
 
-    // Rollback belongs to another part of the API: the CLI says so when this server lacks it.
-    const { deployments } = await client.deployments.list.query({
-      serviceId: (await client.projects.bySlug.query({ projectSlug: 'cli' })).project.services.find((s) => s.name === 'site')!.id,
-    });
-    const openapi = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as { paths: Record<string, unknown> };
-    const rollback = await slipway(['rollback', deployments[0]!.id], ci);
-    if (!Object.keys(openapi.paths).some((p) => p.endsWith('/rollback'))) {
-      expect(rollback.code).toBe(7);
-      expect(rollback.stderr).toBe('error: Rollback is not supported by this server\n');
-    } else {
-      expect(rollback.code, rollback.stderr).not.toBe(7);
-    }
+    // Rollback: a deployment that went live runs again, followed like a deploy; a server without the
+    // procedure (older than rollback) would make the CLI say so with exit 7.
+    const site = (await client.projects.bySlug.query({ projectSlug: 'cli' })).project.services.find((s) => s.name === 'site')!;
+    const { deployments } = await client.deployments.list.query({ serviceId: site.id });
+    const live = deployments.find((d) => d.status === 'succeeded')!;
+    const rollback = await slipway(['rollback', live.id, '--follow'], ci);
+    expect(rollback.code, rollback.stderr).toBe(0);
+    expect(`${rollback.stdout}${rollback.stderr}`).toMatch(/Rolling back: deployment \w+/);
+    const after = (await client.deployments.list.query({ serviceId: site.id })).deployments[0]!;
+    expect(after).toMatchObject({ trigger: 'rollback', status: 'succeeded' });
+    const never = deployments.find((d) => d.status === 'failed');
+    if (never) expect((await slipway(['rollback', never.id], ci)).code).toBe(5);
   });
 });
