@@ -360,28 +360,26 @@ export async function db(ctx: Context, args: string[]): Promise<number> {
 }
 
 /**
- * Rollback is another part of the API, called by name so this CLI works with a server that has it
- * and says plainly when a server does not (tRPC answers "No procedure found" for an unknown path).
+ * Rolls a deployment back; a server older than rollback is told apart (tRPC answers "No procedure
+ * found" for an unknown path) so that the CLI says so plainly.
  */
 export async function rollback(ctx: Context, args: string[]): Promise<number> {
   const [deploymentId] = need(args, 1, 'rollback <deployment> [--follow]');
   const client = connect(ctx);
-  type Mutation = { mutate(input: unknown, opts: { signal: AbortSignal }): Promise<unknown> };
-  const procedure = (client.deployments as unknown as Record<string, Mutation>).rollback;
-  let answer: unknown;
+  let answer: { deployment: Deployment };
   try {
-    answer = await procedure!.mutate({ deploymentId }, { signal: ctx.signal });
+    answer = await client.deployments.rollback.mutate({ deploymentId: deploymentId! }, { signal: ctx.signal });
   } catch (error) {
     if (error instanceof SlipwayError && error.code === 'not_found' && /no procedure found/i.test(error.message)) {
       throw new CliError('Rollback is not supported by this server', EXIT.unsupported);
     }
     throw error;
   }
-  const created = (answer as { deployment?: Deployment }).deployment;
-  if (ctx.flags.follow && created) {
+  const created = answer.deployment;
+  if (ctx.flags.follow) {
     ctx.out.note(`Rolling back: deployment ${created.id}`);
     return follow(ctx, client, created.id);
   }
-  ctx.out.result(answer, () => (created ? `Rolling back: deployment ${created.id} ${created.status}` : 'Rollback requested'));
+  ctx.out.result(answer, () => `Rolling back: deployment ${created.id} ${created.status}`);
   return EXIT.ok;
 }
