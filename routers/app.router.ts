@@ -5,6 +5,7 @@ import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
+import { backupScheduleRouter } from './backup-schedule.router.js';
 import { appsRouter } from './apps.router.js';
 import { databaseServicesRouter } from './databases-general.router.js';
 import { deployRouter } from './deploy.router.js';
@@ -65,6 +66,7 @@ export const appRouter = router({
   projectDomains: projectDomainsRouter,
   databaseServices: databaseServicesRouter,
   system: systemRouter,
+  backupConfigurations: backupScheduleRouter,
 });
 
 export type AppRouter = typeof appRouter;

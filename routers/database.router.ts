@@ -1,19 +1,9 @@
 import { z } from 'zod';
 import { insertedRowView, queryResultView, rowsView, tablesView } from '../src/index.js';
-import { idParam, line, okTrue, text } from './schemas.js';
+import { idParam, line, okTrue, queryInt, text } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Databases'];
-
-/**
- * An integer that REST sends as query text and the typed client as a number: "12" and 12, never "1e3",
- * with the range checked after (so the 400 names the field).
- */
-const queryInt = (min: number, max: number) =>
-  z
-    .union([z.number(), z.string().regex(/^-?\d{1,12}$/, { message: 'must be an integer' })])
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
 
 const tableId = line(1024).min(3).meta({ description: '`<schema>.<name>`, as the tables endpoint lists it' });
 /** Cells in, by column name: JSON values; the engine converts them (bound, never spliced). */

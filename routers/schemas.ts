@@ -2,7 +2,19 @@ import { z } from 'zod';
 
 /** Inputs shared by several routers (their building blocks live in src/platform/input-schemas.ts). Outputs live in src/platform/views.ts. */
 
-export { buildMethod, idParam, line, nullableLine, nullableText, port, runtimeMode, strictBoolean, strictInt, text } from '../src/index.js';
+export {
+  buildMethod,
+  idParam,
+  line,
+  nullableLine,
+  nullableText,
+  port,
+  queryInt,
+  runtimeMode,
+  strictBoolean,
+  strictInt,
+  text,
+} from '../src/index.js';
 
 export const okTrue = z.object({ ok: z.literal(true) });
 

@@ -46,6 +46,7 @@ import type { TerminalEngine } from './terminals/terminal-engine.port.js';
 import { BackupService } from './backups/backup.service.js';
 import { BackupJobs } from './backups/backup-job.js';
 import { BackupScheduler } from './backups/backup-scheduler.js';
+import { BackupScheduleService } from './backups/backup-schedule.service.js';
 import type { BackupFiles } from './backups/backup-files.port.js';
 import type { ObjectStoreFactory } from './backups/object-store.port.js';
 import type { DatabaseDump } from './backups/database-dump.port.js';
@@ -289,6 +290,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     backups,
     backupRunner,
     backupScheduler,
+    backupSchedules: new BackupScheduleService(deps, backups),
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
     terminals: new TerminalService(
@@ -317,6 +319,7 @@ export * from './databases/database-views.js';
 export * from './imports/import-views.js';
 export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
+export * from './backups/backup-schedule-views.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';

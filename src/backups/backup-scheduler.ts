@@ -1,26 +1,32 @@
+import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { parseCron } from './cron.js';
+import type { BackupScheduleRecord } from './backup-schedule.records.js';
+import type { BackupRecord } from './backup.records.js';
 import type { BackupService } from './backup.service.js';
-import type { BackupSettingsRecord, SchedulePeriod } from './backup.records.js';
 
-const PERIODS: SchedulePeriod[] = ['daily', 'weekly', 'monthly'];
-
-/** The start (UTC) of the day, ISO week (Monday) or month that `now` is in. */
-export function periodStart(now: Date, period: SchedulePeriod): Date {
-  const day = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  if (period === 'daily') return day;
-  if (period === 'weekly') return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * 86_400_000);
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-}
-
-const enabled = (s: BackupSettingsRecord, p: SchedulePeriod) =>
-  p === 'daily' ? s.dailyEnabled : p === 'weekly' ? s.weeklyEnabled : s.monthlyEnabled;
-const keep = (s: BackupSettingsRecord, p: SchedulePeriod) => (p === 'daily' ? s.keepDaily : p === 'weekly' ? s.keepWeekly : s.keepMonthly);
+const DAY_MS = 86_400_000;
+const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 /**
- * Automatic backups. Holds no state of its own: each pass asks the backups table whether this day,
- * week or month already has its backup, so a restart (or a platform down over midnight) neither
- * skips nor doubles one. Retention counts succeeded backups per schedule and removes the oldest.
+ * The id of the backup of one configuration's slot. Every control plane derives the same one, so the
+ * backups table's primary key lets only one of them insert it: that insert is the compare-and-set.
+ */
+export function runId(scheduleId: string, slot: Date): string {
+  const digest = createHash('sha256').update(`${scheduleId}@${slot.toISOString()}`).digest();
+  let id = '';
+  for (const byte of digest.subarray(0, 16)) id += ID_ALPHABET[byte % ID_ALPHABET.length];
+  return id;
+}
+
+/**
+ * Runs the backup configurations (the daily/weekly/monthly switches among them). Each configuration
+ * stores its next slot, so schedules survive restarts; a pass runs the latest slot that has come, once,
+ * however many passed while the platform was down, and moves the configuration to the slot after now.
+ * Two control planes on one database both run passes: the slot's backup has an id derived from the
+ * configuration and the slot (`runId`), so only one of them can insert it. Then retention: each
+ * configuration's succeeded backups beyond its count or older than its age go from every place.
  */
 export class BackupScheduler {
   private timer: NodeJS.Timeout | null = null;
@@ -55,30 +61,64 @@ export class BackupScheduler {
   /** One pass: queue what is due, then apply retention. */
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
-    for (const settings of await this.deps.store.backups.listAutomatic()) {
-      const service = await this.deps.store.projects.getService(settings.serviceId);
-      const engine = service ? databaseEngineOf(service) : null;
-      if (!service || !engine) continue;
-      for (const period of PERIODS) {
-        if (!enabled(settings, period)) continue;
-        const latest = await this.deps.store.backups.latest(service.id, period);
-        if (!latest || latest.createdAt < periodStart(now, period)) {
-          try {
-            await this.backups.queue(service, engine, settings.storage, period);
-          } catch (error) {
-            this.log('automatic backup not queued', { serviceId: service.id, period, error: (error as Error).message });
-          }
-        }
+    for (const schedule of await this.deps.store.backupSchedules.listDue(now)) {
+      try {
+        await this.runSlot(schedule, now);
+      } catch (error) {
+        this.log('backup configuration not run', { scheduleId: schedule.id, error: (error as Error).message });
       }
-      for (const period of PERIODS) {
-        const old = (await this.deps.store.backups.listSucceeded(service.id, period)).slice(keep(settings, period));
-        for (const backup of old) {
-          try {
-            await this.backups.removeEverywhere(backup, AbortSignal.timeout(60_000));
-          } catch (error) {
-            this.log('old backup not removed', { backupId: backup.id, error: (error as Error).message });
-          }
-        }
+    }
+    for (const schedule of await this.deps.store.backupSchedules.list(null)) await this.applyRetention(schedule, now);
+  }
+
+  private async runSlot(schedule: BackupScheduleRecord, now: Date): Promise<void> {
+    const store = this.deps.store.backupSchedules;
+    const cron = parseCron(schedule.schedule);
+    const slot = cron.previous(now) ?? schedule.nextRunAt;
+    const nextRunAt = cron.next(now) ?? new Date(now.getTime() + 366 * DAY_MS);
+    const [latest] = await store.records(schedule, { limit: 1 });
+    if (latest && latest.createdAt >= slot) {
+      // The slot has its backup (another control plane's, a trigger's, or a managed period's own).
+      await store.update(schedule.id, { nextRunAt });
+      return;
+    }
+    let backup: BackupRecord | null = null;
+    let lastError: string | null = null;
+    const service = await this.deps.store.projects.getService(schedule.serviceId);
+    const engine = service ? databaseEngineOf(service) : null;
+    if (latest && (latest.status === 'queued' || latest.status === 'running')) {
+      lastError = `The slot of ${slot.toISOString()} was skipped: backup ${latest.id} of this configuration was still running`;
+    } else if (!service || !engine) {
+      lastError = 'The database service is gone';
+    } else {
+      try {
+        const trigger = schedule.managed ?? 'schedule';
+        backup = await this.backups.prepare(service, engine, schedule.storage, trigger, schedule.id, runId(schedule.id, slot));
+      } catch (error) {
+        lastError = `No backup was queued for the slot of ${slot.toISOString()}: ${(error as Error).message}`;
+      }
+    }
+    // Another control plane inserted this slot's backup first: it moves the configuration on.
+    if (backup && !(await store.insertRun(backup))) return;
+    await store.update(schedule.id, { nextRunAt, lastError, ...(backup ? { lastRunAt: backup.createdAt } : {}) });
+    if (backup) await this.backups.announce(backup);
+    else this.log('backup configuration slot skipped', { scheduleId: schedule.id, reason: lastError });
+  }
+
+  /** Succeeded backups beyond the count, and those older than the age (never the newest one), from every place. */
+  private async applyRetention(schedule: BackupScheduleRecord, now: Date): Promise<void> {
+    if (schedule.keepCount === null && schedule.keepDays === null) return;
+    const cutoff = schedule.keepDays === null ? null : now.getTime() - schedule.keepDays * DAY_MS;
+    const succeeded = await this.deps.store.backupSchedules.records(schedule, { succeededOnly: true });
+    const doomed = succeeded.filter(
+      (backup, i) =>
+        (schedule.keepCount !== null && i >= schedule.keepCount) || (cutoff !== null && i > 0 && backup.createdAt.getTime() < cutoff),
+    );
+    for (const backup of doomed) {
+      try {
+        await this.backups.removeEverywhere(backup, AbortSignal.timeout(60_000));
+      } catch (error) {
+        this.log('old backup not removed', { backupId: backup.id, error: (error as Error).message });
       }
     }
   }

@@ -8,9 +8,11 @@ export type BackupStorage = (typeof BACKUP_STORAGES)[number];
 export const BACKUP_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 export type BackupStatus = (typeof BACKUP_STATUSES)[number];
 
-export const BACKUP_TRIGGERS = ['manual', 'daily', 'weekly', 'monthly'] as const;
+/** `schedule`: fired by a backup configuration's cron schedule (the daily/weekly/monthly ones keep their period's name). */
+export const BACKUP_TRIGGERS = ['manual', 'daily', 'weekly', 'monthly', 'schedule'] as const;
 export type BackupTrigger = (typeof BACKUP_TRIGGERS)[number];
-export type SchedulePeriod = Exclude<BackupTrigger, 'manual'>;
+export const SCHEDULE_PERIODS = ['daily', 'weekly', 'monthly'] as const;
+export type SchedulePeriod = (typeof SCHEDULE_PERIODS)[number];
 
 /** `custom`: pg_dump's archive; `sql`: a mysqldump script. */
 export type BackupFormat = 'custom' | 'sql';
@@ -33,6 +35,8 @@ export interface BackupRecord {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** The backup configuration that made it; null for the detailed API's own. */
+  scheduleId: string | null;
 }
 
 export interface BackupLogRecord {

@@ -27,9 +27,10 @@ import {
   presentBackupSettings,
   type RestoreResultView,
 } from './backup-views.js';
-import type { BackupRecord, BackupSettingsRecord, BackupStorage, BackupTrigger } from './backup.records.js';
+import type { BackupFormat, BackupRecord, BackupSettingsRecord, BackupStorage, BackupTrigger } from './backup.records.js';
 import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
 import type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './object-store.port.js';
+import { syncManagedSchedules } from './managed-schedules.js';
 import { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { Readable } from 'node:stream';
 
@@ -93,19 +94,32 @@ export class BackupService {
     return presentBackup(await this.queue(service, engine, storage, 'manual'));
   }
 
-  /** Queues a backup (the API's or the scheduler's); the runner makes it. */
-  async queue(service: ServiceRecord, engine: DatabaseEngine, storage: BackupStorage, trigger: BackupTrigger): Promise<BackupRecord> {
-    const format = this.ports.dump?.formatOf(engine) ?? null;
-    if (!format)
-      throw new NotSupportedError(
-        `Backups of ${engine} databases are not supported: its image has no dump tool the platform can run (see docs/backups.md)`,
-        { engine },
-      );
-    if (storage !== 'disk' && !(await this.ports.objectStoreConfig()))
-      throw new ValidationError('storage', `storage ${storage} needs an object store: set objectStore with PUT /api/settings`);
-    const now = this.deps.clock.now();
-    const backup = await this.deps.store.backups.insert({
-      id: newId(),
+  /** Queues a backup (the API's, a configuration's or the scheduler's); the runner makes it. */
+  async queue(
+    service: ServiceRecord,
+    engine: DatabaseEngine,
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null = null,
+  ): Promise<BackupRecord> {
+    const backup = await this.deps.store.backups.insert(await this.prepare(service, engine, storage, trigger, scheduleId));
+    await this.announce(backup);
+    return backup;
+  }
+
+  /** The row of a backup to queue, not stored yet; refused when the engine or the storage cannot be backed up. */
+  async prepare(
+    service: ServiceRecord,
+    engine: DatabaseEngine,
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null,
+    id = newId(),
+  ): Promise<BackupRecord> {
+    const format = this.assertSupported(engine, 'Backups');
+    await this.assertStorage(storage);
+    return {
+      id,
       serviceId: service.id,
       engine,
       status: 'queued',
@@ -118,13 +132,34 @@ export class BackupService {
       checksum: '',
       error: null,
       abortRequested: false,
-      createdAt: now,
+      createdAt: this.deps.clock.now(),
       startedAt: null,
       finishedAt: null,
-    });
-    await this.appendLog(backup.id, 'stdout', `Backup queued (${trigger}, storage ${storage})`);
+      scheduleId,
+    };
+  }
+
+  /** The dump format of an engine the platform can back up; 422 `not_supported` for the others. */
+  assertSupported(engine: DatabaseEngine, what: string): BackupFormat {
+    const format = this.ports.dump?.formatOf(engine) ?? null;
+    if (!format)
+      throw new NotSupportedError(
+        `${what} of ${engine} databases are not supported: its image has no dump tool the platform can run (see docs/backups.md)`,
+        { engine },
+      );
+    return format;
+  }
+
+  /** `object` and `disk+object` need an object store set. */
+  async assertStorage(storage: BackupStorage): Promise<void> {
+    if (storage !== 'disk' && !(await this.ports.objectStoreConfig()))
+      throw new ValidationError('storage', `storage ${storage} needs an object store: set objectStore with PUT /api/settings`);
+  }
+
+  /** A stored backup's first log line, and the runner told at once. */
+  async announce(backup: BackupRecord): Promise<void> {
+    await this.appendLog(backup.id, 'stdout', `Backup queued (${backup.trigger}, storage ${backup.storage})`);
     for (const listener of this.createdListeners) listener();
-    return backup;
   }
 
   async restore(actor: Actor, serviceId: string, backupId: string, signal?: AbortSignal): Promise<RestoreResultView> {
@@ -212,11 +247,13 @@ export class BackupService {
       ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
       updatedAt: this.deps.clock.now(),
     };
-    if (next.automaticEnabled && !this.ports.dump?.formatOf(engine))
-      throw new NotSupportedError(`Automatic backups of ${engine} databases are not supported`, { engine });
-    if (next.storage !== 'disk' && input.storage !== undefined && !(await this.ports.objectStoreConfig()))
-      throw new ValidationError('storage', `storage ${next.storage} needs an object store: set objectStore with PUT /api/settings`);
-    await this.deps.store.backups.putSettings(next);
+    if (next.automaticEnabled) this.assertSupported(engine, 'Automatic backups');
+    if (input.storage !== undefined) await this.assertStorage(next.storage);
+    // The daily/weekly/monthly switches are backup configurations: both change together.
+    await this.deps.store.transaction(async (tx) => {
+      await tx.backups.putSettings(next);
+      await syncManagedSchedules(tx, next, next.updatedAt);
+    });
     return presentBackupSettings(next);
   }
 
@@ -246,6 +283,7 @@ export class BackupService {
       }
     }
     await this.deps.store.backups.deleteOfServices(serviceIds);
+    await this.deps.store.backupSchedules.deleteOfServices(serviceIds);
   }
 
   /** The file and the object, then the row: a backup that cannot be removed from a place stays listed. */
@@ -334,7 +372,8 @@ export class BackupService {
     return { from: scratch ? 'the object store' : 'disk', open: async () => files.read(readPath), cleanup };
   }
 
-  private async databaseOf(actor: Actor, serviceId: string): Promise<{ service: ServiceRecord; engine: DatabaseEngine }> {
+  /** The database service addressed (404 for another kind of service) and its engine. */
+  async databaseOf(actor: Actor, serviceId: string): Promise<{ service: ServiceRecord; engine: DatabaseEngine }> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const engine = databaseEngineOf(service);
     if (!engine) throw new NotFoundError('Database of service', serviceId);

@@ -7,7 +7,9 @@ import type {
   BackupStatus,
   BackupStorage,
   BackupTrigger,
+  SchedulePeriod,
 } from '../backups/backup.records.js';
+import type { BackupScheduleRecord } from '../backups/backup-schedule.records.js';
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
@@ -343,6 +345,8 @@ export const Backup = defineEntity({
     createdAt: p.datetime(),
     startedAt: nullableDate(),
     finishedAt: nullableDate(),
+    /** The backup configuration that made it (fired or triggered); null for the detailed API's own. */
+    scheduleId: nullableStr(32).index(),
   },
 });
 
@@ -377,6 +381,28 @@ export const BackupSettings = defineEntity({
   },
 });
 
+/** Backup configurations (docs/backups.md); at most one managed row per service and period. */
+export const BackupSchedule = defineEntity({
+  name: 'BackupSchedule',
+  tableName: 'backup_schedules',
+  uniques: [{ properties: ['serviceId', 'managed'] }],
+  indexes: [{ properties: ['nextRunAt'] }],
+  properties: {
+    id: id(),
+    serviceId: fk(),
+    schedule: str(120),
+    storage: str(16).$type<BackupStorage>(),
+    keepCount: p.integer().strictNullable(),
+    keepDays: p.integer().strictNullable(),
+    managed: nullableStr(16).$type<SchedulePeriod | null>(),
+    nextRunAt: p.datetime(),
+    lastRunAt: nullableDate(),
+    lastError: nullableText(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
 export const ALL_ENTITIES = [
   Setting,
   Project,
@@ -397,6 +423,7 @@ export const ALL_ENTITIES = [
   Backup,
   BackupLog,
   BackupSettings,
+  BackupSchedule,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
@@ -421,6 +448,7 @@ export type PasswordResetRow = Row<typeof PasswordReset>;
 export type BackupRow = Row<typeof Backup>;
 export type BackupLogRow = Row<typeof BackupLog>;
 export type BackupSettingsRow = Row<typeof BackupSettings>;
+export type BackupScheduleRow = Row<typeof BackupSchedule>;
 
 /** Compiles only when the two types have the same keys with mutually assignable types. */
 type Same<A, B> = [keyof A] extends [keyof B]
@@ -455,3 +483,4 @@ same<Same<PasswordResetRow, PasswordResetRecord>>();
 same<Same<BackupRow, BackupRecord>>();
 same<Same<BackupLogRow, BackupLogRecord>>();
 same<Same<BackupSettingsRow, BackupSettingsRecord>>();
+same<Same<BackupScheduleRow, BackupScheduleRecord>>();

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
 import { BackupRepository } from '../backups/backup.repository.js';
+import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
 import { DatabaseImportRepository } from '../imports/database-import.repository.js';
@@ -27,6 +28,7 @@ export class Store {
   readonly metrics: MetricsRepository;
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
+  readonly backupSchedules: BackupScheduleRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -41,6 +43,7 @@ export class Store {
     this.metrics = new MetricsRepository(this.session);
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
+    this.backupSchedules = new BackupScheduleRepository(this.session);
   }
 
   /**

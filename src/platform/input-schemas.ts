@@ -41,6 +41,16 @@ export const strictInt = (min: number, max: number) =>
     .max(max)
     .transform((value) => value);
 
+/**
+ * An integer that REST sends as query text and the typed client as a number: "12" and 12, never "1e3",
+ * with the range checked after (so the 400 names the field).
+ */
+export const queryInt = (min: number, max: number) =>
+  z
+    .union([z.number(), z.string().regex(/^-?\d{1,12}$/, { message: 'must be an integer' })])
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
 export const buildMethod = z.enum(BUILD_METHODS);
 export const runtimeMode = z.enum(RUNTIME_MODES);
 export const port = strictInt(1, 65535);

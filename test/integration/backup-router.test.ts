@@ -345,6 +345,7 @@ describe('backup routers', () => {
       createdAt: new Date(),
       startedAt: new Date(),
       finishedAt: null,
+      scheduleId: null,
     });
     files.files.set(`${files.pathOf(service.id, `${id}.dump`)}.partial`, Buffer.from('half'));
     h.services.backupRunner.start();
@@ -386,6 +387,7 @@ describe('backup routers', () => {
         createdAt: new Date(Date.now() - i * 86_400_000),
         startedAt: null,
         finishedAt: null,
+        scheduleId: null,
       });
     }
     await h.services.backupScheduler.tick();

@@ -3,7 +3,8 @@ import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import { DockerStreamDemux } from '../../adapters/databases/docker-exec.database-dump.js';
-import { periodStart } from '../../src/backups/backup-scheduler.js';
+import { parseCron } from '../../src/backups/cron.js';
+import { MANAGED_SCHEDULES } from '../../src/backups/managed-schedules.js';
 import { FanOut, HashingStream, hashOf } from '../../src/backups/backup-streams.js';
 
 const frame = (kind: 1 | 2, payload: Buffer) => {
@@ -87,6 +88,9 @@ describe('Docker exec stream demultiplexing', () => {
 });
 
 describe('schedule periods', () => {
+  // The daily/weekly/monthly switches are configurations with these schedules: their latest slot is the period's start.
+  const periodStart = (now: Date, period: keyof typeof MANAGED_SCHEDULES) => parseCron(MANAGED_SCHEDULES[period]).previous(now)!;
+
   it('starts days at UTC midnight, weeks on Monday and months on the 1st', () => {
     const now = new Date('2026-11-26T10:30:00Z'); // a Thursday
     expect(periodStart(now, 'daily').toISOString()).toBe('2026-11-26T00:00:00.000Z');

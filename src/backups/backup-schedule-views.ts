@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { idParam, line, queryInt, strictInt } from '../platform/input-schemas.js';
+import type { BackupScheduleRecord } from './backup-schedule.records.js';
+import { BACKUP_STORAGES, SCHEDULE_PERIODS } from './backup.records.js';
+
+/** The general API's backup configurations (`/api/backups`), as the routers take and answer them. */
+
+export const MAX_KEEP_COUNT = 1_000;
+export const MAX_KEEP_DAYS = 3_650;
+export const RECORDS_PAGE_MAX = 500;
+
+const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
+
+export const backupConfigurationView = z
+  .object({
+    id: z.string(),
+    serviceId: z.string().meta({ description: 'The database service backed up' }),
+    projectId: z.string(),
+    schedule: z.string().meta({ description: 'Cron expression, 5 fields, UTC', example: '0 3 * * *' }),
+    storage: z.enum(BACKUP_STORAGES),
+    retention: z.object({
+      count: z.number().int().nullable().meta({ description: 'Succeeded backups kept, newest first; null: no count limit' }),
+      maxAgeDays: z
+        .number()
+        .int()
+        .nullable()
+        .meta({ description: 'Succeeded backups older than this go, except the newest one; null: no age limit' }),
+    }),
+    managed: z.enum(SCHEDULE_PERIODS).nullable().meta({
+      description:
+        'Set for the daily, weekly and monthly backups of the detailed API: changed through PUT /api/services/{serviceId}/database/backups/settings only',
+    }),
+    nextRunAt: timestamp.meta({ description: 'The next slot; a slot missed while the platform was down runs once when it is back' }),
+    lastRunAt: timestamp.nullable().meta({ description: 'When it last queued a backup (fired or triggered)' }),
+    lastError: z.string().nullable().meta({ description: 'Why its last slot queued no backup; null when it did' }),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'BackupConfiguration' });
+export type BackupConfigurationView = z.infer<typeof backupConfigurationView>;
+
+export const backupConfigurationInput = z.strictObject({
+  serviceId: idParam.meta({ description: 'A database service' }),
+  schedule: line(120).meta({
+    description:
+      'Cron: minute hour day-of-month month day-of-week, UTC (`*`, lists, ranges, steps, names, @daily...); at most every 5 minutes',
+    example: '0 3 * * *',
+  }),
+  storage: z.enum(BACKUP_STORAGES).default('disk'),
+  retention: z
+    .strictObject({
+      count: strictInt(1, MAX_KEEP_COUNT)
+        .nullable()
+        .optional()
+        .meta({ description: `Succeeded backups kept (1..${MAX_KEEP_COUNT})` }),
+      maxAgeDays: strictInt(1, MAX_KEEP_DAYS)
+        .nullable()
+        .optional()
+        .meta({ description: `Remove succeeded backups older than this many days (1..${MAX_KEEP_DAYS}); the newest one stays` }),
+    })
+    .optional()
+    .meta({ description: 'Without a count or an age, 7 backups are kept' }),
+});
+export type BackupConfigurationInput = z.output<typeof backupConfigurationInput>;
+
+export const backupRecordsQuery = {
+  limit: queryInt(1, RECORDS_PAGE_MAX)
+    .default(50)
+    .meta({ description: `1..${RECORDS_PAGE_MAX}, default 50` }),
+};
+
+const iso = (d: Date) => d.toISOString();
+
+export function presentBackupConfiguration(s: BackupScheduleRecord, projectId: string): BackupConfigurationView {
+  return {
+    id: s.id,
+    serviceId: s.serviceId,
+    projectId,
+    schedule: s.schedule,
+    storage: s.storage,
+    retention: { count: s.keepCount, maxAgeDays: s.keepDays },
+    managed: s.managed,
+    nextRunAt: iso(s.nextRunAt),
+    lastRunAt: s.lastRunAt ? iso(s.lastRunAt) : null,
+    lastError: s.lastError,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
+  };
+}

@@ -1,0 +1,135 @@
+import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { CronError, parseCron, type CronSchedule } from './cron.js';
+import { type BackupConfigurationInput, type BackupConfigurationView, presentBackupConfiguration } from './backup-schedule-views.js';
+import type { BackupScheduleRecord } from './backup-schedule.records.js';
+import { presentBackup, type BackupView } from './backup-views.js';
+import type { BackupService } from './backup.service.js';
+
+/** Configurations a user may make per database (the managed daily/weekly/monthly ones are not counted). */
+export const MAX_CONFIGURATIONS_PER_DATABASE = 10;
+/** The shortest time between two slots of a schedule: a backup is a full dump of the database. */
+export const MIN_INTERVAL_MINUTES = 5;
+/** Kept when a configuration names neither a count nor an age. */
+export const DEFAULT_KEEP_COUNT = 7;
+
+/** A schedule as the API takes it: a cron expression that fires at most every MIN_INTERVAL_MINUTES; 400 on `schedule` otherwise. */
+export function scheduleOf(expression: string): CronSchedule {
+  let cron: CronSchedule;
+  try {
+    cron = parseCron(expression);
+  } catch (error) {
+    if (error instanceof CronError) throw new ValidationError('schedule', error.message);
+    throw error;
+  }
+  const interval = cron.shortestIntervalMinutes();
+  if (interval < MIN_INTERVAL_MINUTES)
+    throw new ValidationError(
+      'schedule',
+      `${cron.expression} fires ${interval === 1 ? 'every minute' : `${interval} minutes apart`} at its most frequent; backups may be at most every ${MIN_INTERVAL_MINUTES} minutes`,
+      { shortestIntervalMinutes: interval },
+    );
+  return cron;
+}
+
+/**
+ * The general API's backup configurations (`/api/backups`): list, create, get, delete, trigger and their
+ * records. The backups themselves are BackupService's (queue, retention's removal); BackupScheduler runs
+ * the schedules.
+ */
+export class BackupScheduleService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly backups: BackupService,
+  ) {}
+
+  /** Every configuration of the databases the key sees, or of one database. */
+  async list(actor: Actor, serviceId?: string): Promise<BackupConfigurationView[]> {
+    const projectOf = new Map<string, string>();
+    if (serviceId) {
+      const { service } = await this.backups.databaseOf(actor, serviceId);
+      projectOf.set(service.id, service.projectId);
+    } else {
+      const projectIds = actor.projectIds ? [...actor.projectIds] : (await this.deps.store.projects.list(null)).map((p) => p.id);
+      for (const s of await this.deps.store.projects.listServices(projectIds)) projectOf.set(s.id, s.projectId);
+    }
+    const schedules = await this.deps.store.backupSchedules.list([...projectOf.keys()]);
+    return schedules.map((s) => presentBackupConfiguration(s, projectOf.get(s.serviceId)!));
+  }
+
+  async create(actor: Actor, input: BackupConfigurationInput): Promise<BackupConfigurationView> {
+    assertWrite(actor);
+    const { service, engine } = await this.backups.databaseOf(actor, input.serviceId);
+    this.backups.assertSupported(engine, 'Backups');
+    const cron = scheduleOf(input.schedule);
+    await this.backups.assertStorage(input.storage);
+    if ((await this.deps.store.backupSchedules.countMadeByUsers(service.id)) >= MAX_CONFIGURATIONS_PER_DATABASE)
+      throw new ValidationError(
+        'serviceId',
+        `A database may have at most ${MAX_CONFIGURATIONS_PER_DATABASE} backup configurations; delete one first`,
+      );
+    const count = input.retention?.count ?? null;
+    const maxAgeDays = input.retention?.maxAgeDays ?? null;
+    const now = this.deps.clock.now();
+    const record = await this.deps.store.backupSchedules.insert({
+      id: newId(),
+      serviceId: service.id,
+      schedule: cron.expression,
+      storage: input.storage,
+      keepCount: count === null && maxAgeDays === null ? DEFAULT_KEEP_COUNT : count,
+      keepDays: maxAgeDays,
+      managed: null,
+      // A new configuration waits for its first slot.
+      nextRunAt: cron.next(now)!,
+      lastRunAt: null,
+      lastError: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    return presentBackupConfiguration(record, service.projectId);
+  }
+
+  async get(actor: Actor, id: string): Promise<BackupConfigurationView> {
+    const { schedule, projectId } = await this.configurationFor(actor, id);
+    return presentBackupConfiguration(schedule, projectId);
+  }
+
+  /** The configuration goes; the backups it made stay (delete them through the detailed API). */
+  async delete(actor: Actor, id: string): Promise<void> {
+    assertWrite(actor);
+    const { schedule } = await this.configurationFor(actor, id);
+    if (schedule.managed)
+      throw new ConflictError(
+        `Backup configuration ${id} is the ${schedule.managed} backup of the database's settings: turn it off with PUT /api/services/${schedule.serviceId}/database/backups/settings {"${schedule.managed}Enabled": false}`,
+        { managed: schedule.managed },
+      );
+    await this.deps.store.backupSchedules.delete(schedule.id);
+  }
+
+  /** Queues one backup of the configuration now, as its schedule would; retention counts it. */
+  async trigger(actor: Actor, id: string): Promise<BackupView> {
+    assertWrite(actor);
+    const { schedule } = await this.configurationFor(actor, id);
+    const { service, engine } = await this.backups.databaseOf(actor, schedule.serviceId);
+    const backup = await this.backups.queue(service, engine, schedule.storage, schedule.managed ?? 'manual', schedule.id);
+    await this.deps.store.backupSchedules.update(schedule.id, { lastRunAt: backup.createdAt });
+    return presentBackup(backup);
+  }
+
+  /** The backups the configuration made, newest first. */
+  async records(actor: Actor, id: string, limit: number): Promise<BackupView[]> {
+    const { schedule } = await this.configurationFor(actor, id);
+    return (await this.deps.store.backupSchedules.records(schedule, { limit })).map(presentBackup);
+  }
+
+  /** 404 for an unknown configuration and for one of a project the key does not see. */
+  private async configurationFor(actor: Actor, id: string): Promise<{ schedule: BackupScheduleRecord; projectId: string }> {
+    const schedule = await this.deps.store.backupSchedules.get(id);
+    const service = schedule ? await this.deps.store.projects.getService(schedule.serviceId) : null;
+    if (!schedule || !service) throw new NotFoundError('Backup configuration', id);
+    assertProjectVisible(actor, service.projectId, 'Backup configuration', id);
+    return { schedule, projectId: service.projectId };
+  }
+}
