@@ -5,6 +5,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { CronError, parseCron, type CronSchedule } from './cron.js';
 import { type BackupConfigurationInput, type BackupConfigurationView, presentBackupConfiguration } from './backup-schedule-views.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
+import { SCHEDULE_PERIODS } from './backup.records.js';
 import { presentBackup, type BackupView } from './backup-views.js';
 import type { BackupService } from './backup.service.js';
 
@@ -56,6 +57,10 @@ export class BackupScheduleService {
       for (const s of await this.deps.store.projects.listServices(projectIds)) projectOf.set(s.id, s.projectId);
     }
     const schedules = await this.deps.store.backupSchedules.list([...projectOf.keys()]);
+    // Per database: the managed ones first (daily, weekly, monthly), then the others as they were made.
+    const rank = (s: BackupScheduleRecord) => (s.managed ? SCHEDULE_PERIODS.indexOf(s.managed) : SCHEDULE_PERIODS.length);
+    const order = new Map([...new Set(schedules.map((s) => s.serviceId))].map((id, i) => [id, i]));
+    schedules.sort((a, b) => order.get(a.serviceId)! - order.get(b.serviceId)! || rank(a) - rank(b));
     return schedules.map((s) => presentBackupConfiguration(s, projectOf.get(s.serviceId)!));
   }
 

@@ -100,9 +100,9 @@ function parseField(text: string, spec: FieldSpec): number[] {
     } else {
       const bounds = range!.split('-');
       if (bounds.length > 2) fail(`"${range}" is not a value or a range`);
-      low = valueOf(bounds[0]!, spec, fail);
+      low = fieldValue(bounds[0]!, spec, fail);
       // `5/10` is `5-<max>/10`, as in Vixie cron.
-      high = bounds.length === 2 ? valueOf(bounds[1]!, spec, fail) : stepText !== undefined ? spec.max : low;
+      high = bounds.length === 2 ? fieldValue(bounds[1]!, spec, fail) : stepText !== undefined ? spec.max : low;
       if (low > high) fail(`the range ${range} runs backwards (${low} > ${high})`);
     }
     for (let v = low; v <= high; v += step) values.add(v);
@@ -110,7 +110,7 @@ function parseField(text: string, spec: FieldSpec): number[] {
   return [...values].sort((a, b) => a - b);
 }
 
-function valueOf(text: string, spec: FieldSpec, fail: (why: string) => never): number {
+function fieldValue(text: string, spec: FieldSpec, fail: (why: string) => never): number {
   if (/^\d+$/.test(text)) {
     const value = Number(text);
     if (value < spec.min || value > spec.max) fail(`${value} is out of range ${spec.min}-${spec.max}`);

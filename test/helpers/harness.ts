@@ -38,6 +38,8 @@ export async function createHarness(
     config?: Partial<PlatformConfig>;
     clock?: Clock;
     databaseUrl?: string;
+    /** A SQLite file's directory (two harnesses on one file: two control planes); in memory by default. */
+    dataDir?: string;
     dnsProviders?: DnsProvider[];
     aiProviders?: ServicesOptions['aiProviders'];
     databases?: ServicesOptions['databases'];
@@ -47,7 +49,7 @@ export async function createHarness(
     backups?: ServicesOptions['backups'];
   } = {},
 ): Promise<Harness> {
-  const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: ':memory:' });
+  const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
   const proxy = new RecordingReverseProxy();
   const portProbe = new FakePortProbe();
   const runtimeLogs = new ScriptedRuntimeLogs();
