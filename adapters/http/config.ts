@@ -28,6 +28,8 @@ export interface AppConfig {
   /** The URL users open the platform at (`PUBLIC_URL`): browsers may open terminals from this origin only. */
   publicUrl: string | null;
   terminals: TerminalLimits;
+  /** CLOCK_OFFSET_MS: the platform's clock runs this far ahead (or behind) of the host's; tests of schedules only. */
+  clockOffsetMs: number;
 }
 
 /** Users' sessions, password-reset mail and the authentication endpoints' budgets. */
@@ -298,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     proxy,
     publicUrl: publicUrl(env.PUBLIC_URL),
+    clockOffsetMs: int(env, 'CLOCK_OFFSET_MS', 0, -10 * 366 * 86_400_000, 10 * 366 * 86_400_000),
     terminals: {
       idleTimeoutMs: int(env, 'TERMINAL_IDLE_TIMEOUT_MS', DEFAULT_TERMINAL_LIMITS.idleTimeoutMs, 1000, 24 * 3_600_000),
       maxPerKey: int(env, 'TERMINAL_MAX_PER_KEY', DEFAULT_TERMINAL_LIMITS.maxPerKey, 1, 1000),

@@ -23,7 +23,7 @@ import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.j
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { S3ObjectStore } from '../object-store/s3.object-store.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
-import { systemClock } from '../../src/platform/clock.port.js';
+import { offsetClock, systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
 import type { RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
 import type { PortProbe } from '../../src/projects/port-probe.port.js';
@@ -123,7 +123,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
       runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
       portProbe: overrides.portProbe ?? new NetPortProbe(),
-      clock: systemClock,
+      clock: offsetClock(systemClock, config.clockOffsetMs),
       logBus: new LogBus(),
       config: config.platform,
     },

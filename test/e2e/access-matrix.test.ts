@@ -105,6 +105,8 @@ interface Fixtures {
   deploymentId: string;
   /** A failed backup of db (its database is not running). */
   backupId: string;
+  /** A backup configuration of db. */
+  configurationId: string;
   tokens: Record<Caller, string | undefined>;
   /** The member's credentials, for rows that sign in afresh. */
   member: { email: string; password: string; id: string };
@@ -175,6 +177,19 @@ async function freshBackup(): Promise<string> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`backup ${backup.id} did not end`);
+}
+async function freshPostgres(): Promise<{ id: string }> {
+  return createService(f.A.id, { name: uniq('pg'), repoUrl: 'database', repoFullName: 'database:postgres' }, 'postgres');
+}
+async function freshConfiguration(serviceId = f.dbId): Promise<{ id: string }> {
+  return (await ok(admin('POST', '/api/backups', { serviceId, schedule: `${++seq % 60} 3 * * *` }), 'configuration')).configuration;
+}
+async function configurationIds(serviceId?: string): Promise<string[]> {
+  const query = serviceId ? `?serviceId=${serviceId}` : '';
+  return ((await ok(admin('GET', `/api/backups${query}`), 'configurations')).configurations as Array<{ id: string }>).map((c) => c.id);
+}
+async function recordIds(configurationId: string): Promise<string[]> {
+  return ((await ok(admin('GET', `/api/backups/${configurationId}/records`), 'records')).records as Array<{ id: string }>).map((b) => b.id);
 }
 async function freshDatabase(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/databases', { projectId: f.A.id, name: uniq('db'), engine: 'redis' }), 'database')).database;
@@ -824,6 +839,79 @@ const rows: Row[] = [
     check: (res) => expect(res.json).toEqual({ ok: true }),
   },
 
+  // Backup configurations (general API): a fresh Postgres service per creation (at most 10 per database);
+  // a trigger queues a backup that then fails (no container runs here), as the detailed create does.
+  {
+    method: 'GET',
+    template: '/api/backups',
+    access: 'read',
+    success: 200,
+    other: 'list-only-own',
+    prepare: async () => ({ path: '/api/backups' }),
+    check: (res, caller) => {
+      const ids = (res.json.configurations as Array<{ id: string }>).map((c) => c.id);
+      if (caller === 'other') expect(ids).toEqual([]);
+      else expect(ids).toContain(f.configurationId);
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/backups',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const db = await freshPostgres();
+      return {
+        path: '/api/backups',
+        body: { serviceId: db.id, schedule: '0 3 * * *', retention: { count: 3 } },
+        unchanged: async () => expect(await configurationIds(db.id)).toEqual([]),
+      };
+    },
+    check: (res) => expect(res.json.configuration).toMatchObject({ schedule: '0 3 * * *', retention: { count: 3 }, managed: null }),
+  },
+  {
+    method: 'GET',
+    template: '/api/backups/{configurationId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/backups/${f.configurationId}` }),
+    check: (res) => expect(res.json.configuration).toMatchObject({ id: f.configurationId, serviceId: f.dbId }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/backups/{configurationId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const db = await freshPostgres();
+      const { id } = await freshConfiguration(db.id);
+      return { path: `/api/backups/${id}`, unchanged: async () => expect(await configurationIds(db.id)).toEqual([id]) };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'POST',
+    template: '/api/backups/{configurationId}/trigger',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const before = await recordIds(f.configurationId);
+      return {
+        path: `/api/backups/${f.configurationId}/trigger`,
+        unchanged: async () => expect(await recordIds(f.configurationId)).toEqual(before),
+      };
+    },
+    check: (res) => expect(res.json.backup).toMatchObject({ status: 'running', serviceId: f.dbId }),
+  },
+  {
+    method: 'GET',
+    template: '/api/backups/{configurationId}/records',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/backups/${f.configurationId}/records` }),
+    check: (res) => expect(Array.isArray(res.json.records)).toBe(true),
+  },
+
   // Platform settings: all-project write keys only
   {
     method: 'GET',
@@ -1404,6 +1492,7 @@ beforeAll(async () => {
     domainId: domain.id,
     deploymentId: deployment.id,
     backupId: '',
+    configurationId: '',
     tokens: {
       none: undefined,
       unknown: 'slw_this-token-was-never-issued-0000',
@@ -1434,6 +1523,7 @@ beforeAll(async () => {
   for (const scope of SCOPES)
     f.tokens[`pat:${scope}`] = (await ok(ownerCall('POST', '/api/user/tokens', { name: `only ${scope}`, scopes: [scope] }), scope)).token;
   f.backupId = await freshBackup();
+  f.configurationId = (await freshConfiguration()).id;
 }, 60_000);
 
 afterAll(async () => {

@@ -69,6 +69,9 @@ beforeAll(async () => {
     )
   ).service;
   const backup = (await ok(admin('POST', `/api/services/${db.id}/database/backups`, { storage: 'disk' }), 'backup')).backup;
+  // A backup configuration of it, for the general API's {configurationId}.
+  const configuration = (await ok(admin('POST', '/api/backups', { serviceId: db.id, schedule: '0 3 * * *' }), 'configuration'))
+    .configuration;
   await ok(admin('PUT', `/api/projects/${project.id}/env`, { env: { SHARED: 'x', SECRET: { value: 'y', secret: true } } }), 'shared env');
   Object.assign(real, {
     projectId: project.id,
@@ -81,6 +84,7 @@ beforeAll(async () => {
     domainId: domain.id,
     deploymentId: deployment.id,
     backupId: backup.id,
+    configurationId: configuration.id,
     targetProjectId: other.id,
     databaseServiceId: database.id,
     userId: member.id,

@@ -163,14 +163,29 @@ describe('backup scheduler', () => {
     const files = new MemoryFiles();
     const h = await platform(clock, { files });
     const serviceId = await databaseOf(h);
-    const config = await h.services.backupSchedules.create(admin, { serviceId, schedule: '0 3 * * *', storage: 'disk', retention: { count: 2 } });
-    const other = await h.services.backupSchedules.create(admin, { serviceId, schedule: '0 4 * * *', storage: 'disk', retention: { count: 5 } });
+    const config = await h.services.backupSchedules.create(admin, {
+      serviceId,
+      schedule: '0 3 * * *',
+      storage: 'disk',
+      retention: { count: 2 },
+    });
+    const other = await h.services.backupSchedules.create(admin, {
+      serviceId,
+      schedule: '0 4 * * *',
+      storage: 'disk',
+      retention: { count: 5 },
+    });
     const store = h.database.store.backups;
-    for (let i = 1; i <= 4; i++) await store.insert(succeeded(serviceId, config.id, `mine${i}`, new Date(Date.UTC(2026, 10, 27 - i, 3)), files));
+    for (let i = 1; i <= 4; i++)
+      await store.insert(succeeded(serviceId, config.id, `mine${i}`, new Date(Date.UTC(2026, 10, 27 - i, 3)), files));
     await store.insert(succeeded(serviceId, other.id, 'theirs1', new Date(Date.UTC(2026, 10, 1)), files));
     await store.insert({ ...succeeded(serviceId, config.id, 'running1', new Date(Date.UTC(2026, 10, 27, 3)), files), status: 'running' });
     // The detailed API's own backups are no configuration's.
-    await store.insert({ ...succeeded(serviceId, config.id, 'manual01', new Date(Date.UTC(2026, 9, 1)), files), scheduleId: null, trigger: 'manual' });
+    await store.insert({
+      ...succeeded(serviceId, config.id, 'manual01', new Date(Date.UTC(2026, 9, 1)), files),
+      scheduleId: null,
+      trigger: 'manual',
+    });
 
     await h.services.backupScheduler.tick();
     const left = (await backupsOf(h, serviceId)).map((b) => b.id).sort();
@@ -217,10 +232,14 @@ describe('backup scheduler', () => {
 describe('two control planes on one database', () => {
   /** The second control plane: another process on the same database (test/helpers/second-control-plane.ts). */
   async function secondControlPlane(target: string): Promise<{ tick(at: string): Promise<void> }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../helpers/second-control-plane.ts'), target], {
-      cwd: path.resolve(import.meta.dirname, '../..'),
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(import.meta.dirname, '../helpers/second-control-plane.ts'), target],
+      {
+        cwd: path.resolve(import.meta.dirname, '../..'),
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     cleanups.push(async () => {
       child.stdin.end();
       if (child.exitCode === null) await once(child, 'exit');
