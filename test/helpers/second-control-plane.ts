@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline';
-import { FakeDump, MemoryFiles } from './backup-fakes.js';
+import { FakeDump, MemoryFiles } from './backups.js';
 import { createHarness } from './harness.js';
 
 /*

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toErrorBody } from '../../routers/trpc.js';
-import { DUMP, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backup-fakes.js';
+import { databaseService, DUMP, errorOf, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -33,29 +31,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function errorOf(promise: Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    return toErrorBody(error) as unknown as Record<string, unknown>;
-  }
-  throw new Error('expected a rejection');
-}
-
-async function databaseService(engine = 'postgres') {
-  const api = h.caller();
-  const { project } = await api.projects.create({ name: `P ${Math.random()}` });
-  const { service } = await api.services.create({
-    projectId: project.id,
-    name: 'main db',
-    repoUrl: 'database',
-    repoFullName: `database:${engine}`,
-    branch: 'main',
-  });
-  return { project, service };
-}
-
 async function finished(serviceId: string, backupId: string) {
   for (let i = 0; i < 200; i++) {
     const { backups } = await h.caller().backups.list({ serviceId });
@@ -77,7 +52,7 @@ const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex'
 
 describe('backup routers', () => {
   it('lists defaults, makes a disk backup in the background, downloads and restores it', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     const empty = await api.backups.list({ serviceId: service.id });
     expect(empty).toMatchObject({
@@ -117,7 +92,7 @@ describe('backup routers', () => {
   });
 
   it('stores to the object store, with its secret write-only, and checks the connection for real', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     expect((await errorOf(api.backups.create({ serviceId: service.id, storage: 'object' }))).error).toBe('validation_error');
     const { settings } = await api.settings.update({ objectStore: objectStoreSettings });
@@ -149,7 +124,7 @@ describe('backup routers', () => {
   });
 
   it('fails a backup the object store did not take, removes the partial file and says why', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     await api.settings.update({ objectStore: objectStoreSettings });
     objects.down = true;
@@ -165,7 +140,7 @@ describe('backup routers', () => {
   }, 15_000);
 
   it('fails a backup whose dump tool failed, and one of a database that is not running', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     dump.failWith = 'pg_dump exited with 1: connection refused';
     const first = await finished(service.id, (await api.backups.create({ serviceId: service.id, storage: 'disk' })).backup.id);
@@ -179,7 +154,7 @@ describe('backup routers', () => {
   });
 
   it('refuses a changed or truncated file with checksum_mismatch and restores nothing', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     const done = await finished(service.id, (await api.backups.create({ serviceId: service.id, storage: 'disk' })).backup.id);
     const changed = Buffer.from(DUMP);
@@ -193,7 +168,7 @@ describe('backup routers', () => {
   });
 
   it('removes the backups of a deleted database service from every place', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     await api.settings.update({ objectStore: objectStoreSettings });
     const done = await finished(service.id, (await api.backups.create({ serviceId: service.id, storage: 'disk+object' })).backup.id);
@@ -205,13 +180,13 @@ describe('backup routers', () => {
   });
 
   it('refuses engines without a dump tool with 422 not_supported', async () => {
-    const { service } = await databaseService('redis');
+    const { service } = await databaseService(h, 'redis');
     const body = await errorOf(h.caller().backups.create({ serviceId: service.id, storage: 'disk' }));
     expect(body).toMatchObject({ error: 'not_supported', details: { engine: 'redis' } });
   });
 
   it('keeps read keys to reading and other projects out', async () => {
-    const { service, project } = await databaseService();
+    const { service, project } = await databaseService(h);
     const reader = h.caller(await h.mintKey('read'));
     expect((await reader.backups.list({ serviceId: service.id })).backups).toEqual([]);
     expect((await errorOf(reader.backups.create({ serviceId: service.id, storage: 'disk' }))).error).toBe('forbidden');
@@ -223,7 +198,7 @@ describe('backup routers', () => {
   });
 
   it('changes settings, strictly', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     const { settings } = await api.backups.updateSettings({
       serviceId: service.id,
@@ -239,7 +214,7 @@ describe('backup routers', () => {
   });
 
   it('settles a backup a stopped process left running as failed, with the reason, and removes its partial file', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     await h.services.backupRunner.stop();
     const id = 'leftoverbackup01';
     await h.database.store.backups.insert({
@@ -271,7 +246,7 @@ describe('backup routers', () => {
   });
 
   it('schedules daily, weekly and monthly backups once per period and keeps only the newest of each', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     await api.backups.updateSettings({ serviceId: service.id, automaticEnabled: true, keepDaily: 2 });
     await h.services.backupRunner.stop();

@@ -1,7 +1,5 @@
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toErrorBody } from '../../routers/trpc.js';
-import { FakeDump, MemoryFiles } from '../helpers/backup-fakes.js';
+import { databaseService, errorOf, FakeDump, MemoryFiles } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -24,32 +22,9 @@ afterEach(async () => {
   await h.close();
 });
 
-async function errorOf(promise: Promise<unknown>): Promise<{ error: string; message: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    return toErrorBody(error) as never;
-  }
-  throw new Error('expected a rejection');
-}
-
-async function databaseService(engine = 'postgres') {
-  const api = h.caller();
-  const { project } = await api.projects.create({ name: `P ${Math.random()}` });
-  const { service } = await api.services.create({
-    projectId: project.id,
-    name: 'main db',
-    repoUrl: 'database',
-    repoFullName: `database:${engine}`,
-    branch: 'main',
-  });
-  return { project, service };
-}
-
 describe('backup configurations', () => {
   it('creates, lists, reads and deletes a configuration; its backups stay', async () => {
-    const { project, service } = await databaseService();
+    const { project, service } = await databaseService(h);
     const api = h.caller().backupConfigurations;
     const { configuration } = await api.create({
       serviceId: service.id,
@@ -81,13 +56,13 @@ describe('backup configurations', () => {
   });
 
   it('keeps 7 backups when the retention names neither a count nor an age, and writes to disk by default', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const { configuration } = await h.caller().backupConfigurations.create({ serviceId: service.id, schedule: '@daily' });
     expect(configuration).toMatchObject({ schedule: '@daily', storage: 'disk', retention: { count: 7, maxAgeDays: null } });
   });
 
   it('triggers a backup now through BackupService: running at once, then succeeded, listed in its records', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller().backupConfigurations;
     const { configuration } = await api.create({ serviceId: service.id, schedule: '0 3 * * *', storage: 'disk' });
     const { backup } = await api.trigger({ configurationId: configuration.id });
@@ -117,7 +92,7 @@ describe('backup configurations', () => {
   });
 
   it('refuses a bad schedule with a 400 on `schedule` saying what is wrong, and one that fires more often than every 5 minutes', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller().backupConfigurations;
     for (const [schedule, message] of [
       ['0 25 * * *', /The hour field "25": 25 is out of range 0-23/],
@@ -153,11 +128,11 @@ describe('backup configurations', () => {
     expect(await errorOf(api.backupConfigurations.create({ serviceId: web.id, schedule: '0 3 * * *' }))).toMatchObject({
       error: 'not_found',
     });
-    const { service: redis } = await databaseService('redis');
+    const { service: redis } = await databaseService(h, 'redis');
     expect(await errorOf(api.backupConfigurations.create({ serviceId: redis.id, schedule: '0 3 * * *' }))).toMatchObject({
       error: 'not_supported',
     });
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     for (let i = 0; i < 10; i++) await api.backupConfigurations.create({ serviceId: service.id, schedule: `${i} 3 * * *` });
     const error = await errorOf(api.backupConfigurations.create({ serviceId: service.id, schedule: '30 3 * * *' }));
     expect(error).toMatchObject({ error: 'validation_error', details: { field: 'serviceId' } });
@@ -165,7 +140,7 @@ describe('backup configurations', () => {
   });
 
   it('shows the daily/weekly/monthly switches as managed configurations, editable only through the settings', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     expect((await api.backupConfigurations.list({ serviceId: service.id })).configurations).toEqual([]);
     await api.backups.updateSettings({ serviceId: service.id, automaticEnabled: true, keepDaily: 3 });
@@ -200,8 +175,8 @@ describe('backup configurations', () => {
   });
 
   it('reads for read keys, writes for write keys, and hides other projects as unknown ids', async () => {
-    const { project, service } = await databaseService();
-    const { service: theirs } = await databaseService();
+    const { project, service } = await databaseService(h);
+    const { service: theirs } = await databaseService(h);
     const admin = h.caller().backupConfigurations;
     const { configuration } = await admin.create({ serviceId: service.id, schedule: '0 3 * * *' });
     const other = (await admin.create({ serviceId: theirs.id, schedule: '0 4 * * *' })).configuration;
@@ -234,7 +209,7 @@ describe('backup configurations', () => {
   });
 
   it('goes with its database service', async () => {
-    const { service } = await databaseService();
+    const { service } = await databaseService(h);
     const api = h.caller();
     const { configuration } = await api.backupConfigurations.create({ serviceId: service.id, schedule: '0 3 * * *' });
     await api.services.delete({ serviceId: service.id });

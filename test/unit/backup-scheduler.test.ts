@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runId } from '../../src/backups/backup-scheduler.js';
 import type { BackupRecord } from '../../src/backups/backup.records.js';
-import { DUMP, FakeDump, MemoryFiles } from '../helpers/backup-fakes.js';
+import { DUMP, FakeDump, MemoryFiles } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 import { admin, database } from '../helpers/unit-harness.js';

@@ -1,7 +1,39 @@
 import { PassThrough, Readable, Writable } from 'node:stream';
+import { TRPCError } from '@trpc/server';
+import { expect } from 'vitest';
+import { toErrorBody } from '../../routers/trpc.js';
 import type { BackupFiles, DatabaseDump, DumpTarget, ObjectStore } from '../../src/index.js';
+import type { Harness } from './harness.js';
 
-/** Fakes of the backup ports for the use-case and router tests (the adapters run for real in test/e2e/backups.test.ts). */
+/**
+ * What the backup use-case and router tests share: fakes of the backup ports (the adapters run for real in
+ * test/e2e/backups.test.ts), a database service to back up, and the error body of a refused call.
+ */
+
+/** A project with one database service of `engine`, made through the router. */
+export async function databaseService(h: Harness, engine = 'postgres') {
+  const api = h.caller();
+  const { project } = await api.projects.create({ name: `P ${Math.random()}` });
+  const { service } = await api.services.create({
+    projectId: project.id,
+    name: 'main db',
+    repoUrl: 'database',
+    repoFullName: `database:${engine}`,
+    branch: 'main',
+  });
+  return { project, service };
+}
+
+/** The `{error, message, details}` body of a call that must be refused. */
+export async function errorOf(promise: Promise<unknown>): Promise<{ error: string; message: string; details: Record<string, unknown> }> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(TRPCError);
+    return toErrorBody(error) as never;
+  }
+  throw new Error('expected a rejection');
+}
 
 export const DUMP = Buffer.concat([Buffer.from('PGDMP'), Buffer.alloc(300_000, 42), Buffer.from('secret-password-xyz')]);
 
