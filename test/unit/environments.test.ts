@@ -3,6 +3,7 @@ import { ConflictError, ForbiddenError, InsufficientScopeError, NotFoundError, V
 import { MAX_ENVIRONMENTS_PER_PROJECT } from '../../src/domain/environments.js';
 import type { Actor } from '../../src/index.js';
 import { createRuntimeHarness, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createScratchDatabase } from '../helpers/postgres.js';
 import {
   admin,
   database,
@@ -407,4 +408,44 @@ describe('environments at runtime', () => {
     expect(running(web.id)).toBeDefined();
     expect(running(db.id)).toBeDefined();
   });
+});
+
+describe('concurrent changes, on SQLite and on PostgreSQL', () => {
+  const scratches: Array<{ drop(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const scratch of scratches.splice(0)) {
+      await h.close();
+      await scratch.drop();
+    }
+  });
+
+  for (const dialect of ['sqlite', 'postgresql'] as const) {
+    it(`${dialect}: two clones under one name make one environment; two deletes of the last two keep one`, async () => {
+      if (dialect === 'postgresql') {
+        const scratch = await createScratchDatabase();
+        scratches.push(scratch);
+        await replaceHarness({ databaseUrl: scratch.url });
+      }
+      const p = await project();
+      await h.services.services.create(admin, p.id, repo('web'));
+      const clones = await Promise.allSettled([
+        h.services.environments.clone(admin, p.id, { name: 'staging' }),
+        h.services.environments.clone(admin, p.id, { name: 'staging' }),
+      ]);
+      expect(clones.map((c) => c.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect((clones.find((c) => c.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+      const list = await environments(p.id);
+      expect(list.map((e) => [e.name, e.serviceCount])).toEqual([
+        ['production', 1],
+        ['staging', 1],
+      ]);
+      // Nothing of the refused clone is left: one copy of web, not two.
+      expect((await h.database.store.projects.listServices([p.id])).map((s) => s.slug)).toEqual(['web', 'web']);
+
+      const deletes = await Promise.allSettled(list.map((e) => h.services.environments.delete(admin, e.id)));
+      expect(deletes.map((d) => d.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect((deletes.find((d) => d.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+      expect(await environments(p.id)).toHaveLength(1);
+    });
+  }
 });
