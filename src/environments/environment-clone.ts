@@ -27,14 +27,7 @@ export async function copyServices(
   const now = deps.clock.now();
   const copies: ServiceRecord[] = [];
   for (const [i, service] of services.entries()) {
-    const label = generatedLabel(service, target.scope);
-    const holder = label ? takenLabels.get(label) : undefined;
-    if (holder) {
-      throw new ConflictError(
-        `The copy of "${service.name}" would get the generated hostname label "${label}" of another service; choose another environment name`,
-        { hostnameLabel: label },
-      );
-    }
+    assertLabelFree(service, target.scope, takenLabels, null);
     // One millisecond apart: the copies list in the order of what they copy.
     const at = new Date(now.getTime() + i);
     const copy: ServiceRecord = {
@@ -69,6 +62,27 @@ export async function copyServices(
     copies.push(copy);
   }
   return copies;
+}
+
+/**
+ * Refuses a name under which `service` would get another service's generated hostname label (slugs
+ * are never changed behind `${slug.KEY}` references, so the caller chooses another environment name).
+ * `ownEnvironmentId`: the environment being renamed, whose services' labels are moving, not taken.
+ */
+export function assertLabelFree(
+  service: ServiceRecord,
+  scope: string,
+  labels: ReadonlyMap<string, ServiceRecord>,
+  ownEnvironmentId: string | null,
+): void {
+  const label = generatedLabel(service, scope);
+  const holder = label ? labels.get(label) : undefined;
+  if (holder && holder.environmentId !== ownEnvironmentId) {
+    throw new ConflictError(
+      `"${service.name}" would get the generated hostname label "${label}" of another service; choose another environment name`,
+      { hostnameLabel: label },
+    );
+  }
 }
 
 /** A database's public hostname is the generated one of its new environment: a custom one is a hostname, never copied. */

@@ -14,12 +14,12 @@ import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { groupBy } from '../platform/group-by.js';
 import { environmentFor, projectFor } from '../platform/lookup.js';
-import { generatedHostname, generatedLabel } from '../platform/presenters.js';
+import { generatedHostname } from '../platform/presenters.js';
 import type { ProxyResultView, ServiceView } from '../platform/views.js';
 import { generatedLabels, type ServiceCatalog } from '../projects/service-catalog.service.js';
 import type { ServiceRemoval } from '../projects/service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import { copyServices } from './environment-clone.js';
+import { assertLabelFree, copyServices } from './environment-clone.js';
 import type { EnvironmentInput, EnvironmentPatchInput } from './environment.inputs.js';
 import type { EnvironmentCloneView, EnvironmentView } from './environment-views.js';
 
@@ -103,14 +103,7 @@ export class EnvironmentService {
       const [oldScope, newScope] = [hostnameScope(project.slug, environment), hostnameScope(project.slug, renamed)];
       const labels = await generatedLabels(tx);
       for (const service of await tx.projects.listServicesIn([environment.id])) {
-        const label = generatedLabel(service, newScope);
-        const holder = label ? labels.get(label) : undefined;
-        if (holder && holder.environmentId !== environment.id) {
-          throw new ConflictError(
-            `"${service.name}" would get the generated hostname label "${label}" of another service; choose another environment name`,
-            { hostnameLabel: label },
-          );
-        }
+        assertLabelFree(service, newScope, labels, environment.id);
         const source = service.source;
         const rootDomain = this.deps.config.rootDomain;
         if (source.kind === 'database' && source.publicHostname === generatedHostname(service, oldScope, rootDomain)) {
