@@ -18,6 +18,7 @@ import { databaseTlsRouter } from './database-tls.router.js';
 import { deploymentRouter } from './deployment.router.js';
 import { domainRouter } from './domain.router.js';
 import { envRouter } from './env.router.js';
+import { environmentRouter } from './environment.router.js';
 import { projectRouter } from './project.router.js';
 import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
@@ -43,6 +44,7 @@ export const appRouter = router({
     .output(healthView)
     .query(({ ctx }) => ctx.services.health.check()),
   projects: projectRouter,
+  environments: environmentRouter,
   services: serviceRouter,
   env: envRouter,
   domains: domainRouter,

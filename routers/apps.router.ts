@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { proxyResultView, serviceView, updateServiceInput } from '../src/index.js';
+import { createServiceInput, proxyResultView, serviceView, updateServiceInput } from '../src/index.js';
 import { idParam } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -7,6 +7,33 @@ import { readProcedure, router, writeProcedure } from './trpc.js';
 const tags = ['Apps'];
 
 export const appsRouter = router({
+  listInEnvironment: readProcedure
+    .meta({
+      scope: 'project:read',
+      openapi: { method: 'GET', path: '/api/environments/{environmentId}/apps', tags, summary: 'The services (apps) of an environment' },
+    })
+    .input(z.strictObject({ environmentId: idParam }))
+    .output(z.object({ services: z.array(serviceView) }))
+    .query(async ({ ctx, input }) => ({ services: await ctx.services.environments.listApps(ctx.actor, input.environmentId) })),
+
+  createInEnvironment: writeProcedure
+    .meta({
+      scope: 'project:write',
+      created: true,
+      openapi: {
+        method: 'POST',
+        path: '/api/environments/{environmentId}/apps',
+        tags,
+        summary: 'Create a service in an environment: the body of POST /api/projects/{projectId}/services',
+      },
+    })
+    .input(z.strictObject({ environmentId: idParam, ...createServiceInput.shape }))
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { environmentId, ...rest } = input;
+      return { service: await ctx.services.services.createInEnvironment(ctx.actor, environmentId, rest) };
+    }),
+
   get: readProcedure
     .meta({
       scope: 'project:read',

@@ -54,6 +54,7 @@ import { JobAborted } from './jobs/job-kind.js';
 import type { BackupRecord } from './backups/backup.records.js';
 import { DatabaseCatalog } from './databases/database-catalog.service.js';
 import { SystemService } from './settings/system.service.js';
+import { EnvironmentService } from './environments/environment.service.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -177,7 +178,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       ? {
           stopDeploymentsOf: (ids) => runner.stopDeploymentsOf(ids),
           removeService: (s) => teardown.removeService(s),
-          removeProjectNetwork: (id) => teardown.removeProjectNetwork(id),
+          removeNetwork: (id) => teardown.removeNetwork(id),
         }
       : null,
     {
@@ -198,6 +199,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   );
   const projects = new ProjectService(deps, removal);
   const services = new ServiceCatalog(deps, env, projects, routing, removal);
+  const environments = new EnvironmentService(deps, services, removal, routing);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
   const sampler = options.containerStats
@@ -272,6 +274,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     twoFactor,
     personalTokens,
     projects,
+    environments,
     services,
     env,
     domains,
@@ -337,6 +340,8 @@ export {
   type ProjectInput,
 } from './projects/project.inputs.js';
 export { settingsInput, type SettingsInput } from './settings/settings.inputs.js';
+export { environmentInput, environmentPatchInput, type EnvironmentInput } from './environments/environment.inputs.js';
+export * from './environments/environment-views.js';
 export { aiRequestInput, type AiRequestInput } from './ai/ai.inputs.js';
 export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';

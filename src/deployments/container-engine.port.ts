@@ -110,6 +110,7 @@ export const LABELS = {
   service: 'slipway.service',
   deployment: 'slipway.deployment',
   project: 'slipway.project',
+  environment: 'slipway.environment',
   /** The container's fixed address on the slot network, when it has one. */
   slot: 'slipway.slot',
   /** Set on the platform's own daemons (the proxy), which belong to no service. */

@@ -63,7 +63,7 @@ export class ContainerLaunch {
     }
   }
 
-  /** Starts the container on the project network (and its slot) and resolves once it serves. */
+  /** Starts the container on its environment's network (and its slot) and resolves once it serves. */
   async start(
     ctx: PipelineContext,
     image: string,
@@ -78,6 +78,7 @@ export class ContainerLaunch {
       [LABELS.managed]: 'true',
       [LABELS.instance]: this.deps.config.instanceId,
       [LABELS.project]: service.projectId,
+      [LABELS.environment]: service.environmentId,
     });
     const engineCmd = spec?.command
       ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
@@ -101,6 +102,7 @@ export class ContainerLaunch {
           [LABELS.service]: service.id,
           [LABELS.deployment]: ctx.deployment.id,
           [LABELS.project]: service.projectId,
+          [LABELS.environment]: service.environmentId,
           ...(ctx.slot ? { [LABELS.slot]: ctx.slot.ip } : {}),
           ...(tls ? { [LABELS.tls]: 'on' } : {}),
         },

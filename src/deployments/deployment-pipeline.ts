@@ -40,7 +40,7 @@ export class DeploymentPipeline {
       throw new DeploymentFailure('Fix the variable references above, then deploy again');
     }
     log.mask(...(await this.env.secretValues(service)));
-    const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.projectId);
+    const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId);
     await this.runtime.engine.ping(ctx.signal).catch((error: Error) => {
       throw new DeploymentFailure(`The Docker engine is unreachable: ${error.message}`);
     });

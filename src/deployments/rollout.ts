@@ -182,7 +182,7 @@ export class Rollout {
     const keepOld = old.length > 0 && routed && !proxy.ok;
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
     else for (const previous of old) await this.retire(service, previous, log);
-    const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.projectId).imagePrefix;
+    const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.environmentId).imagePrefix;
     // Rollback targets: the images of the newest live deployments, this one counted as the first.
     const others = this.deps.config.deploy.rollbackKeep - 1;
     const earlier = others > 0 ? await this.deps.store.deployments.listLive(service.id, others) : [];

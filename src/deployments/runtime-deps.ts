@@ -23,12 +23,16 @@ export interface RuntimeDeps {
 
 export { LABELS } from './container-engine.port.js';
 
-/** Names of what the platform creates for a deployment. */
-export function resourceNames(prefix: string, serviceId: string, deploymentId: string, projectId: string) {
+/**
+ * Names of what the platform creates for a deployment. The network is the service's environment's:
+ * a project's first environment has the project's id, so its network is the project network of
+ * before environments (see isFirstEnvironment).
+ */
+export function resourceNames(prefix: string, serviceId: string, deploymentId: string, environmentId: string) {
   return {
     image: `${prefix}-${serviceId}-${deploymentId}`,
     container: `${prefix}-${serviceId}-${deploymentId}`,
-    network: `${prefix}-${projectId}`,
+    network: `${prefix}-${environmentId}`,
     volume: `${prefix}-${serviceId}-data`,
     imagePrefix: `${prefix}-${serviceId}-`,
   };

@@ -7,7 +7,7 @@ import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**
  * What deleting a service or a project removes at runtime: containers, images, host port, traffic
- * slots, a database's data volume (only here: no deployment ever removes it), the project network.
+ * slots, a database's data volume (only here: no deployment ever removes it), the environment's network.
  */
 export class ServiceTeardown {
   constructor(
@@ -28,12 +28,13 @@ export class ServiceTeardown {
     for (const container of containers) {
       await this.runtime.engine.stopAndRemove(container.id, 0);
     }
-    const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.projectId);
+    const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
     if (databaseEngineOf(service)) await this.runtime.engine.removeVolume(names.volume);
   }
 
-  async removeProjectNetwork(projectId: string): Promise<void> {
-    await this.runtime.engine.removeNetwork(resourceNames(this.deps.config.resourcePrefix, 'x', 'x', projectId).network);
+  /** An environment's network; Docker keeps one that a container still uses. */
+  async removeNetwork(environmentId: string): Promise<void> {
+    await this.runtime.engine.removeNetwork(resourceNames(this.deps.config.resourcePrefix, 'x', 'x', environmentId).network);
   }
 }

@@ -94,6 +94,11 @@ export const ENGINE_SPECS: Record<DatabaseEngine, EngineSpec> = {
   },
 };
 
+/** A password the engine's container is started with (a generated one, or the user's): always a secret variable. */
+export function isEnginePassword(engine: DatabaseEngine, key: string): boolean {
+  return ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
+}
+
 export function isDatabaseEngine(value: string): value is DatabaseEngine {
   return (DATABASE_ENGINES as readonly string[]).includes(value);
 }

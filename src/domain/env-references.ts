@@ -91,7 +91,7 @@ function expandTarget(
 export function describeProblem(problem: ReferenceProblem): string {
   switch (problem.kind) {
     case 'unknown_service':
-      return `${problem.reference}: no service with slug "${problem.serviceSlug}" in this project`;
+      return `${problem.reference}: no service with slug "${problem.serviceSlug}" in this environment`;
     case 'unknown_key':
       return `${problem.reference}: service "${problem.serviceSlug}" has no variable ${problem.key}`;
     case 'cycle':

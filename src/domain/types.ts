@@ -74,6 +74,8 @@ export interface DatabaseSource {
 export interface ServiceRecord {
   id: string;
   projectId: string;
+  /** The project's environment it lives in (src/domain/environments.ts). */
+  environmentId: string;
   name: string;
   slug: string;
   source: ServiceSource;

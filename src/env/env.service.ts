@@ -165,7 +165,7 @@ export class EnvService {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const envVar = await this.deps.store.env.get(envId);
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
-    const snapshot = await this.projectEnv(service.projectId);
+    const snapshot = await this.environmentEnv(service);
     const value = this.deps.secrets.decrypt(envVar.valueEncrypted);
     return {
       key: envVar.key,
@@ -176,14 +176,14 @@ export class EnvService {
 
   /** The variables of a service as the overview shows them: secrets masked, references resolved. */
   async listForService(service: ServiceRecord): Promise<EnvVarView[]> {
-    const snapshot = await this.projectEnv(service.projectId);
+    const snapshot = await this.environmentEnv(service);
     const vars = await this.deps.store.env.list([service.id]);
     return vars.map((v) => this.present(v, service, snapshot));
   }
 
   /** Every variable of a service with references resolved: what a container is started with. */
   async resolvedFor(service: ServiceRecord): Promise<{ env: Record<string, string>; problems: string[] }> {
-    const snapshot = await this.projectEnv(service.projectId);
+    const snapshot = await this.environmentEnv(service);
     const env: Record<string, string> = {};
     const problems: string[] = [];
     for (const [key, raw] of snapshot.env.get(service.slug) ?? new Map<string, string>()) {
@@ -196,7 +196,7 @@ export class EnvService {
 
   /** Every value of the service that is, or is built from, a secret: what a deployment log must mask. */
   async secretValues(service: ServiceRecord): Promise<string[]> {
-    const snapshot = await this.projectEnv(service.projectId);
+    const snapshot = await this.environmentEnv(service);
     const values: string[] = [];
     for (const [key, raw] of snapshot.env.get(service.slug) ?? new Map<string, string>()) {
       const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key });
@@ -229,11 +229,15 @@ export class EnvService {
   }
 
   /**
-   * Every service's variables by slug, each starting from the project's shared variables (its own
-   * key wins), plus the shared ones themselves under `shared`, so `${shared.KEY}` resolves.
+   * Every variable of the services of the service's environment by slug (another environment's
+   * services are not there to reference), each starting from the project's shared variables (its
+   * own key wins), plus the shared ones themselves under `shared`, so `${shared.KEY}` resolves.
    */
-  private async projectEnv(projectId: string): Promise<ProjectEnvSnapshot> {
-    const [services, shared] = await Promise.all([this.deps.store.projects.listServices([projectId]), this.readShared(projectId)]);
+  private async environmentEnv(service: ServiceRecord): Promise<ProjectEnvSnapshot> {
+    const [services, shared] = await Promise.all([
+      this.deps.store.projects.listServicesIn([service.environmentId]),
+      this.readShared(service.projectId),
+    ]);
     const slugOf = new Map(services.map((s) => [s.id, s.slug]));
     const vars = await this.deps.store.env.list(services.map((s) => s.id));
     const sharedValues = new Map(shared.map((e) => [e.key, this.deps.secrets.decrypt(e.valueEncrypted)]));

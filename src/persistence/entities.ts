@@ -12,6 +12,7 @@ import type {
 import type { BackupScheduleRecord } from '../backups/backup-schedule.records.js';
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { EnvironmentRecord } from '../domain/environments.js';
 import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
 import type { Role, Scope } from '../domain/scopes.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
@@ -66,13 +67,29 @@ export const Project = defineEntity({
   },
 });
 
-export const Service = defineEntity({
-  name: 'Service',
-  tableName: 'services',
-  uniques: [{ properties: ['projectId', 'slug'] }],
+/** A project's environments (src/domain/environments.ts); names are unique within the project. */
+export const Environment = defineEntity({
+  name: 'Environment',
+  tableName: 'environments',
+  uniques: [{ properties: ['projectId', 'name'] }],
   properties: {
     id: id(),
     projectId: fk(),
+    name: str(32),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
+export const Service = defineEntity({
+  name: 'Service',
+  tableName: 'services',
+  // Slugs are names on the environment's network and in `${slug.KEY}`: unique within the environment.
+  uniques: [{ properties: ['environmentId', 'slug'] }],
+  properties: {
+    id: id(),
+    projectId: fk(),
+    environmentId: fk(),
     name: str(),
     slug: str(64),
     // What the service runs: `repository` (repoFullName and/or repoUrl), `image` (containerImage)
@@ -406,6 +423,7 @@ export const BackupSchedule = defineEntity({
 export const ALL_ENTITIES = [
   Setting,
   Project,
+  Environment,
   Service,
   ServiceDatabase,
   EnvVar,
@@ -430,6 +448,7 @@ export const ALL_ENTITIES = [
 export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 
 export type ProjectRow = Row<typeof Project>;
+export type EnvironmentRow = Row<typeof Environment>;
 export type ServiceRow = Row<typeof Service>;
 export type ServiceDatabaseRow = Row<typeof ServiceDatabase>;
 export type EnvVarRow = Row<typeof EnvVar>;
@@ -462,6 +481,7 @@ type Same<A, B> = [keyof A] extends [keyof B]
   : false;
 function same<_ extends true>(): void {}
 same<Same<ProjectRow, ProjectRecord>>();
+same<Same<EnvironmentRow, EnvironmentRecord>>();
 same<
   Same<
     ServiceRow,

@@ -5,6 +5,7 @@ import { BackupRepository } from '../backups/backup.repository.js';
 import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
+import { EnvironmentRepository } from '../environments/environment.repository.js';
 import { DatabaseImportRepository } from '../imports/database-import.repository.js';
 import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
@@ -19,6 +20,7 @@ import type { Session } from './repository.js';
  */
 export class Store {
   readonly projects: ProjectRepository;
+  readonly environments: EnvironmentRepository;
   readonly env: EnvRepository;
   readonly domains: DomainRepository;
   readonly deployments: DeploymentRepository;
@@ -34,6 +36,7 @@ export class Store {
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
     this.session = { em, inTransaction, writes };
     this.projects = new ProjectRepository(this.session);
+    this.environments = new EnvironmentRepository(this.session);
     this.env = new EnvRepository(this.session);
     this.domains = new DomainRepository(this.session);
     this.deployments = new DeploymentRepository(this.session);

@@ -1,4 +1,5 @@
 import { NotFoundError } from '../domain/errors.js';
+import type { EnvironmentRecord } from '../domain/environments.js';
 import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import { assertProjectVisible, type Actor } from '../domain/access.js';
@@ -13,6 +14,13 @@ export async function projectFor(store: Store, actor: Actor, projectId: string):
   if (!project) throw new NotFoundError('Project', projectId);
   assertProjectVisible(actor, project.id, 'Project', projectId);
   return project;
+}
+
+export async function environmentFor(store: Store, actor: Actor, environmentId: string): Promise<EnvironmentRecord> {
+  const environment = await store.environments.get(environmentId);
+  if (!environment) throw new NotFoundError('Environment', environmentId);
+  assertProjectVisible(actor, environment.projectId, 'Environment', environmentId);
+  return environment;
 }
 
 export async function serviceFor(store: Store, actor: Actor, serviceId: string): Promise<ServiceRecord> {

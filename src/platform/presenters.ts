@@ -7,17 +7,25 @@ const iso = (d: Date) => d.toISOString();
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
- * `<service_slug>-<project_slug>.<rootDomain>`: the hostname a web service gets without asking;
+ * `<service_slug>-<scope>.<rootDomain>`: the hostname a web service gets without asking, `scope`
+ * being its environment's (`<project_slug>`, or `<environment>-<project_slug>`: see hostnameScope);
  * none when the label would pass DNS's 63 characters (no certificate could be issued for it).
  */
-export function generatedHostname(service: Pick<ServiceRecord, 'slug'>, projectSlug: string, rootDomain: string | null): string | null {
-  const label = `${service.slug}-${projectSlug}`;
-  if (!rootDomain || label.length > 63) return null;
+export function generatedHostname(service: Pick<ServiceRecord, 'slug'>, scope: string, rootDomain: string | null): string | null {
+  const label = generatedLabel(service, scope);
+  if (!rootDomain || label === null) return null;
   return `${label}.${rootDomain}`;
 }
 
+/** The first label of a generated hostname, or null when it would pass 63 characters. */
+export function generatedLabel(service: Pick<ServiceRecord, 'slug'>, scope: string): string | null {
+  const label = `${service.slug}-${scope}`;
+  return label.length > 63 ? null : label;
+}
+
 export interface ServiceContext {
-  projectSlug: string;
+  /** The service's environment's hostname scope (hostnameScope). */
+  hostnameScope: string;
   domains: DomainRecord[];
 }
 
@@ -58,6 +66,7 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
   return {
     id: service.id,
     projectId: service.projectId,
+    environmentId: service.environmentId,
     name: service.name,
     slug: service.slug,
     repoFullName: wire.repoFullName,
@@ -93,7 +102,7 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
 
 function primaryUrl(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): string {
   if (service.runtimeMode === 'worker' || service.source.kind === 'database') return '';
-  const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generatedHostname(service, ctx.projectSlug, config.rootDomain);
+  const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generatedHostname(service, ctx.hostnameScope, config.rootDomain);
   return host ? `${config.publicScheme}://${host}${config.publicPort ? `:${config.publicPort}` : ''}` : '';
 }
 

@@ -29,6 +29,7 @@ export const serviceView = z
   .object({
     id: z.string(),
     projectId: z.string(),
+    environmentId: z.string().meta({ description: "The project's environment the service lives in" }),
     name: z.string(),
     slug: z.string(),
     repoFullName: z.string().nullable(),

@@ -1,4 +1,4 @@
-import type { ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
+import type { DatabaseSource, ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
 import { Project, Service, ServiceDatabase, type ServiceDatabaseRow, type ServiceRow } from '../persistence/entities.js';
 import { Repository, type Patch } from '../persistence/repository.js';
 
@@ -39,8 +39,12 @@ export class ProjectRepository extends Repository {
     const row = await this.row(Service, { id });
     return row && (await this.withSources([row]))[0]!;
   }
-  async serviceSlugsIn(projectId: string): Promise<Set<string>> {
-    const rows = await this.rows(Service, { projectId });
+  async listServicesIn(environmentIds: string[]): Promise<ServiceRecord[]> {
+    if (environmentIds.length === 0) return [];
+    return this.withSources(await this.rows(Service, { environmentId: { $in: environmentIds } }, { createdAt: 'asc', id: 'asc' }));
+  }
+  async serviceSlugsIn(environmentId: string): Promise<Set<string>> {
+    const rows = await this.rows(Service, { environmentId });
     return new Set(rows.map((r) => r.slug));
   }
   async hostPortsTaken(from: number, to: number): Promise<Set<number>> {
@@ -61,6 +65,12 @@ export class ProjectRepository extends Repository {
   /** Everything but the source, which a service keeps for life. */
   updateService(id: string, patch: Patch<Omit<ServiceRecord, 'source'>>): Promise<void> {
     return this.updateRow(Service, id, patch, 'service');
+  }
+  /** A database service's own settings (engine excepted: a service keeps its source for life). */
+  async updateDatabaseSource(serviceId: string, patch: Partial<Omit<DatabaseSource, 'kind' | 'engine'>>): Promise<void> {
+    if (Object.keys(patch).length === 0) return;
+    this.written();
+    await this.fork().nativeUpdate(ServiceDatabase, { serviceId }, patch);
   }
   /** The service rows alone: their variables, domains and deployments go first, through ServiceRemoval. */
   async deleteServices(ids: string[]): Promise<void> {

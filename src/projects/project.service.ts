@@ -14,6 +14,8 @@ import type { ServiceRemoval } from './service-removal.js';
 import type { ProjectInput, ProjectPatchInput } from './project.inputs.js';
 import type { ProjectView, ProxyResultView, SuggestionView } from '../platform/views.js';
 import { NotFoundError } from '../domain/errors.js';
+import { FIRST_ENVIRONMENT_NAME } from '../domain/environments.js';
+import { hostnameScopes } from '../platform/hostname-scopes.js';
 
 export class ProjectService {
   private readonly listCache = new VersionedCache<'all', ProjectView[]>(() => this.deps.store.version, 1);
@@ -66,7 +68,17 @@ export class ProjectService {
         updatedAt: now,
       };
       try {
-        await this.deps.store.projects.insert(project);
+        await this.deps.store.transaction(async (tx) => {
+          await tx.projects.insert(project);
+          // Its first environment has its id: see isFirstEnvironment.
+          await tx.environments.insert({
+            id: project.id,
+            projectId: project.id,
+            name: FIRST_ENVIRONMENT_NAME,
+            createdAt: now,
+            updatedAt: now,
+          });
+        });
         return presentProject(project, []);
       } catch (error) {
         if (!(error instanceof ConflictError) || attempt >= 5) throw error;
@@ -91,11 +103,14 @@ export class ProjectService {
     return this.removal.removeProject(project);
   }
 
-  /** Connection URLs for each database service of the project, as other services reach it. */
+  /**
+   * Connection URLs for each database service of the project, as other services reach it: one per
+   * slug, since a reference resolves in the environment of the service that holds it.
+   */
   async databaseVariableSuggestions(actor: Actor, projectId: string): Promise<SuggestionView[]> {
     const project = await projectFor(this.deps.store, actor, projectId);
     const services = await this.deps.store.projects.listServices([project.id]);
-    return this.databaseSuggestionsFor(services);
+    return this.databaseSuggestionsFor(services.filter((s, i) => services.findIndex((o) => o.slug === s.slug) === i));
   }
 
   async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
@@ -115,19 +130,26 @@ export class ProjectService {
     return suggestions;
   }
 
-  /** Three queries whatever the number of projects; `everything` skips long IN lists when all are shown. */
+  /** Five queries whatever the number of projects; `everything` skips long IN lists when all are shown. */
   private async present(projects: ProjectRecord[], everything = false): Promise<ProjectView[]> {
     const services = everything
       ? await this.deps.store.projects.listAllServices()
       : await this.deps.store.projects.listServices(projects.map((p) => p.id));
-    const domains = await this.deps.store.domains.list(everything ? null : services.map((s) => s.id));
+    const [domains, scopes] = await Promise.all([
+      this.deps.store.domains.list(everything ? null : services.map((s) => s.id)),
+      hostnameScopes(this.deps.store, everything ? null : projects.map((p) => p.id)),
+    ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const servicesOf = groupBy(services, (s) => s.projectId);
     return projects.map((project) =>
       presentProject(
         project,
         (servicesOf.get(project.id) ?? []).map((s) =>
-          presentService(s, { projectSlug: project.slug, domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]) }, this.deps.config),
+          presentService(
+            s,
+            { hostnameScope: scopes.get(s.environmentId) ?? '', domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]) },
+            this.deps.config,
+          ),
         ),
       ),
     );

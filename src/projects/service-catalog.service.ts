@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../domain/errors.js';
-import { ENGINE_SPECS, engineOf, isDatabaseEngine, type DatabaseEngine } from '../domain/database-engines.js';
+import { ENGINE_SPECS, engineOf, isDatabaseEngine, isEnginePassword, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
@@ -17,8 +17,11 @@ import { assertProjectVisible, assertScope, assertWrite, type Actor } from '../d
 import type { ServiceDeps } from '../platform/deps.js';
 import type { EnvService } from '../env/env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
-import { projectFor, serviceFor } from '../platform/lookup.js';
-import { generatedHostname, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
+import { environmentFor, projectFor, serviceFor } from '../platform/lookup.js';
+import { generatedHostname, generatedLabel, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
+import { hostnameScopes } from '../platform/hostname-scopes.js';
+import { groupBy } from '../platform/group-by.js';
+import { defaultEnvironment, hostnameScope, type EnvironmentRecord } from '../domain/environments.js';
 import type { ProjectService } from './project.service.js';
 import type { CreateServiceInput, UpdateServiceInput } from './project.inputs.js';
 import type { ServiceRemoval } from './service-removal.js';
@@ -66,9 +69,27 @@ export class ServiceCatalog {
     private readonly removal: ServiceRemoval,
   ) {}
 
+  /** In the project's default environment (see defaultEnvironment): the detailed API's creation. */
   async create(actor: Actor, projectId: string, input: CreateServiceInput): Promise<ServiceView> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
+    return this.createIn(actor, project, await defaultEnvironmentOf(this.deps.store, project.id), input);
+  }
+
+  /** In the environment named: `POST /api/environments/{environmentId}/apps`. */
+  async createInEnvironment(actor: Actor, environmentId: string, input: CreateServiceInput): Promise<ServiceView> {
+    assertWrite(actor);
+    const environment = await environmentFor(this.deps.store, actor, environmentId);
+    const project = (await this.deps.store.projects.get(environment.projectId))!;
+    return this.createIn(actor, project, environment, input);
+  }
+
+  private async createIn(
+    actor: Actor,
+    project: ProjectRecord,
+    environment: EnvironmentRecord,
+    input: CreateServiceInput,
+  ): Promise<ServiceView> {
     const name = cleanName(input.name);
     const variant = classify(input);
     // A database is created with project:write and db:manage (docs/accounts.md).
@@ -81,12 +102,14 @@ export class ServiceCatalog {
     const engine = variant.kind === 'database' ? variant.engine : null;
     const now = this.deps.clock.now();
 
+    const scope = hostnameScope(project.slug, environment);
     const service = await this.deps.store.transaction(async (tx) => {
-      const slug = uniqueSlug(slugify(name), await slugsTakenIn(tx, project));
+      const slug = uniqueSlug(slugify(name), await slugsTakenIn(tx, environment, scope));
       const hostPort = await allocateHostPort(tx, this.deps.portProbe, this.deps.config.hostPortRange);
       const record: ServiceRecord = {
         id: newId(),
         projectId: project.id,
+        environmentId: environment.id,
         name,
         slug,
         branch: cleanBranch(input.branch ?? 'main'),
@@ -114,7 +137,7 @@ export class ServiceCatalog {
                   publicEnabled: input.databasePublicEnabled ?? false,
                   publicHostname: input.databasePublicHostname
                     ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
-                    : generatedHostname({ slug }, project.slug, this.deps.config.rootDomain),
+                    : generatedHostname({ slug }, scope, this.deps.config.rootDomain),
                   logicalReplicationEnabled:
                     variant.engine === 'postgres' || variant.engine === 'timescale'
                       ? (input.postgresLogicalReplicationEnabled ?? false)
@@ -130,8 +153,7 @@ export class ServiceCatalog {
       };
       await tx.projects.insertService(record);
       // A database password is secret whoever chose it.
-      const isPassword = (key: string) =>
-        engine !== null && ENGINE_SPECS[engine].initialEnv.some((e) => e.key === key && /PASSWORD/.test(key));
+      const isPassword = (key: string) => engine !== null && isEnginePassword(engine, key);
       for (const entry of env)
         await this.env.upsert(tx, record.id, { ...entry, secret: entry.secret ?? (isPassword(entry.key) || undefined) });
       if (engine) {
@@ -145,7 +167,7 @@ export class ServiceCatalog {
       await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });
-    return presentService(service, { projectSlug: project.slug, domains: [] }, this.deps.config);
+    return presentService(service, { hostnameScope: scope, domains: [] }, this.deps.config);
   }
 
   async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
@@ -156,15 +178,15 @@ export class ServiceCatalog {
     }
     const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const [project, domains, deployments, env, live] = await Promise.all([
-      this.deps.store.projects.get(service.projectId),
+    const [scope, domains, deployments, env, live] = await Promise.all([
+      hostnameScopeOf(this.deps.store, service),
       this.deps.store.domains.list([service.id]),
       this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
       this.deps.store.deployments.listLive(service.id, 1),
     ]);
     const overview = {
-      service: presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config),
+      service: presentService(service, { hostnameScope: scope, domains }, this.deps.config),
       deployments: deployments.map(presentDeployment),
       env,
       domains: domains.map(presentDomain),
@@ -209,9 +231,10 @@ export class ServiceCatalog {
     const target = await projectFor(this.deps.store, actor, targetProjectId);
     if (target.id !== service.projectId) {
       const now = this.deps.clock.now();
+      const environment = await defaultEnvironmentOf(this.deps.store, target.id);
       await this.deps.store.transaction(async (tx) => {
-        const slug = uniqueSlug(service.slug, await slugsTakenIn(tx, target));
-        await tx.projects.updateService(service.id, { projectId: target.id, slug, updatedAt: now });
+        const slug = uniqueSlug(service.slug, await slugsTakenIn(tx, environment, hostnameScope(target.slug, environment)));
+        await tx.projects.updateService(service.id, { projectId: target.id, environmentId: environment.id, slug, updatedAt: now });
         await tx.projects.update(target.id, { updatedAt: now });
         await tx.projects.update(service.projectId, { updatedAt: now });
       });
@@ -232,7 +255,8 @@ export class ServiceCatalog {
     serviceId: string,
   ): Promise<{ suggestions: Array<{ key: string; label: string }>; databaseVariables: SuggestionView[] }> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const siblings = await this.deps.store.projects.listServices([service.projectId]);
+    // Only its own environment's services: `${slug.KEY}` resolves there.
+    const siblings = await this.deps.store.projects.listServicesIn([service.environmentId]);
     const vars = await this.deps.store.env.list(siblings.map((s) => s.id));
     const byId = new Map(siblings.map((s) => [s.id, s]));
     const suggestions: Array<{ key: string; label: string }> = [
@@ -253,11 +277,21 @@ export class ServiceCatalog {
 
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
-    const [project, domains] = await Promise.all([
-      this.deps.store.projects.get(service.projectId),
-      this.deps.store.domains.list([service.id]),
+    const [scope, domains] = await Promise.all([hostnameScopeOf(this.deps.store, service), this.deps.store.domains.list([service.id])]);
+    return presentService(service, { hostnameScope: scope, domains }, this.deps.config);
+  }
+
+  /** Services as listed, two queries for the domains and hostname scopes whatever their number. */
+  async views(services: ServiceRecord[]): Promise<ServiceView[]> {
+    if (services.length === 0) return [];
+    const [scopes, domains] = await Promise.all([
+      hostnameScopes(this.deps.store, [...new Set(services.map((s) => s.projectId))]),
+      this.deps.store.domains.list(services.map((s) => s.id)),
     ]);
-    return presentService(service, { projectSlug: project?.slug ?? '', domains }, this.deps.config);
+    const domainsOf = groupBy(domains, (d) => d.serviceId);
+    return services.map((s) =>
+      presentService(s, { hostnameScope: scopes.get(s.environmentId) ?? '', domains: domainsOf.get(s.id) ?? [] }, this.deps.config),
+    );
   }
 }
 
@@ -327,17 +361,41 @@ function cleanBranch(branch: string): string {
 }
 
 /**
- * The project's own slugs, and the ones that would give a service here the generated hostname
- * (`<service>-<project>`) of a service in another project: `a-b` in `c` and `a` in `b-c` would share one.
+ * The environment's own slugs, and the ones that would give a service here the generated hostname
+ * label (`<service>-<scope>`) of a service elsewhere: `a-b` in project `c` and `a` in project `b-c`
+ * (or in environment `b` of project `c`) would share one.
  */
-async function slugsTakenIn(store: Store, project: ProjectRecord): Promise<Set<string>> {
-  const taken = await store.projects.serviceSlugsIn(project.id);
-  const suffix = `-${project.slug}`;
-  const projectSlugs = new Map((await store.projects.list(null)).map((p) => [p.id, p.slug]));
-  for (const other of await store.projects.listAllServices()) {
-    if (other.projectId === project.id) continue;
-    const label = `${other.slug}-${projectSlugs.get(other.projectId) ?? ''}`;
-    if (label.endsWith(suffix) && label.length > suffix.length) taken.add(label.slice(0, -suffix.length));
+export async function slugsTakenIn(store: Store, environment: EnvironmentRecord, scope: string): Promise<Set<string>> {
+  const taken = await store.projects.serviceSlugsIn(environment.id);
+  const suffix = `-${scope}`;
+  for (const [label, owner] of await generatedLabels(store)) {
+    if (owner.environmentId !== environment.id && label.endsWith(suffix) && label.length > suffix.length)
+      taken.add(label.slice(0, -suffix.length));
   }
   return taken;
+}
+
+/** Every service's generated hostname label (`<service>-<scope>`, see generatedLabel), with its service. */
+export async function generatedLabels(store: Store): Promise<Map<string, ServiceRecord>> {
+  const [scopes, services] = await Promise.all([hostnameScopes(store, null), store.projects.listAllServices()]);
+  const labels = new Map<string, ServiceRecord>();
+  for (const service of services) {
+    const label = generatedLabel(service, scopes.get(service.environmentId) ?? '');
+    if (label) labels.set(label, service);
+  }
+  return labels;
+}
+
+/** Where a project's services go when no environment is named (see defaultEnvironment). */
+export async function defaultEnvironmentOf(store: Store, projectId: string): Promise<EnvironmentRecord> {
+  const environment = defaultEnvironment(await store.environments.list([projectId]));
+  // Every project is created with one and keeps at least one (EnvironmentService.delete).
+  if (!environment) throw new ConflictError('This project has no environment; create one first');
+  return environment;
+}
+
+/** One service's hostname scope. */
+async function hostnameScopeOf(store: Store, service: ServiceRecord): Promise<string> {
+  const [project, environment] = await Promise.all([store.projects.get(service.projectId), store.environments.get(service.environmentId)]);
+  return project && environment ? hostnameScope(project.slug, environment) : '';
 }

@@ -1,4 +1,5 @@
 import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
+import type { EnvironmentRecord } from '../domain/environments.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ProxyResultView } from '../platform/views.js';
 import type { RoutingService } from '../routing/routing.service.js';
@@ -10,7 +11,8 @@ export interface ServiceRuntime {
   stopDeploymentsOf(serviceIds: string[]): Promise<void>;
   /** Removes a service's containers, images, ports and volumes. */
   removeService(service: ServiceRecord): Promise<void>;
-  removeProjectNetwork(projectId: string): Promise<void>;
+  /** An environment's network (Docker keeps one a container still uses). */
+  removeNetwork(environmentId: string): Promise<void>;
 }
 
 export interface ServiceRemovalOptions {
@@ -22,7 +24,7 @@ export interface ServiceRemovalOptions {
 }
 
 /**
- * Deleting a project or a service: its deployments are stopped, its rows and everything they own
+ * Deleting a project, an environment or a service: its deployments are stopped, its rows and everything they own
  * (variables, domains, deployments and their logs) go in one transaction, then the runtime removes
  * what it ran and the routes are reloaded.
  */
@@ -36,23 +38,51 @@ export class ServiceRemoval {
 
   async removeProject(project: ProjectRecord): Promise<ProxyResultView> {
     const services = await this.deps.store.projects.listServices([project.id]);
+    const environments = await this.deps.store.environments.list([project.id]);
     await this.before(services);
     await this.deps.store.transaction(async (tx) => {
       await deleteServiceRows(
         tx,
         (await tx.projects.listServices([project.id])).map((s) => s.id),
       );
+      await tx.environments.deleteOfProject(project.id);
       await tx.projects.delete(project.id);
       await tx.settings.delete(sharedEnvKey(project.id));
     });
-    await this.after(services);
+    await this.after(
+      services,
+      environments.map((e) => e.id),
+    );
+    return this.routing.reload();
+  }
+
+  /**
+   * An environment with its services. `stillHasAnother` runs in the transaction, after the project
+   * row is written (so two deletes in one project take turns): it throws to keep the last one.
+   */
+  async removeEnvironment(
+    environment: EnvironmentRecord,
+    stillHasAnother: (tx: ServiceDeps['store']) => Promise<void>,
+  ): Promise<ProxyResultView> {
+    const services = await this.deps.store.projects.listServicesIn([environment.id]);
+    await this.before(services);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.projects.update(environment.projectId, { updatedAt: this.deps.clock.now() });
+      await stillHasAnother(tx);
+      await deleteServiceRows(
+        tx,
+        (await tx.projects.listServicesIn([environment.id])).map((s) => s.id),
+      );
+      await tx.environments.delete(environment.id);
+    });
+    await this.after(services, [environment.id]);
     return this.routing.reload();
   }
 
   async removeService(service: ServiceRecord): Promise<ProxyResultView> {
     await this.before([service]);
     await this.deps.store.transaction((tx) => deleteServiceRows(tx, [service.id]));
-    await this.after([service]);
+    await this.after([service], [service.environmentId]);
     return this.routing.reload();
   }
 
@@ -62,17 +92,17 @@ export class ServiceRemoval {
   }
 
   /** The records are gone by now: a runtime leftover is logged (and collected later), never a failed delete. */
-  private async after(removed: ServiceRecord[]): Promise<void> {
+  private async after(removed: ServiceRecord[], environmentIds: string[]): Promise<void> {
     const { runtime, options } = this;
     if (runtime) {
       for (const service of removed)
         await runtime
           .removeService(service)
           .catch((error: Error) => options.log?.('service cleanup incomplete', { serviceId: service.id, error: error.message }));
-      for (const projectId of new Set(removed.map((s) => s.projectId))) {
+      for (const environmentId of new Set(environmentIds)) {
         await runtime
-          .removeProjectNetwork(projectId)
-          .catch((error: Error) => options.log?.('project network not removed', { projectId, error: error.message }));
+          .removeNetwork(environmentId)
+          .catch((error: Error) => options.log?.('environment network not removed', { environmentId, error: error.message }));
       }
     }
     await options.onServicesRemoved?.(removed);

@@ -3,6 +3,7 @@ import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname } from '../platform/presenters.js';
+import { hostnameScopes } from '../platform/hostname-scopes.js';
 
 const NOT_READY: ProxyResult = {
   ok: false,
@@ -71,12 +72,11 @@ export class RoutingService {
     const poolKey = pool ? `${pool.length}:${pool[0]?.[0] ?? ''}` : '';
     const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}|${poolKey}`;
     if (this.cached?.key === key) return this.cached.table;
-    const [domains, services, projects] = await Promise.all([
+    const [domains, services, scopes] = await Promise.all([
       this.deps.store.domains.list(null),
       this.deps.store.projects.listAllServices(),
-      this.deps.store.projects.list(null),
+      hostnameScopes(this.deps.store, null),
     ]);
-    const projectSlugs = new Map(projects.map((p) => [p.id, p.slug]));
     const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !databaseEngineOf(s)).map((s) => [s.id, s]));
     const routes = new Map<string, RouteTarget>();
     for (const domain of domains) {
@@ -88,7 +88,7 @@ export class RoutingService {
         });
     }
     for (const service of web.values()) {
-      const hostname = generatedHostname(service, projectSlugs.get(service.projectId) ?? '', this.deps.config.rootDomain);
+      const hostname = generatedHostname(service, scopes.get(service.environmentId) ?? '', this.deps.config.rootDomain);
       // A custom domain of the same name wins: it was asked for.
       if (hostname && !routes.has(hostname))
         routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });

@@ -97,6 +97,8 @@ interface Fixtures {
   webId: string;
   /** Postgres database service in A. */
   dbId: string;
+  /** Environment `staging` of A, holding a service `web` of its own. */
+  stagingId: string;
   /** Env var GREETING of web. */
   envId: string;
   /** A domain of web. */
@@ -150,6 +152,16 @@ async function addDomain(serviceId: string, hostname: string): Promise<{ id: str
 
 async function freshProject(): Promise<Project> {
   return createProject(uniq('proj'), 'matrix', 'project');
+}
+/** An environment of its own project: rows that make environments would pass a project's limit in A. */
+async function freshEnvironment(): Promise<{ id: string; name: string; projectId: string }> {
+  const project = await freshProject();
+  return (await ok(admin('POST', `/api/projects/${project.id}/environments`, { name: 'staging' }), 'environment')).environment;
+}
+async function environmentNames(projectId: string): Promise<string[]> {
+  return ((await ok(admin('GET', `/api/projects/${projectId}/environments`), 'environments')).environments as Array<{ name: string }>).map(
+    (e) => e.name,
+  );
 }
 async function freshService(projectId = f.A.id): Promise<{ id: string; projectId: string; branch: string }> {
   return createService(projectId, { name: uniq('svc'), repoFullName: 'acme/web' }, 'service');
@@ -326,6 +338,116 @@ const rows: Row[] = [
     success: 200,
     prepare: async () => ({ path: `/api/projects/${f.A.id}/database-variable-suggestions` }),
     check: (res) => expect(res.json.suggestions.length).toBeGreaterThanOrEqual(1),
+  },
+
+  // Environments
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/environments',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/environments` }),
+    check: (res) => {
+      expect(res.json.environments.map((e: { name: string }) => e.name)).toEqual(['production', 'staging']);
+      expect(res.json.environments[0]).toMatchObject({ id: f.A.id, isDefault: true });
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/projects/{projectId}/environments',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const project = await freshProject();
+      return {
+        path: `/api/projects/${project.id}/environments`,
+        body: { name: 'preview' },
+        unchanged: async () => expect(await environmentNames(project.id)).toEqual(['production']),
+      };
+    },
+    check: (res) => expect(res.json.environment).toMatchObject({ name: 'preview', isDefault: false, serviceCount: 0 }),
+  },
+  {
+    method: 'GET',
+    template: '/api/environments/{environmentId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/environments/${f.stagingId}` }),
+    check: (res) => expect(res.json.environment).toMatchObject({ id: f.stagingId, projectId: f.A.id, name: 'staging', serviceCount: 1 }),
+  },
+  {
+    method: 'PATCH',
+    template: '/api/environments/{environmentId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const environment = await freshEnvironment();
+      return {
+        path: `/api/environments/${environment.id}`,
+        body: { name: 'qa' },
+        unchanged: async () => expect(await environmentNames(environment.projectId)).toEqual(['production', 'staging']),
+      };
+    },
+    check: (res) => {
+      expect(res.json.environment.name).toBe('qa');
+      expect(res.json.proxy).toMatchObject({ ok: expect.any(Boolean), detail: expect.any(String) });
+    },
+  },
+  {
+    method: 'DELETE',
+    template: '/api/environments/{environmentId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const environment = await freshEnvironment();
+      return {
+        path: `/api/environments/${environment.id}`,
+        unchanged: async () => expect(await environmentNames(environment.projectId)).toEqual(['production', 'staging']),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    method: 'POST',
+    template: '/api/environments/{environmentId}/clone',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const environment = await freshEnvironment();
+      await ok(admin('POST', `/api/environments/${environment.id}/apps`, { name: 'web', repoFullName: 'acme/web' }), 'app');
+      return {
+        path: `/api/environments/${environment.id}/clone`,
+        body: { name: 'preview' },
+        unchanged: async () => expect(await environmentNames(environment.projectId)).toEqual(['production', 'staging']),
+      };
+    },
+    check: (res) => {
+      expect(res.json.environment).toMatchObject({ name: 'preview', serviceCount: 1 });
+      expect(res.json.services).toEqual([expect.objectContaining({ slug: 'web', environmentId: res.json.environment.id, status: 'idle' })]);
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/environments/{environmentId}/apps',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/environments/${f.stagingId}/apps` }),
+    check: (res) => expect(res.json.services).toEqual([expect.objectContaining({ slug: 'web', environmentId: f.stagingId })]),
+  },
+  {
+    method: 'POST',
+    template: '/api/environments/{environmentId}/apps',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const environment = await freshEnvironment();
+      return {
+        path: `/api/environments/${environment.id}/apps`,
+        body: { name: 'api', repoFullName: 'acme/api' },
+        unchanged: async () => expect((await ok(admin('GET', `/api/environments/${environment.id}/apps`), 'apps')).services).toEqual([]),
+      };
+    },
+    check: (res) => expect(res.json.service).toMatchObject({ slug: 'api', repoFullName: 'acme/api', status: 'idle' }),
   },
 
   // Services
@@ -1476,6 +1598,8 @@ beforeAll(async () => {
   );
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
+  const staging = (await ok(admin('POST', `/api/projects/${A.id}/environments`, { name: 'staging' }), 'staging')).environment;
+  await ok(admin('POST', `/api/environments/${staging.id}/apps`, { name: 'web', repoFullName: 'acme/web' }), 'staging web');
   await ok(admin('PUT', `/api/projects/${A.id}/env`, { env: { SHARED_GREETING: 'hello' } }), 'shared env');
   const deployment = await freshDeployment(web.id);
   openai = await new OpenAiStandin().start();
@@ -1488,6 +1612,7 @@ beforeAll(async () => {
     B,
     webId: web.id,
     dbId: db.id,
+    stagingId: staging.id,
     envId: env.id,
     domainId: domain.id,
     deploymentId: deployment.id,

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { containersWithLabel, httpText, imageTags, provisionDocker } from '../helpers/docker.js';
+import { containersWithLabel, httpText, imageTags, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy, waitForDeployment, waitForLogLine } from '../helpers/deployments.js';
 import { startGitServer } from '../helpers/git-server.js';
 import { readSse } from '../helpers/sse.js';
@@ -25,6 +25,7 @@ beforeAll(async () => {
     HEALTH_TIMEOUT_MS: '20000',
     STOP_GRACE_SECONDS: '1',
     WORKER_SETTLE_MS: '1500',
+    HOST_PORT_RANGE: ownPortRange(),
   });
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `deploy-${Date.now()}` })).json.project.id;

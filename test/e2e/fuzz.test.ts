@@ -76,6 +76,8 @@ beforeAll(async () => {
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
+    // The project's first environment has its id.
+    environmentId: project.id,
     serviceId: service.id,
     envId: overview.env[0].id,
     variableId: overview.env[0].id,
@@ -164,7 +166,8 @@ describe('fuzz', () => {
     // Generated up front, in order, so a seed always gives the same requests whatever the timing.
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
-      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '' } : {};
+      const safeReal: Record<string, string> =
+        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { provisionDocker } from '../helpers/docker.js';
+import { ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess, quietPort } from '../helpers/caddy.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
@@ -120,6 +120,7 @@ beforeAll(async () => {
     ROOT_DOMAIN,
     BUILD_CONCURRENCY: '2',
     STOP_GRACE_SECONDS: '1',
+    HOST_PORT_RANGE: ownPortRange(),
   });
   call = api(server.url, server.token);
 

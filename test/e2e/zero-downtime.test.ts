@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { containersWithLabel, provisionDocker } from '../helpers/docker.js';
+import { containersWithLabel, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy, waitForDeployment, waitForLogLine } from '../helpers/deployments.js';
 import { adminGet, requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 
@@ -173,6 +173,8 @@ beforeAll(async () => {
     BUILD_CONCURRENCY: '2',
     STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: String(HEALTH_TIMEOUT_MS),
+    // Host ports of its own: another install on this host taking 20000 meanwhile failed a cutover with EADDRINUSE.
+    HOST_PORT_RANGE: ownPortRange(),
   };
   server = await startServerProcess(serverEnv);
   call = api(server.url, server.token);

@@ -39,7 +39,7 @@ function expected(kind: 'sqlite' | 'postgresql'): Expected {
  * A service as release 0.1.0 stored it: the source in the wire's placeholder spelling (what the
  * presenter still answers with), the database settings on every service.
  */
-const asOldRow = ({ source, ...rest }: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
+const asOldRow = ({ source, environmentId: _environmentId, ...rest }: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
 
 /** Records as JSON carries them (dates as ISO strings), the form the expected rows were saved in. */
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
@@ -52,6 +52,15 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
   const deployments = (await Promise.all(serviceIds.map((id) => store.deployments.list(id)))).flat();
   expect(asJson(await store.projects.list(null))).toEqual(want.projects);
   expect(asJson(serviceRows)).toEqual(want.services);
+  // Every project got its first environment, `production`, with the project's id (so its network and
+  // generated hostnames are the project's of before), and every service lives in its project's.
+  expect(asJson(await store.environments.list(null))).toEqual(
+    want.projects.map((p) => {
+      const project = p as { id: string; createdAt: string };
+      return { id: project.id, projectId: project.id, name: 'production', createdAt: project.createdAt, updatedAt: project.createdAt };
+    }),
+  );
+  expect(services.map((s) => s.environmentId)).toEqual(services.map((s) => s.projectId));
   expect(asJson(await store.env.list(serviceIds))).toEqual(want.env);
   expect(asJson(await store.domains.list(null))).toEqual(want.domains);
   // Columns added since 0.1.0 read as their empty value on old rows.

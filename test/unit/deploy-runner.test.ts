@@ -143,6 +143,8 @@ describe('a deployment from a repository', () => {
       'slipway.service': web.id,
       'slipway.deployment': id,
       'slipway.project': p.id,
+      // The project's first environment has the project's id: its network is the project's of before.
+      'slipway.environment': p.id,
     });
     expect(c.env.PORT).toBe('3000');
     expect(h.engine.hasImage(d.imageTag!)).toBe(true);
@@ -712,7 +714,7 @@ describe('failures leave the live container alone', () => {
     const d = await deployFailed(web.id);
     const lines = await logs(d.id);
     expect(lines).toContain(
-      'Unresolved variable reference: DATABASE_URL: ${nosuch.DATABASE_URL}: no service with slug "nosuch" in this project',
+      'Unresolved variable reference: DATABASE_URL: ${nosuch.DATABASE_URL}: no service with slug "nosuch" in this environment',
     );
     expect(lines).toContain('Deployment failed: Fix the variable references above, then deploy again');
     expect(h.git.clones).toEqual([]);
