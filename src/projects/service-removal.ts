@@ -14,6 +14,8 @@ export interface ServiceRuntime {
 }
 
 export interface ServiceRemovalOptions {
+  /** Called first: throws (a ConflictError) when something that stays needs one of the services. */
+  assertRemovable?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   /** Called before the services' rows go: work that writes rows of theirs (imports) stops here. */
   beforeServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -36,6 +38,7 @@ export class ServiceRemoval {
 
   async removeProject(project: ProjectRecord): Promise<ProxyResultView> {
     const services = await this.deps.store.projects.listServices([project.id]);
+    await this.options.assertRemovable?.(services);
     await this.before(services);
     await this.deps.store.transaction(async (tx) => {
       await deleteServiceRows(
@@ -50,6 +53,7 @@ export class ServiceRemoval {
   }
 
   async removeService(service: ServiceRecord): Promise<ProxyResultView> {
+    await this.options.assertRemovable?.([service]);
     await this.before([service]);
     await this.deps.store.transaction((tx) => deleteServiceRows(tx, [service.id]));
     await this.after([service]);

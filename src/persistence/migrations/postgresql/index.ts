@@ -8,6 +8,7 @@ import { Migration20261126101753 } from './Migration20261126101753.js';
 import { Migration20261126102000 } from './Migration20261126102000.js';
 import { Migration20261126103000 } from './Migration20261126103000.js';
 import { Migration20261126113000 } from './Migration20261126113000.js';
+import { Migration20261127083629 } from './Migration20261127083629.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -20,4 +21,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261126102000', class: Migration20261126102000 },
   { name: 'Migration20261126103000', class: Migration20261126103000 },
   { name: 'Migration20261126113000', class: Migration20261126113000 },
+  { name: 'Migration20261127083629', class: Migration20261127083629 },
 ];
