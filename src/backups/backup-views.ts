@@ -36,13 +36,9 @@ export const backupSettingsView = z
   .object({
     serviceId: z.string(),
     storage,
-    storageId: z
-      .string()
-      .nullable()
-      .meta({
-        description:
-          'The storage instance backups go to with storage object or disk+object; null: the object store of the platform settings',
-      }),
+    storageId: z.string().nullable().meta({
+      description: 'The storage instance backups go to with storage object or disk+object; null: the object store of the platform settings',
+    }),
     automaticEnabled: z.boolean(),
     dailyEnabled: z.boolean(),
     weeklyEnabled: z.boolean(),
@@ -84,15 +80,9 @@ export type BackupLogLineView = z.infer<typeof backupLogLineView>;
 
 export const backupSettingsInput = z.strictObject({
   storage: storage.optional(),
-  storageId: z
-    .string()
-    .min(1)
-    .max(64)
-    .nullable()
-    .optional()
-    .meta({
-      description: 'A storage instance (GET /api/storage) to use as the object store; null: the object store of the platform settings',
-    }),
+  storageId: z.string().min(1).max(64).nullable().optional().meta({
+    description: 'A storage instance (GET /api/storage) to use as the object store; null: the object store of the platform settings',
+  }),
   automaticEnabled: z.boolean().optional(),
   dailyEnabled: z.boolean().optional(),
   weeklyEnabled: z.boolean().optional(),

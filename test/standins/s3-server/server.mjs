@@ -180,7 +180,8 @@ export function verifySignature(req, rawUrl, keys, now = Date.now()) {
     throw new S3Failure(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
   if (extra.length > 0 || service !== 's3' || terminator !== 'aws4_request' || day !== date.slice(0, 8))
     throw new S3Failure(400, 'AuthorizationHeaderMalformed', 'The credential scope is malformed');
-  if (region !== keys.region) throw new S3Failure(400, 'AuthorizationHeaderMalformed', `the region '${region}' is wrong; expecting '${keys.region}'`);
+  if (region !== keys.region)
+    throw new S3Failure(400, 'AuthorizationHeaderMalformed', `the region '${region}' is wrong; expecting '${keys.region}'`);
 
   const names = signedHeaders.split(';');
   if (!names.includes('host')) throw new S3Failure(400, 'AuthorizationHeaderMalformed', 'the host header must be signed');
@@ -221,7 +222,16 @@ function xmlEscape(text) {
  * Starts the front door and s3rver behind it. Resolves with `{ port, host, close() }` once listening.
  * `log(line)` gets one line per request (method, path without its query, status): never a key.
  */
-export async function startServer({ port = 7070, host = '0.0.0.0', dir, accessKeyId, secretAccessKey, region = 'us-east-1', health = '', log = () => {} }) {
+export async function startServer({
+  port = 7070,
+  host = '0.0.0.0',
+  dir,
+  accessKeyId,
+  secretAccessKey,
+  region = 'us-east-1',
+  health = '',
+  log = () => {},
+}) {
   mkdirSync(dir, { recursive: true });
   // s3rver's own account registry: the dummy pair goes, ours is the only one it knows.
   AWSAccount.DUMMY_ACCOUNT.revokeAccessKey('S3RVER');
