@@ -14,7 +14,7 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * Replay a run with FUZZ_SEED=<seed printed below>; FUZZ_REQUESTS sets the count (default 10,400).
  * The deploy runner is paused (BUILD_CONCURRENCY=0, as in every API test): POST deployments only
  * queues rows, so no build runs. DELETE operations never get the fixture project or service id
- * (nor the app and database ids, the same services by other names: they would delete the targets
+ * (nor the app, database and storage ids, the same services by other names: they would delete the targets
  * every other request needs); they get every other kind of value.
  */
 
@@ -70,6 +70,7 @@ beforeAll(async () => {
   ).service;
   const backup = (await ok(admin('POST', `/api/services/${db.id}/database/backups`, { storage: 'disk' }), 'backup')).backup;
   await ok(admin('PUT', `/api/projects/${project.id}/env`, { env: { SHARED: 'x', SECRET: { value: 'y', secret: true } } }), 'shared env');
+  const storage = (await ok(admin('POST', '/api/storage', { projectId: project.id, name: 'files' }), 'storage')).storage;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -83,6 +84,7 @@ beforeAll(async () => {
     backupId: backup.id,
     targetProjectId: other.id,
     databaseServiceId: database.id,
+    storageId: storage.id,
     userId: member.id,
   });
 }, 60_000);
@@ -160,7 +162,7 @@ describe('fuzz', () => {
     // Generated up front, in order, so a seed always gives the same requests whatever the timing.
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
-      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '' } : {};
+      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', storageId: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });
