@@ -162,7 +162,8 @@ describe('fuzz', () => {
     // Generated up front, in order, so a seed always gives the same requests whatever the timing.
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
-      const safeReal: Record<string, string> = op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', storageId: '' } : {};
+      const safeReal: Record<string, string> =
+        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', storageId: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });

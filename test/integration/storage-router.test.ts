@@ -1,8 +1,7 @@
 import { Readable } from 'node:stream';
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DatabaseDump, ObjectStore, ObjectStoreConfig } from '../../src/index.js';
-import { toErrorBody } from '../../routers/trpc.js';
+import { errorOf } from '../helpers/caller-errors.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -58,17 +57,6 @@ afterEach(async () => {
   await h.services.backupRunner.stop();
   await h.close();
 });
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; error: string; field?: unknown }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    const body = toErrorBody(error);
-    return { code: (error as TRPCError).code, error: body.error, field: body.details.field };
-  }
-  throw new Error('expected a rejection');
-}
 
 async function fixture() {
   const api = h.caller();
