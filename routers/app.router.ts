@@ -10,6 +10,7 @@ import { appsRouter } from './apps.router.js';
 import { databaseServicesRouter } from './databases-general.router.js';
 import { deployRouter } from './deploy.router.js';
 import { projectDomainsRouter } from './project-domains.router.js';
+import { storageRouter } from './storage.router.js';
 import { systemRouter } from './system.router.js';
 import { variablesRouter } from './variables.router.js';
 import { databaseRouter } from './database.router.js';
@@ -67,6 +68,7 @@ export const appRouter = router({
   variables: variablesRouter,
   projectDomains: projectDomainsRouter,
   databaseServices: databaseServicesRouter,
+  storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupScheduleRouter,
 });

@@ -53,6 +53,8 @@ import type { DatabaseDump } from './backups/database-dump.port.js';
 import { JobAborted } from './jobs/job-kind.js';
 import type { BackupRecord } from './backups/backup.records.js';
 import { DatabaseCatalog } from './databases/database-catalog.service.js';
+import { ServicePower } from './deployments/service-power.js';
+import { assertStorageRemovable, StorageCatalog } from './storage/storage-catalog.service.js';
 import { SystemService } from './settings/system.service.js';
 import { EnvironmentService } from './environments/environment.service.js';
 
@@ -183,6 +185,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       : null,
     {
       ...options,
+      // A storage instance holding backups of a database that stays is not deleted.
+      assertRemovable: (removed) => assertStorageRemovable(deps.store, removed),
       // Imports end (and write their last lines) before their rows go.
       beforeServicesRemoved: (removed) => imports.release(removed.map((s) => s.id)),
       onServicesRemoved: async (removed) => {
@@ -234,6 +238,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     registrationOpen: () => settings.registrationOpen(),
     log: options.log,
   });
+  const power = new ServicePower(deps, deployments, runtime && current ? { engine: runtime.engine, current } : null);
+  const storage = new StorageCatalog(deps, services, power);
   const backups = new BackupService(deps, env, {
     dump: options.backups?.dump ?? null,
     files: options.backups?.files ?? NO_FILES,
@@ -244,7 +250,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
         const container = current ? await current.currentOf(service) : null;
         return container ? { containerId: container.id } : null;
       }),
-    objectStoreConfig: () => settings.objectStore(),
+    objectStoreConfig: (storageId) => (storageId ? storage.objectStoreConfig(storageId) : settings.objectStore()),
   });
   backupService = backups;
   const backupRunner = new JobRunner(new BackupJobs(deps, backups, env), {
@@ -259,16 +265,11 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     reverseProxy: routing.enabled,
     dns: (options.dnsProviders ?? []).length > 0,
   });
-  const databaseCatalog = new DatabaseCatalog(
-    deps,
-    services,
-    deployments,
-    databases,
-    runtime && current ? { engine: runtime.engine, current } : null,
-  );
+  const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
   return {
     system,
     databaseCatalog,
+    storage,
     apiKeys,
     accounts,
     twoFactor,
@@ -323,6 +324,9 @@ export * from './imports/import-views.js';
 export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
 export * from './backups/backup-schedule-views.js';
+export * from './storage/storage-views.js';
+export type { StorageServer, StorageServerTarget } from './storage/storage-server.port.js';
+export { STORAGE_SERVER } from './domain/storage-server.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';

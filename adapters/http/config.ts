@@ -319,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       runtimeLogTail: int(env, 'RUNTIME_LOG_TAIL', DEFAULT_PLATFORM_CONFIG.runtimeLogTail, 0, 10_000),
       deploy: deployConfig(env, dataDir),
       databases: databasesConfig(env),
+      storage: { image: env.STORAGE_IMAGE || DEFAULT_PLATFORM_CONFIG.storage.image },
       metrics: {
         intervalMs: metricsInterval(env),
         retentionHours: int(env, 'METRICS_RETENTION_HOURS', DEFAULT_PLATFORM_CONFIG.metrics.retentionHours, 1, 24 * 90),

@@ -22,6 +22,7 @@ import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { S3ObjectStore } from '../object-store/s3.object-store.js';
+import { S3StorageServer } from '../object-store/s3.storage-server.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { offsetClock, systemClock } from '../../src/platform/clock.port.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
@@ -108,6 +109,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     forwarder: new TcpPortForwarder(),
     health: new NetHealthProbe(),
     databaseAdmin: databaseAdmin(),
+    storageServer: new S3StorageServer(),
     // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
     ...(config.proxy.kind !== 'none' && !overrides.proxy
       ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }

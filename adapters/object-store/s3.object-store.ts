@@ -13,16 +13,7 @@ export class S3ObjectStore implements ObjectStore {
   private readonly client: S3Client;
 
   constructor(private readonly config: ObjectStoreConfig) {
-    this.client = new S3Client({
-      endpoint: config.endpoint,
-      region: config.region,
-      forcePathStyle: config.forcePathStyle,
-      credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey },
-      maxAttempts: 2,
-      // Checksums on every request: the SDK's default, which not every S3-compatible server accepts.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    this.client = s3Client(config);
   }
 
   async check(signal: AbortSignal): Promise<void> {
@@ -73,12 +64,26 @@ export class S3ObjectStore implements ObjectStore {
   }
 }
 
-function bounded(signal: AbortSignal): AbortSignal {
+/** One client per bucket configuration; the platform's own calls to any S3-compatible server go through it. */
+export function s3Client(config: Omit<ObjectStoreConfig, 'bucket'>): S3Client {
+  return new S3Client({
+    endpoint: config.endpoint,
+    region: config.region,
+    forcePathStyle: config.forcePathStyle,
+    credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey },
+    maxAttempts: 2,
+    // Checksums on every request: the SDK's default, which not every S3-compatible server accepts.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+export function bounded(signal: AbortSignal): AbortSignal {
   return AbortSignal.any([signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]);
 }
 
 /** The SDK's errors name little (`UnknownError`, `ECONNREFUSED`): say what failed and why. */
-function describe(error: unknown, what: string): Error {
+export function describe(error: unknown, what: string): Error {
   const e = error as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
   const detail = [e.code, e.name !== 'Error' ? e.name : undefined, e.message].filter(Boolean).join(': ') || 'unknown error';

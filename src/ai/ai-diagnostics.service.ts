@@ -193,6 +193,7 @@ export class AiDiagnosticsService {
     const [resolved, secretValues] = await Promise.all([this.env.resolvedFor(service), this.env.secretValues(service)]);
     const secrets = secretEnvValues(resolved.env, secretValues);
     if (service.gitTokenEncrypted) secrets.push(this.deps.secrets.decrypt(service.gitTokenEncrypted));
+    if (service.source.kind === 'storage') secrets.push(this.deps.secrets.decrypt(service.source.secretAccessKeyEncrypted));
     return secrets;
   }
 }
@@ -206,7 +207,9 @@ function buildSettings(service: ServiceRecord): Record<string, unknown> {
         ? { kind: 'repository', repoFullName: source.repoFullName, repoUrl: source.repoUrl, branch: service.branch }
         : source.kind === 'image'
           ? { kind: 'image', image: source.image }
-          : { kind: 'database', engine: source.engine },
+          : source.kind === 'storage'
+            ? { kind: 'storage', bucket: source.bucket }
+            : { kind: 'database', engine: source.engine },
     rootDir: service.rootDir,
     buildMethod: service.buildMethod,
     detectedBuildMethod: service.detectedBuildMethod,

@@ -93,8 +93,13 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (!ports.dump) throw new BackupFailure('This platform has no container engine to run the dump in');
       let store: ObjectStore | null = null;
       if (wantsObject) {
-        const config = await ports.objectStoreConfig();
-        if (!config) throw new BackupFailure('No object store is set (PUT /api/settings objectStore)');
+        const config = await ports.objectStoreConfig(backup.storageId);
+        if (!config)
+          throw new BackupFailure(
+            backup.storageId
+              ? `The storage instance ${backup.storageId} no longer exists`
+              : 'No object store is set (PUT /api/settings objectStore)',
+          );
         secrets.objectStoreSecret = config.secretAccessKey;
         log.mask(config.secretAccessKey);
         store = ports.objectStores(config);
@@ -171,7 +176,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
     if (backup.localPath) await ports.files.remove(backup.localPath).catch(() => undefined);
     if (backup.objectKey) {
       try {
-        const config = await ports.objectStoreConfig();
+        const config = await ports.objectStoreConfig(backup.storageId);
         if (config) await ports.objectStores(config).remove(backup.objectKey, AbortSignal.timeout(30_000));
       } catch (error) {
         log.write(`Could not remove ${backup.objectKey} from the object store: ${errorText(error)}`, 'stderr');

@@ -69,7 +69,7 @@ export class BackupScheduleService {
     const { service, engine } = await this.backups.databaseOf(actor, input.serviceId);
     this.backups.assertSupported(engine, 'Backups');
     const cron = scheduleOf(input.schedule);
-    await this.backups.assertStorage(input.storage);
+    await this.backups.assertStorage(input.storage, input.storage === 'disk' ? null : await this.backups.storageIdOf(service.id));
     if ((await this.deps.store.backupSchedules.countMadeByUsers(service.id)) >= MAX_CONFIGURATIONS_PER_DATABASE)
       throw new ValidationError(
         'serviceId',

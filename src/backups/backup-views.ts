@@ -18,6 +18,10 @@ export const backupView = z
     format: z.enum(['custom', 'sql']).meta({ description: '`custom`: pg_dump -Fc; `sql`: mysqldump' }),
     localPath: z.string().nullable(),
     objectKey: z.string().nullable(),
+    storageId: z
+      .string()
+      .nullable()
+      .meta({ description: 'The storage instance holding objectKey; null: the object store of the platform settings' }),
     sizeBytes: z.number().int(),
     checksum: z.string().meta({ description: '`sha256:<hex>` of the bytes stored; empty until the backup succeeded' }),
     error: z.string().nullable(),
@@ -32,6 +36,9 @@ export const backupSettingsView = z
   .object({
     serviceId: z.string(),
     storage,
+    storageId: z.string().nullable().meta({
+      description: 'The storage instance backups go to with storage object or disk+object; null: the object store of the platform settings',
+    }),
     automaticEnabled: z.boolean(),
     dailyEnabled: z.boolean(),
     weeklyEnabled: z.boolean(),
@@ -73,6 +80,9 @@ export type BackupLogLineView = z.infer<typeof backupLogLineView>;
 
 export const backupSettingsInput = z.strictObject({
   storage: storage.optional(),
+  storageId: z.string().min(1).max(64).nullable().optional().meta({
+    description: 'A storage instance (GET /api/storage) to use as the object store; null: the object store of the platform settings',
+  }),
   automaticEnabled: z.boolean().optional(),
   dailyEnabled: z.boolean().optional(),
   weeklyEnabled: z.boolean().optional(),
@@ -97,6 +107,7 @@ export function presentBackup(b: BackupRecord): BackupView {
     format: b.format,
     localPath: b.localPath,
     objectKey: b.objectKey,
+    storageId: b.storageId,
     sizeBytes: b.sizeBytes,
     checksum: b.checksum,
     error: b.error,

@@ -27,6 +27,8 @@ export interface BackupRecord {
   format: BackupFormat;
   localPath: string | null;
   objectKey: string | null;
+  /** The storage instance (a service id) holding objectKey; null: the platform's object store. */
+  storageId: string | null;
   sizeBytes: number;
   /** `sha256:<hex>` of the bytes stored; empty until the backup succeeded. */
   checksum: string;
@@ -50,6 +52,8 @@ export interface BackupLogRecord {
 export interface BackupSettingsRecord {
   serviceId: string;
   storage: BackupStorage;
+  /** The storage instance (a service id) this database's backups go to; null: the platform's object store. */
+  storageId: string | null;
   automaticEnabled: boolean;
   dailyEnabled: boolean;
   weeklyEnabled: boolean;

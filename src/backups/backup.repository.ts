@@ -50,6 +50,17 @@ export class BackupRepository extends Repository {
     await this.deleteRows(BackupSettings, { serviceId: { $in: serviceIds } });
   }
 
+  /** Backups whose object is in one of these storage instances. */
+  async listStoredIn(storageIds: string[]): Promise<BackupRecord[]> {
+    if (storageIds.length === 0) return [];
+    return this.rows(Backup, { storageId: { $in: storageIds } });
+  }
+  /** The databases whose backups go to one of these storage instances. */
+  async listSettingsUsing(storageIds: string[]): Promise<BackupSettingsRecord[]> {
+    if (storageIds.length === 0) return [];
+    return this.rows(BackupSettings, { storageId: { $in: storageIds } });
+  }
+
   getSettings(serviceId: string): Promise<BackupSettingsRecord | null> {
     return this.row(BackupSettings, { serviceId });
   }

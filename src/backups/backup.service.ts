@@ -1,5 +1,6 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import { storageOf } from '../domain/storage-server.js';
 import {
   ChecksumMismatchError,
   ConflictError,
@@ -41,8 +42,11 @@ export interface BackupPorts {
   objectStores: ObjectStoreFactory;
   /** The container of a database service's current deployment; null when none runs. */
   locate(service: ServiceRecord): Promise<{ containerId: string } | null>;
-  /** The object store set in the platform settings (its secret decrypted); null when none is. */
-  objectStoreConfig(): Promise<ObjectStoreConfig | null>;
+  /**
+   * A backup's object store, its secret decrypted: the storage instance `storageId` names, or with
+   * null the one set in the platform settings; null when there is none.
+   */
+  objectStoreConfig(storageId: string | null): Promise<ObjectStoreConfig | null>;
 }
 
 export const DEFAULT_RETENTION = { keepDaily: 7, keepWeekly: 4, keepMonthly: 12 } as const;
@@ -80,11 +84,9 @@ export class BackupService {
 
   async list(actor: Actor, serviceId: string, signal?: AbortSignal): Promise<BackupListView> {
     const { service } = await this.databaseOf(actor, serviceId);
-    const [backups, settings, objectStore] = await Promise.all([
-      this.deps.store.backups.list(service.id, 500),
-      this.settingsOf(service.id),
-      this.objectStoreConnection(signal),
-    ]);
+    const [backups, settings] = await Promise.all([this.deps.store.backups.list(service.id, 500), this.settingsOf(service.id)]);
+    // The store this database's backups go to: its storage instance, or the platform's.
+    const objectStore = await this.objectStoreConnection(settings.storageId, signal);
     return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore };
   }
 
@@ -117,7 +119,8 @@ export class BackupService {
     id = newId(),
   ): Promise<BackupRecord> {
     const format = this.assertSupported(engine, 'Backups');
-    await this.assertStorage(storage);
+    const storageId = storage === 'disk' ? null : await this.storageIdOf(service.id);
+    await this.assertStorage(storage, storageId);
     return {
       id,
       serviceId: service.id,
@@ -128,6 +131,7 @@ export class BackupService {
       format,
       localPath: null,
       objectKey: null,
+      storageId,
       sizeBytes: 0,
       checksum: '',
       error: null,
@@ -150,10 +154,14 @@ export class BackupService {
     return format;
   }
 
-  /** `object` and `disk+object` need an object store set. */
-  async assertStorage(storage: BackupStorage): Promise<void> {
-    if (storage !== 'disk' && !(await this.ports.objectStoreConfig()))
-      throw new ValidationError('storage', `storage ${storage} needs an object store: set objectStore with PUT /api/settings`);
+  /** `object` and `disk+object` need an object store: the storage instance named, or the platform's. */
+  async assertStorage(storage: BackupStorage, storageId: string | null): Promise<void> {
+    if (storage !== 'disk' && !(await this.ports.objectStoreConfig(storageId))) throw noObjectStore(storage);
+  }
+
+  /** The object store a database's backups go to: a storage instance (its backup settings' storageId) or null for the platform's. */
+  async storageIdOf(serviceId: string): Promise<string | null> {
+    return (await this.settingsOf(serviceId)).storageId;
   }
 
   /** A stored backup's first log line, and the runner told at once. */
@@ -248,7 +256,8 @@ export class BackupService {
       updatedAt: this.deps.clock.now(),
     };
     if (next.automaticEnabled) this.assertSupported(engine, 'Automatic backups');
-    if (input.storage !== undefined) await this.assertStorage(next.storage);
+    if (input.storageId) await this.assertStorageInstance(actor, input.storageId);
+    if (input.storage !== undefined || input.storageId !== undefined) await this.assertStorage(next.storage, next.storageId);
     // The daily/weekly/monthly switches are backup configurations: both change together.
     await this.deps.store.transaction(async (tx) => {
       await tx.backups.putSettings(next);
@@ -265,6 +274,7 @@ export class BackupService {
     return {
       serviceId,
       storage: 'disk',
+      storageId: null,
       automaticEnabled: false,
       dailyEnabled: true,
       weeklyEnabled: true,
@@ -292,8 +302,8 @@ export class BackupService {
     await this.deps.store.backups.delete(backup.id);
   }
 
-  async objectStoreConnection(signal?: AbortSignal): Promise<{ connected: boolean; error?: string }> {
-    const config = await this.ports.objectStoreConfig();
+  async objectStoreConnection(storageId: string | null, signal?: AbortSignal): Promise<{ connected: boolean; error?: string }> {
+    const config = await this.ports.objectStoreConfig(storageId);
     if (!config) return { connected: false };
     const key = JSON.stringify(config);
     const now = Date.now();
@@ -315,9 +325,23 @@ export class BackupService {
   }
 
   async objectStoreFor(backup: BackupRecord): Promise<ObjectStore> {
-    const config = await this.ports.objectStoreConfig();
-    if (!config) throw new ConflictError(`Backup ${backup.id} is in the object store, and no object store is set`);
+    const config = await this.ports.objectStoreConfig(backup.storageId);
+    if (!config)
+      throw new ConflictError(
+        backup.storageId
+          ? `Backup ${backup.id} is in storage instance ${backup.storageId}, which no longer exists`
+          : `Backup ${backup.id} is in the object store, and no object store is set`,
+      );
     return this.ports.objectStores(config);
+  }
+
+  /** A storage instance the caller sees (any project of its key): a 400 on `storageId` for anything else. */
+  private async assertStorageInstance(actor: Actor, storageId: string): Promise<void> {
+    const service = await serviceFor(this.deps.store, actor, storageId).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    });
+    if (!service || !storageOf(service)) throw new ValidationError('storageId', `There is no storage instance ${storageId}`);
   }
 
   private async removeFiles(backup: BackupRecord, signal: AbortSignal): Promise<void> {
@@ -393,6 +417,13 @@ export class BackupService {
       lines.map((line) => ({ line, stream, createdAt })),
     );
   }
+}
+
+function noObjectStore(storage: BackupStorage): ValidationError {
+  return new ValidationError(
+    'storage',
+    `storage ${storage} needs an object store: name a storage instance with storageId, or set objectStore with PUT /api/settings`,
+  );
 }
 
 /** The object store failed or refused: a 502 with its reason, never a 500. */

@@ -1,5 +1,5 @@
-import type { DatabaseAdmin } from '../databases/database-admin.port.js';
-import { ENGINE_SPECS, databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
+import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
+import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ContainerState } from './container-engine.port.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
@@ -8,8 +8,11 @@ import type { TlsMount } from '../tls/database-tls.service.js';
 
 type Names = ReturnType<typeof resourceNames>;
 
-/** A database's readiness check is a connection and a query: asked at this pace, not the port probe's. */
-const DATABASE_CHECK_MS = 500;
+/** A database's readiness check is a connection and a query (a storage instance's, an S3 call): asked at this pace, not the port probe's. */
+const SERVER_CHECK_MS = 500;
+
+/** A server's own readiness check on the new container's address: resolves with what passed, rejects with why not. */
+type ReadinessCheck = (host: string, signal: AbortSignal) => Promise<string>;
 
 /**
  * The run half of a deployment: images from a registry, the new container started beside the live
@@ -74,6 +77,8 @@ export class ContainerLaunch {
     const { service, log } = ctx;
     const engine = databaseEngineOf(service);
     const spec = engine ? ENGINE_SPECS[engine] : null;
+    const storage = storageOf(service);
+    const dataDir = spec?.dataDir ?? (storage ? STORAGE_SERVER.dataDir : null);
     await this.runtime.engine.ensureNetwork(names.network, {
       [LABELS.managed]: 'true',
       [LABELS.instance]: this.deps.config.instanceId,
@@ -82,9 +87,11 @@ export class ContainerLaunch {
     });
     const engineCmd = spec?.command
       ? spec.command({ logicalReplication: service.source.kind === 'database' && service.source.logicalReplicationEnabled })
-      : service.source.kind === 'image' && service.startCommand
-        ? ['sh', '-c', service.startCommand]
-        : null;
+      : storage
+        ? [...STORAGE_SERVER.command]
+        : service.source.kind === 'image' && service.startCommand
+          ? ['sh', '-c', service.startCommand]
+          : null;
     // TLS arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
     const cmd = tls ? [...(engineCmd ?? ['postgres']), ...tls.args] : engineCmd;
     log.write(`Starting container ${names.container}`);
@@ -110,7 +117,7 @@ export class ContainerLaunch {
         aliases: [service.slug],
         ...(ctx.slot ? { slot: ctx.slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
-        volumes: spec ? [{ name: names.volume, target: spec.dataDir }] : [],
+        volumes: dataDir ? [{ name: names.volume, target: dataDir }] : [],
         ...(tls ? { files: tls.files } : {}),
         signal: ctx.signal,
       });
@@ -120,25 +127,39 @@ export class ContainerLaunch {
     }
     await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
     const admin = this.runtime.databaseAdmin;
-    if (engine && admin) return this.waitUntilDatabaseReady(ctx, container, { engine, admin, env });
-    return this.waitUntilServing(ctx, container, spec !== null);
+    if (engine && admin)
+      return this.waitUntilReady(ctx, container, 'database', (host, signal) =>
+        admin.checkReady({ serviceId: service.id, engine, host, port: service.internalPort, env }, signal),
+      );
+    const server = this.runtime.storageServer;
+    if (storage && server) {
+      const target = { port: service.internalPort, region: STORAGE_SERVER.region, bucket: storage.bucket, ...this.credentialsOf(storage) };
+      return this.waitUntilReady(ctx, container, 'storage server', (host, signal) => server.ensureBucket({ ...target, host }, signal));
+    }
+    return this.waitUntilServing(ctx, container, dataDir !== null && !storage);
+  }
+
+  private credentialsOf(storage: NonNullable<ReturnType<typeof storageOf>>) {
+    return { accessKeyId: storage.accessKeyId, secretAccessKey: this.deps.secrets.decrypt(storage.secretAccessKeyEncrypted) };
   }
 
   /**
    * A database's port accepts connections before it accepts queries (PostgreSQL's init restarts it,
-   * MySQL starts a temporary server first): it is ready once the engine's own check answers. The
-   * container is reached as the port probe reaches it, on the project network: the host port still
-   * forwards to the previous container until the switch.
+   * MySQL starts a temporary server first): it is ready once the engine's own check answers; a
+   * storage instance once its bucket answers an S3 call (made when missing). The container is
+   * reached as the port probe reaches it, on the project network: the host port still forwards to
+   * the previous container until the switch.
    */
-  private async waitUntilDatabaseReady(
+  private async waitUntilReady(
     ctx: PipelineContext,
     container: ContainerState,
-    check: { engine: DatabaseEngine; admin: DatabaseAdmin; env: Record<string, string> },
+    what: string,
+    check: ReadinessCheck,
   ): Promise<ContainerState> {
     const { service, log } = ctx;
     const timeoutMs = this.deps.config.deploy.healthTimeoutMs;
     const deadline = Date.now() + timeoutMs;
-    log.write(`Waiting for the database to answer its readiness check on port ${service.internalPort}`);
+    log.write(`Waiting for the ${what} to answer its readiness check on port ${service.internalPort}`);
     let lastProblem = 'it did not answer';
     for (;;) {
       throwIfAborted(ctx.signal);
@@ -147,13 +168,10 @@ export class ContainerLaunch {
         try {
           // A check that hangs must not outlast the deadline.
           const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(deadline - Date.now(), 1))]);
-          const answer = await check.admin.checkReady(
-            { serviceId: service.id, engine: check.engine, host: state.ip, port: service.internalPort, env: check.env },
-            signal,
-          );
-          log.write(`Database ready: ${answer}`);
+          const answer = await check(state.ip, signal);
+          log.write(`${what[0]!.toUpperCase()}${what.slice(1)} ready: ${answer}`);
           if (ctx.created.downSince !== undefined)
-            log.write(`The database was unavailable for ${Date.now() - ctx.created.downSince} ms while its server was replaced`);
+            log.write(`The ${what} was unavailable for ${Date.now() - ctx.created.downSince} ms while its server was replaced`);
           return state;
         } catch (error) {
           throwIfAborted(ctx.signal);
@@ -163,10 +181,10 @@ export class ContainerLaunch {
       if (Date.now() >= deadline) {
         for (const line of await this.runtime.engine.tail(container.id, 30)) log.write(line, 'stderr');
         throw new DeploymentFailure(
-          `The database did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`,
+          `The ${what} did not pass its readiness check within ${Math.round(timeoutMs / 1000)} s: ${lastProblem}`,
         );
       }
-      await sleep(DATABASE_CHECK_MS, ctx.signal);
+      await sleep(SERVER_CHECK_MS, ctx.signal);
     }
   }
 

@@ -1,3 +1,4 @@
+import { keepsData, STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ContainerState } from './container-engine.port.js';
@@ -40,6 +41,7 @@ export class DeploymentPipeline {
       throw new DeploymentFailure('Fix the variable references above, then deploy again');
     }
     log.mask(...(await this.env.secretValues(service)));
+    const env = this.serverEnv(ctx, resolved.env);
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId);
     await this.runtime.engine.ping(ctx.signal).catch((error: Error) => {
       throw new DeploymentFailure(`The Docker engine is unreachable: ${error.message}`);
@@ -50,15 +52,26 @@ export class DeploymentPipeline {
     if (ctx.deployment.rollbackOf) built = await this.rollbackImage(ctx, ctx.deployment.rollbackOf, names.image);
     else if (source.kind === 'database')
       built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.databases.images[source.engine], names.image));
+    else if (source.kind === 'storage')
+      built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.storage.image, names.image));
     else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);
     // Before the previous server stops: the certificate is not part of the gap.
     const tls = source.kind === 'database' ? await this.launch.tlsMount(ctx) : null;
-    if (source.kind === 'database') await this.stopPreviousServer(ctx);
+    if (keepsData(service)) await this.stopPreviousServer(ctx);
 
-    const container = await this.launch.start(ctx, built.imageTag, resolved.env, names, tls);
+    const container = await this.launch.start(ctx, built.imageTag, env, names, tls);
     return { ...built, container };
+  }
+
+  /** A storage instance's server gets its key pair and port from the platform, not from variables: the secret is no variable. */
+  private serverEnv(ctx: PipelineContext, env: Record<string, string>): Record<string, string> {
+    const storage = storageOf(ctx.service);
+    if (!storage) return env;
+    const secretAccessKey = this.deps.secrets.decrypt(storage.secretAccessKeyEncrypted);
+    ctx.log.mask(secretAccessKey);
+    return { ...env, ...STORAGE_SERVER.env({ accessKeyId: storage.accessKeyId, secretAccessKey }, ctx.service.internalPort) };
   }
 
   /**
@@ -79,7 +92,7 @@ export class DeploymentPipeline {
 
   /**
    * PostgreSQL, MySQL and ClickHouse lock their data directory, and two servers on one volume would
-   * corrupt it: the previous one stops (kept, to start again if the new one fails) before the new one
+   * corrupt it (a storage server is treated alike: its image is a setting): the previous one stops (kept, to start again if the new one fails) before the new one
    * starts, once the image is ready, so the gap is the new server's start only.
    */
   private async stopPreviousServer(ctx: PipelineContext): Promise<void> {
@@ -88,7 +101,7 @@ export class DeploymentPipeline {
     ctx.created.stopped = [];
     ctx.created.downSince = Date.now();
     for (const previous of running) {
-      ctx.log.write(`The previous container ${previous.name} stops first: a database's data volume takes one server at a time`);
+      ctx.log.write(`The previous container ${previous.name} stops first: a data volume takes one server at a time`);
       await this.runtime.engine.stopContainer(previous.id, this.deps.config.deploy.stopGraceSeconds);
       ctx.created.stopped.push(previous.id);
     }

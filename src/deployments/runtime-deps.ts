@@ -4,6 +4,7 @@ import type { HealthProbe } from './health-probe.port.js';
 import type { PortForwarder } from '../routing/port-forwarder.port.js';
 import type { TrafficGate } from '../routing/traffic-gate.port.js';
 import type { DatabaseAdmin } from '../databases/database-admin.port.js';
+import type { StorageServer } from '../storage/storage-server.port.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
 
@@ -17,6 +18,8 @@ export interface RuntimeDeps {
   gate?: TrafficGate;
   /** Present: a database is ready when its engine's own check answers, not when its port accepts a connection. */
   databaseAdmin?: DatabaseAdmin;
+  /** Present: a storage instance is ready when its bucket answers an S3 call (made first when missing), not at its first HTTP answer. */
+  storageServer?: StorageServer;
   /** Present: Postgres-compatible databases start with the platform's TLS certificate (see DatabaseTlsService). */
   databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
 }

@@ -1,4 +1,4 @@
-import { databaseEngineOf } from '../domain/database-engines.js';
+import { keepsData } from '../domain/storage-server.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
@@ -7,7 +7,7 @@ import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**
  * What deleting a service or a project removes at runtime: containers, images, host port, traffic
- * slots, a database's data volume (only here: no deployment ever removes it), the environment's network.
+ * slots, a database's or storage instance's data volume (only here: no deployment ever removes it), the environment's network.
  */
 export class ServiceTeardown {
   constructor(
@@ -30,7 +30,7 @@ export class ServiceTeardown {
     }
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
-    if (databaseEngineOf(service)) await this.runtime.engine.removeVolume(names.volume);
+    if (keepsData(service)) await this.runtime.engine.removeVolume(names.volume);
   }
 
   /** An environment's network; Docker keeps one that a container still uses. */

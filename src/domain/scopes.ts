@@ -27,7 +27,7 @@ export const SCOPE_DESCRIPTIONS: Record<ProcedureScope, string> = {
   'logs:read': 'stream deployment and service logs',
   'env:read': 'read environment variables',
   'env:write': 'create and update environment variables',
-  'db:manage': 'create, modify and delete databases; browse and edit their data',
+  'db:manage': 'create, modify and delete databases and storage instances; browse and edit their data',
   'project:read': 'read project information',
   'project:write': 'create and modify projects',
   admin: 'full administrative access',

@@ -13,7 +13,7 @@ export const RUNTIME_MODES = ['web', 'worker'] as const;
 export type RuntimeMode = (typeof RUNTIME_MODES)[number];
 export const PROJECT_STATUSES = ['idle', 'active'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
-/** `stopped`: a database stopped through the API, its volume kept. */
+/** `stopped`: a database or storage instance stopped through the API, its volume kept. */
 export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed', 'stopped'] as const;
 export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
@@ -35,11 +35,12 @@ export interface ProjectRecord {
 
 /**
  * Where a service's container comes from. The wire spells it with placeholder strings (repoUrl
- * `container-image` / `database`, repoFullName `image:<ref>` / `database:<engine>`): those are
+ * `container-image` / `database` / `storage`, repoFullName `image:<ref>` / `database:<engine>` /
+ * `storage:s3`): those are
  * read once when a service is created and written once by the presenter, nowhere else.
  */
-export type ServiceSource = RepositorySource | ImageSource | DatabaseSource;
-export const SERVICE_SOURCE_KINDS = ['repository', 'image', 'database'] as const;
+export type ServiceSource = RepositorySource | ImageSource | DatabaseSource | StorageSource;
+export const SERVICE_SOURCE_KINDS = ['repository', 'image', 'database', 'storage'] as const;
 export type ServiceSourceKind = (typeof SERVICE_SOURCE_KINDS)[number];
 
 /** Built from `<owner>/<repo>` (on the configured git host) or a direct Git URL; at least one is set. */
@@ -69,6 +70,20 @@ export interface DatabaseSource {
   publicHostname: string | null;
   /** postgres and timescale only: starts the server with wal_level=logical. */
   logicalReplicationEnabled: boolean;
+}
+
+/**
+ * An S3-compatible object store the platform runs (src/domain/storage-server.ts): one bucket, one
+ * generated key pair. The secret is shown once, when the instance is made, and kept only encrypted:
+ * it is not a variable of the service, so no env listing, reference or reveal can show it.
+ */
+export interface StorageSource {
+  kind: 'storage';
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKeyEncrypted: string;
+  /** Its generated hostname is routed by the proxy; custom domains are routed either way. */
+  publicEnabled: boolean;
 }
 
 export interface ServiceRecord {

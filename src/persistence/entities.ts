@@ -36,6 +36,7 @@ import type {
   ServiceRecord,
   ServiceSourceKind,
   ServiceStatus,
+  StorageSource,
 } from '../domain/types.js';
 
 /*
@@ -92,8 +93,8 @@ export const Service = defineEntity({
     environmentId: fk(),
     name: str(),
     slug: str(64),
-    // What the service runs: `repository` (repoFullName and/or repoUrl), `image` (containerImage)
-    // or `database` (its row in service_databases).
+    // What the service runs: `repository` (repoFullName and/or repoUrl), `image` (containerImage),
+    // `database` (its row in service_databases) or `storage` (its row in service_storages).
     source: str(16).$type<ServiceSourceKind>(),
     repoFullName: nullableStr(512),
     repoUrl: nullableText(),
@@ -132,6 +133,19 @@ export const ServiceDatabase = defineEntity({
     publicEnabled: p.boolean(),
     publicHostname: nullableStr(253),
     logicalReplicationEnabled: p.boolean(),
+  },
+});
+
+/** What only storage instances have, one row per storage instance; the secret is sealed by the SecretBox. */
+export const ServiceStorage = defineEntity({
+  name: 'ServiceStorage',
+  tableName: 'service_storages',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    bucket: str(63),
+    accessKeyId: str(128),
+    secretAccessKeyEncrypted: p.text(),
+    publicEnabled: p.boolean(),
   },
 });
 
@@ -355,6 +369,8 @@ export const Backup = defineEntity({
     format: str(16).$type<BackupFormat>(),
     localPath: nullableStr(1024),
     objectKey: nullableStr(1024),
+    // The storage instance objectKey is in; null: the platform's object store.
+    storageId: nullableStr(32),
     sizeBytes: p.bigint('number'),
     checksum: str(80),
     error: nullableText(),
@@ -386,6 +402,8 @@ export const BackupSettings = defineEntity({
   properties: {
     serviceId: p.string().length(32).primary(),
     storage: str(16).$type<BackupStorage>(),
+    // The storage instance that is this database's object store; null: the platform's.
+    storageId: nullableStr(32),
     automaticEnabled: p.boolean(),
     dailyEnabled: p.boolean(),
     weeklyEnabled: p.boolean(),
@@ -426,6 +444,7 @@ export const ALL_ENTITIES = [
   Environment,
   Service,
   ServiceDatabase,
+  ServiceStorage,
   EnvVar,
   Domain,
   Deployment,
@@ -451,6 +470,7 @@ export type ProjectRow = Row<typeof Project>;
 export type EnvironmentRow = Row<typeof Environment>;
 export type ServiceRow = Row<typeof Service>;
 export type ServiceDatabaseRow = Row<typeof ServiceDatabase>;
+export type ServiceStorageRow = Row<typeof ServiceStorage>;
 export type EnvVarRow = Row<typeof EnvVar>;
 export type DomainRow = Row<typeof Domain>;
 export type DeploymentRow = Row<typeof Deployment>;
@@ -489,6 +509,7 @@ same<
   >
 >();
 same<Same<ServiceDatabaseRow, Omit<DatabaseSource, 'kind'> & { serviceId: string }>>();
+same<Same<ServiceStorageRow, Omit<StorageSource, 'kind'> & { serviceId: string }>>();
 same<Same<EnvVarRow, EnvVarRecord>>();
 same<Same<DomainRow, DomainRecord>>();
 same<Same<DeploymentRow, DeploymentRecord>>();

@@ -30,6 +30,27 @@ export async function serviceFor(store: Store, actor: Actor, serviceId: string):
   return service;
 }
 
+/** Every service of the projects the key sees, in creation order. */
+export async function visibleServices(store: Store, actor: Actor): Promise<ServiceRecord[]> {
+  return store.projects.listServices(actor.projectIds ? [...actor.projectIds] : (await store.projects.list(null)).map((p) => p.id));
+}
+
+/** A service of one kind (a database, a storage instance): the same 404 for a service of another kind as for an unknown id. */
+export async function serviceOfKind(
+  store: Store,
+  actor: Actor,
+  serviceId: string,
+  noun: string,
+  isKind: (service: ServiceRecord) => boolean,
+): Promise<ServiceRecord> {
+  const service = await serviceFor(store, actor, serviceId).catch((error: unknown) => {
+    if (error instanceof NotFoundError) throw new NotFoundError(noun, serviceId);
+    throw error;
+  });
+  if (!isKind(service)) throw new NotFoundError(noun, serviceId);
+  return service;
+}
+
 export async function deploymentFor(
   store: Store,
   actor: Actor,

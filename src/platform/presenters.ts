@@ -1,4 +1,5 @@
 import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
+import { routesGeneratedHostname } from '../domain/storage-server.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
 import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
@@ -58,6 +59,9 @@ export function wireSource(source: ServiceSource): WireSource {
         databasePublicHostname: source.publicHostname,
         postgresLogicalReplicationEnabled: source.logicalReplicationEnabled,
       };
+    case 'storage':
+      // The S3 protocol, whatever server runs it; the bucket and keys are in the storage instance's own view.
+      return { repoFullName: 'storage:s3', repoUrl: 'storage', containerImage: null, ...NOT_A_DATABASE };
   }
 }
 
@@ -102,7 +106,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
 
 function primaryUrl(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): string {
   if (service.runtimeMode === 'worker' || service.source.kind === 'database') return '';
-  const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generatedHostname(service, ctx.hostnameScope, config.rootDomain);
+  const generated = routesGeneratedHostname(service) ? generatedHostname(service, ctx.hostnameScope, config.rootDomain) : null;
+  const host = service.preferredDomain ?? ctx.domains[0]?.hostname ?? generated;
   return host ? `${config.publicScheme}://${host}${config.publicPort ? `:${config.publicPort}` : ''}` : '';
 }
 

@@ -1,8 +1,16 @@
 import type { DatabaseSource, ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
-import { Project, Service, ServiceDatabase, type ServiceDatabaseRow, type ServiceRow } from '../persistence/entities.js';
+import {
+  Project,
+  Service,
+  ServiceDatabase,
+  ServiceStorage,
+  type ServiceDatabaseRow,
+  type ServiceRow,
+  type ServiceStorageRow,
+} from '../persistence/entities.js';
 import { Repository, type Patch } from '../persistence/repository.js';
 
-/** Projects and their services. A database service's own settings live in service_databases. */
+/** Projects and their services. A database's own settings live in service_databases, a storage instance's in service_storages. */
 export class ProjectRepository extends Repository {
   list(ids: string[] | null): Promise<ProjectRecord[]> {
     return this.rows(Project, ids ? { id: { $in: ids } } : {}, { createdAt: 'asc', id: 'asc' });
@@ -55,11 +63,12 @@ export class ProjectRepository extends Repository {
       .execute('all', true)) as Array<{ hostPort: number }>;
     return new Set(rows.map((r) => r.hostPort));
   }
-  /** Writes the service row and, for a database, its settings row. Call inside a transaction. */
+  /** Writes the service row and, for a database or a storage instance, its settings row. Call inside a transaction. */
   async insertService(service: ServiceRecord): Promise<ServiceRecord> {
-    const { row, database } = toRows(service);
+    const { row, database, storage } = toRows(service);
     await this.insertRow(Service, row, 'service');
     if (database) await this.insertRow(ServiceDatabase, database, 'service');
+    if (storage) await this.insertRow(ServiceStorage, storage, 'service');
     return service;
   }
   /** Everything but the source, which a service keeps for life. */
@@ -76,19 +85,24 @@ export class ProjectRepository extends Repository {
   async deleteServices(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.deleteRows(ServiceDatabase, { serviceId: { $in: ids } });
+    await this.deleteRows(ServiceStorage, { serviceId: { $in: ids } });
     await this.deleteRows(Service, { id: { $in: ids } });
   }
 
-  /** One more query for the database settings, of the services that are databases (`all`: without an IN list). */
+  /** One more query per kind with settings of its own, of the services of that kind (`all`: without an IN list). */
   private async withSources(rows: ServiceRow[], all = false): Promise<ServiceRecord[]> {
-    const databaseIds = rows.filter((r) => r.source === 'database').map((r) => r.id);
+    const idsOf = (kind: ServiceRow['source']) => rows.filter((r) => r.source === kind).map((r) => r.id);
+    const databaseIds = idsOf('database');
+    const storageIds = idsOf('storage');
     const databases = databaseIds.length === 0 ? [] : await this.rows(ServiceDatabase, all ? {} : { serviceId: { $in: databaseIds } });
-    const byService = new Map(databases.map((d) => [d.serviceId, d]));
-    return rows.map((row) => toRecord(row, byService.get(row.id)));
+    const storages = storageIds.length === 0 ? [] : await this.rows(ServiceStorage, all ? {} : { serviceId: { $in: storageIds } });
+    const databaseOf = new Map(databases.map((d) => [d.serviceId, d]));
+    const storageOf = new Map(storages.map((d) => [d.serviceId, d]));
+    return rows.map((row) => toRecord(row, databaseOf.get(row.id), storageOf.get(row.id)));
   }
 }
 
-function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined): ServiceRecord {
+function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined, storage: ServiceStorageRow | undefined): ServiceRecord {
   const { source: kind, repoFullName, repoUrl, containerImage, ...rest } = row;
   let source: ServiceSource;
   if (kind === 'image') source = { kind, image: containerImage! };
@@ -96,26 +110,39 @@ function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined): Se
     if (!database) throw new Error(`Service ${row.id} is a database without its service_databases row`);
     const { serviceId: _serviceId, ...settings } = database;
     source = { kind, ...settings };
+  } else if (kind === 'storage') {
+    if (!storage) throw new Error(`Service ${row.id} is a storage instance without its service_storages row`);
+    const { serviceId: _serviceId, ...settings } = storage;
+    source = { kind, ...settings };
   } else source = { kind: 'repository', repoFullName, repoUrl };
   return { ...rest, source };
 }
 
-function toRows(service: ServiceRecord): { row: ServiceRow; database: ServiceDatabaseRow | null } {
+interface Rows {
+  row: ServiceRow;
+  database: ServiceDatabaseRow | null;
+  storage: ServiceStorageRow | null;
+}
+
+function toRows(service: ServiceRecord): Rows {
   const { source, ...rest } = service;
+  const none = { repoFullName: null, repoUrl: null, containerImage: null };
   switch (source.kind) {
     case 'repository':
       return {
-        row: { ...rest, source: source.kind, repoFullName: source.repoFullName, repoUrl: source.repoUrl, containerImage: null },
+        row: { ...rest, ...none, source: source.kind, repoFullName: source.repoFullName, repoUrl: source.repoUrl },
         database: null,
+        storage: null,
       };
     case 'image':
-      return { row: { ...rest, source: source.kind, repoFullName: null, repoUrl: null, containerImage: source.image }, database: null };
+      return { row: { ...rest, ...none, source: source.kind, containerImage: source.image }, database: null, storage: null };
     case 'database': {
       const { kind, ...settings } = source;
-      return {
-        row: { ...rest, source: kind, repoFullName: null, repoUrl: null, containerImage: null },
-        database: { serviceId: service.id, ...settings },
-      };
+      return { row: { ...rest, ...none, source: kind }, database: { serviceId: service.id, ...settings }, storage: null };
+    }
+    case 'storage': {
+      const { kind, ...settings } = source;
+      return { row: { ...rest, ...none, source: kind }, database: null, storage: { serviceId: service.id, ...settings } };
     }
   }
 }

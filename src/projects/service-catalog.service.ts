@@ -2,7 +2,8 @@ import { ConflictError, ValidationError } from '../domain/errors.js';
 import { ENGINE_SPECS, engineOf, isDatabaseEngine, isEnginePassword, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
-import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
+import type { ProjectRecord, ServiceRecord, StorageSource } from '../domain/types.js';
+import { STORAGE_SERVER } from '../domain/storage-server.js';
 import type { Store } from '../persistence/store.js';
 import {
   assertEnvKey,
@@ -54,7 +55,11 @@ const OVERVIEW_DEPLOYMENTS = 50;
 type Variant =
   | { kind: 'repository'; repoFullName: string | null; repoUrl: string | null; urlCredential: string | null }
   | { kind: 'image'; image: string }
-  | { kind: 'database'; engine: DatabaseEngine };
+  | { kind: 'database'; engine: DatabaseEngine }
+  | StorageSource;
+
+/** A storage instance's settings, its key pair made by the caller (StorageCatalog): the wire cannot give them. */
+export type StorageSettings = Omit<StorageSource, 'kind'>;
 
 export class ServiceCatalog {
   private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(
@@ -70,10 +75,10 @@ export class ServiceCatalog {
   ) {}
 
   /** In the project's default environment (see defaultEnvironment): the detailed API's creation. */
-  async create(actor: Actor, projectId: string, input: CreateServiceInput): Promise<ServiceView> {
+  async create(actor: Actor, projectId: string, input: CreateServiceInput, storage?: StorageSettings): Promise<ServiceView> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
-    return this.createIn(actor, project, await defaultEnvironmentOf(this.deps.store, project.id), input);
+    return this.createIn(actor, project, await defaultEnvironmentOf(this.deps.store, project.id), input, storage);
   }
 
   /** In the environment named: `POST /api/environments/{environmentId}/apps`. */
@@ -89,16 +94,18 @@ export class ServiceCatalog {
     project: ProjectRecord,
     environment: EnvironmentRecord,
     input: CreateServiceInput,
+    storage?: StorageSettings,
   ): Promise<ServiceView> {
     const name = cleanName(input.name);
-    const variant = classify(input);
-    // A database is created with project:write and db:manage (docs/accounts.md).
-    if (variant.kind === 'database') assertScope(actor, 'db:manage');
+    const variant = classify(input, storage);
+    // A database or a storage instance is created with project:write and db:manage (docs/accounts.md).
+    if (variant.kind === 'database' || variant.kind === 'storage') assertScope(actor, 'db:manage');
     const env = input.env ?? [];
     env.forEach((entry, i) => assertEnvKey(entry.key, `env.${i}.key`));
     const duplicate = env.find((entry, i) => env.findIndex((e) => e.key === entry.key) !== i);
     if (duplicate) throw new ValidationError('env', `Environment variable ${duplicate.key} is given twice`);
-    const runtimeMode = input.runtimeMode ?? 'web';
+    // A storage instance serves S3 over HTTP: a web service, whatever was asked.
+    const runtimeMode = variant.kind === 'storage' ? 'web' : (input.runtimeMode ?? 'web');
     const engine = variant.kind === 'database' ? variant.engine : null;
     const now = this.deps.clock.now();
 
@@ -124,25 +131,29 @@ export class ServiceCatalog {
         dockerfilePath: relativePath(input.dockerfilePath, 'dockerfilePath'),
         detectedBuildMethod: null,
         runtimeMode,
-        internalPort: input.internalPort ?? (engine ? ENGINE_SPECS[engine].internalPort : DEFAULT_INTERNAL_PORT),
+        internalPort:
+          input.internalPort ??
+          (engine ? ENGINE_SPECS[engine].internalPort : variant.kind === 'storage' ? STORAGE_SERVER.internalPort : DEFAULT_INTERNAL_PORT),
         hostPort,
         source:
           variant.kind === 'repository'
             ? { kind: 'repository', repoFullName: variant.repoFullName, repoUrl: variant.repoUrl }
             : variant.kind === 'image'
               ? { kind: 'image', image: variant.image }
-              : {
-                  kind: 'database',
-                  engine: variant.engine,
-                  publicEnabled: input.databasePublicEnabled ?? false,
-                  publicHostname: input.databasePublicHostname
-                    ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
-                    : generatedHostname({ slug }, scope, this.deps.config.rootDomain),
-                  logicalReplicationEnabled:
-                    variant.engine === 'postgres' || variant.engine === 'timescale'
-                      ? (input.postgresLogicalReplicationEnabled ?? false)
-                      : false,
-                },
+              : variant.kind === 'storage'
+                ? variant
+                : {
+                    kind: 'database',
+                    engine: variant.engine,
+                    publicEnabled: input.databasePublicEnabled ?? false,
+                    publicHostname: input.databasePublicHostname
+                      ? normalizeHostname(input.databasePublicHostname, 'databasePublicHostname')
+                      : generatedHostname({ slug }, scope, this.deps.config.rootDomain),
+                    logicalReplicationEnabled:
+                      variant.engine === 'postgres' || variant.engine === 'timescale'
+                        ? (input.postgresLogicalReplicationEnabled ?? false)
+                        : false,
+                  },
         status: 'idle',
         reachable: false,
         preferredDomain: null,
@@ -212,6 +223,8 @@ export class ServiceCatalog {
     if (input.internalPort !== undefined) patch.internalPort = input.internalPort;
     if (input.gitToken !== undefined) patch.gitTokenEncrypted = input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null;
     if (input.runtimeMode !== undefined && input.runtimeMode !== service.runtimeMode) {
+      if (service.source.kind === 'storage')
+        throw new ValidationError('runtimeMode', 'A storage instance serves S3 over HTTP: it stays web');
       if (input.runtimeMode === 'worker' && (await this.deps.store.domains.list([service.id])).length > 0) {
         throw new ConflictError('Workers do not accept domains: remove the domains of this service before making it a worker');
       }
@@ -246,7 +259,7 @@ export class ServiceCatalog {
   async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    if (service.source.kind === 'database') assertScope(actor, 'db:manage');
+    if (service.source.kind === 'database' || service.source.kind === 'storage') assertScope(actor, 'db:manage');
     return this.removal.removeService(service);
   }
 
@@ -295,7 +308,13 @@ export class ServiceCatalog {
   }
 }
 
-function classify(input: CreateServiceInput): Variant {
+function classify(input: CreateServiceInput, storage: StorageSettings | undefined): Variant {
+  if (input.repoUrl === 'storage') {
+    // Its generated secret is shown once, in the answer of POST /api/storage: no other door makes one.
+    if (!storage)
+      throw new ValidationError('repoUrl', 'A storage instance is created with POST /api/storage, whose answer shows its secret once');
+    return { kind: 'storage', ...storage };
+  }
   if (input.repoUrl === 'container-image') {
     if (!input.containerImage) throw new ValidationError('containerImage', 'A container-image service needs containerImage');
     assertImageReference(input.containerImage);

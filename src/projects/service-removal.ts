@@ -16,6 +16,8 @@ export interface ServiceRuntime {
 }
 
 export interface ServiceRemovalOptions {
+  /** Called first: throws (a ConflictError) when something that stays needs one of the services. */
+  assertRemovable?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   /** Called before the services' rows go: work that writes rows of theirs (imports) stops here. */
   beforeServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -86,7 +88,9 @@ export class ServiceRemoval {
     return this.routing.reload();
   }
 
+  /** Refusals first (a storage instance that other databases' backups still need), then nothing runs for them. */
   private async before(removed: ServiceRecord[]): Promise<void> {
+    await this.options.assertRemovable?.(removed);
     if (this.runtime) await this.runtime.stopDeploymentsOf(removed.map((s) => s.id));
     await this.options.beforeServicesRemoved?.(removed);
   }

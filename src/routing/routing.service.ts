@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
+import { routesGeneratedHostname } from '../domain/storage-server.js';
 import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname } from '../platform/presenters.js';
@@ -88,6 +89,8 @@ export class RoutingService {
         });
     }
     for (const service of web.values()) {
+      // A private storage instance is reached by name on its environment's network, and by its custom domains only.
+      if (!routesGeneratedHostname(service)) continue;
       const hostname = generatedHostname(service, scopes.get(service.environmentId) ?? '', this.deps.config.rootDomain);
       // A custom domain of the same name wins: it was asked for.
       if (hostname && !routes.has(hostname))

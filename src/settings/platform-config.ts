@@ -1,5 +1,6 @@
 import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
 import { DEFAULT_ANALYZER_IMAGES, type AnalyzerImages } from '../deployments/analyzer/analyzer.js';
+import { STORAGE_SERVER } from '../domain/storage-server.js';
 
 /** How deployments are run. */
 export interface DeployConfig {
@@ -88,6 +89,8 @@ export interface PlatformConfig {
   deploy: DeployConfig;
   routing: RoutingConfig;
   databases: DatabasesConfig;
+  /** Storage instances: the S3 server image they run (Versity S3 Gateway's conventions); production pulls it when missing. */
+  storage: { image: string };
   /** AI explanations: one call to the provider, at most this long. */
   ai: { timeoutMs: number };
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
@@ -138,6 +141,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     importConnectTimeoutMs: 10_000,
     importTimeoutMs: 6 * 3_600_000,
   },
+  storage: { image: STORAGE_SERVER.image },
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
   backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },

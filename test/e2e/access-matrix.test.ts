@@ -99,6 +99,8 @@ interface Fixtures {
   dbId: string;
   /** Environment `staging` of A, holding a service `web` of its own. */
   stagingId: string;
+  /** A storage instance in A (never deployed here). */
+  storageId: string;
   /** Env var GREETING of web. */
   envId: string;
   /** A domain of web. */
@@ -205,6 +207,9 @@ async function recordIds(configurationId: string): Promise<string[]> {
 }
 async function freshDatabase(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/databases', { projectId: f.A.id, name: uniq('db'), engine: 'redis' }), 'database')).database;
+}
+async function freshStorage(): Promise<{ id: string }> {
+  return (await ok(admin('POST', '/api/storage', { projectId: f.A.id, name: uniq('files') }), 'storage')).storage;
 }
 async function sharedEnv(projectId: string): Promise<Record<string, { value: string }>> {
   return (await ok(admin('GET', `/api/projects/${projectId}/env`), 'shared env')).env;
@@ -1313,6 +1318,83 @@ const rows: Row[] = [
     }),
   ),
   {
+    method: 'GET',
+    template: '/api/storage',
+    access: 'read',
+    success: 200,
+    other: 'list-only-own',
+    prepare: async () => ({ path: '/api/storage' }),
+    check: (res, caller) => {
+      const ids = (res.json.storage as Array<{ id: string }>).map((d) => d.id);
+      if (caller === 'other') expect(ids).toEqual([]);
+      else expect(ids).toContain(f.storageId);
+      expect(res.text).not.toMatch(/secretAccessKey/);
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/storage',
+    access: 'write',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('newfiles');
+      return {
+        path: '/api/storage',
+        body: { projectId: f.A.id, name },
+        unchanged: async () => {
+          const { storage } = await ok(admin('GET', '/api/storage'), 'storage');
+          expect(storage.map((d: { name: string }) => d.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => {
+      expect(res.json.storage).toMatchObject({ projectId: f.A.id, repoFullName: 'storage:s3', status: 'idle' });
+      expect(res.json.credentials.secretAccessKey).toMatch(/^[A-Za-z0-9]{40}$/);
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/storage/{storageId}',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/storage/${f.storageId}` }),
+    check: (res) => {
+      expect(res.json.storage).toMatchObject({ id: f.storageId, s3: { bucket: 'files', forcePathStyle: true } });
+      expect(res.text).not.toMatch(/secretAccessKey/);
+    },
+  },
+  {
+    method: 'DELETE',
+    template: '/api/storage/{storageId}',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const storage = await freshStorage();
+      return {
+        path: `/api/storage/${storage.id}`,
+        unchanged: async () => expect((await admin('GET', `/api/storage/${storage.id}`)).status).toBe(200),
+      };
+    },
+    check: (res) => expect(res.json).toMatchObject({ ok: true, proxy: expect.any(Object) }),
+  },
+  {
+    // Not stopped (never deployed here): start leaves it as it is.
+    method: 'POST',
+    template: '/api/storage/{storageId}/start',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/storage/${f.storageId}/start` }),
+    check: (res) => expect(res.json.storage).toMatchObject({ id: f.storageId, status: 'idle' }),
+  },
+  {
+    method: 'POST',
+    template: '/api/storage/{storageId}/stop',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({ path: `/api/storage/${f.storageId}/stop` }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
+  },
+  {
     method: 'POST',
     template: '/api/settings/license',
     access: 'admin',
@@ -1596,6 +1678,7 @@ beforeAll(async () => {
     { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false },
     'db',
   );
+  const storage = (await ok(admin('POST', '/api/storage', { projectId: A.id, name: 'files' }), 'storage')).storage;
   const env = await addEnv(web.id, 'GREETING', 'hello');
   const domain = await addDomain(web.id, 'www.acme-web.test');
   const staging = (await ok(admin('POST', `/api/projects/${A.id}/environments`, { name: 'staging' }), 'staging')).environment;
@@ -1613,6 +1696,7 @@ beforeAll(async () => {
     webId: web.id,
     dbId: db.id,
     stagingId: staging.id,
+    storageId: storage.id,
     envId: env.id,
     domainId: domain.id,
     deploymentId: deployment.id,

@@ -14,7 +14,7 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * Replay a run with FUZZ_SEED=<seed printed below>; FUZZ_REQUESTS sets the count (default 10,400).
  * The deploy runner is paused (BUILD_CONCURRENCY=0, as in every API test): POST deployments only
  * queues rows, so no build runs. DELETE operations never get the fixture project or service id
- * (nor the app and database ids, the same services by other names: they would delete the targets
+ * (nor the app, database and storage ids, the same services by other names: they would delete the targets
  * every other request needs); they get every other kind of value.
  */
 
@@ -73,6 +73,7 @@ beforeAll(async () => {
   const configuration = (await ok(admin('POST', '/api/backups', { serviceId: db.id, schedule: '0 3 * * *' }), 'configuration'))
     .configuration;
   await ok(admin('PUT', `/api/projects/${project.id}/env`, { env: { SHARED: 'x', SECRET: { value: 'y', secret: true } } }), 'shared env');
+  const storage = (await ok(admin('POST', '/api/storage', { projectId: project.id, name: 'files' }), 'storage')).storage;
   Object.assign(real, {
     projectId: project.id,
     projectSlug: project.slug,
@@ -89,6 +90,7 @@ beforeAll(async () => {
     configurationId: configuration.id,
     targetProjectId: other.id,
     databaseServiceId: database.id,
+    storageId: storage.id,
     userId: member.id,
   });
 }, 60_000);
@@ -167,7 +169,7 @@ describe('fuzz', () => {
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
       const safeReal: Record<string, string> =
-        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '' } : {};
+        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '', storageId: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });

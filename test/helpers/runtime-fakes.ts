@@ -20,6 +20,7 @@ import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
 import type { OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
 import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
+import type { StorageServer, StorageServerTarget } from '../../src/storage/storage-server.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
 import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
 import { LogBus } from '../../src/platform/log-bus.js';
@@ -577,6 +578,19 @@ export class FakeDatabaseAdmin implements DatabaseAdmin {
   async closeAll(): Promise<void> {}
 }
 
+/** A storage server's readiness check that answers from a script: a line, or an Error it throws. */
+export class FakeStorageServer implements StorageServer {
+  readonly checks: StorageServerTarget[] = [];
+  constructor(private readonly script: Array<string | Error> = ['bucket answers HeadBucket']) {}
+  async ensureBucket(target: StorageServerTarget, signal: AbortSignal): Promise<string> {
+    signal.throwIfAborted();
+    this.checks.push(target);
+    const next = this.script[Math.min(this.checks.length, this.script.length) - 1]!;
+    if (next instanceof Error) throw next;
+    return next;
+  }
+}
+
 /** Records every set of open slots it is given, in the journal too: `gate.sync <ip,ip>`. */
 export class FakeTrafficGate implements TrafficGate {
   /** `open` holds the addresses; `slots` the addresses with their service ports. */
@@ -599,6 +613,7 @@ export async function createRuntimeHarness(
     clock?: Clock;
     gate?: boolean;
     databaseAdmin?: DatabaseAdmin;
+    storageServer?: StorageServer;
   } = {},
 ): Promise<RuntimeHarness> {
   const database = await openDatabase({ dataDir: ':memory:' });
@@ -647,6 +662,7 @@ export async function createRuntimeHarness(
         health,
         ...(gate ? { gate } : {}),
         ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}),
+        ...(opts.storageServer ? { storageServer: opts.storageServer } : {}),
       },
       log: (message, extra) => runnerLog.push({ message, extra }),
     },

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { IptablesTrafficGate } from '../../adapters/net/iptables.traffic-gate.js';
+import { ownPortRange } from './docker.js';
 import { readResponse, type ApiResponse } from './http.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -66,6 +67,8 @@ export async function startServerProcess(
       BOOTSTRAP_API_KEY: token,
       BUILD_CONCURRENCY: '0',
       PROXY: 'none',
+      // Host ports of its own unless the test names them: the default 20000-29999 is every other platform's on this host.
+      HOST_PORT_RANGE: ownPortRange(),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

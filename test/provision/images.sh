@@ -33,14 +33,22 @@
 #                                      (18): `mongod` runs `node server.mjs --port 27017 --dbpath /data/db
 #                                      --bind_ip_all`; MONGO_INITDB_ROOT_USERNAME/PASSWORD.
 #
+# The storage instances' server (src/domain/storage-server.ts), the same way:
+#   versity/versitygw:v1.8.0           an S3 stand-in in Node (test/standins/s3-server: s3rver from npm
+#                                      behind a front door checking AWS SigV4 against the key pair), on
+#                                      Debian's nodejs (18), in /opt/s3-server with s3rver's dependencies
+#                                      from the repo's node_modules. versitygw's conventions: the entrypoint
+#                                      runs `versitygw ARGS` (`posix /data`), ROOT_ACCESS_KEY/ROOT_SECRET_KEY,
+#                                      VGW_PORT (:7070), VGW_REGION; refuses to start without a key pair.
+#
 # SLIPWAY_TEST_IMAGES: comma-separated subset of busybox,debian,node,caddy,python,postgres,timescale,
-#   mysql,redis,clickhouse,mongo, or "all" (the same as `images.sh --all`: every image above)
+#   mysql,redis,clickhouse,mongo,storage, or "all" (the same as `images.sh --all`: every image above)
 #   (default busybox,debian,node,caddy). SLIPWAY_TEST_IMAGES_REBUILD=1 rebuilds our images anyway.
 # SLIPWAY_DEBIAN_MIRROR / SLIPWAY_DEBIAN_SECURITY_MIRROR override the mirrors read from the host's
 # apt sources. Prints what it does, timings and sizes to stderr; fails loudly when it cannot.
 set -euo pipefail
 
-KNOWN=busybox,debian,node,caddy,python,postgres,timescale,mysql,redis,clickhouse,mongo
+KNOWN=busybox,debian,node,caddy,python,postgres,timescale,mysql,redis,clickhouse,mongo,storage
 case ${1:-} in
   --all) SLIPWAY_TEST_IMAGES=all ;;
   "") ;;
@@ -240,7 +248,7 @@ slim_root() {
 
 DEBIAN_TAG=slipway-test/debian:bookworm
 ROOTFS_RECIPE=$(printf 'debootstrap minbase bookworm slim v2\n' | sha)
-needs_debian() { local i; for i in debian node caddy python postgres timescale mysql redis clickhouse mongo; do wants "$i" && return 0; done; return 1; }
+needs_debian() { local i; for i in debian node caddy python postgres timescale mysql redis clickhouse mongo storage; do wants "$i" && return 0; done; return 1; }
 
 if needs_debian; then
   if is_current "$ROOTFS_RECIPE" "$DEBIAN_TAG"; then
@@ -511,6 +519,63 @@ EXPOSE 27017
 CMD ["mongod"]
 EOF
 )" mongo:7
+fi
+
+if wants storage; then
+  S3_SERVER=$REPO_DIR/test/standins/s3-server
+  [ -f "$S3_SERVER/server.mjs" ] || die "storage: $S3_SERVER/server.mjs is missing"
+  [ -f "$REPO_DIR/node_modules/s3rver/package.json" ] || die "storage: $REPO_DIR/node_modules/s3rver is missing (npm ci first)"
+  command -v node >/dev/null || die "storage: node is needed to list s3rver's dependencies"
+  # s3rver and its runtime dependencies, as npm laid them out under node_modules/ (paths kept, so
+  # Node resolves them in the image as it does here).
+  S3RVER_DEPS=$(cd "$REPO_DIR" && node -e '
+    const fs = require("fs"), path = require("path");
+    const seen = new Set();
+    const visit = (dir) => {
+      if (seen.has(dir)) return;
+      seen.add(dir);
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+      for (const name of Object.keys(pkg.dependencies || {})) {
+        let at = dir, found = null;
+        for (;;) {
+          const candidate = path.join(at, "node_modules", name);
+          if (fs.existsSync(path.join(candidate, "package.json"))) { found = candidate; break; }
+          const up = path.dirname(at);
+          if (up === at) break;
+          at = up;
+        }
+        if (!found) throw new Error(`${name} (a dependency of ${dir}) is not installed`);
+        visit(found);
+      }
+    };
+    visit(path.resolve("node_modules/s3rver"));
+    console.log([...seen].map((d) => path.relative(process.cwd(), d)).sort().join("\n"));
+  ') || die "storage: could not list s3rver's dependencies"
+  storage_context() {
+    standin_context "$1"
+    mkdir -p "$1/s3-server"
+    cp "$S3_SERVER/server.mjs" "$1/s3-server/"
+    local dep
+    while IFS= read -r dep; do
+      mkdir -p "$1/s3-server/$(dirname "$dep")"
+      cp -rL "$REPO_DIR/$dep" "$1/s3-server/$dep"
+    done <<<"$S3RVER_DEPS"
+  }
+  STANDIN=storage CONTEXT_SETUP=storage_context RECIPE_EXTRA=$( { tree_hash "$STANDIN_DIR/storage" "$S3_SERVER"; printf '%s\n' "$S3RVER_DEPS"; cat "$REPO_DIR/node_modules/s3rver/package.json"; } | sha) build_dockerfile storage "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN apt-get update \\
+ && $APT_INSTALL nodejs \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /data /app \\
+ && node --version
+COPY s3-server/ /opt/s3-server/
+COPY docker-entrypoint.sh versitygw /usr/local/bin/
+RUN ln -s /usr/local/bin/versitygw /app/versitygw \\
+ && cd /opt/s3-server && node -e 'require("s3rver")'
+ENTRYPOINT ["docker-entrypoint.sh"]
+EXPOSE 7070
+EOF
+)" versity/versitygw:v1.8.0
 fi
 
 # --- sweep: images of ours superseded earlier, once nothing names or uses them --------------------

@@ -64,6 +64,7 @@ function succeeded(serviceId: string, scheduleId: string, id: string, createdAt:
     storage: 'disk',
     format: 'custom',
     localPath,
+    storageId: null,
     objectKey: null,
     sizeBytes: DUMP.length,
     checksum: 'sha256:x',

@@ -8,6 +8,7 @@ import { Migration20261126101753 } from './Migration20261126101753.js';
 import { Migration20261126102000 } from './Migration20261126102000.js';
 import { Migration20261126103000 } from './Migration20261126103000.js';
 import { Migration20261126113000 } from './Migration20261126113000.js';
+import { Migration20261127083629 } from './Migration20261127083629.js';
 import { Migration20261127090000 } from './Migration20261127090000.js';
 import { Migration20261127091000 } from './Migration20261127091000.js';
 
@@ -22,6 +23,7 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261126102000', class: Migration20261126102000 },
   { name: 'Migration20261126103000', class: Migration20261126103000 },
   { name: 'Migration20261126113000', class: Migration20261126113000 },
+  { name: 'Migration20261127083629', class: Migration20261127083629 },
   { name: 'Migration20261127090000', class: Migration20261127090000 },
   { name: 'Migration20261127091000', class: Migration20261127091000 },
 ];

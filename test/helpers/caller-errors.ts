@@ -1,0 +1,15 @@
+import { TRPCError } from '@trpc/server';
+import { expect } from 'vitest';
+import { toErrorBody } from '../../routers/trpc.js';
+
+/** What a createCaller call was refused with: the tRPC code, and the REST body's error code and field. */
+export async function errorOf(promise: Promise<unknown>): Promise<{ code: string; error: string; field?: unknown }> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(TRPCError);
+    const body = toErrorBody(error);
+    return { code: (error as TRPCError).code, error: body.error, field: body.details.field };
+  }
+  throw new Error('expected a rejection');
+}
