@@ -10,6 +10,7 @@ export const aiRouter = router({
   explainFailure: writeProcedure
     .meta({
       scope: 'logs:read',
+      upstream: 'the AI provider',
       openapi: {
         method: 'POST',
         path: '/api/deployments/{deploymentId}/explain-failure',
@@ -29,6 +30,7 @@ export const aiRouter = router({
   diagnostics: writeProcedure
     .meta({
       scope: 'logs:read',
+      upstream: 'the AI provider',
       openapi: {
         method: 'POST',
         path: '/api/deployments/{deploymentId}/diagnostics',

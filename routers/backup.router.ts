@@ -50,6 +50,7 @@ export const backupRouter = router({
   restore: writeProcedure
     .meta({
       scope: 'db:manage',
+      upstream: 'the object store',
       openapi: {
         method: 'POST',
         path: `${base}/{backupId}/restore`,
@@ -64,6 +65,7 @@ export const backupRouter = router({
   delete: writeProcedure
     .meta({
       scope: 'db:manage',
+      upstream: 'the object store',
       openapi: { method: 'DELETE', path: `${base}/{backupId}`, tags, summary: 'Delete a backup from every place it is stored' },
     })
     .input(z.strictObject(backupParams))
@@ -108,6 +110,7 @@ export const backupRouter = router({
   download: readProcedure
     .meta({
       scope: 'db:manage',
+      upstream: 'the object store',
       download: {
         tags: ['Backups'],
         path: `${base}/{backupId}/download`,

@@ -45,6 +45,7 @@ export const domainRouter = router({
   dnsRecords: writeProcedure
     .meta({
       scope: 'project:write',
+      upstream: 'the DNS provider',
       openapi: {
         method: 'POST',
         path: '/api/services/{serviceId}/domains/{domainId}/dns-records',

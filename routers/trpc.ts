@@ -70,6 +70,11 @@ export interface SlipwayMeta extends OpenApiMeta {
   scope?: ProcedureScope;
   /** An authentication endpoint counted against its per-address budget before anything else. */
   rateLimit?: AuthRateKind;
+  /**
+   * The outside service the call waits on (an AI vendor, a DNS provider, the object store): its failure,
+   * timeout or malformed answer is a 502 `upstream_error`, documented on the operation.
+   */
+  upstream?: string;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */

@@ -109,7 +109,11 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
     )) {
       if (!operation || typeof operation !== 'object' || !operation.responses) continue;
       const responses = operation.responses;
-      const meta = procedures.find(({ meta }) => meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method)?.meta;
+      const meta = procedures.find(
+        ({ meta }) =>
+          (meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method) ||
+          (meta.download?.path === path && method === 'get'),
+      )?.meta;
       if (meta?.scope && meta.scope !== 'public') {
         operation.security = securityOf(meta.scope);
         (operation as Record<string, unknown>)['x-required-scope'] = meta.scope;
@@ -123,6 +127,11 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         };
       }
+      if (meta?.upstream)
+        responses['502'] = {
+          description: `\`upstream_error\`: ${meta.upstream} failed, timed out or answered outside its contract`,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
       const created = procedures.some(
         ({ meta }) => meta.created && meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method,
       );

@@ -64,6 +64,24 @@ describe('OpenAPI document', () => {
     expect(create.responses['400'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error');
   });
 
+  it('documents 502 upstream_error exactly on the operations that wait on an outside service', async () => {
+    const doc = (await api(server.url, undefined)('GET', '/api/openapi.json')).json;
+    const with502 = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)
+      .flatMap(([path, item]) => Object.entries(item).map(([m, op]) => (op.responses['502'] ? `${m.toUpperCase()} ${path}` : null)))
+      .filter((entry): entry is string => entry !== null)
+      .sort();
+    expect(with502).toEqual(
+      [
+        'POST /api/deployments/{deploymentId}/explain-failure',
+        'POST /api/deployments/{deploymentId}/diagnostics',
+        'POST /api/services/{serviceId}/domains/{domainId}/dns-records',
+        'POST /api/services/{serviceId}/database/backups/{backupId}/restore',
+        'DELETE /api/services/{serviceId}/database/backups/{backupId}',
+        'GET /api/services/{serviceId}/database/backups/{backupId}/download',
+      ].sort(),
+    );
+  });
+
   it('has a human reference page', async () => {
     const res = await fetch(`${server.url}/api/docs`);
     expect(res.status).toBe(200);
