@@ -30,10 +30,12 @@ export const deployRouter = router({
         method: 'POST',
         path: '/api/projects/{projectId}/deploy',
         tags,
-        summary: 'Queue a deployment of every service of the project (an empty list for a project without services)',
+        summary: "Queue a deployment of every service of one of the project's environments",
+        description:
+          'The environment named by `environmentId`, or the default one (`production`). An empty list for an environment without services. 400 on `environmentId` for an environment of another project.',
       },
     })
-    .input(z.strictObject({ projectId: idParam }))
+    .input(z.strictObject({ projectId: idParam, environmentId: idParam.optional() }))
     .output(z.object({ deployments: z.array(deploymentView) }))
-    .mutation(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId) })),
+    .mutation(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId, input.environmentId) })),
 });

@@ -1,12 +1,13 @@
 import { isAbortable, isTerminal } from '../domain/deployment-state.js';
-import { ConflictError, ImageGoneError } from '../domain/errors.js';
+import { ConflictError, ImageGoneError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
 import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { deploymentFor, projectFor, serviceFor } from '../platform/lookup.js';
+import { deploymentFor, environmentFor, projectFor, serviceFor } from '../platform/lookup.js';
+import { defaultEnvironment } from '../domain/environments.js';
 import { presentDeployment, presentLogLine } from '../platform/presenters.js';
 import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
 import type { DeploymentRecorder } from './pipeline-context.js';
@@ -102,10 +103,19 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   }
 
   /** Queues a deployment of every service of the project, in the order they were created. */
-  async createForProject(actor: Actor, projectId: string): Promise<DeploymentView[]> {
+  /**
+   * Every service of one environment of the project: the one named, or the default one (a staging or
+   * preview copy is deployed only when asked for).
+   */
+  async createForProject(actor: Actor, projectId: string, environmentId?: string): Promise<DeploymentView[]> {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
-    const services = await this.deps.store.projects.listServices([project.id]);
+    const environment = environmentId
+      ? await environmentFor(this.deps.store, actor, environmentId)
+      : defaultEnvironment(await this.deps.store.environments.list([project.id]));
+    if (environment && environment.projectId !== project.id)
+      throw new ValidationError('environmentId', `Environment ${environmentId} is not an environment of project ${project.id}`);
+    const services = environment ? await this.deps.store.projects.listServicesIn([environment.id]) : [];
     const queued: DeploymentView[] = [];
     for (const service of services) queued.push(await this.create(actor, service.id));
     return queued;

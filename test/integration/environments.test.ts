@@ -111,6 +111,26 @@ describe('environments through the router', () => {
     ).toMatchObject({ field: 'colour' });
   });
 
+  it('deploys a project one environment at a time: the default one unless another is named', async () => {
+    const api = h.caller();
+    const { project } = await api.projects.create({ name: 'Shop' });
+    const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' })).service;
+    const { environment } = await api.environments.create({ projectId: project.id, name: 'staging' });
+    const staged = (await api.apps.createInEnvironment({ environmentId: environment.id, name: 'web', repoFullName: 'acme/web' })).service;
+
+    expect((await api.deploy.project({ projectId: project.id })).deployments.map((d) => d.serviceId)).toEqual([web.id]);
+    const named = await api.deploy.project({ projectId: project.id, environmentId: environment.id });
+    expect(named.deployments.map((d) => d.serviceId)).toEqual([staged.id]);
+    expect(named.deployments[0]).toMatchObject({ status: 'queued', trigger: 'manual' });
+
+    const other = (await api.projects.create({ name: 'Other' })).project;
+    expect(await errorOf(api.deploy.project({ projectId: other.id, environmentId: environment.id }))).toMatchObject({
+      error: 'validation_error',
+      field: 'environmentId',
+    });
+    expect(await errorOf(api.deploy.project({ projectId: project.id, environmentId: 'nope' }))).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
   it('clones through the router: the new environment and its services, none deployed', async () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'Shop' });
