@@ -37,5 +37,7 @@ export const deployRouter = router({
     })
     .input(z.strictObject({ projectId: idParam, environmentId: idParam.optional() }))
     .output(z.object({ deployments: z.array(deploymentView) }))
-    .mutation(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId, input.environmentId) })),
+    .mutation(async ({ ctx, input }) => ({
+      deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId, input.environmentId),
+    })),
 });
