@@ -2,6 +2,7 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape, expectNoLeaks } from '../helpers/error-bodies.js';
 import { ok, openStream, type ApiResponse } from '../helpers/http.js';
+import { ownPortRange } from '../helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { OpenAiStandin } from '../standins/ai-standins.js';
 import { appRouter } from '../../routers/app.router.js';
@@ -1666,6 +1667,8 @@ beforeAll(async () => {
   // ~30 unknown-token calls from one address in a minute: above the default auth-failure budget (30).
   server = await startServerProcess({
     AUTH_FAILURES_PER_MINUTE: '1000',
+    // Hundreds of services, none deployed: a window of its own as large as they need.
+    HOST_PORT_RANGE: ownPortRange(2000),
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
     LICENSE_PUBLIC_KEY: license.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
   });

@@ -2,6 +2,7 @@ import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fuzzer, operationsOf, type FuzzRequest } from '../helpers/fuzz.js';
 import { ok } from '../helpers/http.js';
+import { ownPortRange } from '../helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /*
@@ -32,6 +33,8 @@ const real: Record<string, string> = {};
 beforeAll(async () => {
   server = await startServerProcess({
     RATE_LIMIT_PER_MINUTE: '0',
+    // Hundreds of services, none deployed: a window of its own as large as they need.
+    HOST_PORT_RANGE: ownPortRange(2000),
     AUTH_FAILURES_PER_MINUTE: '100000',
     // The authentication endpoints' own budgets would answer nearly all of their share with 429.
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',

@@ -40,8 +40,9 @@ export async function httpText(url: string, timeoutMs = 5000): Promise<{ status:
  * A host port range of its own for a test install, below the ephemeral ports and away from the
  * default 20000-29999 that every other install on this host allocates from: two installs probing
  * the same free port at once would both take it, and the second deployment fail with EADDRINUSE.
+ * A platform that never deploys (API tests) binds none of its ports: a large window costs nobody.
  */
-export function ownPortRange(): string {
-  const base = 10_000 + 200 * Math.floor(Math.random() * 50);
-  return `${base}-${base + 199}`;
+export function ownPortRange(size = 200): string {
+  const base = 10_000 + size * Math.floor(Math.random() * Math.floor(10_000 / size));
+  return `${base}-${base + size - 1}`;
 }
