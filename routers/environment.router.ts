@@ -83,7 +83,7 @@ export const environmentRouter = router({
         path: '/api/environments/{environmentId}/clone',
         tags,
         summary:
-          'Copy an environment into a new one: its services with their settings and variables, no domains, no deployments; databases empty, with new passwords',
+          'Copy an environment into a new one: its services with their settings and variables, no domains, no deployments; databases empty, with new passwords; storage instances empty, with new key pairs (answered once)',
       },
     })
     .input(z.strictObject({ environmentId: idParam, ...environmentInput.shape }))

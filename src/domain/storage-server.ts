@@ -24,6 +24,63 @@ export const STORAGE_SERVER = {
   },
 } as const;
 
+/**
+ * The variables a storage instance offers the services of its environment as `${<slug>.KEY}`: the
+ * names the AWS SDKs and CLI read on their own (endpoint, key pair, region) and the bucket under
+ * Fly.io's name for it (docs/decisions.md). Derived from the instance's row when variables are
+ * resolved, never stored, so a clone's references resolve to the clone's own keys.
+ */
+export const STORAGE_VARIABLES = {
+  AWS_ENDPOINT_URL_S3: 'endpoint',
+  AWS_ACCESS_KEY_ID: 'access key id',
+  AWS_SECRET_ACCESS_KEY: 'secret access key',
+  AWS_REGION: 'region',
+  BUCKET_NAME: 'bucket',
+} as const;
+export type StorageVariable = keyof typeof STORAGE_VARIABLES;
+
+/** The one of them that is secret: masked wherever a secret is, and never resolved where a secret could be read back. */
+export const STORAGE_SECRET_VARIABLE: StorageVariable = 'AWS_SECRET_ACCESS_KEY';
+
+/** Where the services of its environment reach it: by slug on their network. */
+export function storageEndpoint(service: Pick<ServiceRecord, 'slug' | 'internalPort'>): string {
+  return `http://${service.slug}:${service.internalPort}`;
+}
+
+/** A storage instance's derived variables, from its settings and its decrypted secret. */
+export function storageVariables(
+  service: Pick<ServiceRecord, 'slug' | 'internalPort'>,
+  storage: StorageSource,
+  secretAccessKey: string,
+): Array<{ key: StorageVariable; value: string; secret: boolean }> {
+  const values: Record<StorageVariable, string> = {
+    AWS_ENDPOINT_URL_S3: storageEndpoint(service),
+    AWS_ACCESS_KEY_ID: storage.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    AWS_REGION: STORAGE_SERVER.region,
+    BUCKET_NAME: storage.bucket,
+  };
+  return Object.entries(values).map(([key, value]) => ({
+    key: key as StorageVariable,
+    value,
+    secret: key === STORAGE_SECRET_VARIABLE,
+  }));
+}
+
+/** Whether `key` names one of the service's derived variables (a storage instance's). */
+export function derivesVariable(service: { source: ServiceSource }, key: string): boolean {
+  return service.source.kind === 'storage' && Object.hasOwn(STORAGE_VARIABLES, key);
+}
+
+/** Refuses a variable of a storage instance named like one it derives: the derived one wins, so the stored one would only mislead. */
+export function assertNotStorageVariable(service: { source: ServiceSource; slug: string }, key: string, field = 'key'): void {
+  if (!derivesVariable(service, key)) return;
+  throw new ValidationError(
+    field,
+    `${key} is the storage instance's own, derived from it: the services of its environment reference it as \${${service.slug}.${key}}, and it cannot be set`,
+  );
+}
+
 /** The storage settings of a storage instance, null for any other service. */
 export function storageOf(service: { source: ServiceSource }): StorageSource | null {
   return service.source.kind === 'storage' ? service.source : null;

@@ -2,6 +2,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.
 import { describeProblem, resolveValue, type ProjectEnv } from '../domain/env-references.js';
 import { newId } from '../domain/ids.js';
 import type { EnvVarRecord, ServiceRecord } from '../domain/types.js';
+import { assertNotStorageVariable, storageOf, storageVariables } from '../domain/storage-server.js';
 import { assertEnvKey } from '../domain/validation.js';
 import type { Store } from '../persistence/store.js';
 import { assertWrite, type Actor } from '../domain/access.js';
@@ -14,7 +15,10 @@ const MAX_VALUE_LENGTH = 64 * 1024;
 
 interface ProjectEnvSnapshot {
   env: ProjectEnv;
+  /** `slug.KEY` of every value that is a secret. */
   secretKeys: Set<string>;
+  /** `slug.KEY` of the secrets no API answer resolves: a storage instance's, shown once (docs/storage.md). */
+  sealedKeys: Set<string>;
 }
 
 export class EnvService {
@@ -24,6 +28,7 @@ export class EnvService {
   async set(actor: Actor, serviceId: string, input: { key: string; value: string; secret?: boolean | undefined }): Promise<void> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
+    assertNotStorageVariable(service, input.key);
     await this.upsert(this.deps.store, service.id, input);
     await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
   }
@@ -64,6 +69,7 @@ export class EnvService {
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const envVar = await this.deps.store.env.get(envId);
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
+    assertNotStorageVariable(service, envVar.key);
     await this.upsert(this.deps.store, service.id, { key: envVar.key, ...input });
     await this.deps.store.projects.updateService(service.id, { updatedAt: this.deps.clock.now() });
     return this.view(actor, serviceId, envId);
@@ -167,10 +173,12 @@ export class EnvService {
     if (!envVar || envVar.serviceId !== service.id) throw new NotFoundError('Environment variable', envId);
     const snapshot = await this.environmentEnv(service);
     const value = this.deps.secrets.decrypt(envVar.valueEncrypted);
+    const resolution = resolveValue(value, snapshot.env, { serviceSlug: service.slug, key: envVar.key });
     return {
       key: envVar.key,
       value,
-      resolvedValue: resolveValue(value, snapshot.env, { serviceSlug: service.slug, key: envVar.key }).value,
+      // A storage instance's secret is shown once, at create (or clone): not here either.
+      resolvedValue: resolution.reached.some((ref) => snapshot.sealedKeys.has(ref)) ? '' : resolution.value,
     };
   }
 
@@ -212,15 +220,18 @@ export class EnvService {
   }
 
   private present(v: EnvVarRecord, service: ServiceRecord, snapshot: ProjectEnvSnapshot): EnvVarView {
+    const ref = `${service.slug}.${v.key}`;
+    // What the service gets: a storage instance's derived variable wins over a stored one of its name.
     const raw = snapshot.env.get(service.slug)?.get(v.key) ?? '';
+    const stored = this.deps.secrets.decrypt(v.valueEncrypted);
     const resolution = resolveValue(raw, snapshot.env, { serviceSlug: service.slug, key: v.key });
-    const usesSecret = v.secret || resolution.reached.some((ref) => snapshot.secretKeys.has(ref));
+    const usesSecret = v.secret || snapshot.secretKeys.has(ref) || resolution.reached.some((r) => snapshot.secretKeys.has(r));
     return {
       id: v.id,
       key: v.key,
-      hasValue: raw.length > 0,
+      hasValue: stored.length > 0,
       secret: v.secret,
-      value: v.secret ? '' : raw,
+      value: v.secret ? '' : stored,
       resolvedValue: usesSecret ? '' : resolution.value,
       problems: resolution.problems.map(describeProblem),
       createdAt: v.createdAt.toISOString(),
@@ -231,7 +242,8 @@ export class EnvService {
   /**
    * Every variable of the services of the service's environment by slug (another environment's
    * services are not there to reference), each starting from the project's shared variables (its
-   * own key wins), plus the shared ones themselves under `shared`, so `${shared.KEY}` resolves.
+   * own key wins), plus the shared ones themselves under `shared`, so `${shared.KEY}` resolves. A
+   * storage instance's slug also holds the variables derived from its row (storageVariables).
    */
   private async environmentEnv(service: ServiceRecord): Promise<ProjectEnvSnapshot> {
     const [services, shared] = await Promise.all([
@@ -251,8 +263,22 @@ export class EnvService {
       if (v.secret) secretKeys.add(`${slug}.${v.key}`);
       else if (sharedSecret.has(v.key)) secretKeys.delete(`${slug}.${v.key}`);
     }
+    // A storage instance's connection, from its row: it wins over a stored or shared variable of the same name.
+    const sealedKeys = new Set<string>();
+    for (const s of services) {
+      const storage = storageOf(s);
+      if (!storage) continue;
+      for (const derived of storageVariables(s, storage, this.deps.secrets.decrypt(storage.secretAccessKeyEncrypted))) {
+        const ref = `${s.slug}.${derived.key}`;
+        env.get(s.slug)!.set(derived.key, derived.value);
+        if (derived.secret) {
+          secretKeys.add(ref);
+          sealedKeys.add(ref);
+        } else secretKeys.delete(ref);
+      }
+    }
     env.set(SHARED_SLUG, sharedValues);
     for (const key of sharedSecret) secretKeys.add(`${SHARED_SLUG}.${key}`);
-    return { env, secretKeys };
+    return { env, secretKeys, sealedKeys };
   }
 }

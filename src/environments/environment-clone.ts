@@ -6,7 +6,8 @@ import type { ServiceRecord, ServiceSource } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname, generatedLabel } from '../platform/presenters.js';
-import { generatePassword } from '../platform/secret-box.js';
+import { generateAccessKeyPair, generatePassword } from '../platform/secret-box.js';
+import type { ClonedStorageCredentialsView } from './environment-views.js';
 import { allocateHostPort } from '../projects/host-port-allocator.js';
 
 /**
@@ -15,7 +16,9 @@ import { allocateHostPort } from '../projects/host-port-allocator.js';
  * host port each, and nothing that is about running (no deployments, status `idle`). Domains are
  * never copied (a hostname routes to one service); generated hostnames follow from the new
  * environment. A database is copied empty (its volume is named by the new service's id) with new
- * passwords: a credential of a staging or preview copy must not open production's database.
+ * passwords: a credential of a staging or preview copy must not open production's database. A
+ * storage instance likewise, empty with the same bucket name and a new key pair, whose secret is
+ * answered here once (as at create) and otherwise reached only through `${slug.KEY}` references.
  */
 export async function copyServices(
   deps: ServiceDeps,
@@ -23,19 +26,27 @@ export async function copyServices(
   services: ServiceRecord[],
   target: { environment: EnvironmentRecord; scope: string },
   takenLabels: ReadonlyMap<string, ServiceRecord>,
-): Promise<ServiceRecord[]> {
+): Promise<{ copies: ServiceRecord[]; storageCredentials: ClonedStorageCredentialsView[] }> {
   const now = deps.clock.now();
   const copies: ServiceRecord[] = [];
+  const storageCredentials: ClonedStorageCredentialsView[] = [];
   for (const [i, service] of services.entries()) {
     assertLabelFree(service, target.scope, takenLabels, null);
     // One millisecond apart: the copies list in the order of what they copy.
     const at = new Date(now.getTime() + i);
+    const id = newId();
+    let source = copiedSource(service.source, service.slug, target.scope, deps.config.rootDomain);
+    if (source.kind === 'storage') {
+      const keys = generateAccessKeyPair();
+      source = { ...source, accessKeyId: keys.accessKeyId, secretAccessKeyEncrypted: deps.secrets.encrypt(keys.secretAccessKey) };
+      storageCredentials.push({ storageId: id, ...keys });
+    }
     const copy: ServiceRecord = {
       ...service,
-      id: newId(),
+      id,
       environmentId: target.environment.id,
       hostPort: await allocateHostPort(tx, deps.portProbe, deps.config.hostPortRange),
-      source: copiedSource(service.source, service.slug, target.scope, deps.config.rootDomain),
+      source,
       status: 'idle',
       reachable: false,
       preferredDomain: null,
@@ -61,7 +72,7 @@ export async function copyServices(
     }
     copies.push(copy);
   }
-  return copies;
+  return { copies, storageCredentials };
 }
 
 /**

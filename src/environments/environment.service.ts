@@ -1,5 +1,4 @@
 import { assertScope, assertWrite, type Actor } from '../domain/access.js';
-import { databaseEngineOf } from '../domain/database-engines.js';
 import {
   assertEnvironmentName,
   defaultEnvironment,
@@ -8,6 +7,7 @@ import {
   type EnvironmentRecord,
 } from '../domain/environments.js';
 import { ConflictError } from '../domain/errors.js';
+import { keepsData } from '../domain/storage-server.js';
 import { newId } from '../domain/ids.js';
 import type { ProjectRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
@@ -63,20 +63,20 @@ export class EnvironmentService {
     const name = assertEnvironmentName(input.name);
     const project = (await this.deps.store.projects.get(source.projectId))!;
     const services = await this.deps.store.projects.listServicesIn([source.id]);
-    // The copies are new services: databases among them need what creating one needs.
-    if (services.some((s) => databaseEngineOf(s) !== null)) assertScope(actor, 'db:manage');
-    const { environment, copies } = await this.deps.store.transaction(async (tx) => {
+    // The copies are new services: databases and storage instances among them need what creating one needs.
+    if (services.some(keepsData)) assertScope(actor, 'db:manage');
+    const { environment, copies, storageCredentials } = await this.deps.store.transaction(async (tx) => {
       const environment = await this.insert(tx, project, name);
-      const copies = await copyServices(
+      const copied = await copyServices(
         this.deps,
         tx,
         await tx.projects.listServicesIn([source.id]),
         { environment, scope: hostnameScope(project.slug, environment) },
         await generatedLabels(tx),
       );
-      return { environment, copies };
+      return { environment, ...copied };
     });
-    return { environment: await this.view(environment), services: await this.services.views(copies) };
+    return { environment: await this.view(environment), services: await this.services.views(copies), storageCredentials };
   }
 
   /**

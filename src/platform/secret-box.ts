@@ -45,3 +45,13 @@ export function generatePassword(length = 32): string {
   }
   return out;
 }
+
+/**
+ * A storage instance's key pair, made at create and again for each clone. The access key id is
+ * AWS-like (20 upper-case letters and digits), `SLW` first so a leaked key names where it came from.
+ */
+export function generateAccessKeyPair(): { accessKeyId: string; secretAccessKey: string } {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const accessKeyId = `SLW${[...randomBytes(17)].map((b) => alphabet[b % alphabet.length]).join('')}`;
+  return { accessKeyId, secretAccessKey: generatePassword(40) };
+}

@@ -139,6 +139,14 @@ export type DeploymentLogView = z.infer<typeof deploymentLogView>;
 export const runtimeLogView = deploymentLogView.omit({ deploymentId: true }).meta({ id: 'RuntimeLogLine' });
 export type RuntimeLogView = z.infer<typeof runtimeLogView>;
 
+/** A storage instance's key pair, in the answers that make one (create, and an environment's clone) and nowhere else. */
+export const storageCredentialsView = z
+  .object({
+    accessKeyId: z.string(),
+    secretAccessKey: z.string().meta({ description: 'Shown in this answer only: it is stored encrypted and never returned again' }),
+  })
+  .meta({ id: 'StorageCredentials' });
+
 export const suggestionView = z.object({ key: z.string(), value: z.string().optional(), label: z.string() }).meta({ id: 'Suggestion' });
 export type SuggestionView = z.infer<typeof suggestionView>;
 

@@ -3,6 +3,7 @@ import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
+import { STORAGE_VARIABLES, storageOf } from '../domain/storage-server.js';
 import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
@@ -113,9 +114,20 @@ export class ProjectService {
     return this.databaseSuggestionsFor(services.filter((s, i) => services.findIndex((o) => o.slug === s.slug) === i));
   }
 
+  /** A database's connection URL and a storage instance's connection variables, as references: no secret is in them. */
   async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
     const suggestions: SuggestionView[] = [];
     for (const service of services) {
+      if (storageOf(service)) {
+        for (const [key, what] of Object.entries(STORAGE_VARIABLES)) {
+          suggestions.push({
+            key,
+            value: `\${${service.slug}.${key}}`,
+            label: `storage "${service.name}" ${what} (${service.slug}:${service.internalPort})`,
+          });
+        }
+        continue;
+      }
       const engine = databaseEngineOf(service);
       if (!engine) continue;
       const spec = ENGINE_SPECS[engine];

@@ -3,7 +3,7 @@ import { ENGINE_SPECS, engineOf, isDatabaseEngine, isEnginePassword, type Databa
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { ProjectRecord, ServiceRecord, StorageSource } from '../domain/types.js';
-import { STORAGE_SERVER } from '../domain/storage-server.js';
+import { derivesVariable, STORAGE_SERVER, STORAGE_VARIABLES, storageOf } from '../domain/storage-server.js';
 import type { Store } from '../persistence/store.js';
 import {
   assertEnvKey,
@@ -278,7 +278,17 @@ export class ServiceCatalog {
     ];
     for (const v of vars) {
       const owner = byId.get(v.serviceId)!;
+      // A storage instance's derived variables win over stored ones of their names: listed once, below.
+      if (derivesVariable(owner, v.key)) continue;
       suggestions.push({ key: `${owner.slug}.${v.key}`, label: `${v.key} of ${owner.name}: reference it as \${${owner.slug}.${v.key}}` });
+    }
+    for (const owner of siblings.filter((s) => storageOf(s) !== null)) {
+      for (const [key, what] of Object.entries(STORAGE_VARIABLES)) {
+        suggestions.push({
+          key: `${owner.slug}.${key}`,
+          label: `${key}, the ${what} of storage ${owner.name}: reference it as \${${owner.slug}.${key}}`,
+        });
+      }
     }
     return { suggestions, databaseVariables: await this.projects.databaseSuggestionsFor(siblings) };
   }

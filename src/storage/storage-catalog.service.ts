@@ -1,15 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { ConflictError } from '../domain/errors.js';
 import { slugify } from '../domain/slug.js';
-import { assertBucketName, defaultBucketName, STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
+import { assertBucketName, defaultBucketName, STORAGE_SERVER, storageEndpoint, storageOf } from '../domain/storage-server.js';
 import type { ServiceRecord, StorageSource } from '../domain/types.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServicePower } from '../deployments/service-power.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceOfKind, visibleServices } from '../platform/lookup.js';
-import { generatePassword } from '../platform/secret-box.js';
+import { generateAccessKeyPair } from '../platform/secret-box.js';
 import type { ProxyResultView, ServiceView } from '../platform/views.js';
 import type { ServiceCatalog } from '../projects/service-catalog.service.js';
 import type { StorageCreatedView, StorageCreateInput, StorageView } from './storage-views.js';
@@ -38,8 +37,7 @@ export class StorageCatalog {
     // What the key may not see does not exist for it: 404 before any complaint about the body.
     await projectFor(this.deps.store, actor, projectId);
     const bucket = input.bucket === undefined ? defaultBucketName(slugify(input.name.trim()) || 'storage') : assertBucketName(input.bucket);
-    const accessKeyId = newAccessKeyId();
-    const secretAccessKey = generatePassword(40);
+    const { accessKeyId, secretAccessKey } = generateAccessKeyPair();
     const settings: Omit<StorageSource, 'kind'> = {
       bucket,
       accessKeyId,
@@ -117,7 +115,7 @@ export function presentStorage(view: ServiceView, storage: StorageSource): Stora
       bucket: storage.bucket,
       region: STORAGE_SERVER.region,
       accessKeyId: storage.accessKeyId,
-      endpoint: `http://${view.slug}:${view.internalPort}`,
+      endpoint: storageEndpoint(view),
       publicEndpoint: view.primaryUrl || null,
       publicEnabled: storage.publicEnabled,
       forcePathStyle: true,
@@ -145,10 +143,4 @@ export async function assertStorageRemovable(store: Store, removed: ServiceRecor
     `This storage instance holds or receives the backups of ${names.map((n) => `"${n}"`).join(', ')}: give those databases another object store (PUT .../database/backups/settings {storageId}) and delete the backups stored here first`,
     { serviceIds: [...dependents] },
   );
-}
-
-/** AWS-like: 20 upper-case letters and digits, `SLW` first so a leaked key names where it came from. */
-function newAccessKeyId(): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  return `SLW${[...randomBytes(17)].map((b) => alphabet[b % alphabet.length]).join('')}`;
 }

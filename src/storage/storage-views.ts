@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { line, strictBoolean } from '../platform/input-schemas.js';
-import { serviceView } from '../platform/views.js';
+import { serviceView, storageCredentialsView } from '../platform/views.js';
 
 /*
  * A storage instance on the wire: the detailed API's Service (a storage instance is a service with
@@ -26,13 +26,6 @@ export const storageS3View = z
 
 export const storageView = serviceView.extend({ s3: storageS3View }).meta({ id: 'StorageInstance' });
 export type StorageView = z.infer<typeof storageView>;
-
-export const storageCredentialsView = z
-  .object({
-    accessKeyId: z.string(),
-    secretAccessKey: z.string().meta({ description: 'Shown in this answer only: it is stored encrypted and never returned again' }),
-  })
-  .meta({ id: 'StorageCredentials' });
 
 export const storageCreatedView = z.object({ storage: storageView, credentials: storageCredentialsView });
 export type StorageCreatedView = z.infer<typeof storageCreatedView>;

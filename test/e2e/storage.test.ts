@@ -29,6 +29,8 @@ let call: Call;
 let projectId: string;
 let storage: Storage;
 let credentials: { accessKeyId: string; secretAccessKey: string };
+let cloneCredentials: { accessKeyId: string; secretAccessKey: string };
+let workerId: string;
 const servers: ServerProcess[] = [];
 // Host ports from a window of their own: other platforms on this machine (tests running at once) start at 20000.
 const PORT_BASE = 40_000 + Math.floor(Math.random() * 90) * 100;
@@ -41,7 +43,7 @@ const ENV = {
 };
 
 beforeAll(async () => {
-  await provisionDocker({ images: 'busybox,debian,postgres,storage' });
+  await provisionDocker({ images: 'debian,node,postgres,storage' });
   server = await startServerProcess(ENV);
   servers.push(server);
   call = api(server.url, server.token);
@@ -73,6 +75,70 @@ async function until<T>(probe: () => Promise<T | null>, label: string, timeoutMs
     if (Date.now() > deadline) throw new Error(`${label}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/*
+ * A worker that signs its own S3 requests (SigV4 in the Authorization header, node's crypto and http,
+ * no SDK) from its env, which holds nothing but references to the storage instance: PUT an object,
+ * GET one the test wrote and the one it wrote, then print what it got as one JSON line.
+ */
+const WORKER_SCRIPT = String.raw`
+const http = require('node:http');
+const { createHash, createHmac } = require('node:crypto');
+const env = process.env;
+const endpoint = new URL(env.AWS_ENDPOINT_URL_S3);
+const sha = (data) => createHash('sha256').update(data).digest('hex');
+const hmac = (key, data) => createHmac('sha256', key).update(data).digest();
+function send(method, key, body) {
+  const payload = Buffer.from(body || '');
+  const date = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const day = date.slice(0, 8);
+  const path = '/' + env.BUCKET + '/' + key;
+  const headers = { host: endpoint.host, 'x-amz-content-sha256': sha(payload), 'x-amz-date': date };
+  const names = Object.keys(headers).sort();
+  const canonical = [method, path, '', names.map((n) => n + ':' + headers[n] + '\n').join(''), names.join(';'), headers['x-amz-content-sha256']].join('\n');
+  const scope = day + '/' + env.AWS_REGION + '/s3/aws4_request';
+  const toSign = ['AWS4-HMAC-SHA256', date, scope, sha(canonical)].join('\n');
+  const signingKey = hmac(hmac(hmac(hmac('AWS4' + env.AWS_SECRET_ACCESS_KEY, day), env.AWS_REGION), 's3'), 'aws4_request');
+  const signature = createHmac('sha256', signingKey).update(toSign).digest('hex');
+  headers.authorization = 'AWS4-HMAC-SHA256 Credential=' + env.AWS_ACCESS_KEY_ID + '/' + scope + ', SignedHeaders=' + names.join(';') + ', Signature=' + signature;
+  headers['content-length'] = String(payload.length);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: endpoint.hostname, port: endpoint.port, method, path, headers, timeout: 10000 }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+(async () => {
+  const put = await send('PUT', 'from-worker.txt', 'written by the worker');
+  const hello = await send('GET', 'docs/hello.txt');
+  const back = await send('GET', 'from-worker.txt');
+  console.log('S3-RESULT ' + JSON.stringify({ put: put.status, hello: hello.status, helloBody: hello.status === 200 ? hello.body : undefined, back: back.status, backBody: back.body }));
+})().catch((e) => console.log('S3-RESULT ' + JSON.stringify({ error: String(e) })));
+`;
+const WORKER_COMMAND = `echo ${Buffer.from(WORKER_SCRIPT).toString('base64')} | base64 -d > /tmp/s3-call.js && node /tmp/s3-call.js; sleep 3600`;
+const WORKER_ENV = [
+  { key: 'AWS_ENDPOINT_URL_S3', value: '${files.AWS_ENDPOINT_URL_S3}' },
+  { key: 'AWS_ACCESS_KEY_ID', value: '${files.AWS_ACCESS_KEY_ID}' },
+  { key: 'AWS_SECRET_ACCESS_KEY', value: '${files.AWS_SECRET_ACCESS_KEY}' },
+  { key: 'AWS_REGION', value: '${files.AWS_REGION}' },
+  { key: 'BUCKET', value: '${files.BUCKET_NAME}' },
+];
+
+/** Deploys a worker running WORKER_SCRIPT and answers its deployment and the JSON line it printed. */
+async function runWorker(serviceId: string): Promise<{ result: Awaited<ReturnType<typeof deploy>>; output: Record<string, unknown> }> {
+  const result = await deploy(call, serviceId, 2 * 60_000);
+  expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
+  const line = await until(async () => {
+    const text = await docker('logs', result.deployment.containerName!);
+    return /^S3-RESULT (.*)$/m.exec(text)?.[1] ?? null;
+  }, 'the worker called the instance');
+  return { result, output: JSON.parse(line) };
 }
 
 describe('a storage instance', () => {
@@ -125,27 +191,76 @@ describe('a storage instance', () => {
     await expect(getText(wrong, 'files', 'docs/hello.txt')).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
   });
 
-  it('is reached by name from another service of its project', { timeout: 3 * 60_000 }, async () => {
-    // A URL for the endpoint the instance advertises to its project (http://files:7070), signed here, fetched there.
-    const url = await presignedGet(s3Client(storage.s3.endpoint, credentials), 'files', 'docs/hello.txt');
+  it('is reached by name from a worker of its project whose variables are only ${files.KEY} references, with signed S3 calls', {
+    timeout: 3 * 60_000,
+  }, async () => {
     const res = await call('POST', `/api/projects/${projectId}/services`, {
-      name: 'reader',
+      name: 'worker',
       repoUrl: 'container-image',
-      containerImage: 'busybox:1',
+      containerImage: 'node:22-bookworm-slim',
       runtimeMode: 'worker',
-      startCommand: 'wget -q -O - "$OBJECT_URL" && echo && echo READ-DONE; sleep 3600',
+      startCommand: WORKER_COMMAND,
+      env: WORKER_ENV,
     });
-    ok(res, 'reader');
-    const readerId = res.json.service.id;
-    ok(await call('POST', `/api/services/${readerId}/env`, { key: 'OBJECT_URL', value: url }), 'env');
-    const result = await deploy(call, readerId, 2 * 60_000);
-    expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
-    const output = await until(async () => {
-      const text = await docker('logs', result.deployment.containerName!);
-      return text.includes('READ-DONE') ? text : null;
-    }, 'the reader fetched the object');
-    expect(output).toContain('hello from the sdk');
-    ok(await call('DELETE', `/api/services/${readerId}`), 'delete reader');
+    ok(res, 'worker');
+    workerId = res.json.service.id;
+    const variables = (await call('GET', `/api/services/${workerId}/variables`)).json.variables as Array<{
+      key: string;
+      value: string;
+      resolvedValue: string;
+    }>;
+    expect(variables.map((v) => v.value).every((v) => /^\$\{files\.[A-Z0-9_]+\}$/.test(v))).toBe(true);
+    expect(Object.fromEntries(variables.map((v) => [v.key, v.resolvedValue]))).toEqual({
+      AWS_ENDPOINT_URL_S3: 'http://files:7070',
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: '',
+      AWS_REGION: 'us-east-1',
+      BUCKET: 'files',
+    });
+    const { result, output } = await runWorker(workerId);
+    // PUT and GET signed with the instance's key pair (SigV4, Authorization header) by name on the project network.
+    expect(output, JSON.stringify(output)).toEqual({
+      put: 200,
+      hello: 200,
+      helloBody: 'hello from the sdk',
+      back: 200,
+      backBody: 'written by the worker',
+    });
+    expect(result.logs.join('\n')).not.toContain(credentials.secretAccessKey);
+    expect(await getText(client(), 'files', 'from-worker.txt')).toBe('written by the worker');
+  });
+
+  it('cloned, the copy has its own key pair and an empty volume, and the worker copy reaches it with the same references', {
+    timeout: 5 * 60_000,
+  }, async () => {
+    const res = await call('POST', `/api/environments/${projectId}/clone`, { name: 'staging' });
+    expect(res.status, res.text).toBe(201);
+    const copies = res.json.services as Array<{ id: string; slug: string }>;
+    const filesCopy = copies.find((s) => s.slug === 'files')!;
+    const workerCopy = copies.find((s) => s.slug === 'worker')!;
+    expect(res.json.storageCredentials).toEqual([
+      { storageId: filesCopy.id, accessKeyId: expect.stringMatching(/^SLW/), secretAccessKey: expect.any(String) },
+    ]);
+    cloneCredentials = res.json.storageCredentials[0];
+    expect(cloneCredentials.accessKeyId).not.toBe(credentials.accessKeyId);
+    const copied = await deploy(call, filesCopy.id, 4 * 60_000);
+    expect(copied.deployment.status, copied.logs.join('\n')).toBe('succeeded');
+    expect(copied.logs.join('\n')).toContain('Storage server ready: bucket files created (CreateBucket)');
+    const { output } = await runWorker(workerCopy.id);
+    // Its own instance: the object written in production is not there, the worker's own write is.
+    expect(output, JSON.stringify(output)).toMatchObject({ put: 200, hello: 404, back: 200, backBody: 'written by the worker' });
+    // Each key pair opens its own instance only.
+    const copyPort = (await call('GET', `/api/storage/${filesCopy.id}`)).json.storage.hostPort;
+    const productionKeysOnCopy = s3Client(`http://127.0.0.1:${copyPort}`, credentials);
+    await expect(getText(productionKeysOnCopy, 'files', 'from-worker.txt')).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+    const copyKeysOnProduction = s3Client(`http://127.0.0.1:${storage.hostPort}`, cloneCredentials);
+    await expect(getText(copyKeysOnProduction, 'files', 'docs/hello.txt')).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+    expect(await getText(s3Client(`http://127.0.0.1:${copyPort}`, cloneCredentials), 'files', 'from-worker.txt')).toBe(
+      'written by the worker',
+    );
+    ok(await call('DELETE', `/api/environments/${res.json.environment.id}`), 'delete staging');
+    expect(await containersWithLabel(`slipway.service=${filesCopy.id}`)).toEqual([]);
+    ok(await call('DELETE', `/api/services/${workerId}`), 'delete worker');
   });
 
   it('stop keeps its objects and start serves them again; so does a redeploy', { timeout: 4 * 60_000 }, async () => {
@@ -162,7 +277,11 @@ describe('a storage instance', () => {
     const result = await deploy(call, storage.id, 3 * 60_000);
     expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
     expect(result.logs.join('\n')).toContain('Storage server ready: bucket files answers HeadBucket');
-    expect(await until(() => listKeys(client(), 'files'), 'served after redeploy')).toEqual(['big/three-parts.bin', 'docs/hello.txt']);
+    expect(await until(() => listKeys(client(), 'files'), 'served after redeploy')).toEqual([
+      'big/three-parts.bin',
+      'docs/hello.txt',
+      'from-worker.txt',
+    ]);
   });
 });
 
@@ -255,6 +374,7 @@ describe('secrets and deletion', () => {
     const everything = [...reads, ...logs].map((r) => r.text).join('\n') + runtime.join('\n') + server.output();
     expect(everything).toContain(credentials.accessKeyId);
     expect(everything).not.toContain(credentials.secretAccessKey);
+    expect(everything).not.toContain(cloneCredentials.secretAccessKey);
   });
 
   it('delete removes its container and its volume', { timeout: 2 * 60_000 }, async () => {

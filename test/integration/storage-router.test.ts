@@ -185,3 +185,80 @@ describe('a storage instance as the object store of database backups', () => {
       });
   });
 });
+
+describe("a storage instance's connection, referenced by the services of its environment", () => {
+  const KEYS = ['AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION', 'BUCKET_NAME'];
+
+  it('is suggested as ${files.KEY} references, the secret among them by name only', async () => {
+    const { api, project } = await fixture();
+    const { storage, credentials } = await api.storage.create({ projectId: project.id, name: 'files' });
+    const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' })).service;
+    const { suggestions, databaseVariables } = await api.services.suggestionKeys({ serviceId: web.id });
+    expect(suggestions.map((s) => s.key)).toEqual(expect.arrayContaining(KEYS.map((k) => `files.${k}`)));
+    const references = KEYS.map((key) => ({ key, value: `\${files.${key}}`, label: expect.stringContaining('storage "files"') }));
+    expect(databaseVariables).toEqual(references);
+    expect((await api.projects.databaseVariableSuggestions({ projectId: project.id })).suggestions).toEqual(references);
+    // The storage instance's own suggestions list them too (a reference to itself resolves as well).
+    expect((await api.services.suggestionKeys({ serviceId: storage.id })).suggestions.map((s) => s.key)).toEqual(
+      expect.arrayContaining(KEYS.map((k) => `files.${k}`)),
+    );
+    const answers = JSON.stringify([
+      suggestions,
+      databaseVariables,
+      await api.projects.databaseVariableSuggestions({ projectId: project.id }),
+    ]);
+    expect(answers).toContain('AWS_SECRET_ACCESS_KEY');
+    expect(answers).not.toContain(credentials.secretAccessKey);
+  });
+
+  it('resolves in the variables of a service, the secret masked and not revealed; the instance cannot hold those names', async () => {
+    const { api, project } = await fixture();
+    const { storage, credentials } = await api.storage.create({ projectId: project.id, name: 'files', bucket: 'uploads' });
+    const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' })).service;
+    await api.env.set({ serviceId: web.id, key: 'AWS_SECRET_ACCESS_KEY', value: '${files.AWS_SECRET_ACCESS_KEY}' });
+    const { variable } = await api.variables.create({ serviceId: web.id, key: 'BUCKET', value: '${files.BUCKET_NAME}' });
+    expect(variable).toMatchObject({ value: '${files.BUCKET_NAME}', resolvedValue: 'uploads', problems: [] });
+    const { variables } = await api.variables.list({ serviceId: web.id });
+    const secret = variables.find((v) => v.key === 'AWS_SECRET_ACCESS_KEY')!;
+    expect(secret).toMatchObject({ value: '${files.AWS_SECRET_ACCESS_KEY}', resolvedValue: '', problems: [] });
+    expect((await api.env.reveal({ serviceId: web.id, envId: secret.id })).resolvedValue).toBe('');
+    for (const refused of [
+      api.env.set({ serviceId: storage.id, key: 'AWS_SECRET_ACCESS_KEY', value: 'x' }),
+      api.variables.create({ serviceId: storage.id, key: 'AWS_ACCESS_KEY_ID', value: 'x' }),
+    ])
+      expect(await errorOf(refused)).toMatchObject({ code: 'BAD_REQUEST', error: 'validation_error', field: 'key' });
+    expect((await api.variables.list({ serviceId: storage.id })).variables).toEqual([]);
+    expect(JSON.stringify(await api.services.overview({ serviceId: web.id }))).not.toContain(credentials.secretAccessKey);
+  });
+
+  it('a clone answers its copies a new key pair once, and their references resolve to it', async () => {
+    const { api, project } = await fixture();
+    const { storage, credentials } = await api.storage.create({ projectId: project.id, name: 'files' });
+    const web = (await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' })).service;
+    await api.env.set({ serviceId: web.id, key: 'AWS_ACCESS_KEY_ID', value: '${files.AWS_ACCESS_KEY_ID}' });
+    const clone = await api.environments.clone({ environmentId: project.id, name: 'staging' });
+    const copy = clone.services.find((s) => s.slug === 'files')!;
+    const webCopy = clone.services.find((s) => s.slug === 'web')!;
+    expect(clone.storageCredentials).toEqual([
+      { storageId: copy.id, accessKeyId: expect.stringMatching(/^SLW/), secretAccessKey: expect.any(String) },
+    ]);
+    const [keys] = clone.storageCredentials;
+    expect(keys!.accessKeyId).not.toBe(credentials.accessKeyId);
+    expect(keys!.secretAccessKey).not.toBe(credentials.secretAccessKey);
+    // The copy is a storage instance of its own: same bucket, its access key id shown, its secret not.
+    const shown = (await api.storage.get({ storageId: copy.id })).storage;
+    expect(shown.s3).toMatchObject({ bucket: 'files', accessKeyId: keys!.accessKeyId, endpoint: 'http://files:7070' });
+    expect((await api.storage.get({ storageId: storage.id })).storage.s3.accessKeyId).toBe(credentials.accessKeyId);
+    const resolvedIn = async (serviceId: string) =>
+      (await api.variables.list({ serviceId })).variables.find((v) => v.key === 'AWS_ACCESS_KEY_ID')!.resolvedValue;
+    expect(await resolvedIn(webCopy.id)).toBe(keys!.accessKeyId);
+    expect(await resolvedIn(web.id)).toBe(credentials.accessKeyId);
+    const later = JSON.stringify([
+      await api.storage.list(),
+      await api.environments.get({ environmentId: clone.environment.id }),
+      await api.apps.listInEnvironment({ environmentId: clone.environment.id }),
+      await api.variables.list({ serviceId: webCopy.id }),
+    ]);
+    expect(later).not.toContain(keys!.secretAccessKey);
+  });
+});

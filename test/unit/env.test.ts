@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { NotFoundError, ValidationError } from '../../src/domain/errors.js';
 import type { ServiceRecord } from '../../src/domain/types.js';
-import { freshHarnessPerTest, admin, PASSWORD_ALPHABET, h, repo, database, project, record } from '../helpers/unit-harness.js';
+import { freshHarnessPerTest, admin, PASSWORD_ALPHABET, h, repo, database, project, record, rejection } from '../helpers/unit-harness.js';
 
 /** Environment variables (src/env): values, secrets, references. */
 freshHarnessPerTest();
@@ -137,5 +137,119 @@ describe('environment variables', () => {
     const password = h.secrets.decrypt(row!.valueEncrypted);
     expect(password).toMatch(PASSWORD_ALPHABET);
     expect(row!.valueEncrypted).not.toContain(password);
+  });
+});
+
+describe("a storage instance's connection as references", () => {
+  let projectId: string;
+  let web: ServiceRecord;
+  let files: { id: string; accessKeyId: string; secretAccessKey: string };
+  const REFS = {
+    S3_URL: '${files.AWS_ENDPOINT_URL_S3}',
+    AWS_ACCESS_KEY_ID: '${files.AWS_ACCESS_KEY_ID}',
+    AWS_SECRET_ACCESS_KEY: '${files.AWS_SECRET_ACCESS_KEY}',
+    AWS_REGION: '${files.AWS_REGION}',
+    BUCKET: '${files.BUCKET_NAME}',
+  };
+  beforeEach(async () => {
+    projectId = (await project()).id;
+    web = await record((await h.services.services.create(admin, projectId, repo('web'))).id);
+    const created = await h.services.storage.create(admin, projectId, { name: 'files', bucket: 'uploads' });
+    files = { id: created.storage.id, ...created.credentials };
+    for (const [key, value] of Object.entries(REFS)) await h.services.env.set(admin, web.id, { key, value });
+  });
+
+  it('resolves to the instance: endpoint, key pair, region and bucket, none of them stored as a variable', async () => {
+    expect((await h.services.env.resolvedFor(web)).env).toEqual({
+      S3_URL: 'http://files:7070',
+      AWS_ACCESS_KEY_ID: files.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: files.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      BUCKET: 'uploads',
+    });
+    expect((await h.services.env.resolvedFor(web)).problems).toEqual([]);
+    expect(await h.database.store.env.list([files.id])).toEqual([]);
+  });
+
+  it('counts the secret as a secret: masked in lists, not resolved by reveal, in the values a deployment log masks', async () => {
+    const listed = Object.fromEntries((await h.services.env.listForService(web)).map((v) => [v.key, v]));
+    expect(listed.AWS_SECRET_ACCESS_KEY).toMatchObject({ value: '${files.AWS_SECRET_ACCESS_KEY}', resolvedValue: '', problems: [] });
+    expect(listed.AWS_ACCESS_KEY_ID).toMatchObject({ resolvedValue: files.accessKeyId });
+    expect(listed.S3_URL).toMatchObject({ resolvedValue: 'http://files:7070' });
+    // Reveal, the deliberate read of a secret, does not open the instance's: shown once, at create.
+    const revealed = await h.services.env.reveal(admin, web.id, listed.AWS_SECRET_ACCESS_KEY!.id);
+    expect(revealed).toEqual({ key: 'AWS_SECRET_ACCESS_KEY', value: '${files.AWS_SECRET_ACCESS_KEY}', resolvedValue: '' });
+    await h.services.env.set(admin, web.id, { key: 'DSN', value: 's3://${web.AWS_SECRET_ACCESS_KEY}@files' });
+    const dsn = (await h.services.env.listForService(web)).find((v) => v.key === 'DSN')!;
+    expect(dsn.resolvedValue).toBe('');
+    expect((await h.services.env.reveal(admin, web.id, dsn.id)).resolvedValue).toBe('');
+    expect(JSON.stringify(await h.services.env.listForService(web))).not.toContain(files.secretAccessKey);
+    expect(await h.services.env.secretValues(web)).toContain(files.secretAccessKey);
+    // Any service of the environment masks it, referencing it or not.
+    const other = await record((await h.services.services.create(admin, projectId, repo('other'))).id);
+    expect(await h.services.env.secretValues(other)).toContain(files.secretAccessKey);
+  });
+
+  it('cannot be shadowed: its names are refused on the instance, and the derived ones win over stored and shared ones', async () => {
+    for (const key of ['AWS_SECRET_ACCESS_KEY', 'BUCKET_NAME', 'AWS_ENDPOINT_URL_S3']) {
+      const error = await rejection(h.services.env.set(admin, files.id, { key, value: 'mine' }));
+      expect(error).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ details: { field: 'key' } });
+    }
+    // Another name is the instance's own variable, as for any service.
+    await h.services.env.set(admin, files.id, { key: 'NOTE', value: 'kept' });
+    // A stored one of those names (written before this release, say) and shared ones change nothing.
+    const now = new Date();
+    await h.database.store.env.insert({
+      id: 'old-secret',
+      serviceId: files.id,
+      key: 'AWS_SECRET_ACCESS_KEY',
+      valueEncrypted: h.secrets.encrypt('stored-not-secret'),
+      secret: false,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await h.services.env.replaceShared(admin, projectId, { BUCKET_NAME: { value: 'shared-bucket' }, AWS_REGION: { value: 'eu-1' } });
+    expect((await h.services.env.resolvedFor(web)).env).toMatchObject({
+      AWS_SECRET_ACCESS_KEY: files.secretAccessKey,
+      BUCKET: 'uploads',
+      AWS_REGION: 'us-east-1',
+    });
+    const own = await h.services.env.list(admin, files.id);
+    // The stored value is its own to see; what it resolves to is the instance's secret: masked.
+    expect(own.find((v) => v.key === 'AWS_SECRET_ACCESS_KEY')).toMatchObject({ value: 'stored-not-secret', resolvedValue: '' });
+    expect(JSON.stringify(own)).not.toContain(files.secretAccessKey);
+    expect((await h.services.env.reveal(admin, files.id, 'old-secret')).resolvedValue).toBe('stored-not-secret');
+    await expect(h.services.env.updateById(admin, files.id, 'old-secret', { value: 'again' })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('resolves per environment: a clone references its own instance, with its own key pair', async () => {
+    const clone = await h.services.environments.clone(admin, projectId, { name: 'staging' });
+    const copyOf = (slug: string) => clone.services.find((s) => s.slug === slug)!;
+    expect(clone.storageCredentials).toHaveLength(1);
+    const keys = clone.storageCredentials[0]!;
+    expect(keys.storageId).toBe(copyOf('files').id);
+    expect(keys.accessKeyId).not.toBe(files.accessKeyId);
+    expect(keys.secretAccessKey).not.toBe(files.secretAccessKey);
+    const stagingWeb = await record(copyOf('web').id);
+    expect((await h.services.env.resolvedFor(stagingWeb)).env).toMatchObject({
+      AWS_ACCESS_KEY_ID: keys.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
+      BUCKET: 'uploads',
+      S3_URL: 'http://files:7070',
+    });
+    // Production's secret is not among the clone's, nor is the clone's in production's.
+    expect(await h.services.env.secretValues(stagingWeb)).not.toContain(files.secretAccessKey);
+    expect(await h.services.env.secretValues(web)).not.toContain(keys.secretAccessKey);
+    expect((await h.services.env.resolvedFor(web)).env.AWS_SECRET_ACCESS_KEY).toBe(files.secretAccessKey);
+  });
+
+  it('an environment without the instance reports the reference as unknown', async () => {
+    const empty = await h.services.environments.create(admin, projectId, { name: 'preview' });
+    const lone = await h.services.services.createInEnvironment(admin, empty.id, repo('lone'));
+    await h.services.env.set(admin, lone.id, { key: 'KEY', value: '${files.AWS_ACCESS_KEY_ID}' });
+    const resolved = await h.services.env.resolvedFor(await record(lone.id));
+    expect(resolved.env.KEY).toBe('${files.AWS_ACCESS_KEY_ID}');
+    expect(resolved.problems).toEqual([expect.stringContaining('no service with slug "files"')]);
   });
 });

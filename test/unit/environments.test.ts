@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConflictError, ForbiddenError, InsufficientScopeError, NotFoundError, ValidationError } from '../../src/domain/errors.js';
 import { MAX_ENVIRONMENTS_PER_PROJECT } from '../../src/domain/environments.js';
 import type { Actor } from '../../src/index.js';
-import { createRuntimeHarness, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, FakeStorageServer, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 import {
   admin,
@@ -276,6 +276,42 @@ describe('clone', () => {
     );
     expect((await h.services.environments.clone(token('project:write', 'db:manage'), p.id, { name: 'preview' })).services).toHaveLength(2);
   });
+  it('copies a storage instance with its bucket and a new key pair, answered once; copying one needs db:manage', async () => {
+    const p = await project('Shop');
+    const created = await h.services.storage.create(admin, p.id, { name: 'files', bucket: 'uploads' });
+    await h.services.services.create(admin, p.id, repo('web'));
+    // Its answer shows a secret, as creating one does: the same scope.
+    expect(await rejection(h.services.environments.clone(token('project:write'), p.id, { name: 'staging' }))).toBeInstanceOf(
+      InsufficientScopeError,
+    );
+    const clone = await h.services.environments.clone(token('project:write', 'db:manage'), p.id, { name: 'staging' });
+    const copy = clone.services.find((s) => s.slug === 'files')!;
+    expect(clone.storageCredentials).toEqual([
+      {
+        storageId: copy.id,
+        accessKeyId: expect.stringMatching(/^SLW[A-Z2-7]{17}$/),
+        secretAccessKey: expect.stringMatching(/^[A-Za-z0-9]{40}$/),
+      },
+    ]);
+    const [keys] = clone.storageCredentials;
+    expect(keys!.accessKeyId).not.toBe(created.credentials.accessKeyId);
+    const source = (await record(copy.id)).source;
+    expect(source).toMatchObject({ kind: 'storage', bucket: 'uploads', accessKeyId: keys!.accessKeyId, publicEnabled: false });
+    expect(h.secrets.decrypt(source.kind === 'storage' ? source.secretAccessKeyEncrypted : '')).toBe(keys!.secretAccessKey);
+    expect(JSON.stringify(clone.services)).not.toContain(keys!.secretAccessKey);
+    // Production's instance keeps its own.
+    const original = (await record(created.storage.id)).source;
+    expect(original).toMatchObject({ accessKeyId: created.credentials.accessKeyId });
+    // Shown once: the storage routes answer the access key id, never the secret.
+    expect(JSON.stringify(await h.services.storage.list(admin))).not.toContain(keys!.secretAccessKey);
+    // A clone without storage instances answers an empty list.
+    const again = await h.services.environments.clone(token('project:write', 'db:manage'), clone.environment.id, { name: 'qa' });
+    expect(again.storageCredentials).toHaveLength(1);
+    await h.services.services.delete(admin, again.services.find((s) => s.slug === 'files')!.id);
+    expect(
+      (await h.services.environments.clone(token('project:write'), again.environment.id, { name: 'preview' })).storageCredentials,
+    ).toEqual([]);
+  });
 });
 
 describe('rename and delete', () => {
@@ -407,6 +443,44 @@ describe('environments at runtime', () => {
     expect(r.engine.removedNetworks).toEqual([`slipway-${staging.id}`]);
     expect(running(web.id)).toBeDefined();
     expect(running(db.id)).toBeDefined();
+  });
+
+  it("a storage instance's clone runs on a new volume with its new key pair, and the copies' references use it", async () => {
+    rh = await createRuntimeHarness({ storageServer: new FakeStorageServer() });
+    const r = rh;
+    const { queue, finished } = runnerSteps(() => r, admin, 5000);
+    await r.runner.start();
+    const p = await r.services.projects.create(admin, { name: 'Shop', description: '' });
+    const files = await r.services.storage.create(admin, p.id, { name: 'files' });
+    const worker = await r.services.services.create(admin, p.id, {
+      name: 'worker',
+      repoUrl: 'container-image',
+      containerImage: 'busybox:latest',
+      runtimeMode: 'worker',
+      env: [
+        { key: 'AWS_ACCESS_KEY_ID', value: '${files.AWS_ACCESS_KEY_ID}' },
+        { key: 'AWS_SECRET_ACCESS_KEY', value: '${files.AWS_SECRET_ACCESS_KEY}' },
+      ],
+    });
+    r.engine.addImage('busybox:latest');
+    for (const id of [files.storage.id, worker.id]) expect((await finished(await queue(id))).status).toBe('succeeded');
+    const { services, storageCredentials } = await r.services.environments.clone(admin, p.id, { name: 'staging' });
+    for (const copy of services) expect((await finished(await queue(copy.id))).status).toBe('succeeded');
+    const running = (serviceId: string) => r.engine.containersOf(serviceId).find((c) => c.running)!;
+    const filesCopy = services.find((s) => s.slug === 'files')!;
+    const workerCopy = services.find((s) => s.slug === 'worker')!;
+    const [keys] = storageCredentials;
+    expect(running(filesCopy.id).env).toMatchObject({ ROOT_ACCESS_KEY: keys!.accessKeyId, ROOT_SECRET_KEY: keys!.secretAccessKey });
+    expect(running(filesCopy.id).volumes).toEqual([expect.objectContaining({ name: `slipway-${filesCopy.id}-data` })]);
+    expect(running(files.storage.id).volumes).toEqual([expect.objectContaining({ name: `slipway-${files.storage.id}-data` })]);
+    expect(running(workerCopy.id).env).toMatchObject({
+      AWS_ACCESS_KEY_ID: keys!.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: keys!.secretAccessKey,
+    });
+    expect(running(worker.id).env).toMatchObject({
+      AWS_ACCESS_KEY_ID: files.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: files.credentials.secretAccessKey,
+    });
   });
 });
 
