@@ -1,9 +1,8 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OpensslCertificateIssuer } from '../../adapters/tls/openssl.certificate-issuer.js';
-import { toErrorBody } from '../../routers/trpc.js';
 import { ImportFailure, type DataImporter, type ImportTarget, type ImportWork } from '../../src/imports/data-importer.port.js';
+import { errorOf } from '../helpers/caller-errors.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -52,16 +51,6 @@ afterEach(async () => {
   await h.services.imports.stop();
   await h.close();
 });
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; body: ReturnType<typeof toErrorBody> }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    return { code: (error as TRPCError).code, body: toErrorBody(error) };
-  }
-  throw new Error('expected a rejection');
-}
 
 async function databaseService(engine = 'postgres', extra: Record<string, unknown> = {}) {
   const api = h.caller();

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TRPCError } from '@trpc/server';
 import { NotFoundError, QueryError, ValidationError } from '../../src/domain/errors.js';
 import type { DatabaseAdmin, DatabaseEndpoint, Row, TableRef } from '../../src/databases/database-admin.port.js';
+import { errorOf } from '../helpers/caller-errors.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -85,18 +85,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; data: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    const shape = error as TRPCError & { cause?: { details?: unknown } };
-    const body = (await import('../../routers/trpc.js')).toErrorBody(shape);
-    return { code: shape.code, data: body as unknown as Record<string, unknown> };
-  }
-  throw new Error('expected a rejection');
-}
-
 async function databaseService(engine = 'postgres') {
   const api = h.caller();
   const { project } = await api.projects.create({ name: `P ${Math.random()}` });
@@ -157,14 +145,14 @@ describe('database administration routers', () => {
       [{ offset: -1 }, 'offset'],
       [{ limit: '1e3' }, 'limit'],
     ] as const) {
-      const { code, data } = await errorOf(
+      const { code, body: data } = await errorOf(
         api.databases.rows({ serviceId: service.id, table: 'public.users', ...(input as object) } as never),
       );
       expect(code).toBe('BAD_REQUEST');
       expect(data).toMatchObject({ error: 'validation_error', details: { field } });
     }
     for (const table of ['users', '.users', 'public.']) {
-      const { data } = await errorOf(api.databases.rows({ serviceId: service.id, table }));
+      const { body: data } = await errorOf(api.databases.rows({ serviceId: service.id, table }));
       expect(data).toMatchObject({ error: 'validation_error', details: { field: 'table' } });
     }
     // REST sends numbers as query text.
@@ -176,10 +164,10 @@ describe('database administration routers', () => {
   it('answers 404 for an unknown table, 400 query_error with the engine message, and passes the limits and a signal', async () => {
     const { service } = await databaseService();
     const api = h.caller();
-    expect((await errorOf(api.databases.rows({ serviceId: service.id, table: 'public.nope' }))).data).toMatchObject({ error: 'not_found' });
+    expect((await errorOf(api.databases.rows({ serviceId: service.id, table: 'public.nope' }))).body).toMatchObject({ error: 'not_found' });
     const failed = await errorOf(api.databases.query({ serviceId: service.id, sql: 'SELEC 1' }));
     expect(failed.code).toBe('BAD_REQUEST');
-    expect(failed.data).toMatchObject({ error: 'query_error', message: 'syntax error at or near "SELEC"', details: { code: '42601' } });
+    expect(failed.body).toMatchObject({ error: 'query_error', message: 'syntax error at or near "SELEC"', details: { code: '42601' } });
     expect(await api.databases.query({ serviceId: service.id, sql: 'SELECT 1 AS n' })).toEqual({
       columns: [{ name: 'n', type: 'integer' }],
       rows: [{ n: 1 }],
@@ -189,7 +177,7 @@ describe('database administration routers', () => {
     const call = admin.calls.at(-1)!;
     expect(call.args[1]).toEqual({ timeoutMs: 1_500, rowCap: 7 });
     expect(call.args[2]).toBeInstanceOf(AbortSignal);
-    expect((await errorOf(api.databases.query({ serviceId: service.id, sql: '   ' }))).data).toMatchObject({
+    expect((await errorOf(api.databases.query({ serviceId: service.id, sql: '   ' }))).body).toMatchObject({
       error: 'validation_error',
       details: { field: 'sql' },
     });
@@ -209,13 +197,13 @@ describe('database administration routers', () => {
     expect(await api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 3 } })).toEqual({ ok: true });
     expect(
       (await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: {}, values: { name: 'x' } })))
-        .data,
+        .body,
     ).toMatchObject({ details: { field: 'primaryKey' } });
     expect(
-      (await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: {} }))).data,
+      (await errorOf(api.databases.updateRow({ serviceId: service.id, table: 'public.users', primaryKey: { id: 1 }, values: {} }))).body,
     ).toMatchObject({ details: { field: 'values' } });
     expect(
-      (await errorOf(api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { name: 'x' } }))).data,
+      (await errorOf(api.databases.deleteRow({ serviceId: service.id, table: 'public.users', primaryKey: { name: 'x' } }))).body,
     ).toMatchObject({ details: { field: 'primaryKey' } });
     expect(admin.calls.map((c) => c.op)).toEqual(['insertRow', 'updateRow', 'deleteRow', 'deleteRow']);
   });
@@ -223,7 +211,7 @@ describe('database administration routers', () => {
   it('409 not_running when the database has no running container', async () => {
     const { service } = await databaseService();
     running = false;
-    const { code, data } = await errorOf(h.caller().databases.tables({ serviceId: service.id }));
+    const { code, body: data } = await errorOf(h.caller().databases.tables({ serviceId: service.id }));
     expect(code).toBe('CONFLICT');
     expect(data).toMatchObject({ error: 'not_running' });
     expect(admin.calls).toEqual([]);

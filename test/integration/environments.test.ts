@@ -1,6 +1,5 @@
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toErrorBody } from '../../routers/trpc.js';
+import { errorOf } from '../helpers/caller-errors.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /** The environment routes through createCaller: shapes, validation, access, and the apps of an environment. */
@@ -12,17 +11,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.close();
 });
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; error: string; field?: unknown; message: string }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    const body = toErrorBody(error);
-    return { code: (error as TRPCError).code, error: body.error, field: body.details.field, message: body.message };
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('environments through the router', () => {
   it('lists, creates, reads, renames and deletes environments', async () => {

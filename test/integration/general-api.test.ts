@@ -1,7 +1,6 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { TRPCError } from '@trpc/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toErrorBody } from '../../routers/trpc.js';
+import { errorOf } from '../helpers/caller-errors.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /** The general API's doors through createCaller: the same objects as the detailed API, and the rules that are new. */
@@ -21,17 +20,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.close();
 });
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; error: string; field?: unknown }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    const body = toErrorBody(error);
-    return { code: (error as TRPCError).code, error: body.error, field: body.details.field };
-  }
-  throw new Error('expected a rejection');
-}
 
 async function fixture() {
   const api = h.caller();

@@ -28,7 +28,7 @@ describe('CaddyAccessLog', () => {
     await writeFile(file, line('old.test', 200));
     const log = new CaddyAccessLog(file);
     expect(await log.drain()).toEqual([]);
-    await appendFile(file, line('a.test', 200) + line('A.test:8080', 502) + line('b.test', 404) + 'not json\n' + line('a.test', 503));
+    await appendFile(file, `${line('a.test', 200) + line('A.test:8080', 502) + line('b.test', 404)}not json\n${line('a.test', 503)}`);
     expect(await log.drain()).toEqual([
       { hostname: 'a.test', requests: 3, errors5xx: 2 },
       { hostname: 'b.test', requests: 1, errors5xx: 0 },
