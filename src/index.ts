@@ -318,6 +318,7 @@ export * from './imports/import-views.js';
 export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
+export type { BackupFormat } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
 export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';
