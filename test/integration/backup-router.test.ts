@@ -12,14 +12,20 @@ import { createHarness, type Harness } from '../helpers/harness.js';
  * test/e2e/backups.test.ts).
  */
 
+/** Each engine's format, as the docker-exec adapter has them (docs/backups.md, Engines). */
+const FORMATS = { postgres: 'custom', timescale: 'custom', mysql: 'sql', redis: 'rdb', clickhouse: 'native', mongodb: 'archive' } as const;
+const EXTENSIONS = { custom: 'dump', sql: 'sql', rdb: 'rdb', native: 'chnative', archive: 'archive' } as const;
+
 const DUMP = Buffer.concat([Buffer.from('PGDMP'), Buffer.alloc(300_000, 42), Buffer.from('secret-password-xyz')]);
 
 class FakeDump implements DatabaseDump {
   restored: Buffer[] = [];
   targets: DumpTarget[] = [];
   failWith: string | null = null;
-  formatOf(engine: string) {
-    return engine === 'postgres' || engine === 'timescale' ? ('custom' as const) : null;
+  /** Engines this fake has no tool for (the platform answers 422 for them). */
+  unsupported = new Set<string>();
+  formatOf(engine: DumpTarget['engine']) {
+    return this.unsupported.has(engine) ? null : FORMATS[engine];
   }
   async dump(target: DumpTarget, _signal: AbortSignal, log: (line: string) => void) {
     this.targets.push(target);
@@ -290,10 +296,32 @@ describe('backup routers', () => {
     expect(await h.database.store.backups.list(service.id)).toEqual([]);
   });
 
-  it('refuses engines without a dump tool with 422 not_supported', async () => {
+  it('backs up and restores every engine, each in its format, with its file name', async () => {
+    for (const engine of Object.keys(FORMATS) as Array<keyof typeof FORMATS>) {
+      const { service } = await databaseService(engine);
+      const api = h.caller();
+      const { backup } = await api.backups.create({ serviceId: service.id, storage: 'disk' });
+      expect(backup).toMatchObject({ engine, format: FORMATS[engine], status: 'running' });
+      const done = await finished(service.id, backup.id);
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      expect(done.localPath).toBe(`/backups/${service.id}/${backup.id}.${EXTENSIONS[FORMATS[engine]]}`);
+      const download = await api.backups.download({ serviceId: service.id, backupId: backup.id });
+      expect(download.fileName).toMatch(new RegExp(`^main-db-.+-${backup.id}\\.${EXTENSIONS[FORMATS[engine]]}$`));
+      expect(await api.backups.restore({ serviceId: service.id, backupId: backup.id })).toMatchObject({ ok: true });
+      // Automatic backups are no longer refused for any engine.
+      const { settings } = await api.backups.updateSettings({ serviceId: service.id, automaticEnabled: true });
+      expect(settings.automaticEnabled).toBe(true);
+    }
+    expect(dump.targets.map((t) => t.engine)).toEqual(Object.keys(FORMATS));
+  });
+
+  it('refuses an engine its dump tool cannot back up with 422 not_supported, automatic backups too', async () => {
+    dump.unsupported.add('redis');
     const { service } = await databaseService('redis');
     const body = await errorOf(h.caller().backups.create({ serviceId: service.id, storage: 'disk' }));
     expect(body).toMatchObject({ error: 'not_supported', details: { engine: 'redis' } });
+    const settings = await errorOf(h.caller().backups.updateSettings({ serviceId: service.id, automaticEnabled: true }));
+    expect(settings).toMatchObject({ error: 'not_supported', details: { engine: 'redis' } });
   });
 
   it('keeps read keys to reading and other projects out', async () => {
