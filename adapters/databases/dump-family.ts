@@ -14,9 +14,32 @@ export interface DumpFamily {
   restore(exec: ContainerExec, env: Record<string, string>, input: Readable): Promise<void>;
 }
 
-/** Removes what `cleanup` names once `dump` ended, however it ended. */
-export function afterDump(dump: RunningDump, cleanup: () => Promise<void>): RunningDump {
-  const done = dump.done.finally(cleanup);
-  done.catch(() => undefined);
-  return { stream: dump.stream, done };
+/** What a tool needs beside its argv: its env, and what to remove once it ended (an option file). */
+interface ToolRun {
+  env?: Record<string, string>;
+  cleanup?: () => Promise<void>;
+}
+
+/** Starts a dump tool (logged by its argv, which holds no secret); `cleanup` runs once it ended, however. */
+export async function dumpWith(exec: ContainerExec, cmd: string[], { env, cleanup }: ToolRun = {}): Promise<RunningDump> {
+  try {
+    exec.log(`Running ${cmd.join(' ')} in the database's container`);
+    const run = await exec.stream(cmd, env ? { env } : {});
+    const done = cleanup ? run.done.finally(cleanup) : run.done;
+    done.catch(() => undefined);
+    return { stream: run.stdout, done };
+  } catch (error) {
+    await cleanup?.();
+    throw error;
+  }
+}
+
+/** Runs a restore tool with the dump on its stdin; `cleanup` runs once it ended, however. */
+export async function restoreWith(exec: ContainerExec, cmd: string[], input: Readable, { env, cleanup }: ToolRun = {}): Promise<void> {
+  try {
+    exec.log(`Running ${cmd.join(' ')} in the database's container`);
+    await exec.run(cmd, { ...(env ? { env } : {}), stdin: input });
+  } finally {
+    await cleanup?.();
+  }
 }

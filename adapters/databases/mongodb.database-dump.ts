@@ -1,5 +1,5 @@
 import type { ContainerExec } from './container-exec.js';
-import { afterDump, type DumpFamily } from './dump-family.js';
+import { dumpWith, restoreWith, type DumpFamily } from './dump-family.js';
 
 /**
  * MongoDB's Database Tools in the image: `mongodump --archive` (every database but `local`, as one
@@ -11,25 +11,11 @@ export const MongoDump: DumpFamily = {
   format: 'archive',
   async dump(exec, env) {
     const login = await loginOptions(exec, env);
-    try {
-      const cmd = ['mongodump', '--archive', ...login.args];
-      exec.log(`Running ${cmd.join(' ')} in the database's container`);
-      const run = await exec.stream(cmd);
-      return afterDump({ stream: run.stdout, done: run.done }, login.remove);
-    } catch (error) {
-      await login.remove();
-      throw error;
-    }
+    return dumpWith(exec, ['mongodump', '--archive', ...login.args], { cleanup: login.remove });
   },
   async restore(exec, env, input) {
     const login = await loginOptions(exec, env);
-    try {
-      const cmd = ['mongorestore', '--archive', '--drop', '--stopOnError', ...login.args];
-      exec.log(`Running ${cmd.join(' ')} in the database's container`);
-      await exec.run(cmd, { stdin: input });
-    } finally {
-      await login.remove();
-    }
+    await restoreWith(exec, ['mongorestore', '--archive', '--drop', '--stopOnError', ...login.args], input, { cleanup: login.remove });
   },
 };
 

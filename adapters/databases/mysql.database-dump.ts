@@ -1,5 +1,5 @@
 import type { ContainerExec } from './container-exec.js';
-import { afterDump, type DumpFamily } from './dump-family.js';
+import { dumpWith, restoreWith, type DumpFamily } from './dump-family.js';
 
 /**
  * `mysqldump --single-transaction` / the `mysql` client, as root on the service's database. The
@@ -11,8 +11,9 @@ export const MysqlDump: DumpFamily = {
   format: 'sql',
   async dump(exec, env) {
     const options = await optionFile(exec, env);
-    try {
-      const cmd = [
+    return dumpWith(
+      exec,
+      [
         'mysqldump',
         `--defaults-extra-file=${options.path}`,
         '--single-transaction',
@@ -22,23 +23,14 @@ export const MysqlDump: DumpFamily = {
         '--hex-blob',
         '--default-character-set=utf8mb4',
         database(env),
-      ];
-      exec.log(`Running ${cmd.join(' ')} in the database's container`);
-      return afterDump(await exec.stream(cmd).then((run) => ({ stream: run.stdout, done: run.done })), options.remove);
-    } catch (error) {
-      await options.remove();
-      throw error;
-    }
+      ],
+      { cleanup: options.remove },
+    );
   },
   async restore(exec, env, input) {
     const options = await optionFile(exec, env);
-    try {
-      const cmd = ['mysql', `--defaults-extra-file=${options.path}`, '--default-character-set=utf8mb4', database(env)];
-      exec.log(`Running ${cmd.join(' ')} in the database's container`);
-      await exec.run(cmd, { stdin: input });
-    } finally {
-      await options.remove();
-    }
+    const cmd = ['mysql', `--defaults-extra-file=${options.path}`, '--default-character-set=utf8mb4', database(env)];
+    await restoreWith(exec, cmd, input, { cleanup: options.remove });
   },
 };
 

@@ -30,6 +30,7 @@ export const RedisDump: DumpFamily = {
     const cmd = ['redis-cli', '--rdb', '-'];
     exec.log(`Running ${cmd.join(' ')} in the database's container`);
     const run = await exec.stream(cmd, { env: auth(env) });
+    // The size redis-cli reports on stderr, read once its stdout ended.
     const trim = new RdbEofMarkTrim(() => transferredBytes(run.stderr()));
     const piped = pipeline(run.stdout, trim);
     piped.catch(() => undefined);

@@ -1,8 +1,9 @@
-import { EJSON } from 'bson';
 import { Redis } from 'ioredis';
-import { Binary, Decimal128, Double, Int32, Long, MongoClient, ObjectId } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import { describe, expect } from 'vitest';
 import { backupRoundTrips, runningContainers, type Database, type EngineCase } from '../helpers/backup-round-trips.js';
+import { canonicalDocuments, typedOrders } from '../helpers/mongo-documents.js';
+import { redisKeys } from '../helpers/redis-keys.js';
 
 /*
  * Backups end to end of a Redis service (the redis:7 stand-in: Redis 7.0 run with the platform's
@@ -52,32 +53,7 @@ const redis: EngineCase<RedisSnapshot> = {
       await r.set('in-db-2', tag, 'EX', 7200);
       await r.hset('hash-db-2', { k: 'v' });
     }),
-  snapshot: (db) =>
-    withRedis(db, async (r) => {
-      const values: Record<string, unknown> = {};
-      const ttls: Record<string, number> = {};
-      for (const n of [0, 2]) {
-        await r.select(n);
-        for (const key of (await r.keys('*')).sort()) {
-          const type = await r.type(key);
-          values[`${n}/${key}`] = {
-            type,
-            value:
-              type === 'string'
-                ? (await r.getBuffer(key))?.toString('base64')
-                : type === 'hash'
-                  ? await r.hgetall(key)
-                  : type === 'list'
-                    ? await r.lrange(key, 0, -1)
-                    : type === 'set'
-                      ? (await r.smembers(key)).sort()
-                      : await r.zrange(key, '0', '-1', 'WITHSCORES'),
-          };
-          ttls[`${n}/${key}`] = await r.pttl(key);
-        }
-      }
-      return { values, ttls };
-    }),
+  snapshot: (db) => withRedis(db, (r) => redisKeys(r, [0, 2])),
   same(after, before, elapsedSeconds) {
     expect(after.values).toEqual(before.values);
     expect(Object.keys(after.ttls)).toEqual(Object.keys(before.ttls));
@@ -141,22 +117,7 @@ const mongodb: EngineCase<unknown> = {
     withMongo(db, async (client) => {
       await client.db('shop').dropDatabase();
       await client.db('crm').dropDatabase();
-      await client
-        .db('shop')
-        .collection('orders')
-        .insertMany(
-          Array.from({ length: 1200 }, (_, i) => ({
-            _id: new ObjectId(),
-            n: new Int32(i),
-            big: Long.fromString('9007199254740993'),
-            price: Decimal128.fromString(`${i}.10`),
-            ratio: new Double(i / 3),
-            at: new Date(1_700_000_000_000 + i),
-            raw: new Binary(Buffer.from([0, 1, i % 256])),
-            tag,
-            nested: { tags: ['a', `t${i}`], deep: { ok: i % 2 === 0 } },
-          })),
-        );
+      await client.db('shop').collection('orders').insertMany(typedOrders(1200, tag));
       await client.db('shop').createCollection('empty');
       await client
         .db('crm')
@@ -165,10 +126,7 @@ const mongodb: EngineCase<unknown> = {
     }),
   snapshot: (db) =>
     withMongo(db, async (client) => {
-      const docs = async (d: string, c: string) =>
-        (await client.db(d).collection(c).find({}, { promoteValues: false }).sort({ _id: 1 }).toArray()).map((doc) =>
-          EJSON.stringify(doc, { relaxed: false }),
-        );
+      const docs = (d: string, c: string) => canonicalDocuments(client, d, c);
       return {
         collections: (await client.db('shop').listCollections().toArray()).map((c) => c.name).sort(),
         orders: await docs('shop', 'orders'),

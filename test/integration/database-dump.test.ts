@@ -7,8 +7,7 @@ import { promisify } from 'node:util';
 import { createClient as createClickHouse } from '@clickhouse/client';
 import Docker from 'dockerode';
 import { Redis } from 'ioredis';
-import { EJSON } from 'bson';
-import { Binary, Decimal128, Double, Int32, Long, MongoClient, ObjectId } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,8 @@ import { DockerExecDatabaseDump } from '../../adapters/databases/docker-exec.dat
 import { type DatabaseEngine, ENGINE_SPECS } from '../../src/domain/database-engines.js';
 import type { DumpTarget } from '../../src/backups/database-dump.port.js';
 import { provisionDocker } from '../helpers/docker.js';
+import { canonicalDocuments, typedOrders } from '../helpers/mongo-documents.js';
+import { redisKeys } from '../helpers/redis-keys.js';
 
 /**
  * The DatabaseDump adapter (docker exec of each engine's own tools) against real servers: containers
@@ -248,28 +249,9 @@ describe('Redis (redis-cli --rdb, restored as the AOF base with a restart)', () 
 
   /** Every key of logical databases 0 and 3: its type, value and whether its TTL is kept. */
   async function snapshot(): Promise<Record<string, unknown>> {
-    const out: Record<string, unknown> = {};
-    for (const db of [0, 3]) {
-      await redis.select(db);
-      for (const key of (await redis.keys('*')).sort()) {
-        const type = await redis.type(key);
-        const value =
-          type === 'string'
-            ? await redis.getBuffer(key)
-            : type === 'hash'
-              ? await redis.hgetall(key)
-              : type === 'list'
-                ? await redis.lrange(key, 0, -1)
-                : type === 'set'
-                  ? (await redis.smembers(key)).sort()
-                  : await redis.zrange(key, '0', '-1', 'WITHSCORES');
-        // No expiry (-1) stays; an expiry is kept when it is still above an hour less 5 minutes (they were set at 1 and 2 hours).
-        const ttl = await redis.ttl(key);
-        out[`${db}/${key}`] = { type, value, ttl: ttl < 0 ? ttl : ttl > 3300 };
-      }
-    }
-    await redis.select(0);
-    return out;
+    const { values, ttls } = await redisKeys(redis, [0, 3]);
+    // No expiry (-1) stays; an expiry is kept when it is still above an hour less 5 minutes (they were set at 1 and 2 hours).
+    return { values, ttls: Object.fromEntries(Object.entries(ttls).map(([k, ttl]) => [k, ttl < 0 ? ttl : ttl > 3_300_000])) };
   }
 
   it('round-trips every key with its TTL, keeps the container and its command, and AOF on', { timeout: 180_000 }, async () => {
@@ -445,25 +427,11 @@ describe('MongoDB (mongodump --archive / mongorestore --drop; the stand-in tools
     await mongo?.close();
   });
 
-  const documents = async (db: string, collection: string) =>
-    (await mongo.db(db).collection(collection).find({}, { promoteValues: false }).sort({ _id: 1 }).toArray()).map((d) =>
-      EJSON.stringify(d, { relaxed: false }),
-    );
+  const documents = (db: string, collection: string) => canonicalDocuments(mongo, db, collection);
 
   it('round-trips documents with their BSON types, and empty collections', { timeout: 120_000 }, async () => {
     const shop = mongo.db('shop');
-    await shop.collection('orders').insertMany(
-      Array.from({ length: 1500 }, (_, i) => ({
-        _id: new ObjectId(),
-        n: new Int32(i),
-        big: Long.fromString('9007199254740993'),
-        price: Decimal128.fromString(`${i}.10`),
-        ratio: new Double(i / 3),
-        at: new Date(1_700_000_000_000 + i),
-        raw: new Binary(Buffer.from([0, 1, i % 256])),
-        nested: { tags: ['a', `t${i}`], deep: { ok: i % 2 === 0 } },
-      })),
-    );
+    await shop.collection('orders').insertMany(typedOrders(1500, 'integration'));
     await shop.createCollection('empty');
     await mongo
       .db('crm')
