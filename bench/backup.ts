@@ -8,7 +8,7 @@
  *     (the baseline), and through the platform: POST /backups {storage: disk}, timed from the POST to the
  *     backup's own `finishedAt` (the file is complete and renamed then), polled once a second: a tight
  *     poll loop is server work competing with pg_dump for the CPU (at 50 ms it cost the server more CPU
- *     than the backup itself), in BENCH_ROUNDS (3) rounds whose order
+ *     than the backup itself), in BENCH_ROUNDS (5) rounds whose order
  *     alternates (by hand then platform, platform then by hand...): the dump is CPU-bound (zlib) on a
  *     shared machine, and whichever side always ran first or second would carry the machine's drift;
  *  3. compares each round's pair (the platform's time over the one by hand next to it) and takes the
@@ -17,8 +17,8 @@
  *  4. samples the server's VmRSS every 200 ms and its CPU time during each platform backup;
  *  5. prints a table per round, then: measure | platform | by hand | ratio | target (<= 1.05x the time),
  *     and the RSS and CPU lines.
- * Knobs: BENCH_GB (1), BENCH_ROUNDS (3), BENCH_PROFILE_DIR (the server runs with --cpu-prof there; the
- * profile is written when it stops). Informational: whatever the figures, it exits 0 unless it crashes.
+ * Knobs: BENCH_GB (1), BENCH_ROUNDS (5), BENCH_PROFILE_DIR (the server runs with --cpu-prof there; the
+ * profile is written when it stops), BENCH_SERVER_NODE_OPTIONS (more NODE_OPTIONS for the server). Informational: whatever the figures, it exits 0 unless it crashes.
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream, rmSync, statSync } from 'node:fs';
@@ -34,7 +34,7 @@ import { runBench } from './run-bench.js';
 import { cpuSeconds, median, rssMb, table } from './bench-support.js';
 
 const GB = Number(process.env.BENCH_GB ?? 1);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const POLL_MS = 1_000;
 /** Rows of ~1 KiB of table data each (a text column of 1,000 random-ish characters plus the tuple). */
@@ -52,7 +52,13 @@ async function main(): Promise<void> {
     HEALTH_TIMEOUT_MS: '120000',
     DATABASE_QUERY_TIMEOUT_MS: '600000',
     HOST_PORT_RANGE: '49800-49899',
-    ...(PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` } : {}),
+    ...(PROFILE_DIR || process.env.BENCH_SERVER_NODE_OPTIONS
+      ? {
+          NODE_OPTIONS: [PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` : '', process.env.BENCH_SERVER_NODE_OPTIONS ?? '']
+            .join(' ')
+            .trim(),
+        }
+      : {}),
   });
   const call = api(server.url, server.token);
   const scratch = path.join(tmpdir(), `slipway-bench-backup-${process.pid}.dump`);
@@ -113,6 +119,14 @@ async function main(): Promise<void> {
         ],
         { stdio: ['ignore', 'pipe', 'inherit'] },
       );
+      // The CPU of this side for comparison: the docker CLI (its last sample before it exits) and this process's piping.
+      const own = process.cpuUsage();
+      let cli = 0;
+      const cliSampler = setInterval(() => {
+        try {
+          cli = cpuSeconds(child.pid!);
+        } catch {}
+      }, RSS_SAMPLE_MS);
       const exited = new Promise<number | null>((resolve, reject) => {
         child.once('error', reject);
         child.once('exit', (code) => resolve(code));
@@ -120,9 +134,13 @@ async function main(): Promise<void> {
       // Both the file written to its end and the tool's exit, in whichever order they come.
       await pipeline(child.stdout, createWriteStream(scratch));
       const code = await exited;
+      clearInterval(cliSampler);
       if (code !== 0) throw new Error(`pg_dump exited ${code}`);
       const ms = performance.now() - started;
-      process.stdout.write(`  by hand: ${fmt(ms / 1000)} s, ${fmt(statSync(scratch).size / 1048576, 0)} MiB\n`);
+      const piping = process.cpuUsage(own);
+      process.stdout.write(
+        `  by hand: ${fmt(ms / 1000)} s, ${fmt(statSync(scratch).size / 1048576, 0)} MiB, CPU: docker CLI ${fmt(cli)} s (or more), piping to the file ${fmt((piping.user + piping.system) / 1e6)} s\n`,
+      );
       rmSync(scratch, { force: true });
       return ms;
     };
@@ -147,8 +165,17 @@ async function main(): Promise<void> {
       const cpu = cpuSeconds(pid) - cpuBefore;
       clearInterval(sampler);
       if (backup.status !== 'succeeded') throw new Error(`backup failed: ${backup.error}`);
+      // Where the time went, from the backup's own log (each line's time, from the POST): the fixed costs around the dump.
+      const logs = (await call('GET', `/api/services/${serviceId}/database/backups/${backup.id}/logs`)).json.logs as Array<{
+        line: string;
+        createdAt: string;
+      }>;
+      const at = (pattern: RegExp) => {
+        const line = logs.find((l) => pattern.test(l.line));
+        return line ? `${fmt((Date.parse(line.createdAt) - started) / 1000)} s` : 'n/a';
+      };
       process.stdout.write(
-        `  platform: ${fmt(ms / 1000)} s, ${fmt(backup.sizeBytes / 1048576, 0)} MiB, RSS ${fmt(rssBefore, 0)} -> peak ${fmt(rssPeak, 0)} MiB, server CPU ${fmt(cpu)} s\n`,
+        `  platform: ${fmt(ms / 1000)} s, ${fmt(backup.sizeBytes / 1048576, 0)} MiB, RSS ${fmt(rssBefore, 0)} -> peak ${fmt(rssPeak, 0)} MiB, server CPU ${fmt(cpu)} s (started ${at(/^Backup .+ started/)}, pg_dump running ${at(/^Running pg_dump/)}, succeeded ${at(/^Backup succeeded/)}, finished ${fmt(ms / 1000)} s)\n`,
       );
       await call('DELETE', `/api/services/${serviceId}/database/backups/${backup.id}`);
       return { ms, rssBefore, rssPeak, size: backup.sizeBytes, cpu };
