@@ -328,6 +328,7 @@ export * from './storage/storage-views.js';
 export type { StorageServer, StorageServerTarget } from './storage/storage-server.port.js';
 export { STORAGE_SERVER } from './domain/storage-server.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
+export type { BackupFormat } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
 export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';

@@ -6,7 +6,7 @@ import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { FanOut, HashingStream } from './backup-streams.js';
-import type { BackupRecord } from './backup.records.js';
+import { BACKUP_FILE_EXTENSIONS, type BackupRecord } from './backup.records.js';
 import { errorText, maskIn, type BackupService } from './backup.service.js';
 import type { ObjectStore } from './object-store.port.js';
 
@@ -78,8 +78,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
     const stop = () => work.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
     let secrets: Record<string, string> = {};
-    const ext = backup.format === 'custom' ? 'dump' : 'sql';
-    const name = `${backup.id}.${ext}`;
+    const name = `${backup.id}.${BACKUP_FILE_EXTENSIONS[backup.format]}`;
     const wantsDisk = backup.storage !== 'object';
     const wantsObject = backup.storage !== 'disk';
     const placed: BackupRecord = {

@@ -31,26 +31,54 @@ export class HashingStream extends Transform {
 }
 
 /**
- * Writes every chunk to each target and takes the next only when all took this one: the slowest
- * destination sets the pace, so nothing piles up in memory.
+ * Writes every chunk to each target and takes the next once none is full: the slowest destination
+ * sets the pace, so nothing piles up beyond its buffer. A target is not waited for chunk by chunk:
+ * a file stream gathers what came while it wrote and writes it at once (one writev, not one
+ * thread-pool write per 4 KiB block of pg_dump).
  */
 export class FanOut extends Writable {
+  private failure: Error | null = null;
+
   constructor(private readonly targets: Writable[]) {
     super({ highWaterMark: STREAM_BUFFER_BYTES });
+    for (const target of targets) target.on('error', (error: Error) => this.fail(error));
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    let pending = this.targets.length;
-    let failed = false;
-    for (const target of this.targets) {
-      target.write(chunk, (error) => {
-        if (failed) return;
-        if (error) {
-          failed = true;
-          callback(error);
-        } else if (--pending === 0) callback();
-      });
+    if (this.failure) {
+      callback(this.failure);
+      return;
     }
+    const full = this.targets.filter((target) => !target.write(chunk, (error) => error && this.fail(error)));
+    if (full.length === 0) {
+      callback();
+      return;
+    }
+    let waiting = full.length;
+    let done = false;
+    const settle = (error?: Error | null) => {
+      if (done) return;
+      if (error || --waiting === 0) {
+        done = true;
+        for (const target of full) {
+          target.off('drain', onDrain);
+          target.off('close', onClose);
+        }
+        callback(error ?? this.failure);
+      }
+    };
+    const onDrain = () => settle();
+    const onClose = () => settle(this.failure ?? new Error('a destination of the backup closed'));
+    for (const target of full) {
+      target.once('drain', onDrain);
+      target.once('close', onClose);
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.destroy(error);
   }
 
   override _final(callback: (error?: Error | null) => void): void {

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { DATABASE_ENGINES } from '../domain/database-engines.js';
 import { strictInt } from '../platform/input-schemas.js';
-import { BACKUP_STORAGES, BACKUP_TRIGGERS, type BackupLogRecord, type BackupRecord, type BackupSettingsRecord } from './backup.records.js';
+import {
+  BACKUP_FORMATS,
+  BACKUP_STORAGES,
+  BACKUP_TRIGGERS,
+  type BackupLogRecord,
+  type BackupRecord,
+  type BackupSettingsRecord,
+} from './backup.records.js';
 
 /** The spec's Backup, Backup settings and Object-store connection shapes, as the routers answer them. */
 const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
@@ -15,7 +22,10 @@ export const backupView = z
     status: z.enum(['running', 'succeeded', 'failed']).meta({ description: '`running` until it ends; `failed` says why in `error`' }),
     trigger: z.enum(BACKUP_TRIGGERS),
     storage,
-    format: z.enum(['custom', 'sql']).meta({ description: '`custom`: pg_dump -Fc; `sql`: mysqldump' }),
+    format: z.enum(BACKUP_FORMATS).meta({
+      description:
+        '`custom`: pg_dump -Fc; `sql`: mysqldump; `rdb`: a Redis RDB snapshot; `native`: ClickHouse tables in its Native format; `archive`: mongodump --archive',
+    }),
     localPath: z.string().nullable(),
     objectKey: z.string().nullable(),
     storageId: z

@@ -14,8 +14,22 @@ export type BackupTrigger = (typeof BACKUP_TRIGGERS)[number];
 export const SCHEDULE_PERIODS = ['daily', 'weekly', 'monthly'] as const;
 export type SchedulePeriod = (typeof SCHEDULE_PERIODS)[number];
 
-/** `custom`: pg_dump's archive; `sql`: a mysqldump script. */
-export type BackupFormat = 'custom' | 'sql';
+/**
+ * What a backup's file is (docs/backups.md, Engines): `custom` pg_dump's archive, `sql` a mysqldump
+ * script, `rdb` a Redis RDB snapshot, `native` ClickHouse tables (their CREATE statements and their
+ * rows in ClickHouse's Native format, framed by the platform), `archive` a mongodump archive.
+ */
+export const BACKUP_FORMATS = ['custom', 'sql', 'rdb', 'native', 'archive'] as const;
+export type BackupFormat = (typeof BACKUP_FORMATS)[number];
+
+/** The file name extension of each format: stored files and downloads. */
+export const BACKUP_FILE_EXTENSIONS: Record<BackupFormat, string> = {
+  custom: 'dump',
+  sql: 'sql',
+  rdb: 'rdb',
+  native: 'chnative',
+  archive: 'archive',
+};
 
 export interface BackupRecord {
   id: string;

@@ -28,7 +28,14 @@ import {
   presentBackupSettings,
   type RestoreResultView,
 } from './backup-views.js';
-import type { BackupFormat, BackupRecord, BackupSettingsRecord, BackupStorage, BackupTrigger } from './backup.records.js';
+import {
+  BACKUP_FILE_EXTENSIONS,
+  type BackupFormat,
+  type BackupRecord,
+  type BackupSettingsRecord,
+  type BackupStorage,
+  type BackupTrigger,
+} from './backup.records.js';
 import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
 import type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './object-store.port.js';
 import { syncManagedSchedules } from './managed-schedules.js';
@@ -219,9 +226,8 @@ export class BackupService {
     const { service } = await this.databaseOf(actor, serviceId);
     const backup = await this.backupOf(service.id, backupId);
     if (backup.status !== 'succeeded') throw new ConflictError(`Backup ${backup.id} has no file: it is ${presentBackup(backup).status}`);
-    const ext = backup.format === 'custom' ? 'dump' : 'sql';
     return {
-      fileName: `${service.slug}-${backup.createdAt.toISOString().replace(/[:.]/g, '-')}-${backup.id}.${ext}`,
+      fileName: `${service.slug}-${backup.createdAt.toISOString().replace(/[:.]/g, '-')}-${backup.id}.${BACKUP_FILE_EXTENSIONS[backup.format]}`,
       sizeBytes: backup.sizeBytes,
       open: async (signal) => {
         if (backup.localPath && (await this.ports.files.size(backup.localPath)) !== null) return this.ports.files.read(backup.localPath);

@@ -37,12 +37,25 @@ export async function errorOf(promise: Promise<unknown>): Promise<{ error: strin
 
 export const DUMP = Buffer.concat([Buffer.from('PGDMP'), Buffer.alloc(300_000, 42), Buffer.from('secret-password-xyz')]);
 
+/** Each engine's format, as the docker-exec adapter has them (docs/backups.md, Engines). */
+export const FORMATS = {
+  postgres: 'custom',
+  timescale: 'custom',
+  mysql: 'sql',
+  redis: 'rdb',
+  clickhouse: 'native',
+  mongodb: 'archive',
+} as const;
+export const EXTENSIONS = { custom: 'dump', sql: 'sql', rdb: 'rdb', native: 'chnative', archive: 'archive' } as const;
+
 export class FakeDump implements DatabaseDump {
   restored: Buffer[] = [];
   targets: DumpTarget[] = [];
   failWith: string | null = null;
-  formatOf(engine: string) {
-    return engine === 'postgres' || engine === 'timescale' ? ('custom' as const) : null;
+  /** Engines this fake has no tool for (the platform answers 422 for them). */
+  unsupported = new Set<string>();
+  formatOf(engine: DumpTarget['engine']) {
+    return this.unsupported.has(engine) ? null : FORMATS[engine];
   }
   async dump(target: DumpTarget, _signal: AbortSignal, log: (line: string) => void) {
     this.targets.push(target);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { databaseService, DUMP, errorOf, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
+import { databaseService, DUMP, errorOf, EXTENSIONS, FakeDump, FORMATS, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -179,10 +179,32 @@ describe('backup routers', () => {
     expect(await h.database.store.backups.list(service.id)).toEqual([]);
   });
 
-  it('refuses engines without a dump tool with 422 not_supported', async () => {
+  it('backs up and restores every engine, each in its format, with its file name', async () => {
+    for (const engine of Object.keys(FORMATS) as Array<keyof typeof FORMATS>) {
+      const { service } = await databaseService(h, engine);
+      const api = h.caller();
+      const { backup } = await api.backups.create({ serviceId: service.id, storage: 'disk' });
+      expect(backup).toMatchObject({ engine, format: FORMATS[engine], status: 'running' });
+      const done = await finished(service.id, backup.id);
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      expect(done.localPath).toBe(`/backups/${service.id}/${backup.id}.${EXTENSIONS[FORMATS[engine]]}`);
+      const download = await api.backups.download({ serviceId: service.id, backupId: backup.id });
+      expect(download.fileName).toMatch(new RegExp(`^main-db-.+-${backup.id}\\.${EXTENSIONS[FORMATS[engine]]}$`));
+      expect(await api.backups.restore({ serviceId: service.id, backupId: backup.id })).toMatchObject({ ok: true });
+      // Automatic backups are no longer refused for any engine.
+      const { settings } = await api.backups.updateSettings({ serviceId: service.id, automaticEnabled: true });
+      expect(settings.automaticEnabled).toBe(true);
+    }
+    expect(dump.targets.map((t) => t.engine)).toEqual(Object.keys(FORMATS));
+  });
+
+  it('refuses an engine its dump tool cannot back up with 422 not_supported, automatic backups too', async () => {
+    dump.unsupported.add('redis');
     const { service } = await databaseService(h, 'redis');
     const body = await errorOf(h.caller().backups.create({ serviceId: service.id, storage: 'disk' }));
     expect(body).toMatchObject({ error: 'not_supported', details: { engine: 'redis' } });
+    const settings = await errorOf(h.caller().backups.updateSettings({ serviceId: service.id, automaticEnabled: true }));
+    expect(settings).toMatchObject({ error: 'not_supported', details: { engine: 'redis' } });
   });
 
   it('keeps read keys to reading and other projects out', async () => {

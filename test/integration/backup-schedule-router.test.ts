@@ -10,10 +10,12 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 
 let h: Harness;
 let files: MemoryFiles;
+let dump: FakeDump;
 
 beforeEach(async () => {
   files = new MemoryFiles();
-  h = await createHarness({ backups: { dump: new FakeDump(), files, locate: async () => ({ containerId: 'c0ffee' }) } });
+  dump = new FakeDump();
+  h = await createHarness({ backups: { dump, files, locate: async () => ({ containerId: 'c0ffee' }) } });
   h.services.backupRunner.start();
   await h.services.backupRunner.recover();
 });
@@ -128,6 +130,8 @@ describe('backup configurations', () => {
     expect(await errorOf(api.backupConfigurations.create({ serviceId: web.id, schedule: '0 3 * * *' }))).toMatchObject({
       error: 'not_found',
     });
+    // Every engine has its dump tool; one the tool cannot back up is refused.
+    dump.unsupported.add('redis');
     const { service: redis } = await databaseService(h, 'redis');
     expect(await errorOf(api.backupConfigurations.create({ serviceId: redis.id, schedule: '0 3 * * *' }))).toMatchObject({
       error: 'not_supported',

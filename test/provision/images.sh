@@ -19,7 +19,8 @@
 #                                      `postgres -c wal_level=logical` as the command works. The
 #                                      timescale name is the same image: Debian has no TimescaleDB.
 #   mysql:8.4                          Debian's MariaDB 10.11 (mariadb-server-core, -client-core: the
-#                                      `mysql` client). /var/lib/mysql; MYSQL_DATABASE/USER/PASSWORD/
+#                                      `mysql` client; mariadb-client: `mysqldump`, as the official
+#                                      image has both). /var/lib/mysql; MYSQL_DATABASE/USER/PASSWORD/
 #                                      ROOT_PASSWORD, users from any host ('%'), utf8mb4, 3306.
 #   redis:7                            Debian's Redis 7.0. WORKDIR /data, `sh` and `redis-server` on
 #                                      PATH (the platform's `sh -c 'exec redis-server ...'`), every
@@ -31,7 +32,9 @@
 #   mongo:7                            a MongoDB wire-protocol stand-in in Node (test/standins/mongo-wire,
 #                                      with node_modules/bson, in /opt/mongo-wire) on Debian's nodejs
 #                                      (18): `mongod` runs `node server.mjs --port 27017 --dbpath /data/db
-#                                      --bind_ip_all`; MONGO_INITDB_ROOT_USERNAME/PASSWORD.
+#                                      --bind_ip_all`; MONGO_INITDB_ROOT_USERNAME/PASSWORD. `mongodump` and
+#                                      `mongorestore` are stand-ins too (tools.mjs: --archive only, the
+#                                      wire protocol to the server), as the official image has the tools.
 #
 # The storage instances' server (src/domain/storage-server.ts), the same way:
 #   versity/versitygw:v1.8.0           an S3 stand-in in Node (test/standins/s3-server: s3rver from npm
@@ -429,11 +432,11 @@ RUN groupadd -r mysql --gid=999 \\
  && useradd -r -g mysql --uid=999 --home-dir=/var/lib/mysql --shell=/bin/false mysql \\
  && $APT_NO_START \\
  && apt-get update \\
- && $APT_INSTALL mariadb-server-core mariadb-client-core \\
+ && $APT_INSTALL mariadb-server-core mariadb-client-core mariadb-client \\
  && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d /var/lib/mysql \\
  && mkdir -p /var/lib/mysql /run/mysqld /docker-entrypoint-initdb.d \\
  && chown mysql:mysql /var/lib/mysql /run/mysqld && chmod 1777 /run/mysqld \\
- && mariadbd --version
+ && mariadbd --version && mysqldump --version
 COPY docker.cnf /etc/mysql/conf.d/docker.cnf
 COPY docker-entrypoint.sh /usr/local/bin/
 VOLUME /var/lib/mysql
@@ -512,7 +515,7 @@ RUN groupadd -r mongodb --gid=999 \\
  && chown mongodb:mongodb /data/db /data/configdb \\
  && node --version
 COPY mongo-wire/ /opt/mongo-wire/
-COPY docker-entrypoint.sh mongod /usr/local/bin/
+COPY docker-entrypoint.sh mongod mongodump mongorestore /usr/local/bin/
 VOLUME /data/db /data/configdb
 ENTRYPOINT ["docker-entrypoint.sh"]
 EXPOSE 27017
