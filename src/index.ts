@@ -89,6 +89,8 @@ export interface ServicesOptions {
     dump?: DatabaseDump;
     /** The container a database runs in (router tests); else the runtime's current container. */
     locate?: (service: ServiceRecord) => Promise<{ containerId: string } | null>;
+    /** A reconcile pass after a restore (router tests); else the deploy runner's. */
+    repoint?: () => Promise<void>;
   };
 }
 
@@ -251,6 +253,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
         return container ? { containerId: container.id } : null;
       }),
     objectStoreConfig: (storageId) => (storageId ? storage.objectStoreConfig(storageId) : settings.objectStore()),
+    repoint: options.backups?.repoint ?? (runner ? () => runner.passNow() : undefined),
   });
   backupService = backups;
   const backupRunner = new JobRunner(new BackupJobs(deps, backups, env), {

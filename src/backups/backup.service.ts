@@ -54,6 +54,11 @@ export interface BackupPorts {
    * null the one set in the platform settings; null when there is none.
    */
   objectStoreConfig(storageId: string | null): Promise<ObjectStoreConfig | null>;
+  /**
+   * Points host ports and routes at the services' current containers again at once: a restore may restart
+   * the database's container (Redis), and a reconcile pass meanwhile found no address and closed its host port.
+   */
+  repoint?(): Promise<void>;
 }
 
 export const DEFAULT_RETENTION = { keepDaily: 7, keepWeekly: 4, keepMonthly: 12 } as const;
@@ -213,6 +218,8 @@ export class BackupService {
       } finally {
         await source.cleanup();
       }
+      // Until then the host port of a container restarted by the restore may be closed (see BackupPorts.repoint).
+      await this.ports.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr'));
       const restoredAt = this.deps.clock.now();
       log.write('Restore finished');
       return { ok: true, restoredAt: restoredAt.toISOString(), backup: { id: backup.id, status: 'succeeded' } };

@@ -93,6 +93,11 @@ export class DeployRunner {
     return this.reconciler.reconcile();
   }
 
+  /** A maintenance pass now, in turn with the loop's (see ReconcileLoop.passNow). */
+  passNow(): Promise<void> {
+    return this.loop.passNow();
+  }
+
   wake(): void {
     this.jobs.wake();
   }

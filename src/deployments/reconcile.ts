@@ -234,6 +234,15 @@ export class ReconcileLoop {
     }, RECONCILE_MS);
   }
 
+  /** A pass now, for a change the next tick would see too late; after the one under way, never beside it. */
+  async passNow(): Promise<void> {
+    while (this.pass) await this.pass;
+    this.pass = this.maintain().finally(() => {
+      this.pass = null;
+    });
+    await this.pass;
+  }
+
   /** No further passes; resolves once the one under way has ended. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);

@@ -14,14 +14,24 @@ let dump: FakeDump;
 let files: MemoryFiles;
 let objects: MemoryObjectStore;
 let running: boolean;
+let repoints: number;
 
 beforeEach(async () => {
   dump = new FakeDump();
   files = new MemoryFiles();
   objects = new MemoryObjectStore();
   running = true;
+  repoints = 0;
   h = await createHarness({
-    backups: { dump, files, objectStores: () => objects, locate: async () => (running ? { containerId: 'c0ffee' } : null) },
+    backups: {
+      dump,
+      files,
+      objectStores: () => objects,
+      locate: async () => (running ? { containerId: 'c0ffee' } : null),
+      repoint: async () => {
+        repoints++;
+      },
+    },
   });
   h.services.backupRunner.start();
   await h.services.backupRunner.recover();
@@ -80,6 +90,8 @@ describe('backup routers', () => {
     const restored = await api.backups.restore({ serviceId: service.id, backupId: backup.id });
     expect(restored).toMatchObject({ ok: true, backup: { id: backup.id, status: 'succeeded' } });
     expect(dump.restored).toEqual([DUMP]);
+    // A restore may restart the container (Redis): host ports are pointed at it again before the answer.
+    expect(repoints).toBe(1);
 
     // The log: every step, and no password.
     const { logs } = await api.backups.logs({ serviceId: service.id, backupId: backup.id });
