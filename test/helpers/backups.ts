@@ -1,8 +1,6 @@
 import { PassThrough, Readable, Writable } from 'node:stream';
-import { TRPCError } from '@trpc/server';
-import { expect } from 'vitest';
-import { toErrorBody } from '../../routers/trpc.js';
 import type { BackupFiles, DatabaseDump, DumpTarget, ObjectStore } from '../../src/index.js';
+import { errorOf as refusal } from './caller-errors.js';
 import type { Harness } from './harness.js';
 
 /**
@@ -26,13 +24,7 @@ export async function databaseService(h: Harness, engine = 'postgres') {
 
 /** The `{error, message, details}` body of a call that must be refused. */
 export async function errorOf(promise: Promise<unknown>): Promise<{ error: string; message: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TRPCError);
-    return toErrorBody(error) as never;
-  }
-  throw new Error('expected a rejection');
+  return (await refusal(promise)).body as never;
 }
 
 export const DUMP = Buffer.concat([Buffer.from('PGDMP'), Buffer.alloc(300_000, 42), Buffer.from('secret-password-xyz')]);
