@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { databaseService, errorOf, FakeDump, MemoryFiles } from '../helpers/backups.js';
+import { databaseService, errorOf, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
 /**
@@ -11,11 +11,13 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 let h: Harness;
 let files: MemoryFiles;
 let dump: FakeDump;
+let objects: MemoryObjectStore;
 
 beforeEach(async () => {
   files = new MemoryFiles();
   dump = new FakeDump();
-  h = await createHarness({ backups: { dump, files, locate: async () => ({ containerId: 'c0ffee' }) } });
+  objects = new MemoryObjectStore();
+  h = await createHarness({ backups: { dump, files, objectStores: () => objects, locate: async () => ({ containerId: 'c0ffee' }) } });
   h.services.backupRunner.start();
   await h.services.backupRunner.recover();
 });
@@ -91,6 +93,49 @@ describe('backup configurations', () => {
         error: 'validation_error',
         details: { field: 'limit' },
       });
+  });
+
+  it('writes to disk and the object store when its destination says so, and its retention removes from both', async () => {
+    await h.caller().settings.update({
+      objectStore: {
+        endpoint: 'http://127.0.0.1:9',
+        region: 'us-east-1',
+        bucket: 'backups',
+        accessKeyId: 'AKIDEXAMPLE',
+        secretAccessKey: 'secret-key-example',
+        forcePathStyle: true,
+      },
+    });
+    const { service } = await databaseService(h);
+    const api = h.caller().backupConfigurations;
+    const { configuration } = await api.create({
+      serviceId: service.id,
+      schedule: '0 3 * * *',
+      storage: 'disk+object',
+      retention: { count: 1 },
+    });
+    const settled = async () => {
+      for (let i = 0; i < 200; i++) {
+        const { records } = await api.records({ configurationId: configuration.id });
+        if (records.every((r) => r.status !== 'running')) return records;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('backups still running');
+    };
+    const first = (await api.trigger({ configurationId: configuration.id })).backup;
+    const [done] = await settled();
+    expect(done).toMatchObject({ id: first.id, status: 'succeeded', storage: 'disk+object' });
+    expect(files.files.has(done!.localPath!)).toBe(true);
+    expect(objects.objects.has(done!.objectKey!)).toBe(true);
+    const second = (await api.trigger({ configurationId: configuration.id })).backup;
+    await settled();
+    // The retention pass keeps the newest one, and removes the other from both places.
+    await h.services.backupScheduler.tick();
+    const { records } = await api.records({ configurationId: configuration.id });
+    expect(records.map((r) => r.id)).toEqual([second.id]);
+    expect(files.files.has(done!.localPath!)).toBe(false);
+    expect(objects.objects.has(done!.objectKey!)).toBe(false);
+    expect(objects.objects.has(records[0]!.objectKey!)).toBe(true);
   });
 
   it('refuses a bad schedule with a 400 on `schedule` saying what is wrong, and one that fires more often than every 5 minutes', async () => {
