@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
-import { table } from './bench-support.js';
+import { cpuSeconds, table } from './bench-support.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
@@ -72,13 +72,7 @@ function rssMb(pid: number): number {
 }
 
 /** utime + stime of a process, in ms. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After "pid (comm) ", fields[0] is state; utime and stime are fields 14 and 15 of stat(5).
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-}
+const cpuMs = (pid: number): number => cpuSeconds(pid) * 1000;
 
 function parentOf(pid: number): number | undefined {
   try {

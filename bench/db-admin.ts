@@ -24,7 +24,6 @@
  * It is informational: whatever the figures, it exits 0 unless it crashes.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,7 +34,7 @@ import { provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { LABELS } from '../src/deployments/container-engine.port.js';
 import { runBench } from './run-bench.js';
-import { rssMb, table } from './bench-support.js';
+import { cpuSeconds, rssMb, table } from './bench-support.js';
 
 const run = promisify(execFile);
 
@@ -54,12 +53,8 @@ const TABLE = 'public.bench';
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
-/** utime + stime of a process, in ms (USER_HZ 100). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
+/** utime + stime of a process, in ms. */
+const cpuMs = (pid: number): number => cpuSeconds(pid) * 1000;
 
 interface PassResult {
   rows: number;

@@ -6,19 +6,18 @@
  * the platform idle with 50 containers under 2 % of one core. Run: npm run bench:metrics
  * (BENCH_CONTAINERS, BENCH_WINDOW_S to change the defaults 50 and 60).
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import Docker from 'dockerode';
 import { DockerStatsSource } from '../adapters/docker/docker-stats-source.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { runBench } from './run-bench.js';
-import { median } from './bench-support.js';
+import { cpuSeconds, median } from './bench-support.js';
 
 const CONTAINERS = Number(process.env.BENCH_CONTAINERS ?? 50);
 const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 60);
 const INTERVAL_MS = 10_000;
-const CLK_TCK = 100;
 
 const env = (interval: number) => ({
   BUILD_CONCURRENCY: '4',
@@ -28,11 +27,7 @@ const env = (interval: number) => ({
 });
 
 /** utime + stime of a process, in ms. */
-function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // After the command: state is field 3, utime 14 and stime 15 (1-based), so indexes 11 and 12 here.
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
+const cpuMsOf = (pid: number): number => cpuSeconds(pid) * 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -329,7 +329,6 @@ export * from './backups/backup-views.js';
 export * from './backups/backup-schedule-views.js';
 export * from './storage/storage-views.js';
 export type { StorageServer, StorageServerTarget } from './storage/storage-server.port.js';
-export { STORAGE_SERVER } from './domain/storage-server.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFormat } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';

@@ -7,7 +7,7 @@ import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { FanOut, HashingStream } from './backup-streams.js';
 import { BACKUP_FILE_EXTENSIONS, type BackupRecord } from './backup.records.js';
-import { errorText, maskIn, type BackupService } from './backup.service.js';
+import { errorText, maskIn, missingObjectStore, type BackupService } from './backup.service.js';
 import type { ObjectStore } from './object-store.port.js';
 
 /** A failure the user can act on: its message is the backup's `error` as is. */
@@ -93,12 +93,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       let store: ObjectStore | null = null;
       if (wantsObject) {
         const config = await ports.objectStoreConfig(backup.storageId);
-        if (!config)
-          throw new BackupFailure(
-            backup.storageId
-              ? `The storage instance ${backup.storageId} no longer exists`
-              : 'No object store is set (PUT /api/settings objectStore)',
-          );
+        if (!config) throw new BackupFailure(`No backup to the object store: ${missingObjectStore(backup.storageId)}`);
         secrets.objectStoreSecret = config.secretAccessKey;
         log.mask(config.secretAccessKey);
         store = ports.objectStores(config);

@@ -1,8 +1,15 @@
 import { ConflictError } from '../domain/errors.js';
 import { Backup, BackupSchedule } from '../persistence/entities.js';
-import { Repository, type Patch } from '../persistence/repository.js';
+import { Repository, type Patch, type Where } from '../persistence/repository.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import type { BackupRecord, SchedulePeriod } from './backup.records.js';
+
+const NEWEST_FIRST = { createdAt: 'desc', id: 'desc' } as const;
+
+/** A managed configuration's records are its service's backups of its period (older ones included); any other's carry its id. */
+function recordsOf(schedule: BackupScheduleRecord): Where<BackupRecord> {
+  return schedule.managed ? { serviceId: schedule.serviceId, trigger: schedule.managed } : { scheduleId: schedule.id };
+}
 
 /** Backup configurations, and the backups each one made (its records). */
 export class BackupScheduleRepository extends Repository {
@@ -24,8 +31,8 @@ export class BackupScheduleRepository extends Repository {
   getManaged(serviceId: string, period: SchedulePeriod): Promise<BackupScheduleRecord | null> {
     return this.row(BackupSchedule, { serviceId, managed: period });
   }
-  async countMadeByUsers(serviceId: string): Promise<number> {
-    return (await this.rows(BackupSchedule, { serviceId, managed: null })).length;
+  countMadeByUsers(serviceId: string): Promise<number> {
+    return this.fork().count(BackupSchedule, { serviceId, managed: null });
   }
   update(id: string, patch: Patch<BackupScheduleRecord>): Promise<void> {
     return this.updateRow(BackupSchedule, id, patch, 'backup configuration');
@@ -41,14 +48,30 @@ export class BackupScheduleRepository extends Repository {
    * The backups a configuration made, newest first. A managed one's are its service's backups of its
    * period (those made before configurations existed included); any other's carry its id.
    */
-  records(schedule: BackupScheduleRecord, options: { limit?: number; succeededOnly?: boolean } = {}): Promise<BackupRecord[]> {
-    const where = schedule.managed ? { serviceId: schedule.serviceId, trigger: schedule.managed } : { scheduleId: schedule.id };
-    return this.rows(
-      Backup,
-      options.succeededOnly ? { ...where, status: 'succeeded' } : where,
-      { createdAt: 'desc', id: 'desc' },
-      options.limit,
-    );
+  records(schedule: BackupScheduleRecord, options: { limit?: number } = {}): Promise<BackupRecord[]> {
+    return this.rows(Backup, recordsOf(schedule), NEWEST_FIRST, options.limit);
+  }
+
+  /**
+   * The succeeded records past a retention, newest first: beyond the newest `keepCount`, or made before
+   * `before` (never the newest of all). Found by the database, so a long history is not read to keep it.
+   */
+  async beyondRetention(schedule: BackupScheduleRecord, keepCount: number | null, before: Date | null): Promise<BackupRecord[]> {
+    const succeeded: Where<BackupRecord> = { $and: [recordsOf(schedule), { status: 'succeeded' }] };
+    const past: Where<BackupRecord>[] = [];
+    if (keepCount !== null) {
+      const kept = await this.rows(Backup, succeeded, NEWEST_FIRST, keepCount);
+      const last = kept.at(-1);
+      if (keepCount === 0) past.push({});
+      else if (last && kept.length === keepCount)
+        past.push({ $or: [{ createdAt: { $lt: last.createdAt } }, { createdAt: last.createdAt, id: { $lt: last.id } }] });
+    }
+    if (before) {
+      const [newest] = await this.rows(Backup, succeeded, NEWEST_FIRST, 1);
+      if (newest) past.push({ createdAt: { $lt: before }, id: { $ne: newest.id } });
+    }
+    if (past.length === 0) return [];
+    return this.rows(Backup, { $and: [succeeded, { $or: past }] }, NEWEST_FIRST);
   }
 
   /**

@@ -2,6 +2,7 @@ import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { visibleServices } from '../platform/lookup.js';
 import { CronError, parseCron, type CronSchedule } from './cron.js';
 import { type BackupConfigurationInput, type BackupConfigurationView, presentBackupConfiguration } from './backup-schedule-views.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
@@ -53,8 +54,7 @@ export class BackupScheduleService {
       const { service } = await this.backups.databaseOf(actor, serviceId);
       projectOf.set(service.id, service.projectId);
     } else {
-      const projectIds = actor.projectIds ? [...actor.projectIds] : (await this.deps.store.projects.list(null)).map((p) => p.id);
-      for (const s of await this.deps.store.projects.listServices(projectIds)) projectOf.set(s.id, s.projectId);
+      for (const s of await visibleServices(this.deps.store, actor)) projectOf.set(s.id, s.projectId);
     }
     const schedules = await this.deps.store.backupSchedules.list([...projectOf.keys()]);
     // Per database: the managed ones first (daily, weekly, monthly), then the others as they were made.
@@ -69,7 +69,7 @@ export class BackupScheduleService {
     const { service, engine } = await this.backups.databaseOf(actor, input.serviceId);
     this.backups.assertSupported(engine, 'Backups');
     const cron = scheduleOf(input.schedule);
-    await this.backups.assertStorage(input.storage, input.storage === 'disk' ? null : await this.backups.storageIdOf(service.id));
+    await this.backups.storageIdFor(service.id, input.storage);
     if ((await this.deps.store.backupSchedules.countMadeByUsers(service.id)) >= MAX_CONFIGURATIONS_PER_DATABASE)
       throw new ValidationError(
         'serviceId',

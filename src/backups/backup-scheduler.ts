@@ -1,23 +1,18 @@
 import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
+import { idFromBytes } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { parseCron } from './cron.js';
+import { DAY_MS, parseCron } from './cron.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import type { BackupRecord } from './backup.records.js';
 import type { BackupService } from './backup.service.js';
-
-const DAY_MS = 86_400_000;
-const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 /**
  * The id of the backup of one configuration's slot. Every control plane derives the same one, so the
  * backups table's primary key lets only one of them insert it: that insert is the compare-and-set.
  */
 export function runId(scheduleId: string, slot: Date): string {
-  const digest = createHash('sha256').update(`${scheduleId}@${slot.toISOString()}`).digest();
-  let id = '';
-  for (const byte of digest.subarray(0, 16)) id += ID_ALPHABET[byte % ID_ALPHABET.length];
-  return id;
+  return idFromBytes(createHash('sha256').update(`${scheduleId}@${slot.toISOString()}`).digest().subarray(0, 16));
 }
 
 /**
@@ -108,13 +103,8 @@ export class BackupScheduler {
   /** Succeeded backups beyond the count, and those older than the age (never the newest one), from every place. */
   private async applyRetention(schedule: BackupScheduleRecord, now: Date): Promise<void> {
     if (schedule.keepCount === null && schedule.keepDays === null) return;
-    const cutoff = schedule.keepDays === null ? null : now.getTime() - schedule.keepDays * DAY_MS;
-    const succeeded = await this.deps.store.backupSchedules.records(schedule, { succeededOnly: true });
-    const doomed = succeeded.filter(
-      (backup, i) =>
-        (schedule.keepCount !== null && i >= schedule.keepCount) || (cutoff !== null && i > 0 && backup.createdAt.getTime() < cutoff),
-    );
-    for (const backup of doomed) {
+    const cutoff = schedule.keepDays === null ? null : new Date(now.getTime() - schedule.keepDays * DAY_MS);
+    for (const backup of await this.deps.store.backupSchedules.beyondRetention(schedule, schedule.keepCount, cutoff)) {
       try {
         await this.backups.removeEverywhere(backup, AbortSignal.timeout(60_000));
       } catch (error) {

@@ -49,7 +49,8 @@ export class FanOut extends Writable {
       callback(this.failure);
       return;
     }
-    const full = this.targets.filter((target) => !target.write(chunk, (error) => error && this.fail(error)));
+    // A failed write is also an 'error' event, which the constructor's listener turns into this.fail.
+    const full = this.targets.filter((target) => !target.write(chunk));
     if (full.length === 0) {
       callback();
       return;
@@ -86,7 +87,7 @@ export class FanOut extends Writable {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    // Without the error: a target with no 'error' listener would throw it as uncaught.
+    // Without the error: the fan-out reports it once, as its own 'error', not again through every target.
     for (const target of this.targets) if (!target.destroyed) target.destroy();
     callback(error);
   }

@@ -1,7 +1,7 @@
 import type { LogStream } from '../domain/types.js';
 import { Backup, BackupLog, BackupSettings, type BackupLogRow, type BackupSettingsRow } from '../persistence/entities.js';
 import { Repository, type Patch } from '../persistence/repository.js';
-import type { BackupLogRecord, BackupRecord, BackupSettingsRecord, BackupStatus, BackupTrigger } from './backup.records.js';
+import type { BackupLogRecord, BackupRecord, BackupSettingsRecord, BackupStatus } from './backup.records.js';
 
 /** Backups (the table is their job queue), their log lines and each service's backup settings. */
 export class BackupRepository extends Repository {
@@ -17,14 +17,6 @@ export class BackupRepository extends Repository {
   }
   listByStatus(statuses: BackupStatus[]): Promise<BackupRecord[]> {
     return this.rows(Backup, { status: { $in: statuses } }, { createdAt: 'asc', id: 'asc' });
-  }
-  /** Succeeded backups of one trigger, newest first: what retention counts. */
-  listSucceeded(serviceId: string, trigger: BackupTrigger): Promise<BackupRecord[]> {
-    return this.rows(Backup, { serviceId, trigger, status: 'succeeded' }, { createdAt: 'desc', id: 'desc' });
-  }
-  /** The newest backup of one trigger, whatever became of it: the scheduler's "already done this period". */
-  async latest(serviceId: string, trigger: BackupTrigger): Promise<BackupRecord | null> {
-    return (await this.rows(Backup, { serviceId, trigger }, { createdAt: 'desc', id: 'desc' }, 1))[0] ?? null;
   }
   update(id: string, patch: Patch<BackupRecord>): Promise<void> {
     return this.updateRow(Backup, id, patch, 'backup');
@@ -63,9 +55,6 @@ export class BackupRepository extends Repository {
 
   getSettings(serviceId: string): Promise<BackupSettingsRecord | null> {
     return this.row(BackupSettings, { serviceId });
-  }
-  listAutomatic(): Promise<BackupSettingsRecord[]> {
-    return this.rows(BackupSettings, { automaticEnabled: true });
   }
   async putSettings(settings: BackupSettingsRecord): Promise<void> {
     this.written();

@@ -14,7 +14,7 @@ import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { serviceFor } from '../platform/lookup.js';
+import { serviceFor, serviceOfKind } from '../platform/lookup.js';
 import type { BackupFiles } from './backup-files.port.js';
 import { hashOf } from './backup-streams.js';
 import {
@@ -78,7 +78,8 @@ export interface BackupDownload {
  * (checksum first), download, delete, settings and logs. Where the bytes go is the ports' business.
  */
 export class BackupService {
-  private connected: { key: string; at: number; value: { connected: boolean; error?: string } } | null = null;
+  /** The last check of each object store (databases may use different ones), for CONNECTED_CACHE_MS. */
+  private readonly connected = new Map<string, { at: number; value: { connected: boolean; error?: string } }>();
   /** Services with a restore under way: a second restore or a backup waits for it to end. */
   private readonly restoring = new Set<string>();
   private readonly createdListeners: Array<() => void> = [];
@@ -96,9 +97,11 @@ export class BackupService {
 
   async list(actor: Actor, serviceId: string, signal?: AbortSignal): Promise<BackupListView> {
     const { service } = await this.databaseOf(actor, serviceId);
-    const [backups, settings] = await Promise.all([this.deps.store.backups.list(service.id, 500), this.settingsOf(service.id)]);
-    // The store this database's backups go to: its storage instance, or the platform's.
-    const objectStore = await this.objectStoreConnection(settings.storageId, signal);
+    const [backups, [settings, objectStore]] = await Promise.all([
+      this.deps.store.backups.list(service.id, 500),
+      // The store this database's backups go to: its storage instance, or the platform's.
+      this.settingsOf(service.id).then(async (s) => [s, await this.objectStoreConnection(s.storageId, signal)] as const),
+    ]);
     return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore };
   }
 
@@ -131,8 +134,7 @@ export class BackupService {
     id = newId(),
   ): Promise<BackupRecord> {
     const format = this.assertSupported(engine, 'Backups');
-    const storageId = storage === 'disk' ? null : await this.storageIdOf(service.id);
-    await this.assertStorage(storage, storageId);
+    const storageId = await this.storageIdFor(service.id, storage);
     return {
       id,
       serviceId: service.id,
@@ -166,14 +168,20 @@ export class BackupService {
     return format;
   }
 
-  /** `object` and `disk+object` need an object store: the storage instance named, or the platform's. */
-  async assertStorage(storage: BackupStorage, storageId: string | null): Promise<void> {
-    if (storage !== 'disk' && !(await this.ports.objectStoreConfig(storageId))) throw noObjectStore(storage);
+  /**
+   * The storage instance a backup of the database to `storage` goes to (its backup settings' storageId;
+   * null: the platform's object store, or disk only); a 400 when `object` or `disk+object` has no object store.
+   */
+  async storageIdFor(serviceId: string, storage: BackupStorage): Promise<string | null> {
+    if (storage === 'disk') return null;
+    const { storageId } = await this.settingsOf(serviceId);
+    await this.assertStorage(storage, storageId);
+    return storageId;
   }
 
-  /** The object store a database's backups go to: a storage instance (its backup settings' storageId) or null for the platform's. */
-  async storageIdOf(serviceId: string): Promise<string | null> {
-    return (await this.settingsOf(serviceId)).storageId;
+  /** `object` and `disk+object` need an object store: the storage instance named, or the platform's. */
+  private async assertStorage(storage: BackupStorage, storageId: string | null): Promise<void> {
+    if (storage !== 'disk' && !(await this.ports.objectStoreConfig(storageId))) throw noObjectStore(storage);
   }
 
   /** A stored backup's first log line, and the runner told at once. */
@@ -320,7 +328,8 @@ export class BackupService {
     if (!config) return { connected: false };
     const key = JSON.stringify(config);
     const now = Date.now();
-    if (this.connected?.key === key && now - this.connected.at < CONNECTED_CACHE_MS) return this.connected.value;
+    const cached = this.connected.get(key);
+    if (cached && now - cached.at < CONNECTED_CACHE_MS) return cached.value;
     const timeout = AbortSignal.timeout(this.deps.config.backups.objectStoreTimeoutMs);
     let value: { connected: boolean; error?: string };
     try {
@@ -329,7 +338,8 @@ export class BackupService {
     } catch (error) {
       value = { connected: false, error: maskIn(errorText(error), { secret: config.secretAccessKey }) };
     }
-    this.connected = { key, at: now, value };
+    for (const [old, entry] of this.connected) if (now - entry.at >= CONNECTED_CACHE_MS) this.connected.delete(old);
+    this.connected.set(key, { at: now, value });
     return value;
   }
 
@@ -339,22 +349,15 @@ export class BackupService {
 
   async objectStoreFor(backup: BackupRecord): Promise<ObjectStore> {
     const config = await this.ports.objectStoreConfig(backup.storageId);
-    if (!config)
-      throw new ConflictError(
-        backup.storageId
-          ? `Backup ${backup.id} is in storage instance ${backup.storageId}, which no longer exists`
-          : `Backup ${backup.id} is in the object store, and no object store is set`,
-      );
+    if (!config) throw new ConflictError(`Backup ${backup.id} is in the object store, and ${missingObjectStore(backup.storageId)}`);
     return this.ports.objectStores(config);
   }
 
   /** A storage instance the caller sees (any project of its key): a 400 on `storageId` for anything else. */
   private async assertStorageInstance(actor: Actor, storageId: string): Promise<void> {
-    const service = await serviceFor(this.deps.store, actor, storageId).catch((error: unknown) => {
-      if (error instanceof NotFoundError) return null;
-      throw error;
+    await serviceOfKind(this.deps.store, actor, storageId, 'Storage instance', (s) => storageOf(s) !== null).catch((error: unknown) => {
+      throw error instanceof NotFoundError ? new ValidationError('storageId', `There is no storage instance ${storageId}`) : error;
     });
-    if (!service || !storageOf(service)) throw new ValidationError('storageId', `There is no storage instance ${storageId}`);
   }
 
   private async removeFiles(backup: BackupRecord, signal: AbortSignal): Promise<void> {
@@ -430,6 +433,11 @@ export class BackupService {
       lines.map((line) => ({ line, stream, createdAt })),
     );
   }
+}
+
+/** Why a backup's object store cannot be reached: the storage instance it names is gone, or none is set. */
+export function missingObjectStore(storageId: string | null): string {
+  return storageId ? `its storage instance ${storageId} no longer exists` : 'no object store is set (PUT /api/settings objectStore)';
 }
 
 function noObjectStore(storage: BackupStorage): ValidationError {

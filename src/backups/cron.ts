@@ -37,7 +37,7 @@ const MACROS: Record<string, string> = {
 };
 
 const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** How far next() and previous() look: past every leap day and weekday alignment a valid expression can need. */
 const HORIZON_MS = 29 * 366 * DAY_MS;
 

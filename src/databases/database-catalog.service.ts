@@ -28,7 +28,7 @@ export class DatabaseCatalog {
 
   async list(actor: Actor): Promise<ServiceView[]> {
     const databases = (await visibleServices(this.deps.store, actor)).filter((s) => databaseEngineOf(s) !== null);
-    return Promise.all(databases.map((s) => this.services.view(s.id)));
+    return this.services.views(databases);
   }
 
   async create(actor: Actor, projectId: string, input: DatabaseCreateInput): Promise<ServiceView> {

@@ -136,7 +136,7 @@ export class ContainerLaunch {
       const target = { port: service.internalPort, region: STORAGE_SERVER.region, bucket: storage.bucket, ...this.credentialsOf(storage) };
       return this.waitUntilReady(ctx, container, 'storage server', (host, signal) => server.ensureBucket({ ...target, host }, signal));
     }
-    return this.waitUntilServing(ctx, container, dataDir !== null && !storage);
+    return this.waitUntilServing(ctx, container, spec !== null);
   }
 
   private credentialsOf(storage: NonNullable<ReturnType<typeof storageOf>>) {

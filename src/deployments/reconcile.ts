@@ -227,20 +227,21 @@ export class ReconcileLoop {
   start(): void {
     this.timer = setInterval(() => {
       // A pass may outlast the interval (a drain): never two at once.
-      if (this.pass) return;
-      this.pass = this.maintain().finally(() => {
-        this.pass = null;
-      });
+      if (!this.pass) void this.runPass();
     }, RECONCILE_MS);
   }
 
   /** A pass now, for a change the next tick would see too late; after the one under way, never beside it. */
   async passNow(): Promise<void> {
     while (this.pass) await this.pass;
+    await this.runPass();
+  }
+
+  private runPass(): Promise<void> {
     this.pass = this.maintain().finally(() => {
       this.pass = null;
     });
-    await this.pass;
+    return this.pass;
   }
 
   /** No further passes; resolves once the one under way has ended. */

@@ -40,7 +40,7 @@ export const STORAGE_VARIABLES = {
 export type StorageVariable = keyof typeof STORAGE_VARIABLES;
 
 /** The one of them that is secret: masked wherever a secret is, and never resolved where a secret could be read back. */
-export const STORAGE_SECRET_VARIABLE: StorageVariable = 'AWS_SECRET_ACCESS_KEY';
+const STORAGE_SECRET_VARIABLE: StorageVariable = 'AWS_SECRET_ACCESS_KEY';
 
 /** Where the services of its environment reach it: by slug on their network. */
 export function storageEndpoint(service: Pick<ServiceRecord, 'slug' | 'internalPort'>): string {

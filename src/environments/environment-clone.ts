@@ -5,6 +5,7 @@ import { newId } from '../domain/ids.js';
 import type { ServiceRecord, ServiceSource } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { groupBy } from '../platform/group-by.js';
 import { generatedHostname, generatedLabel } from '../platform/presenters.js';
 import { generateAccessKeyPair, generatePassword } from '../platform/secret-box.js';
 import type { ClonedStorageCredentialsView } from './environment-views.js';
@@ -30,6 +31,7 @@ export async function copyServices(
   const now = deps.clock.now();
   const copies: ServiceRecord[] = [];
   const storageCredentials: ClonedStorageCredentialsView[] = [];
+  const variablesOf = groupBy(await tx.env.list(services.map((s) => s.id)), (v) => v.serviceId);
   for (const [i, service] of services.entries()) {
     assertLabelFree(service, target.scope, takenLabels, null);
     // One millisecond apart: the copies list in the order of what they copy.
@@ -58,7 +60,7 @@ export async function copyServices(
     };
     await tx.projects.insertService(copy);
     const engine = copy.source.kind === 'database' ? copy.source.engine : null;
-    for (const variable of await tx.env.list([service.id])) {
+    for (const variable of variablesOf.get(service.id) ?? []) {
       const fresh = engine !== null && isEnginePassword(engine, variable.key);
       await tx.env.insert({
         ...variable,

@@ -3,6 +3,8 @@ import type { EntityManager } from '@mikro-orm/sql';
 import { ConflictError } from '../domain/errors.js';
 
 export type Patch<T> = Partial<Omit<T, 'id'>>;
+/** A row filter, for repositories that build one in parts (the ORM's own type, named here so only this layer imports it). */
+export type Where<T> = FilterQuery<T>;
 
 /**
  * What the repositories of one store share: the entity manager (the transaction's inside one), whether

@@ -32,7 +32,7 @@ export async function serviceFor(store: Store, actor: Actor, serviceId: string):
 
 /** Every service of the projects the key sees, in creation order. */
 export async function visibleServices(store: Store, actor: Actor): Promise<ServiceRecord[]> {
-  return store.projects.listServices(actor.projectIds ? [...actor.projectIds] : (await store.projects.list(null)).map((p) => p.id));
+  return actor.projectIds ? store.projects.listServices([...actor.projectIds]) : store.projects.listAllServices();
 }
 
 /** A service of one kind (a database, a storage instance): the same 404 for a service of another kind as for an unknown id. */

@@ -3,7 +3,7 @@ import { ENGINE_SPECS, engineOf, isDatabaseEngine, isEnginePassword, type Databa
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { ProjectRecord, ServiceRecord, StorageSource } from '../domain/types.js';
-import { derivesVariable, STORAGE_SERVER, STORAGE_VARIABLES, storageOf } from '../domain/storage-server.js';
+import { derivesVariable, keepsData, STORAGE_SERVER, STORAGE_VARIABLES, storageOf } from '../domain/storage-server.js';
 import type { Store } from '../persistence/store.js';
 import {
   assertEnvKey,
@@ -259,7 +259,7 @@ export class ServiceCatalog {
   async delete(actor: Actor, serviceId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    if (service.source.kind === 'database' || service.source.kind === 'storage') assertScope(actor, 'db:manage');
+    if (keepsData(service)) assertScope(actor, 'db:manage');
     return this.removal.removeService(service);
   }
 
@@ -394,7 +394,7 @@ function cleanBranch(branch: string): string {
  * label (`<service>-<scope>`) of a service elsewhere: `a-b` in project `c` and `a` in project `b-c`
  * (or in environment `b` of project `c`) would share one.
  */
-export async function slugsTakenIn(store: Store, environment: EnvironmentRecord, scope: string): Promise<Set<string>> {
+async function slugsTakenIn(store: Store, environment: EnvironmentRecord, scope: string): Promise<Set<string>> {
   const taken = await store.projects.serviceSlugsIn(environment.id);
   const suffix = `-${scope}`;
   for (const [label, owner] of await generatedLabels(store)) {
@@ -416,7 +416,7 @@ export async function generatedLabels(store: Store): Promise<Map<string, Service
 }
 
 /** Where a project's services go when no environment is named (see defaultEnvironment). */
-export async function defaultEnvironmentOf(store: Store, projectId: string): Promise<EnvironmentRecord> {
+async function defaultEnvironmentOf(store: Store, projectId: string): Promise<EnvironmentRecord> {
   const environment = defaultEnvironment(await store.environments.list([projectId]));
   // Every project is created with one and keeps at least one (EnvironmentService.delete).
   if (!environment) throw new ConflictError('This project has no environment; create one first');

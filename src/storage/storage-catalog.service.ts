@@ -28,7 +28,8 @@ export class StorageCatalog {
 
   async list(actor: Actor): Promise<StorageView[]> {
     const instances = (await visibleServices(this.deps.store, actor)).filter((s) => storageOf(s) !== null);
-    return Promise.all(instances.map((s) => this.view(s.id)));
+    const views = await this.services.views(instances);
+    return views.map((view, i) => presentStorage(view, storageOf(instances[i]!)!));
   }
 
   /** Makes the instance and its key pair: the secret is in this answer, and only here. */
@@ -108,7 +109,7 @@ export class StorageCatalog {
   }
 }
 
-export function presentStorage(view: ServiceView, storage: StorageSource): StorageView {
+function presentStorage(view: ServiceView, storage: StorageSource): StorageView {
   return {
     ...view,
     s3: {

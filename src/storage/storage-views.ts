@@ -7,7 +7,7 @@ import { serviceView, storageCredentialsView } from '../platform/views.js';
  * repoUrl `storage`), with how to reach its bucket. The secret is in the create answer only.
  */
 
-export const storageS3View = z
+const storageS3View = z
   .object({
     bucket: z.string().meta({ description: 'The bucket made at start' }),
     region: z.string().meta({ description: 'The region to sign requests for (SigV4)' }),

@@ -188,9 +188,11 @@ describe('environments', () => {
     expect(prodDb!.networks[prodNet]!.IPAddress).not.toBe(stagingDb!.networks[stagingNet]!.IPAddress);
 
     // Deleting the clone removes its services, containers, volume and network; production serves on.
+    const stagingContainers = () => docker('ps', '-a', '--filter', `label=slipway.environment=${staging.id}`, '--format', '{{.Names}}');
+    expect((await stagingContainers()).split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(2);
     const deleted = await ok(call('DELETE', `/api/environments/${staging.id}`), 'delete staging');
     expect(deleted).toMatchObject({ ok: true, proxy: { ok: true } });
-    expect(await docker('ps', '-a', '--filter', `label=slipway.environment=${staging.id}`, '--format', '{{.Names}}')).toBe('');
+    expect(await stagingContainers()).toBe('');
     expect(await docker('network', 'ls', '--filter', `name=^${stagingNet}$`, '--format', '{{.Name}}')).toBe('');
     expect(await docker('volume', 'ls', '-q', '--filter', `name=slipway-${dbCopy!.id}-data`)).toBe('');
     expect((await requestVia(httpPort, stagingHost, '/marker'))?.status).toBe(404);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploy } from '../helpers/deployments.js';
-import { containersWithLabel, docker, provisionDocker } from '../helpers/docker.js';
+import { containersWithLabel, docker, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
 import { getBytes, getText, listKeys, multipartUpload, presignedGet, putText, s3Client } from '../helpers/s3.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -32,14 +32,13 @@ let credentials: { accessKeyId: string; secretAccessKey: string };
 let cloneCredentials: { accessKeyId: string; secretAccessKey: string };
 let workerId: string;
 const servers: ServerProcess[] = [];
-// Host ports from a window of their own: other platforms on this machine (tests running at once) start at 20000.
-const PORT_BASE = 40_000 + Math.floor(Math.random() * 90) * 100;
 const ENV = {
   BUILD_CONCURRENCY: '2',
   HEALTH_TIMEOUT_MS: '120000',
   STOP_GRACE_SECONDS: '5',
   WORKER_SETTLE_MS: '1500',
-  HOST_PORT_RANGE: `${PORT_BASE}-${PORT_BASE + 99}`,
+  // Host ports of their own, kept across the restarts below (outside the kernel's ephemeral range).
+  HOST_PORT_RANGE: ownPortRange(),
 };
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 
@@ -8,8 +8,14 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
  * where S3 requires them (the stand-in cannot read the SDK's default aws-chunked trailers; see
  * test/standins/s3-server/README.md).
  */
-export function s3Client(endpoint: string, credentials: { accessKeyId: string; secretAccessKey: string }, region = 'us-east-1'): S3Client {
+export function s3Client(
+  endpoint: string,
+  credentials: { accessKeyId: string; secretAccessKey: string },
+  region = 'us-east-1',
+  requestHandler?: S3ClientConfig['requestHandler'],
+): S3Client {
   return new S3Client({
+    ...(requestHandler ? { requestHandler } : {}),
     endpoint,
     region,
     forcePathStyle: true,
@@ -54,6 +60,7 @@ export async function getBytes(client: S3Client, bucket: string, key: string): P
   return Buffer.from(await out.Body!.transformToByteArray());
 }
 
-export function presignedGet(client: S3Client, bucket: string, key: string, expiresIn = 300): Promise<string> {
-  return getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn });
+/** A presigned GET valid for `expiresIn` seconds from `signingDate` (now unless given). */
+export function presignedGet(client: S3Client, bucket: string, key: string, expiresIn = 300, signingDate?: Date): Promise<string> {
+  return getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn, ...(signingDate ? { signingDate } : {}) });
 }
