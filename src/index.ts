@@ -267,7 +267,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     deployments: !!runtime,
     reverseProxy: routing.enabled,
     dns: (options.dnsProviders ?? []).length > 0,
-  });
+  }, async () => (await deps.store.accounts.countUsers()) > 0);
   const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
   return {
     system,

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { findMatches, splitMatches, stepMatch, stripAnsi } from './log-search';
+
+describe('log search', () => {
+  const lines = ['Step 1/3 : FROM node', 'npm ERR! missing script', 'Step 2/3', 'npm err! again'].map((line) => ({ line }));
+
+  it('finds lines case-insensitively', () => {
+    expect(findMatches(lines, 'npm err')).toEqual([1, 3]);
+    expect(findMatches(lines, '')).toEqual([]);
+    expect(findMatches(lines, 'nothing')).toEqual([]);
+  });
+
+  it('splits a line around every match', () => {
+    expect(splitMatches('abcABCab', 'ab')).toEqual([
+      { text: 'ab', match: true },
+      { text: 'cABC', match: false },
+      { text: 'ab', match: true },
+    ]);
+    expect(splitMatches('xyz', '')).toEqual([{ text: 'xyz', match: false }]);
+  });
+
+  it('steps through matches, wrapping', () => {
+    expect(stepMatch(3, -1, 1)).toBe(0);
+    expect(stepMatch(3, -1, -1)).toBe(2);
+    expect(stepMatch(3, 2, 1)).toBe(0);
+    expect(stepMatch(3, 0, -1)).toBe(2);
+    expect(stepMatch(0, 0, 1)).toBe(-1);
+  });
+
+  it('searches 100,000 lines quickly enough to run on each keystroke', () => {
+    const big = Array.from({ length: 100_000 }, (_, i) => ({ line: `line ${i} of the build ${i % 1000 === 0 ? 'NEEDLE' : ''}` }));
+    const started = performance.now();
+    const found = findMatches(big, 'needle');
+    const took = performance.now() - started;
+    expect(found).toHaveLength(100);
+    // Generous for a shared 2-core machine; a keystroke's budget is far below the 1 s this guards against.
+    expect(took).toBeLessThan(1000);
+  });
+
+  it('strips terminal escape sequences', () => {
+    expect(stripAnsi('\u001b[32mok\u001b[0m done')).toBe('ok done');
+  });
+});

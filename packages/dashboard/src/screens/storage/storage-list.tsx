@@ -1,0 +1,1 @@
+export default function Todo() { return <p>todo</p>; }
