@@ -79,10 +79,11 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
           <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> Follow
         </label>
       </div>
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls with the keyboard */}
+
       <div
         ref={parent}
         className="log-view"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls with the keyboard
         tabIndex={0}
         role="log"
         aria-label={props.label}

@@ -8,7 +8,15 @@ function Harness() {
   return (
     <>
       <label htmlFor="v">Value</label>
-      <ReferenceInput id="v" value={value} onChange={setValue} suggestions={[{ key: 'db.DATABASE_URL', label: 'db' }, { key: 'web.PORT', label: 'web' }]} />
+      <ReferenceInput
+        id="v"
+        value={value}
+        onChange={setValue}
+        suggestions={[
+          { key: 'db.DATABASE_URL', label: 'db' },
+          { key: 'web.PORT', label: 'web' },
+        ]}
+      />
     </>
   );
 }

@@ -80,10 +80,11 @@ export function ReferenceInput(props: {
         className="mono"
         style={{ width: '100%' }}
       />
-      <ul id={listId} role="listbox" aria-label="Variable references" className="suggestions" hidden={!open}>
+      <div id={listId} role="listbox" aria-label="Variable references" className="suggestions" hidden={!open}>
         {matches.map((m, i) => (
-          <li
+          <div
             key={m.key}
+            tabIndex={-1}
             id={`${listId}-${i}`}
             role="option"
             aria-selected={i === active}
@@ -93,9 +94,9 @@ export function ReferenceInput(props: {
             }}
           >
             {`\${${m.key}}`} <span className="muted">{m.label}</span>
-          </li>
+          </div>
         ))}
-      </ul>
+      </div>
     </div>
   );
 }

@@ -3,7 +3,11 @@ import { isRouteErrorResponse, Link, useRouteError } from 'react-router';
 /** A screen that failed to load (a chunk missing after an upgrade) or threw while rendering. */
 export function RouteError() {
   const error = useRouteError();
-  const message = isRouteErrorResponse(error) ? `${error.status} ${error.statusText}` : error instanceof Error ? error.message : String(error);
+  const message = isRouteErrorResponse(error)
+    ? `${error.status} ${error.statusText}`
+    : error instanceof Error
+      ? error.message
+      : String(error);
   return (
     <main className="main" id="main">
       <h1>Something went wrong</h1>

@@ -30,8 +30,8 @@ export function ServiceList({ services }: { services: readonly ServiceRow[] }) {
   });
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: the scroll area must take keyboard scrolling
-    <div ref={parent} className="vlist" tabIndex={0} aria-label={`Services (${services.length})`} role="region">
-      <ul role="list" aria-label="Services" style={{ height: virtualizer.getTotalSize(), margin: 0, padding: 0, listStyle: 'none' }}>
+    <section ref={parent} className="vlist" tabIndex={0} aria-label={`Services (${services.length})`}>
+      <ul aria-label="Services" style={{ height: virtualizer.getTotalSize(), margin: 0, padding: 0, listStyle: 'none' }}>
         {virtualizer.getVirtualItems().map((item) => {
           const s = services[item.index]!;
           return (
@@ -50,6 +50,6 @@ export function ServiceList({ services }: { services: readonly ServiceRow[] }) {
           );
         })}
       </ul>
-    </div>
+    </section>
   );
 }

@@ -68,7 +68,11 @@ export function ErrorNotice({ error, title }: { error: unknown; title?: string }
   return (
     <div className="alert" role="alert">
       <strong>{title ?? 'Error'}: </strong>
-      {e.message} <span className="muted">({e.code}{e.status ? `, HTTP ${e.status}` : ''})</span>
+      {e.message}{' '}
+      <span className="muted">
+        ({e.code}
+        {e.status ? `, HTTP ${e.status}` : ''})
+      </span>
       {extra.length > 0 ? (
         <div className="muted">
           {extra.map(([k, v]) => (
@@ -158,14 +162,24 @@ export function CopyButton({ value, label = 'Copy' }: { value: string; label?: s
 }
 
 /** A modal dialog with a title (Radix: focus trapped and restored, Escape closes). */
-export function Modal(props: { open: boolean; onOpenChange: (open: boolean) => void; title: string; description?: string; children: ReactNode }) {
+export function Modal(props: {
+  open: boolean;
+  onOpenChange: (open: boolean) => void;
+  title: string;
+  description?: string;
+  children: ReactNode;
+}) {
   return (
     <Dialog.Root open={props.open} onOpenChange={props.onOpenChange}>
       <Dialog.Portal>
         <Dialog.Overlay className="dialog-overlay" />
         <Dialog.Content className="dialog" aria-describedby={props.description ? undefined : undefined}>
           <Dialog.Title>{props.title}</Dialog.Title>
-          {props.description ? <Dialog.Description className="muted">{props.description}</Dialog.Description> : <Dialog.Description className="visually-hidden">{props.title}</Dialog.Description>}
+          {props.description ? (
+            <Dialog.Description className="muted">{props.description}</Dialog.Description>
+          ) : (
+            <Dialog.Description className="visually-hidden">{props.title}</Dialog.Description>
+          )}
           {props.children}
         </Dialog.Content>
       </Dialog.Portal>

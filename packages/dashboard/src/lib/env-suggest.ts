@@ -23,7 +23,11 @@ export function openReference(value: string, cursor: number): OpenReference | nu
 export function matchSuggestions<T extends { key: string }>(items: readonly T[], query: string, limit = 50): T[] {
   const q = query.toLowerCase();
   const seen = new Set<string>();
-  const unique = items.filter((i) => (seen.has(i.key) ? false : (seen.add(i.key), true)));
+  const unique = items.filter((i) => {
+    if (seen.has(i.key)) return false;
+    seen.add(i.key);
+    return true;
+  });
   const prefix = unique.filter((i) => i.key.toLowerCase().startsWith(q));
   const inside = unique.filter((i) => !i.key.toLowerCase().startsWith(q) && i.key.toLowerCase().includes(q));
   return [...prefix, ...inside].slice(0, limit);

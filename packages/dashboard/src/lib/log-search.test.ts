@@ -13,7 +13,9 @@ describe('log search', () => {
   it('splits a line around every match', () => {
     expect(splitMatches('abcABCab', 'ab')).toEqual([
       { text: 'ab', match: true },
-      { text: 'cABC', match: false },
+      { text: 'c', match: false },
+      { text: 'AB', match: true },
+      { text: 'C', match: false },
       { text: 'ab', match: true },
     ]);
     expect(splitMatches('xyz', '')).toEqual([{ text: 'xyz', match: false }]);

@@ -26,7 +26,16 @@ export default function ResetPassword() {
           <p role="status">If an account has this address, a link to reset its password is on its way. It works once, for one hour.</p>
         ) : (
           <form onSubmit={submit} noValidate>
-            <Field label="Email" name="email" type="email" value={email} onChange={setEmail} error={forgot.error} autoComplete="email" required />
+            <Field
+              label="Email"
+              name="email"
+              type="email"
+              value={email}
+              onChange={setEmail}
+              error={forgot.error}
+              autoComplete="email"
+              required
+            />
             <ErrorNotice error={formError(forgot.error, ['email']) && forgot.error} />
             <button type="submit" className="primary" disabled={forgot.isPending}>
               Send reset link
@@ -51,7 +60,16 @@ export default function ResetPassword() {
         </p>
       ) : (
         <form onSubmit={submit} noValidate>
-          <Field label="New password" name="password" type="password" value={password} onChange={setPassword} error={reset.error} autoComplete="new-password" required />
+          <Field
+            label="New password"
+            name="password"
+            type="password"
+            value={password}
+            onChange={setPassword}
+            error={reset.error}
+            autoComplete="new-password"
+            required
+          />
           <ErrorNotice error={formError(reset.error, ['password']) && reset.error} />
           <button type="submit" className="primary" disabled={reset.isPending}>
             Set password

@@ -8,7 +8,7 @@ import { AuthCard } from './auth-card';
 
 /** Where to go after signing in: a path of this dashboard only, never another site. */
 export function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/projects';
+  return next?.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/projects';
 }
 
 /** Email and password, then the second factor when the account has one. The session is the HttpOnly cookie sign-in sets. */
@@ -87,8 +87,27 @@ export default function SignIn() {
   return (
     <AuthCard title="Sign in">
       <form onSubmit={submit} noValidate>
-        <Field label="Email" name="email" type="email" value={email} onChange={setEmail} error={signin.error} autoComplete="username" required autoFocus />
-        <Field label="Password" name="password" type="password" value={password} onChange={setPassword} error={signin.error} autoComplete="current-password" required />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          value={email}
+          onChange={setEmail}
+          error={signin.error}
+          autoComplete="username"
+          required
+          autoFocus
+        />
+        <Field
+          label="Password"
+          name="password"
+          type="password"
+          value={password}
+          onChange={setPassword}
+          error={signin.error}
+          autoComplete="current-password"
+          required
+        />
         <ErrorNotice error={formError(signin.error, ['email', 'password']) && signin.error} />
         <button type="submit" className="primary" disabled={signin.isPending}>
           Sign in

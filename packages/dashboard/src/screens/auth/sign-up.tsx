@@ -34,7 +34,16 @@ export default function SignUp() {
       {first ? <p className="muted">This is a new installation: the first account owns it.</p> : null}
       <form onSubmit={submit} noValidate>
         <Field label="Name" name="name" value={name} onChange={setName} error={signup.error} autoComplete="name" required autoFocus />
-        <Field label="Email" name="email" type="email" value={email} onChange={setEmail} error={signup.error} autoComplete="email" required />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          value={email}
+          onChange={setEmail}
+          error={signup.error}
+          autoComplete="email"
+          required
+        />
         <Field
           label="Password"
           name="password"

@@ -52,7 +52,14 @@ export function CreateService(props: {
     e.preventDefault();
     const base = { environmentId: props.environmentId, name: name.trim() };
     if (kind === 'git') {
-      create.mutate({ ...base, repoFullName: null, repoUrl: repoUrl.trim(), branch: branch.trim() || undefined, rootDir: rootDir.trim() || null, internalPort: portNumber });
+      create.mutate({
+        ...base,
+        repoFullName: null,
+        repoUrl: repoUrl.trim(),
+        branch: branch.trim() || undefined,
+        rootDir: rootDir.trim() || null,
+        internalPort: portNumber,
+      });
     } else if (kind === 'image') {
       create.mutate({ ...base, repoUrl: 'container-image', containerImage: image.trim(), internalPort: portNumber });
     } else if (kind === 'database') {
@@ -62,9 +69,13 @@ export function CreateService(props: {
     }
   };
 
+  const finish = () => {
+    setSecret(null);
+    props.onOpenChange(false);
+  };
   if (secret) {
     return (
-      <Modal open={props.open} onOpenChange={(o) => (o ? null : (setSecret(null), props.onOpenChange(false)))} title="Storage instance created">
+      <Modal open={props.open} onOpenChange={(o) => (o ? null : finish())} title="Storage instance created">
         <p>Its secret key is shown this once. Keep it with the access key:</p>
         <dl className="kv">
           <dt>Access key</dt>
@@ -73,7 +84,7 @@ export function CreateService(props: {
           <dd className="secret-once">{secret.secretAccessKey}</dd>
         </dl>
         <div className="row end">
-          <button type="button" className="primary" onClick={() => (setSecret(null), props.onOpenChange(false))}>
+          <button type="button" className="primary" onClick={finish}>
             Done
           </button>
         </div>
@@ -106,19 +117,49 @@ export function CreateService(props: {
         <Field label="Name" name="name" value={name} onChange={setName} error={error} required />
         {kind === 'git' ? (
           <>
-            <Field label="Repository URL" name="repoUrl" value={repoUrl} onChange={setRepoUrl} error={error} placeholder="https://git.example.com/team/app.git" required />
+            <Field
+              label="Repository URL"
+              name="repoUrl"
+              value={repoUrl}
+              onChange={setRepoUrl}
+              error={error}
+              placeholder="https://git.example.com/team/app.git"
+              required
+            />
             <Field label="Branch" name="branch" value={branch} onChange={setBranch} error={error} />
-            <Field label="Root directory" name="rootDir" value={rootDir} onChange={setRootDir} error={error} hint="Optional: where the app lives in the repository." />
+            <Field
+              label="Root directory"
+              name="rootDir"
+              value={rootDir}
+              onChange={setRootDir}
+              error={error}
+              hint="Optional: where the app lives in the repository."
+            />
           </>
         ) : null}
-        {kind === 'image' ? <Field label="Image" name="containerImage" value={image} onChange={setImage} error={error} placeholder="nginx:1.27" required /> : null}
+        {kind === 'image' ? (
+          <Field label="Image" name="containerImage" value={image} onChange={setImage} error={error} placeholder="nginx:1.27" required />
+        ) : null}
         {kind === 'git' || kind === 'image' ? (
-          <Field label="Internal port" name="internalPort" value={port} onChange={setPort} error={error} inputMode="numeric" hint="The port the app listens on." />
+          <Field
+            label="Internal port"
+            name="internalPort"
+            value={port}
+            onChange={setPort}
+            error={error}
+            inputMode="numeric"
+            hint="The port the app listens on."
+          />
         ) : null}
         {kind === 'database' ? (
           <Field label="Engine" name="engine" error={error}>
             {({ id, describedBy }) => (
-              <select id={id} aria-describedby={describedBy} value={engine} onChange={(e) => setEngine(e.target.value as (typeof ENGINES)[number])}>
+              <select
+                id={id}
+                aria-describedby={describedBy}
+                value={engine}
+                onChange={(e) => setEngine(e.target.value as (typeof ENGINES)[number])}
+              >
                 {ENGINES.map((e) => (
                   <option key={e} value={e}>
                     {e}
@@ -130,8 +171,17 @@ export function CreateService(props: {
         ) : null}
         {kind === 'storage' ? (
           <>
-            <Field label="Bucket" name="bucket" value={bucket} onChange={setBucket} error={error} hint="Optional: defaults to the service's slug." />
-            {!props.isDefaultEnvironment ? <p className="muted">Storage instances are created in the project's default environment.</p> : null}
+            <Field
+              label="Bucket"
+              name="bucket"
+              value={bucket}
+              onChange={setBucket}
+              error={error}
+              hint="Optional: defaults to the service's slug."
+            />
+            {!props.isDefaultEnvironment ? (
+              <p className="muted">Storage instances are created in the project's default environment.</p>
+            ) : null}
           </>
         ) : null}
         <ErrorNotice error={formError(error, FIELDS) && error} />

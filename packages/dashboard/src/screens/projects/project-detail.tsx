@@ -39,7 +39,9 @@ function ProjectView({ project }: { project: Project }) {
   const envs = environments.data?.environments ?? [];
   const current = envs.find((e) => e.name === params.get('env')) ?? envs.find((e) => e.isDefault) ?? envs[0];
   const needle = filter.trim().toLowerCase();
-  const services = project.services.filter((s) => (!current || s.environmentId === current.id) && (!needle || s.name.toLowerCase().includes(needle)));
+  const services = project.services.filter(
+    (s) => (!current || s.environmentId === current.id) && (!needle || s.name.toLowerCase().includes(needle)),
+  );
 
   return (
     <>
@@ -57,7 +59,9 @@ function ProjectView({ project }: { project: Project }) {
             <Confirm
               trigger={<button type="button">Delete project</button>}
               title={`Delete project ${project.name}?`}
-              description={<p>Its services, databases (with their data), domains, variables and deployments go with it. This cannot be undone.</p>}
+              description={
+                <p>Its services, databases (with their data), domains, variables and deployments go with it. This cannot be undone.</p>
+              }
               typed={project.name}
               action="Delete project"
               onConfirm={async () => {
@@ -130,14 +134,24 @@ function ProjectView({ project }: { project: Project }) {
           </div>
         </div>
         {services.length === 0 ? (
-          <Empty>{needle ? 'No service matches the filter.' : 'No services in this environment yet. Create one from a Git repository, an image, a database or storage.'}</Empty>
+          <Empty>
+            {needle
+              ? 'No service matches the filter.'
+              : 'No services in this environment yet. Create one from a Git repository, an image, a database or storage.'}
+          </Empty>
         ) : (
           <ServiceList services={services} />
         )}
       </section>
 
       {current ? (
-        <CreateService open={creating} onOpenChange={setCreating} projectId={project.id} environmentId={current.id} isDefaultEnvironment={current.isDefault} />
+        <CreateService
+          open={creating}
+          onOpenChange={setCreating}
+          projectId={project.id}
+          environmentId={current.id}
+          isDefaultEnvironment={current.isDefault}
+        />
       ) : null}
       {envDialog ? (
         <EnvironmentDialog
@@ -210,8 +224,18 @@ function EnvironmentDialog(props: {
   return (
     <Modal open onOpenChange={(open) => (open ? null : props.onClose())} title={title}>
       <form onSubmit={submit} noValidate>
-        {props.mode === 'clone' ? <p className="muted">Copies every service with its settings and variables; databases start empty; nothing is deployed.</p> : null}
-        <Field label="Name" name="name" value={name} onChange={setName} error={mutation.error} hint="Lower-case letters, digits and hyphens, e.g. staging." required />
+        {props.mode === 'clone' ? (
+          <p className="muted">Copies every service with its settings and variables; databases start empty; nothing is deployed.</p>
+        ) : null}
+        <Field
+          label="Name"
+          name="name"
+          value={name}
+          onChange={setName}
+          error={mutation.error}
+          hint="Lower-case letters, digits and hyphens, e.g. staging."
+          required
+        />
         <ErrorNotice error={formError(mutation.error, ['name']) && mutation.error} />
         <div className="row end">
           <button type="button" onClick={() => props.onClose()}>

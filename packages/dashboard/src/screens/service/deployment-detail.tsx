@@ -34,7 +34,9 @@ export default function DeploymentDetail() {
     ),
   );
   const abort = useMutation(
-    trpc.deployments.abort.mutationOptions({ onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.deployments.get.queryKey({ deploymentId }) }) }),
+    trpc.deployments.abort.mutationOptions({
+      onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.deployments.get.queryKey({ deploymentId }) }),
+    }),
   );
   const status = deployment.data?.deployment.status;
   // The server ends the stream when the deployment finishes: one more read of its state then.

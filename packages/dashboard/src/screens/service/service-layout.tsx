@@ -9,7 +9,11 @@ export default function ServiceLayout() {
   const { serviceId, overview } = useServiceOverview();
   const trpc = useTRPC();
   const projectId = overview.data?.service.projectId;
-  const project = useQuery({ ...trpc.projects.bySlug.queryOptions({ projectSlug: projectId ?? '' }), enabled: !!projectId, staleTime: 60_000 });
+  const project = useQuery({
+    ...trpc.projects.bySlug.queryOptions({ projectSlug: projectId ?? '' }),
+    enabled: !!projectId,
+    staleTime: 60_000,
+  });
   return (
     <QueryState query={overview} label="the service">
       {({ service }) => {
@@ -27,7 +31,8 @@ export default function ServiceLayout() {
           <>
             <div className="breadcrumbs">
               <Link to="/projects">Projects</Link> /{' '}
-              {project.data ? <Link to={`/projects/${project.data.project.slug}`}>{project.data.project.name}</Link> : '...'} / {service.name}
+              {project.data ? <Link to={`/projects/${project.data.project.slug}`}>{project.data.project.name}</Link> : '...'} /{' '}
+              {service.name}
             </div>
             <div className="spread">
               <h1>{service.name}</h1>

@@ -102,7 +102,14 @@ function Domains({ data }: { data: Overview }) {
   const serviceId = data.service.id;
   const [hostname, setHostname] = useState('');
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.services.overview.queryKey({ serviceId }) });
-  const add = useMutation(trpc.domains.create.mutationOptions({ onSuccess: () => (setHostname(''), refresh()) }));
+  const add = useMutation(
+    trpc.domains.create.mutationOptions({
+      onSuccess: () => {
+        setHostname('');
+        return refresh();
+      },
+    }),
+  );
   const remove = useMutation(trpc.domains.delete.mutationOptions({ onSuccess: refresh }));
   const proxy = add.data?.proxy ?? remove.data?.proxy;
   const submit = (e: FormEvent) => {

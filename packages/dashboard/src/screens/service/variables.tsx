@@ -20,7 +20,10 @@ function VariablesView({ data }: { data: Overview }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const keys = useQuery(trpc.services.suggestionKeys.queryOptions({ serviceId }));
-  const suggestions = [...(keys.data?.suggestions ?? []), ...(keys.data?.databaseVariables ?? []).map((d) => ({ key: d.key, label: d.label }))];
+  const suggestions = [
+    ...(keys.data?.suggestions ?? []),
+    ...(keys.data?.databaseVariables ?? []).map((d) => ({ key: d.key, label: d.label })),
+  ];
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const [secret, setSecret] = useState(false);
@@ -84,7 +87,14 @@ function VariablesView({ data }: { data: Overview }) {
                         {v.key} {v.secret ? <span className="badge neutral">secret</span> : null}
                       </td>
                       <td className="mono" style={{ overflowWrap: 'anywhere' }}>
-                        {shown === undefined ? <span aria-label="hidden value">••••••••</span> : shown}
+                        {shown === undefined ? (
+                          <>
+                            <span aria-hidden="true">••••••••</span>
+                            <span className="visually-hidden">hidden value</span>
+                          </>
+                        ) : (
+                          shown
+                        )}
                         {v.resolvedValue && v.resolvedValue !== v.value ? <div className="muted">resolves to {v.resolvedValue}</div> : null}
                         {v.problems.map((p) => (
                           <div key={p} className="error-text">
@@ -150,14 +160,30 @@ function VariablesView({ data }: { data: Overview }) {
       <section className="card" aria-labelledby="var-editor">
         <h2 id="var-editor">Set a variable</h2>
         <form onSubmit={submit} noValidate>
-          <Field label="Key" name="key" value={key} onChange={(k) => setKey(k.toUpperCase())} error={set.error} hint={keyProblem ?? 'For example DATABASE_URL.'} />
+          <Field
+            label="Key"
+            name="key"
+            value={key}
+            onChange={(k) => setKey(k.toUpperCase())}
+            error={set.error}
+            hint={keyProblem ?? 'For example DATABASE_URL.'}
+          />
           <Field label="Value" name="value" error={set.error} hint="Type ${ for references to other services' variables.">
             {({ id, describedBy, invalid }) => (
-              <ReferenceInput id={id} value={value} onChange={setValue} suggestions={suggestions} describedBy={describedBy} invalid={invalid} type={secret ? 'password' : 'text'} />
+              <ReferenceInput
+                id={id}
+                value={value}
+                onChange={setValue}
+                suggestions={suggestions}
+                describedBy={describedBy}
+                invalid={invalid}
+                type={secret ? 'password' : 'text'}
+              />
             )}
           </Field>
           <label className="check">
-            <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.target.checked)} /> Secret (never shown again, masked in logs)
+            <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.target.checked)} /> Secret (never shown again, masked in
+            logs)
           </label>
           <ErrorNotice error={formError(set.error, ['key', 'value', 'secret']) && set.error} />
           <button type="submit" className="primary" disabled={set.isPending || !key}>
