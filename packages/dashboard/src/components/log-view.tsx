@@ -30,9 +30,11 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
     overscan: 20,
   });
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: follow the end as lines arrive
+  // Follows the end as lines arrive: one scroll of the container (the virtualizer's scrollToIndex re-measures and retries, which a 100,000-line log pays for on every batch).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: on new lines and when following is turned on
   useEffect(() => {
-    if (follow && props.lines.length > 0) virtualizer.scrollToIndex(props.lines.length - 1, { align: 'end' });
+    const el = parent.current;
+    if (follow && el && props.lines.length > 0) el.scrollTop = el.scrollHeight;
   }, [props.version, follow]);
 
   const go = (direction: 1 | -1) => {

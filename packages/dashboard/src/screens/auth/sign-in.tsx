@@ -86,6 +86,11 @@ export default function SignIn() {
   };
   return (
     <AuthCard title="Sign in">
+      {params.get('created') ? (
+        <p className="alert ok" role="status">
+          Your account is ready. Sign in with it.
+        </p>
+      ) : null}
       <form onSubmit={submit} noValidate>
         <Field
           label="Email"
@@ -113,6 +118,9 @@ export default function SignIn() {
           Sign in
         </button>
       </form>
+      <p>
+        <Link to="/reset-password">Forgot your password?</Link>
+      </p>
       {system.data?.registrationOpen ? (
         <p>
           No account? <Link to="/sign-up">Create an account</Link>

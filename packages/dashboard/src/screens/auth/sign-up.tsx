@@ -1,4 +1,4 @@
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { ErrorNotice, Field, Loading } from '../../components/ui';
@@ -14,7 +14,16 @@ export default function SignUp() {
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const signup = useMutation(trpc.auth.signup.mutationOptions({ onSuccess: () => navigate('/sign-in?created=1') }));
+  const queryClient = useQueryClient();
+  const signup = useMutation(
+    trpc.auth.signup.mutationOptions({
+      onSuccess: async () => {
+        // The installation has its owner now: sign-in must not send back here.
+        await queryClient.invalidateQueries({ queryKey: trpc.system.public.queryKey() });
+        navigate('/sign-in?created=1');
+      },
+    }),
+  );
   if (system.isPending) return <Loading />;
   const first = system.data ? !system.data.ownerExists : false;
   if (system.data && !first && !system.data.registrationOpen) {

@@ -1,4 +1,4 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useId, useState } from 'react';
 import { ErrorNotice } from '../../components/ui';
 import { fieldError } from '../../lib/api-error';
@@ -14,7 +14,17 @@ const PROMPTS: Record<string, { label: string; placeholder: string }> = {
 export function QueryConsole({ serviceId, engine }: { serviceId: string; engine: string }) {
   const trpc = useTRPC();
   const [sql, setSql] = useState('');
-  const query = useMutation(trpc.databases.query.mutationOptions());
+  const queryClient = useQueryClient();
+  // A statement may create, fill or drop tables: the table browser reads them again.
+  const query = useMutation(
+    trpc.databases.query.mutationOptions({
+      onSuccess: () =>
+        Promise.all([
+          queryClient.invalidateQueries({ queryKey: trpc.databases.tables.queryKey({ serviceId }) }),
+          queryClient.invalidateQueries({ queryKey: trpc.databases.rows.pathKey() }),
+        ]),
+    }),
+  );
   const id = useId();
   const prompt = PROMPTS[engine] ?? { label: 'SQL', placeholder: 'select now()' };
   const submit = (e: FormEvent) => {

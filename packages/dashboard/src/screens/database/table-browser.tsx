@@ -17,7 +17,16 @@ export function TableBrowser({ serviceId }: { serviceId: string }) {
   return (
     <QueryState query={tables} label="tables">
       {(data) => {
-        if (data.tables.length === 0) return <Empty>The database has no tables yet. Create one in the query console.</Empty>;
+        if (data.tables.length === 0) {
+          return (
+            <Empty>
+              The database has no tables yet. Create one in the query console.{' '}
+              <button type="button" onClick={() => tables.refetch()}>
+                Refresh tables
+              </button>
+            </Empty>
+          );
+        }
         const current = table ?? data.tables[0]!.id;
         return (
           <div className="stack">
