@@ -304,7 +304,7 @@ describe('the dashboard, step by step', () => {
     await page.getByText('Connected.').waitFor();
     await page.keyboard.type('echo $((6*7))-answer\n', { delay: 20 });
     // xterm.js in screen-reader mode keeps the screen's text in the DOM.
-    await expect.poll(() => page.locator('.xterm-accessibility').innerText(), { timeout: 20_000 }, POLL).toContain('42-answer');
+    await expect.poll(() => page.locator('.xterm-accessibility').innerText(), { timeout: 20_000, interval: 100 }).toContain('42-answer');
     await check('terminal');
     await page.getByRole('button', { name: 'Disconnect' }).click();
   }, 60_000);
@@ -312,7 +312,7 @@ describe('the dashboard, step by step', () => {
   it('shows the other screens of a service: runtime logs, metrics, settings', async () => {
     await tab('Logs');
     await page.getByRole('log', { name: 'Runtime log' }).waitFor();
-    await expect.poll(() => page.getByRole('log', { name: 'Runtime log' }).innerText(), { timeout: 30_000 }, POLL).toContain('started');
+    await expect.poll(() => page.getByRole('log', { name: 'Runtime log' }).innerText(), { timeout: 30_000, interval: 100 }).toContain('started');
     await check('runtime-logs');
     await tab('Metrics');
     await page.getByRole('heading', { name: 'Metrics' }).waitFor();
@@ -342,7 +342,7 @@ describe('the dashboard, step by step', () => {
     const run = async (sql: string) => {
       await page.getByLabel('SQL').fill(sql);
       await page.getByRole('button', { name: 'Run query' }).click();
-      await expect.poll(() => page.getByRole('region', { name: 'Query result' }).count(), { timeout: 30_000 }, POLL).toBe(1);
+      await expect.poll(() => page.getByRole('region', { name: 'Query result' }).count(), { timeout: 30_000, interval: 100 }).toBe(1);
     };
     await run('create table items (id serial primary key, name text not null)');
     await run("insert into items (name) values ('first'), ('second')");
@@ -376,7 +376,7 @@ describe('the dashboard, step by step', () => {
       .getByRole('row')
       .filter({ has: page.locator('[data-status]') })
       .first();
-    await expect.poll(() => backupRow.locator('[data-status]').getAttribute('data-status'), { timeout: 120_000 }, POLL).toBe('succeeded');
+    await expect.poll(() => backupRow.locator('[data-status]').getAttribute('data-status'), { timeout: 120_000, interval: 100 }).toBe('succeeded');
     await check('database-backups');
     const href = await backupRow.getByRole('link', { name: /^Download backup/ }).getAttribute('href');
     const download = await page.request.get(`${server.url}${href}`);
