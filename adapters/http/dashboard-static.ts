@@ -113,7 +113,7 @@ export class DashboardFiles {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (isApiPath(pathname)) return false;
     let file = this.files.get(pathname);
-    if (!file || pathname === '/index.html') {
+    if (!file) {
       // A missing hashed asset or file is a 404, never the app: a stale page must not get HTML for its script.
       if (pathname.startsWith('/assets/') || path.extname(pathname) !== '') return false;
       file = this.files.get('/index.html');
