@@ -263,11 +263,15 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
   const backupScheduler = new BackupScheduler(deps, backups, options.log);
-  const system = new SystemService(settings, {
-    deployments: !!runtime,
-    reverseProxy: routing.enabled,
-    dns: (options.dnsProviders ?? []).length > 0,
-  });
+  const system = new SystemService(
+    settings,
+    {
+      deployments: !!runtime,
+      reverseProxy: routing.enabled,
+      dns: (options.dnsProviders ?? []).length > 0,
+    },
+    async () => (await deps.store.accounts.countUsers()) > 0,
+  );
   const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
   return {
     system,

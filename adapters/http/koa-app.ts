@@ -12,6 +12,7 @@ import { createRestHandler } from './rest.js';
 import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 import { McpEndpoint } from './mcp-endpoint.js';
+import { DashboardFiles } from './dashboard-static.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -21,6 +22,8 @@ export interface KoaAppOptions {
   mcp?: McpEndpoint;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
+  /** The web dashboard at `/` (dashboard-static.ts); by default the build in dist/dashboard when there is one, null for none. */
+  dashboard?: DashboardFiles | null;
 }
 
 /**
@@ -40,6 +43,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       if (error.code === 'INTERNAL_SERVER_ERROR') onInternalError(error.cause ?? error, path);
     },
   });
+  const dashboard = opts.dashboard === undefined ? DashboardFiles.fromBuild() : opts.dashboard;
   let docCache: { json: string; html: string } | undefined;
   const documents = () => {
     if (!docCache) {
@@ -111,6 +115,8 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       const matched = await rest(req, res);
       if (matched || res.writableEnded) return;
     }
+    // Last: the dashboard never shadows the API (it ignores /api and /trpc), and its misses stay the API's 404.
+    if (dashboard?.serve(req, res, pathname)) return;
     sendError(res, 404, { error: 'not_found', message: `No route for ${ctx.method} ${pathname}`, details: {} });
   });
   return app;
