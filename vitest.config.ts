@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Names the run's shared Swarm test cluster and removes it at the end (builds nothing itself).
+    globalSetup: ['test/helpers/cluster-global-setup.ts'],
     reporters: ['default'],
   },
 });
