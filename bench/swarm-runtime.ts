@@ -6,10 +6,11 @@
  * `tasks.<service>`), in one run, on one namespaced engine of the test cluster harness (the host's engine
  * is never put in swarm mode). The image is local on the node: no registry on one server.
  * Printed: per round both times, medians, and the ratio swarm / plain. Run:
- *   bash scripts/ensure-node.sh npx tsx bench/swarm-runtime.ts   (BENCH_ROUNDS, default 5; HEALTH_INTERVAL, default 1s)
+ *   bash scripts/ensure-node.sh npx tsx bench/swarm-runtime.ts   (BENCH_ROUNDS, default 5; HEALTH_INTERVAL and CADDY_REFRESH, default 1s)
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { promisify } from 'node:util';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { startTestCluster } from '../test/helpers/test-cluster.js';
@@ -18,17 +19,24 @@ import { median } from './bench-support.js';
 const run = promisify(execFile);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const HEALTH_INTERVAL = process.env.HEALTH_INTERVAL ?? '1s';
+const REFRESH = process.env.CADDY_REFRESH ?? '1s';
 const APP = 'mkdir -p /www && echo "version $VERSION" > /www/index.html && exec httpd -f -p 3000 -h /www';
 // busybox's wget segfaults here; nc asks the app the way the platform's probe does.
 const CHECK = 'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 2 127.0.0.1 3000 | head -n 1 | grep -q " 200 "';
 
-async function answer(url: string, host?: string): Promise<string | null> {
-  try {
-    const res = await fetch(url, { headers: host ? { host } : {}, signal: AbortSignal.timeout(2000) });
-    return res.ok ? (await res.text()).trim() : null;
-  } catch {
-    return null;
-  }
+/** The body of a 200 from `url` (Host set: fetch would drop it), or null. */
+function answer(url: string, host?: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const req = get(url, { headers: host ? { host } : {}, timeout: 2000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve(res.statusCode === 200 ? text.trim() : null));
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+  });
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
@@ -95,7 +103,7 @@ try {
                   handle: [
                     {
                       handler: 'reverse_proxy',
-                      dynamic_upstreams: { source: 'a', name: 'tasks.web', port: '3000', refresh: '1s' },
+                      dynamic_upstreams: { source: 'a', name: 'tasks.web', port: '3000', refresh: REFRESH },
                       load_balancing: { try_duration: '5s', try_interval: '50ms' },
                       transport: { protocol: 'http', dial_timeout: '1s' },
                     },
@@ -170,7 +178,9 @@ try {
   console.log('\n| path | median deploy-to-live (ms) | ratio |');
   console.log('|---|---|---|');
   console.log(`| plain docker run (today) | ${p.toFixed(0)} | 1.00x |`);
-  console.log(`| one-node swarm, service update start-first, health every ${HEALTH_INTERVAL} | ${s.toFixed(0)} | ${(s / p).toFixed(2)}x |`);
+  console.log(
+    `| one-node swarm, service update start-first, health every ${HEALTH_INTERVAL}, Caddy refresh ${REFRESH} | ${s.toFixed(0)} | ${(s / p).toFixed(2)}x |`,
+  );
   console.log(`(${ROUNDS} rounds; load average ${(await run('cat', ['/proc/loadavg'])).stdout.split(' ')[0]})`);
 } finally {
   await cluster.down();

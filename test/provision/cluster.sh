@@ -299,6 +299,7 @@ case ${1:-} in
       [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null && continue
       log "removing cluster ${d#"$ROOT_PREFIX"} (owner $owner is gone)"
       down "${d#"$ROOT_PREFIX"}"
+      rm -f "$d.lock"
     done
     ;;
   _node-init) node_init "$2" "$3" ;;
