@@ -15,8 +15,8 @@ export PG_TEST_URL
 
 echo "== provisioning the Docker engine and the stand-in images (no registry is needed)"
 bash test/provision/docker.sh
-# The deployment tests' base images, the six database engines' stand-ins and the storage server's (built once, then cached).
-SLIPWAY_TEST_IMAGES=busybox,debian,node,caddy,postgres,timescale,mysql,redis,clickhouse,mongo,storage bash test/provision/images.sh
+# The deployment tests' base images, the six database engines' stand-ins, the storage server's and the cluster registry's (built once, then cached).
+SLIPWAY_TEST_IMAGES=busybox,debian,node,caddy,postgres,timescale,mysql,redis,clickhouse,mongo,storage,registry bash test/provision/images.sh
 
 echo "== provisioning Caddy (Debian's package) for the routing tests"
 bash test/provision/caddy.sh
