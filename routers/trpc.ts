@@ -75,6 +75,11 @@ export interface SlipwayMeta extends OpenApiMeta {
    * timeout or malformed answer is a 502 `upstream_error`, documented on the operation.
    */
   upstream?: string;
+  /**
+   * The request body as documented, when the input object says more than it takes: a union of objects
+   * (see documentedBody in schemas.ts), which trpc-to-openapi cannot take as an input.
+   */
+  body?: { $ref: string };
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+import { createSchema } from 'zod-openapi';
 import { deploymentLogView, errorView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
-import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
+import { DOCUMENTED_BODIES, TRUSTED_OUTPUTS } from '../../routers/schemas.js';
 import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
 
 const ERROR_STATUSES: Record<string, string> = {
@@ -103,9 +104,19 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
       ]),
     ),
   });
+  // Rendered as request bodies are (`input`): a component of createDocument's would be rendered as an output too.
+  const schemas = doc.components?.schemas ?? {};
+  for (const [id, schema] of Object.entries(DOCUMENTED_BODIES)) {
+    const { schema: json, components } = createSchema(schema, { io: 'input', openapiVersion: '3.1.0' });
+    Object.assign(schemas, components, { [id]: json });
+  }
+  doc.components = { ...doc.components, schemas };
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(
-      item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>,
+      item as Record<
+        string,
+        { responses?: Record<string, unknown>; security?: unknown[]; requestBody?: { content?: Record<string, { schema?: unknown }> } }
+      >,
     )) {
       if (!operation || typeof operation !== 'object' || !operation.responses) continue;
       const responses = operation.responses;
@@ -114,6 +125,8 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
           (meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method) ||
           (meta.download?.path === path && method === 'get'),
       )?.meta;
+      const json = operation.requestBody?.content?.['application/json'];
+      if (meta?.body && json) json.schema = meta.body;
       if (meta?.scope && meta.scope !== 'public') {
         operation.security = securityOf(meta.scope);
         (operation as Record<string, unknown>)['x-required-scope'] = meta.scope;

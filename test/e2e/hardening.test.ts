@@ -235,6 +235,7 @@ describe('credentials in repoUrl', () => {
   it('are kept as the encrypted git token, and no view shows them', async () => {
     const res = await admin('POST', `/api/projects/${projectId}/services`, {
       name: 'private',
+      repoFullName: null,
       repoUrl: 'https://bot:s3cr3t-t0ken@git.example.com/acme/private.git',
     });
     expect(res.status, res.text).toBe(201);
