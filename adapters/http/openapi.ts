@@ -5,6 +5,7 @@ import { deploymentLogView, errorView, runtimeLogView, SCOPE_DESCRIPTIONS, type 
 import type { AppRouter } from '../../routers/app.router.js';
 import { DOCUMENTED_BODIES, TRUSTED_OUTPUTS } from '../../routers/schemas.js';
 import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
+import { BODY_METHODS } from './request-body.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
@@ -16,6 +17,17 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Rate limited; see Retry-After',
   '500': 'Internal error',
 };
+
+/** What the HTTP edge answers before any procedure: 431 to any request, 413 and 415 to one whose body it reads. */
+const EDGE_STATUSES: Array<[status: string, description: string, bodyOnly: boolean]> = [
+  [
+    '413',
+    '`payload_too_large`: the request body is larger than the limit (BODY_LIMIT_BYTES, 1 MiB by default; `details.limitBytes`)',
+    true,
+  ],
+  ['415', '`unsupported_media_type`: a non-empty body not declared JSON (`application/json` or a `+json` type)', true],
+  ['431', '`payload_too_large`: the request head (request line and headers) is larger than 16 KB', false],
+];
 
 /** A procedure served over SSE (`meta.sse`): a GET answering `text/event-stream`. */
 const ssePath = ({ path, summary, description }: SseMeta, scope: ProcedureScope | undefined) => ({
@@ -139,6 +151,10 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
           description: ERROR_STATUSES[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         };
+      }
+      for (const [status, description, bodyOnly] of EDGE_STATUSES) {
+        if (bodyOnly && !BODY_METHODS.has(method.toUpperCase())) continue;
+        responses[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
       }
       if (meta?.upstream)
         responses['502'] = {

@@ -91,6 +91,30 @@ describe('OpenAPI document', () => {
     );
   });
 
+  it('documents 413 and 415 on every operation that reads a body, and 431 on every operation, as the edge answers them', async () => {
+    const doc = (await api(server.url, undefined)('GET', '/api/openapi.json')).json;
+    const errorRef = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, any> }>>)) {
+      for (const [method, { responses }] of Object.entries(item)) {
+        const readsBody = ['post', 'put', 'patch', 'delete'].includes(method);
+        expect(responses['413']?.content, `${method} ${path} 413`).toEqual(readsBody ? errorRef : undefined);
+        expect(responses['415']?.content, `${method} ${path} 415`).toEqual(readsBody ? errorRef : undefined);
+        expect(responses['431']?.content, `${method} ${path} 431`).toEqual(errorRef);
+      }
+    }
+    // What the document promises for POST /api/projects, the server answers.
+    const post = (body: string, headers: Record<string, string>) =>
+      fetch(`${server.url}/api/projects`, { method: 'POST', headers: { authorization: `Bearer ${server.token}`, ...headers }, body });
+    const answers = [
+      await post(`{"name":"${'a'.repeat(1024 * 1024)}"}`, { 'content-type': 'application/json' }),
+      await post('{"name":"x"}', { 'content-type': 'text/plain' }),
+      await post('{"name":"x"}', { 'content-type': 'application/json', 'x-big': 'a'.repeat(20_000) }),
+    ];
+    expect(answers.map((res) => res.status)).toEqual([413, 415, 431]);
+    for (const res of answers) expect(Object.keys(await res.json()).sort()).toEqual(['details', 'error', 'message']);
+    expect(Object.keys(doc.paths['/api/projects'].post.responses)).toEqual(expect.arrayContaining(['413', '415', '431']));
+  });
+
   it('has a human reference page', async () => {
     const res = await fetch(`${server.url}/api/docs`);
     expect(res.status).toBe(200);
