@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createServiceInput, proxyResultView, serviceView, updateServiceInput } from '../src/index.js';
 import { idParam } from './schemas.js';
+import { CREATE_SERVICE_BODY } from './service.router.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 /** The general API's apps: services under another name, over the same use cases as /api/services. */
@@ -26,6 +27,7 @@ export const appsRouter = router({
         tags,
         summary: 'Create a service in an environment: the body of POST /api/projects/{projectId}/services',
       },
+      body: CREATE_SERVICE_BODY,
     })
     .input(z.strictObject({ environmentId: idParam, ...createServiceInput.shape }))
     .output(z.object({ service: serviceView }))

@@ -75,6 +75,11 @@ export interface SlipwayMeta extends OpenApiMeta {
    * timeout or malformed answer is a 502 `upstream_error`, documented on the operation.
    */
   upstream?: string;
+  /**
+   * The request body as documented, when the input object says more than it takes: a union of objects
+   * (see documentedBody in schemas.ts), which trpc-to-openapi cannot take as an input.
+   */
+  body?: { $ref: string };
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
@@ -171,13 +176,15 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+/** A domain error as the tRPC error of its code (the table above). */
+export function trpcErrorOf(cause: DomainError): TRPCError {
+  return new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
+}
+
 /** Domain errors become tRPC errors with the code of the table; everything else is a 500. */
 const mapDomainErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof DomainError) {
-    const cause = result.error.cause;
-    throw new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
-  }
+  if (!result.ok && result.error.cause instanceof DomainError) throw trpcErrorOf(result.error.cause);
   return result;
 });
 

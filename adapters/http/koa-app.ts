@@ -3,11 +3,13 @@ import Koa from 'koa';
 import { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import type { AppRouter } from '../../routers/app.router.js';
-import type { Context } from '../../routers/trpc.js';
-import { errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
+import { trpcErrorOf, type Context } from '../../routers/trpc.js';
+import { closeAfterResponse, errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
+import { PayloadTooLargeError, readTrpcBody } from './request-body.js';
+import { DomainError } from '../../src/domain/errors.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
-import { pathProblem } from './path-guard.js';
+import { hostProblem, pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
 import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
@@ -39,6 +41,21 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     router: opts.router,
     basePath: '/trpc/',
     createContext: ({ req, res }) => opts.createContext(req, res),
+    // REST's size and depth limits, before tRPC parses anything: a refusal is every call's error, in tRPC's envelope.
+    middleware: (req, res, next) => {
+      readTrpcBody(req, opts.bodyLimitBytes).then(
+        (body) => {
+          if (body !== undefined) (req as IncomingMessage & { body?: string }).body = body;
+          next();
+        },
+        (error: unknown) => {
+          (req as IncomingMessage & { body?: string }).body = '';
+          // Too large: the rest of the body is not read, so the connection cannot be reused (as REST's 413).
+          if (error instanceof PayloadTooLargeError) closeAfterResponse(res);
+          next(error instanceof DomainError ? trpcErrorOf(error) : error);
+        },
+      );
+    },
     onError: ({ error, path }) => {
       if (error.code === 'INTERNAL_SERVER_ERROR') onInternalError(error.cause ?? error, path);
     },
@@ -68,6 +85,17 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     }
   });
   app.silent = true;
+
+  // Before anything builds a URL or an origin from it: an HTTP/1.1 request needs a usable Host header.
+  app.use(async (ctx, next) => {
+    const problem = hostProblem(ctx.req);
+    if (problem) {
+      ctx.respond = false;
+      sendErrorAndClose(ctx.res, 400, { error: 'validation_error', message: problem, details: { field: 'host' } });
+      return;
+    }
+    await next();
+  });
 
   // Before any routing: path parameters are opaque segments, never `.`/`..` or encoded separators.
   app.use(async (ctx, next) => {
