@@ -2,6 +2,9 @@ import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord
 import { routesGeneratedHostname } from '../domain/storage-server.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
+import type { ServicePollRecord } from '../git-hooks/git-hook.records.js';
+import { presentPoll, presentTriggerSettings } from '../git-hooks/trigger-settings.js';
+import type { SecretBox } from './secret-box.js';
 import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
 
 const iso = (d: Date) => d.toISOString();
@@ -28,6 +31,10 @@ export interface ServiceContext {
   /** The service's environment's hostname scope (hostnameScope). */
   hostnameScope: string;
   domains: DomainRecord[];
+  /** Opens the preview variables that are not secret. */
+  secrets: SecretBox;
+  /** Its branch (or digest) polling, when it polls. */
+  poll: ServicePollRecord | null;
 }
 
 /** The fields the spec spells a service's source with, placeholder strings included; present on every service. */
@@ -99,6 +106,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     preferredDomain: service.preferredDomain,
     framework: service.framework,
     lastDeployedAt: isoOrNull(service.lastDeployedAt),
+    ...presentTriggerSettings(service, ctx.secrets),
+    poll: service.pollIntervalSeconds === null ? null : presentPoll(ctx.poll),
     createdAt: iso(service.createdAt),
     updatedAt: iso(service.updatedAt),
   };
@@ -146,6 +155,12 @@ export function presentDeployment(deployment: DeploymentRecord): DeploymentView 
     imageTag: deployment.imageTag,
     containerName: deployment.containerName,
     rollbackOf: deployment.rollbackOf,
+    commitMessage: deployment.origin?.commitMessage ?? null,
+    commitAuthor: deployment.origin?.commitAuthor ?? null,
+    provider: deployment.origin?.provider ?? null,
+    deliveryId: deployment.origin?.deliveryId ?? null,
+    imageDigest: deployment.origin?.imageDigest ?? null,
+    previewId: deployment.origin?.previewId ?? null,
     startedAt: isoOrNull(deployment.startedAt),
     finishedAt: isoOrNull(deployment.finishedAt),
     createdAt: iso(deployment.createdAt),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pollView, triggerSettingsView } from '../git-hooks/trigger-settings.js';
 import { DEPLOYMENT_STATUSES } from '../domain/deployment-state.js';
 import { ERROR_CODES } from '../domain/errors.js';
 import {
@@ -58,6 +59,8 @@ export const serviceView = z
     preferredDomain: z.string().nullable(),
     framework: z.string().nullable(),
     lastDeployedAt: timestamp.nullable(),
+    ...triggerSettingsView,
+    poll: pollView.nullable().meta({ description: 'Branch (or digest) polling, while pollIntervalSeconds is set' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -117,6 +120,15 @@ export const deploymentView = z
     imageTag: z.string().nullable(),
     containerName: z.string().nullable(),
     rollbackOf: z.string().nullable().meta({ description: 'For `trigger: "rollback"`: the deployment whose image runs again' }),
+    commitMessage: z.string().nullable().meta({ description: 'For a push, poll or preview: the commit built' }),
+    commitAuthor: z.string().nullable(),
+    provider: z
+      .string()
+      .nullable()
+      .meta({ description: 'Who asked: github, gitlab, gitea, forgejo, bitbucket, generic, dockerhub; git or registry for polling' }),
+    deliveryId: z.string().nullable().meta({ description: "The webhook delivery that made it (the sender's delivery id)" }),
+    imageDigest: z.string().nullable().meta({ description: 'For an image deployed on a new digest: exactly the digest pulled' }),
+    previewId: z.string().nullable().meta({ description: 'The pull-request preview it deploys' }),
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     createdAt: timestamp,

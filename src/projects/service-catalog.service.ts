@@ -20,6 +20,7 @@ import { serviceSources, sourceKindOf, type ServiceSourceInput, type ServiceSour
 import type { CreateServiceInput, UpdateServiceInput } from './project.inputs.js';
 import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
+import { deployTriggersOf, deployTriggersPatch } from '../git-hooks/trigger-settings.js';
 import { generatePassword } from '../platform/secret-box.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import type {
@@ -152,6 +153,7 @@ export class ServiceCatalog {
         preferredDomain: null,
         framework: null,
         lastDeployedAt: null,
+        ...deployTriggersOf(input, variant.kind, this.deps.secrets),
         createdAt: now,
         updatedAt: now,
       };
@@ -171,7 +173,7 @@ export class ServiceCatalog {
       await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });
-    return presentService(service, { hostnameScope: scope, domains: [] }, this.deps.config);
+    return presentService(service, { hostnameScope: scope, domains: [], secrets: this.deps.secrets, poll: null }, this.deps.config);
   }
 
   async overview(actor: Actor, serviceId: string): Promise<ServiceOverview> {
@@ -182,15 +184,20 @@ export class ServiceCatalog {
     }
     const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const [scope, domains, deployments, env, live] = await Promise.all([
+    const [scope, domains, deployments, env, live, polls] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),
       this.deps.store.domains.list([service.id]),
       this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
       this.deps.store.deployments.listLive(service.id, 1),
+      this.deps.store.gitHooks.pollsOf([service.id]),
     ]);
     const overview = {
-      service: presentService(service, { hostnameScope: scope, domains }, this.deps.config),
+      service: presentService(
+        service,
+        { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null },
+        this.deps.config,
+      ),
       deployments: deployments.map(presentDeployment),
       env,
       domains: domains.map(presentDomain),
@@ -215,6 +222,7 @@ export class ServiceCatalog {
     if (input.dockerfilePath !== undefined) patch.dockerfilePath = relativePath(input.dockerfilePath, 'dockerfilePath');
     if (input.internalPort !== undefined) patch.internalPort = input.internalPort;
     if (input.gitToken !== undefined) patch.gitTokenEncrypted = input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null;
+    Object.assign(patch, deployTriggersPatch(service, input, this.deps.secrets));
     if (input.runtimeMode !== undefined && input.runtimeMode !== service.runtimeMode) {
       if (service.source.kind === 'storage')
         throw new ValidationError('runtimeMode', 'A storage instance serves S3 over HTTP: it stays web');
@@ -293,20 +301,35 @@ export class ServiceCatalog {
 
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
-    const [scope, domains] = await Promise.all([hostnameScopeOf(this.deps.store, service), this.deps.store.domains.list([service.id])]);
-    return presentService(service, { hostnameScope: scope, domains }, this.deps.config);
+    const [scope, domains, polls] = await Promise.all([
+      hostnameScopeOf(this.deps.store, service),
+      this.deps.store.domains.list([service.id]),
+      this.deps.store.gitHooks.pollsOf([service.id]),
+    ]);
+    return presentService(service, { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null }, this.deps.config);
   }
 
   /** Services as listed, two queries for the domains and hostname scopes whatever their number. */
   async views(services: ServiceRecord[]): Promise<ServiceView[]> {
     if (services.length === 0) return [];
-    const [scopes, domains] = await Promise.all([
+    const [scopes, domains, polls] = await Promise.all([
       hostnameScopes(this.deps.store, [...new Set(services.map((s) => s.projectId))]),
       this.deps.store.domains.list(services.map((s) => s.id)),
+      this.deps.store.gitHooks.pollsOf(services.filter((s) => s.pollIntervalSeconds !== null).map((s) => s.id)),
     ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
+    const pollOf = new Map(polls.map((p) => [p.serviceId, p]));
     return services.map((s) =>
-      presentService(s, { hostnameScope: scopes.get(s.environmentId) ?? '', domains: domainsOf.get(s.id) ?? [] }, this.deps.config),
+      presentService(
+        s,
+        {
+          hostnameScope: scopes.get(s.environmentId) ?? '',
+          domains: domainsOf.get(s.id) ?? [],
+          secrets: this.deps.secrets,
+          poll: pollOf.get(s.id) ?? null,
+        },
+        this.deps.config,
+      ),
     );
   }
 }
