@@ -57,6 +57,7 @@ import { ServicePower } from './deployments/service-power.js';
 import { assertStorageRemovable, StorageCatalog } from './storage/storage-catalog.service.js';
 import { SystemService } from './settings/system.service.js';
 import { EnvironmentService } from './environments/environment.service.js';
+import { createHookServices, type HookPorts, type HookServices } from './git-hooks/hook-services.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -92,6 +93,8 @@ export interface ServicesOptions {
     /** A reconcile pass after a restore (router tests); else the deploy runner's. */
     repoint?: () => Promise<void>;
   };
+  /** Push to deploy, polling, commit statuses and previews: the git hosts' adapters (src/git-hooks/hook-services.ts). */
+  hooks?: HookPorts;
 }
 
 const NO_FILES: BackupFiles = {
@@ -174,6 +177,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   // Backups are made below, after the settings they read the object store from.
   let backupService: BackupService | null = null;
   let backupJobs: JobRunner<BackupRecord> | null = null;
+  let hooks: HookServices | null = null;
   // A deleted database's pools close at once, not when they fall idle.
   const removal = new ServiceRemoval(
     deps,
@@ -199,6 +203,8 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
           new JobAborted('The service was deleted'),
         );
         await backupService?.removeOfServices(removed.map((s) => s.id));
+        // A preview goes with the service it previews.
+        await hooks?.previews.removeOfServices(removed);
         await options.onServicesRemoved?.(removed);
       },
     },
@@ -273,7 +279,9 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     async () => (await deps.store.accounts.countUsers()) > 0,
   );
   const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
+  hooks = createHookServices(deps, { deployments, environments, env, backups }, options.hooks ?? {}, options.log);
   return {
+    hooks,
     system,
     databaseCatalog,
     storage,
@@ -332,6 +340,9 @@ export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
 export * from './backups/backup-schedule-views.js';
 export * from './storage/storage-views.js';
+export * from './git-hooks/git-hook-views.js';
+export * from './previews/preview-views.js';
+export type { HookPorts } from './git-hooks/hook-services.js';
 export type { StorageServer, StorageServerTarget } from './storage/storage-server.port.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFormat } from './backups/backup.records.js';

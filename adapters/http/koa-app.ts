@@ -15,6 +15,7 @@ import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 import { McpEndpoint } from './mcp-endpoint.js';
 import { DashboardFiles } from './dashboard-static.js';
+import { WebhookEndpoint } from './webhook-endpoint.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -22,6 +23,8 @@ export interface KoaAppOptions {
   sse: SseBridge;
   /** The tool-protocol endpoint (/api/mcp, /api/mcp/sse, /api/mcp/messages). */
   mcp?: McpEndpoint;
+  /** The public push-to-deploy endpoint (POST /api/hooks/<projectId>). */
+  webhooks?: WebhookEndpoint;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
   /** The web dashboard at `/` (dashboard-static.ts); by default the build in dist/dashboard when there is one, null for none. */
@@ -136,6 +139,10 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
       await opts.sse.serve(sseRoute, req, res, opts.createContext(req, res), new URL(ctx.href));
+      return;
+    }
+    if (opts.webhooks && WebhookEndpoint.matches(pathname)) {
+      await opts.webhooks.handle(req, res, pathname);
       return;
     }
     if (await serveDownload(ctx.method, pathname, res, opts.createContext(req, res))) return;

@@ -44,6 +44,8 @@ import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js
 import type { AppConfig } from './config.js';
 import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
+import { WebhookEndpoint } from './webhook-endpoint.js';
+import { hookPorts } from './hook-ports.js';
 import { NetPortProbe } from '../net/net-port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
@@ -156,6 +158,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
       ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyAccessLog(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
+      hooks: hookPorts(config, docker, runtime, () => ownUrl),
     },
   );
   await services.settings.load();
@@ -186,7 +189,13 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   });
   const sse = new SseBridge();
   const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
-  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
+  const webhooks = new WebhookEndpoint({
+    receiver: () => services.hooks.receiver,
+    limits: () => services.hooks.limits(),
+    clientIp: (req) => clientIp(req, config.trustProxy),
+    log,
+  });
+  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, webhooks, bodyLimitBytes: config.bodyLimitBytes, log });
   // Node would answer a request without a Host header with a bare 400: the app answers it with the error body (koa-app.ts).
   const server = createServer({ requireHostHeader: false }, app.callback());
   // An upgrade has no response to set a cookie on: the context gets one that is never sent.
@@ -208,6 +217,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     await services.runner?.start();
     services.routing.start();
     services.sampler?.start();
+    services.hooks.start();
   })();
   // Imports a previous process left running are failed (with the reason) before new ones are claimed.
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
@@ -232,6 +242,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         mcp.closeAll();
         // Terminals' processes are killed before the platform exits (Docker would keep them running).
         await terminals.closeAll();
+        await services.hooks.stop();
         await services.backupScheduler.stop();
         await services.backupRunner.stop();
         await services.runner?.stop();
