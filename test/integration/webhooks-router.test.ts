@@ -521,3 +521,95 @@ describe('pull-request previews', () => {
     expect(refused).toMatchObject({ status: 202, body: { outcome: 'ignored', reason: expect.stringContaining('fork') } });
   });
 });
+
+describe('image services', () => {
+  it('a Docker Hub delivery (unsigned: a hint) and digest polling deploy exactly the new digest; the same digest again deploys nothing', async () => {
+    await h.close();
+    let digest = `sha256:${'1'.repeat(64)}`;
+    const reads: string[] = [];
+    h = await createHarness({
+      config: { rootDomain: 'apps.test' },
+      hooks: {
+        providers: [new GitHubProvider(), new StandardWebhooksProvider(), new DockerHubProvider()],
+        registry: {
+          async digestOf(image) {
+            reads.push(image);
+            return digest;
+          },
+        },
+      },
+    });
+    const api = h.caller();
+    const { project } = await api.projects.create({ name: 'Images' });
+    const { service } = await api.services.create({
+      projectId: project.id,
+      name: 'hook',
+      repoUrl: 'container-image',
+      containerImage: 'svendowideit/testhook:latest',
+    });
+    const secret = (await api.webhooks.createOrRotate({ projectId: project.id })).webhook.secret;
+    const dockerhub = readFileSync(path.join(FIXTURES, 'dockerhub-push.json'), 'utf8');
+    const hub = await h.services.hooks.receiver.receive(project.id, {
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(dockerhub),
+      receivedAt: new Date(),
+    });
+    expect(hub).toMatchObject({ status: 202, body: { outcome: 'deployed', deploymentIds: [expect.any(String)] } });
+    expect(reads).toEqual(['svendowideit/testhook:latest']);
+    const [deployment] = (await api.deployments.list({ serviceId: service.id })).deployments;
+    expect(deployment).toMatchObject({ trigger: 'registry', provider: 'dockerhub', imageDigest: digest, commitSha: null });
+    // The very same body again is a replay; another push of the same digest deploys nothing (the delivery alone decides nothing).
+    const replay = await h.services.hooks.receiver.receive(project.id, {
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(dockerhub),
+      receivedAt: new Date(),
+    });
+    expect(replay).toMatchObject({ status: 200, body: { outcome: 'duplicate' } });
+    const later = dockerhub.replace('"pushed_at": 1417566161', '"pushed_at": 1417566999');
+    const again = await h.services.hooks.receiver.receive(project.id, {
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(later),
+      receivedAt: new Date(),
+    });
+    expect(again).toMatchObject({ status: 202, body: { outcome: 'ignored', reason: expect.stringContaining('already runs') } });
+    // The generic signed hook names an image too.
+    digest = `sha256:${'2'.repeat(64)}`;
+    const generic = await h.services.hooks.receiver.receive(
+      project.id,
+      request(standardDelivery({ type: 'image.push', data: { image: 'svendowideit/testhook', tag: 'latest' } }, secret)),
+    );
+    expect(generic).toMatchObject({ status: 202, body: { outcome: 'deployed' } });
+    // Digest polling: a new digest deploys with trigger poll; an unchanged one does not.
+    await api.services.update({ serviceId: service.id, pollIntervalSeconds: 30 });
+    digest = `sha256:${'3'.repeat(64)}`;
+    await h.services.hooks.poller.pass();
+    const polled = (await api.deployments.list({ serviceId: service.id })).deployments[0]!;
+    expect(polled).toMatchObject({ trigger: 'poll', provider: 'registry', imageDigest: digest });
+    expect((await api.services.overview({ serviceId: service.id })).service.poll).toMatchObject({
+      lastSeen: digest,
+      failures: 0,
+      lastError: null,
+    });
+  });
+
+  it('a failing poll backs off and shows on the service', async () => {
+    await h.close();
+    h = await createHarness({
+      config: { rootDomain: 'apps.test' },
+      hooks: { registry: { digestOf: () => Promise.reject(new Error('registry answered 503')) } },
+    });
+    const api = h.caller();
+    const { project } = await api.projects.create({ name: 'Images' });
+    const { service } = await api.services.create({
+      projectId: project.id,
+      name: 'img',
+      repoUrl: 'container-image',
+      containerImage: 'busybox:1',
+      pollIntervalSeconds: 30,
+    });
+    await h.services.hooks.poller.pass();
+    const { poll } = (await api.services.overview({ serviceId: service.id })).service;
+    expect(poll).toMatchObject({ failures: 1, lastError: 'registry answered 503' });
+    expect(Date.parse(poll!.nextCheckAt!) - Date.parse(poll!.lastCheckedAt!)).toBe(60_000);
+  });
+});
