@@ -16,6 +16,7 @@ async function main(): Promise<void> {
     provisionScript: findProvisionScript(),
     provision: runProvisionScript,
     log,
+    say: (line) => process.stderr.write(`${line}\n`),
   });
   if (!setup.ok) {
     // One plain line, not a JSON record: this is for the person at the terminal.
