@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -83,10 +83,14 @@ describe('npm start in a container without an engine', () => {
       const context = path.join(tmpdir(), `slipway-debian-docker-${id}`);
       mkdirSync(context, { recursive: true });
       writeFileSync(path.join(context, 'Dockerfile'), DOCKERFILE);
-      await run('docker', ['build', '-q', '--network', 'host', '-t', image, context], {
-        timeout: 10 * 60_000,
-        maxBuffer: 16 * 1024 * 1024,
-      });
+      try {
+        await run('docker', ['build', '-q', '--network', 'host', '-t', image, context], {
+          timeout: 10 * 60_000,
+          maxBuffer: 16 * 1024 * 1024,
+        });
+      } finally {
+        rmSync(context, { recursive: true, force: true });
+      }
     }
   }, 15 * 60_000);
 
