@@ -175,6 +175,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     requestsPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     authLimits: config.accounts.authLimits,
+    store: () => database.store.authLimits,
   });
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
     services,
