@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
-import { requestVia, startCaddy, waitUntilServed, type CaddyProcess, quietPort } from '../helpers/caddy.js';
+import { adminGet, requestVia, startCaddy, waitUntilServed, type CaddyProcess, quietPort } from '../helpers/caddy.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
 
 /**
@@ -186,6 +186,20 @@ describe('requests through Caddy', () => {
     expect(view.domains.map((d: { hostname: string }) => d.hostname)).toEqual(['alpha.example.test']);
     // The hostname was normalized (lower case, no trailing dot) before it was saved and routed.
     expect((await overview(beta.id)).service.primaryUrl).toBe(`http://beta.example.test:${httpPort}`);
+  });
+
+  it("routes a hostname sent in any case, or with the root's trailing dot (RFC 4343), without a reload", async () => {
+    const before = (await adminGet(caddy.adminUrl, '/config/')).body;
+    for (const sent of ['BETA.EXAMPLE.TEST', 'Beta.Example.Test.', generated(beta, main).toUpperCase(), `bEtA.example.test:${httpPort}`]) {
+      const answer = await via(sent);
+      expect(answer.status, sent).toBe(200);
+      expect(answer.text.trim(), sent).toBe('beta-says-hi');
+    }
+    const waiting = await via('IDLE.Example.TEST');
+    expect(waiting.status).toBe(503);
+    expect(waiting.text).toMatch(NO_CONTAINER);
+    expect((await via('NOBODY.example.test')).text).toMatch(NOT_FOUND);
+    expect((await adminGet(caddy.adminUrl, '/config/')).body).toEqual(before);
   });
 
   it('moves a hostname on PATCH: the new name serves, the old one is 404', async () => {
