@@ -442,7 +442,7 @@ it('drops no request of a hostname while web services are deployed past the firs
   expect(fresh.total).toBeGreaterThan(0);
   expect((await adminGet(caddy.adminUrl, '/config/')).body).toEqual(configBefore);
   for (const f of fillers) expect((await call('DELETE', `/api/services/${f.id}`)).status).toBe(200);
-}, 300_000);
+}, 600_000);
 
 it('keeps serving when the platform is killed in the middle of a cutover, and sorts it out on restart', async () => {
   // The previous test left a start command that never listens: back to the server, version 6.
