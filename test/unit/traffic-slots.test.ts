@@ -179,6 +179,26 @@ describe('the runner with a traffic gate', () => {
     expect((await logs(third.id)).join('\n')).toContain('traffic slot 172.16.40.2 opened; ');
   });
 
+  it('when the proxy refuses the new routes, the old slot stays open (its routes still name it) until a table without it is served', async () => {
+    const serviceId = await setup();
+    const first = await deployOk(serviceId);
+    h.proxy.result = { ok: false, detail: 'Caddy rejected the configuration, and keeps serving the previous one: boom' };
+    const second = await deployOk(serviceId);
+    expect(await logs(second.id)).toContain('The previous container keeps running until the proxy has the new routes; it is stopped then');
+    expect(h.gate!.open).toEqual(['172.16.40.2', '172.16.40.3']);
+    // The runner's pass: the deployment is over, the new container is the current one, but Caddy still has the old routes.
+    await h.services.routing.reconcile();
+    await h.runner.reconcile();
+    expect(h.gate!.open).toEqual(['172.16.40.2', '172.16.40.3']);
+    expect(h.engine.byName(first.containerName!)?.running).toBe(true);
+    // Caddy takes the new routes: the next pass closes the old slot and retires its container.
+    h.proxy.result = { ok: true, detail: 'loaded' };
+    await h.services.routing.reconcile();
+    await h.runner.reconcile();
+    expect(h.gate!.open).toEqual(['172.16.40.3']);
+    expect(h.engine.byName(first.containerName!)).toBeUndefined();
+  });
+
   it("on restart, opens only the current containers' slots before the container of a cut-short cutover goes", async () => {
     const serviceId = await setup();
     const live = await deployOk(serviceId);
