@@ -3,6 +3,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { Readable } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClickHouseClient, type ClickHouseSettings, ClickHouseError, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import type {
   CellValue,
@@ -15,7 +16,7 @@ import type {
   TableEntry,
   TableRef,
 } from '../../src/databases/database-admin.port.js';
-import { DomainError, QueryError } from '../../src/domain/errors.js';
+import { ConflictError, DomainError, NotFoundError, QueryError, ValidationError } from '../../src/domain/errors.js';
 import { binaryCell, toCell } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
 import {
@@ -27,14 +28,18 @@ import {
   type SqlAdminOptions,
   checkColumns,
   checkPage,
+  checkPrimaryKey,
   checkQuery,
   checkTableRef,
+  checkUpdateValues,
   connectionFailureCode,
-  noPrimaryKey,
+  keyId,
   notRunning,
   onAbort,
+  primaryKeyColumns,
   redact,
   requireTable,
+  rowId,
   rowOf,
   timer,
   uniqueNames,
@@ -42,21 +47,30 @@ import {
 
 /**
  * ClickHouse over its HTTP interface (the service's port 8123) through one `@clickhouse/client` per
- * service. Written for ClickHouse 18.16 (Debian's) and current releases alike, so it uses nothing newer:
- * - no query parameters (`{p:Type}` came in 19.x): catalog lookups read the service database's whole
- *   system.tables/system.columns and match names here; row values travel as JSONEachRow data in the
- *   request body, never in SQL text;
+ * service. Written for ClickHouse 18.16 (Debian's) and current releases alike; what differs is asked of
+ * the server once (its catalog's columns, its settings, a probe), never guessed from its version:
+ * - catalog lookups read the service database's whole system.tables/system.columns and match names
+ *   here; inserted rows travel as JSONEachRow data in the request body, never in SQL text;
+ * - values inside statements (row keys, changed values) are query parameters (`{v0:UInt64}`) where the
+ *   server has them (19.x on), and on older servers hex literals the server decodes
+ *   (`CAST(unhex('3432') AS UInt64)`): the text of a value is never written into SQL;
  * - results are TabSeparatedWithNamesAndTypes (names and types in two header lines, then rows), parsed
  *   here and streamed, so a capped query reads `rowCap + 1` rows and closes the response;
  * - `total_rows` of system.tables is used where the server has it, else the active parts' row sum
  *   (MergeTree) or count().
- * Single rows are never updated or deleted: a ClickHouse primary key is a sparse sort index, not a
- * unique key, and ALTER ... UPDATE/DELETE are asynchronous rewrites of whole parts (`mutations_sync`
- * does not exist in 18.16). Such changes go through `query` as ALTER statements, knowingly.
+ * A row is named by the table's primary key (`system.columns.is_in_primary_key`; the sorting key's
+ * plain columns on servers without it). That key sorts and does not make rows unique, so an edit or a
+ * deletion first counts the rows with that key: it goes ahead only for exactly one, as a mutation
+ * (`ALTER TABLE ... UPDATE/DELETE WHERE`), awaited (`mutations_sync`, or system.mutations polled where
+ * the server has no such setting).
  */
 
 interface ChColumn extends CatalogColumn {
-  isSortingKey: boolean;
+  /** Part of the sorting or the partition key: ClickHouse cannot change such a column in place. */
+  inStorageKey: boolean;
+  /** `DEFAULT`, `MATERIALIZED`, `ALIAS` or empty, with its expression (the server's own text). */
+  defaultKind: string;
+  defaultExpression: string;
 }
 
 interface ChTable extends CatalogTable {
@@ -78,6 +92,14 @@ interface ServerMeta {
   timezone: string;
   /** system.tables.total_rows exists (it does not in 18.16). */
   totalRows: boolean;
+  /** system.columns has is_in_primary_key (and is_in_sorting_key, is_in_partition_key): 18.x on. */
+  keyFlags: boolean;
+  /** system.tables has sorting_key and primary_key (the key expressions' text). */
+  keyExpressions: boolean;
+  /** The `mutations_sync` setting exists (it does not in 18.16): an ALTER can wait for its mutation. */
+  mutationsSync: boolean;
+  /** Query parameters (`{name:Type}`) are bound by the server (they are not in 18.16). */
+  queryParameters: boolean;
 }
 
 interface ConnectionKey {
@@ -478,12 +500,12 @@ async function readTsv(
 // ---- values written -------------------------------------------------------------------------------
 
 /**
- * A value for a column as JSONEachRow data: ISO timestamps with a zone become unix seconds (ClickHouse
- * reads those in any column time zone; a wall time without zone is left to the column's zone).
+ * A value for a column of `type` as JSONEachRow data: ISO timestamps with a zone become unix seconds
+ * (ClickHouse reads those in any column time zone; a wall time without zone is left to the column's zone).
  */
-function jsonValue(column: ChColumn, value: CellValue): CellValue {
+function jsonValue(type: string, value: CellValue): CellValue {
   if (typeof value !== 'string') return value;
-  const base = parseType(column.type.replace(/^(Nullable|LowCardinality)\((.*)\)$/s, '$2')).name;
+  const base = parseType(type.replace(/^(Nullable|LowCardinality)\((.*)\)$/s, '$2')).name;
   if (base === 'DateTime' || base === 'DateTime64') {
     if (/(Z|[+-]\d{2}:?\d{2})$/.test(value) && /^\d{4}-\d{2}-\d{2}T/.test(value)) {
       const ms = Date.parse(value);
@@ -495,6 +517,88 @@ function jsonValue(column: ChColumn, value: CellValue): CellValue {
     return value.replace('T', ' ');
   }
   return value;
+}
+
+/** A string inside an Array/Map literal: quoted, with ClickHouse's backslash escapes. */
+function quotedLiteral(text: string): string {
+  return `'${text.replace(/[\\'\t\n\r\0]/g, (c) => ({ '\\': '\\\\', "'": "\\'", '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0' })[c]!)}'`;
+}
+
+function literalText(value: CellValue): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'string') return quotedLiteral(value);
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  if (typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return `[${value.map(literalText).join(',')}]`;
+  return `{${Object.entries(value)
+    .map(([k, v]) => `${quotedLiteral(k)}:${literalText(v)}`)
+    .join(',')}}`;
+}
+
+/**
+ * A value as ClickHouse reads the text of a column of `type` (a CAST from String, a query parameter):
+ * a string as it is, a number's digits, an array or a map as its literal, timestamps as unix seconds.
+ */
+export function valueText(type: string, value: Exclude<CellValue, null>): string {
+  const data = jsonValue(type, value);
+  if (typeof data === 'string') return data;
+  if (typeof data === 'boolean') return data ? '1' : '0';
+  return literalText(data);
+}
+
+/**
+ * The values of one statement. Where the server binds query parameters, each value is one
+ * (`{v0:UInt32}`, its text sent beside the statement); elsewhere (18.16) it is a hex literal that the
+ * server decodes and casts (`CAST(unhex('3432') AS UInt32)`): hex digits are all a value can put into
+ * the statement's text. The type comes from the server's own catalog.
+ */
+export class ClickHouseBindings {
+  readonly params: Record<string, string> = {};
+  private next = 0;
+
+  constructor(private readonly serverSide: boolean) {}
+
+  /** An expression of type `type` holding `value`. */
+  bind(type: string, value: CellValue): string {
+    if (value === null) return 'NULL';
+    const text = valueText(type, value);
+    if (!this.serverSide) return `CAST(unhex('${Buffer.from(text, 'utf8').toString('hex')}') AS ${type})`;
+    const name = `v${this.next++}`;
+    this.params[name] = text;
+    return `{${name}:${type}}`;
+  }
+}
+
+/** The plain column names of a key expression's text (`(id, toDate(ts))` -> `id`), in key order. */
+export function keyExpressionColumns(expression: string, columns: ReadonlySet<string>): string[] {
+  const inner = /^\((.*)\)$/s.exec(expression.trim())?.[1] ?? expression;
+  return splitTopLevel(inner)
+    .map((part) => (part.startsWith('`') && part.endsWith('`') ? part.slice(1, -1).replace(/``/g, '`').replace(/\\(.)/g, '$1') : part))
+    .filter((part) => columns.has(part));
+}
+
+/**
+ * Each column's place in the primary key (1-based, null outside it). Where the catalog flags key
+ * columns (`is_in_primary_key`), those are the key, ordered as the key expression names them, then the
+ * rest of them (used inside an expression, `toDate(ts)`) in table order; on servers without the flags,
+ * the sorting key's plain columns.
+ */
+export function primaryKeyPositions(
+  columns: ReadonlyArray<{ name: string; inPrimaryKey: boolean | null }>,
+  keys: { primaryKey: string; sortingKey: string },
+): Array<number | null> {
+  const names = new Set(columns.map((c) => c.name));
+  const flagged = columns.every((c) => c.inPrimaryKey !== null);
+  const inKey = flagged
+    ? new Set(columns.filter((c) => c.inPrimaryKey).map((c) => c.name))
+    : new Set(keyExpressionColumns(keys.sortingKey, names));
+  const order = [
+    ...keyExpressionColumns(flagged ? keys.primaryKey || keys.sortingKey : keys.sortingKey, names).filter((n) => inKey.has(n)),
+    ...columns.map((c) => c.name).filter((n) => inKey.has(n)),
+  ];
+  const positions = new Map<string, number>();
+  for (const name of order) if (!positions.has(name)) positions.set(name, positions.size + 1);
+  return columns.map((c) => positions.get(c.name) ?? null);
 }
 
 // ---- errors -------------------------------------------------------------------------------------
@@ -615,14 +719,42 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
         throw Object.assign(new Error(`no answer to /ping within ${this.options.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
       throw reach.error;
     }
+    const has = (table: string, column: string) =>
+      `(SELECT count() FROM system.columns WHERE database = 'system' AND table = '${table}' AND name = '${column}')`;
     const { rows } = await this.select(
       service,
       'Etc/UTC',
-      "SELECT version() AS version, timezone() AS tz, (SELECT count() FROM system.columns WHERE database = 'system' AND table = 'tables' AND name = 'total_rows') AS total_rows",
+      `SELECT version() AS version, timezone() AS tz, ${has('tables', 'total_rows')} AS total_rows,
+              ${has('columns', 'is_in_primary_key')} AS key_flags, ${has('tables', 'primary_key')} AS key_expressions,
+              (SELECT count() FROM system.settings WHERE name = 'mutations_sync') AS mutations_sync`,
       signal,
     );
     const row = rows[0]!;
-    return { version: String(row.version), timezone: String(row.tz), totalRows: Number(row.total_rows) > 0 };
+    return {
+      version: String(row.version),
+      timezone: String(row.tz),
+      totalRows: Number(row.total_rows) > 0,
+      keyFlags: Number(row.key_flags) > 0,
+      keyExpressions: Number(row.key_expressions) > 0,
+      mutationsSync: Number(row.mutations_sync) > 0,
+      queryParameters: await this.bindsParameters(service, signal),
+    };
+  }
+
+  /** Whether the server binds query parameters: 18.16 refuses `param_p` as an unknown setting. */
+  private async bindsParameters(service: ChService, signal: AbortSignal): Promise<boolean> {
+    try {
+      const { rows } = await this.select(service, 'Etc/UTC', 'SELECT {p:UInt8} AS ok', signal, { params: { p: '1' } });
+      return rows[0]?.ok === 1;
+    } catch (error) {
+      signal.throwIfAborted();
+      if (error instanceof ClickHouseError || /Code: \d+/.test(String((error as Error)?.message))) return false;
+      throw error;
+    }
+  }
+
+  private bindings(meta: ServerMeta): ClickHouseBindings {
+    return new ClickHouseBindings(meta.queryParameters);
   }
 
   /**
@@ -666,7 +798,7 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     serverTz: string,
     query: string,
     signal: AbortSignal,
-    options: { cap?: number; timeoutMs?: number } = {},
+    options: { cap?: number; timeoutMs?: number; params?: Record<string, string>; settings?: ClickHouseSettings } = {},
   ): Promise<{ columns: Array<{ name: string; type: string }>; rows: Row[]; truncated: boolean; summary: Record<string, string> }> {
     const timeoutMs = options.timeoutMs ?? this.options.internalTimeoutMs;
     return this.request(service, signal, timeoutMs, async ({ queryId, abortSignal, cancel }) => {
@@ -674,8 +806,16 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
         // Statements without a FORMAT clause answer in our format; DDL and INSERT answer nothing.
         default_format: TSV_WITH_HEADER,
         max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
+        ...options.settings,
       } as ClickHouseSettings;
-      const result = await service.client.exec({ query, clickhouse_settings: settings, query_id: queryId, abort_signal: abortSignal });
+      const params = options.params && Object.keys(options.params).length > 0 ? { query_params: options.params } : {};
+      const result = await service.client.exec({
+        query,
+        clickhouse_settings: settings,
+        query_id: queryId,
+        abort_signal: abortSignal,
+        ...params,
+      });
       const cap = new RowCap(options.cap ?? Number.MAX_SAFE_INTEGER);
       const { columns } = await readTsv(result.stream, cap, serverTz, () => {
         result.stream.destroy();
@@ -718,11 +858,12 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     service: ChService,
     meta: ServerMeta,
     signal: AbortSignal,
-  ): Promise<Array<{ name: string; engine: string; sortingKey: string; totalRows: number | null }>> {
+  ): Promise<Array<{ name: string; engine: string; sortingKey: string; primaryKey: string; totalRows: number | null }>> {
     const { rows } = await this.select(
       service,
       meta.timezone,
-      `SELECT name, engine, sorting_key, ${meta.totalRows ? 'total_rows' : 'CAST(NULL AS Nullable(UInt64)) AS total_rows'}
+      `SELECT name, engine, ${meta.keyExpressions ? 'sorting_key, primary_key' : "'' AS sorting_key, '' AS primary_key"},
+              ${meta.totalRows ? 'total_rows' : 'CAST(NULL AS Nullable(UInt64)) AS total_rows'}
          FROM system.tables WHERE database = currentDatabase() AND NOT is_temporary AND NOT startsWith(name, '.inner') ORDER BY name`,
       signal,
     );
@@ -730,6 +871,7 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
       name: String(r.name),
       engine: String(r.engine),
       sortingKey: String(r.sorting_key ?? ''),
+      primaryKey: String(r.primary_key ?? ''),
       totalRows: r.total_rows === null ? null : Number(r.total_rows),
     }));
   }
@@ -783,24 +925,30 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     if (ref.schema !== service.database) requireTable(null, ref);
     const found = (await this.tables(service, meta, signal)).find((t) => t.name === ref.name);
     if (!found) requireTable(null, ref);
+    const flags = meta.keyFlags
+      ? 'is_in_primary_key, is_in_sorting_key OR is_in_partition_key AS in_storage_key'
+      : 'CAST(NULL AS Nullable(UInt8)) AS is_in_primary_key, CAST(NULL AS Nullable(UInt8)) AS in_storage_key';
     const { rows } = await this.select(
       service,
       meta.timezone,
-      'SELECT table, name, type, is_in_sorting_key FROM system.columns WHERE database = currentDatabase()',
+      `SELECT table, name, type, default_kind, default_expression, ${flags} FROM system.columns WHERE database = currentDatabase()`,
       signal,
     );
-    const columns = rows
-      .filter((r) => r.table === ref.name)
-      .map((r) => ({ name: String(r.name), type: String(r.type), isSortingKey: Number(r.is_in_sorting_key) === 1, keyPosition: null }));
+    const own = rows.filter((r) => r.table === ref.name);
+    const positions = primaryKeyPositions(
+      own.map((r) => ({ name: String(r.name), inPrimaryKey: r.is_in_primary_key === null ? null : Number(r.is_in_primary_key) === 1 })),
+      found!,
+    );
+    const sortingColumns = new Set(keyExpressionColumns(found!.sortingKey, new Set(own.map((r) => String(r.name)))));
+    const columns = own.map((r, i) => ({
+      name: String(r.name),
+      type: String(r.type),
+      keyPosition: positions[i]!,
+      inStorageKey: r.in_storage_key === null ? sortingColumns.has(String(r.name)) : Number(r.in_storage_key) === 1,
+      defaultKind: String(r.default_kind ?? ''),
+      defaultExpression: String(r.default_expression ?? ''),
+    }));
     return { schema: service.database, name: found!.name, engine: found!.engine, sortingKey: found!.sortingKey, columns };
-  }
-
-  /** Columns of the sorting key that are plain columns, in key order: the order of stable pages. */
-  private orderColumns(table: ChTable): string[] {
-    const names = new Set(table.columns.map((c) => c.name));
-    return splitTopLevel(table.sortingKey)
-      .map((part) => (part.startsWith('`') && part.endsWith('`') ? part.slice(1, -1).replace(/\\(.)/g, '$1') : part))
-      .filter((part) => names.has(part));
   }
 
   private async total(service: ChService, meta: ServerMeta, table: ChTable, signal: AbortSignal): Promise<number> {
@@ -812,7 +960,8 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
     const { limit, offset } = checkPage(page);
     return this.withClient(db, signal, async (service, meta) => {
       const table = await this.table(service, meta, ref, signal);
-      const order = this.orderColumns(table);
+      // Pages in sorting key order (its plain columns): the order the data is stored in.
+      const order = keyExpressionColumns(table.sortingKey, new Set(table.columns.map((c) => c.name)));
       // The two paging numbers are integers checked by checkPage, not values: ClickHouse 18.16 cannot bind them.
       const { rows } = await this.select(
         service,
@@ -822,8 +971,7 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
       );
       const total = await this.total(service, meta, table, signal);
       return {
-        // No column is `primary`: a ClickHouse key sorts, it does not identify a row.
-        columns: table.columns.map((c) => ({ name: c.name, type: c.type, primary: false })),
+        columns: table.columns.map((c) => ({ name: c.name, type: c.type, primary: c.keyPosition !== null })),
         rows,
         total: Math.max(total, offset + rows.length),
       };
@@ -845,15 +993,26 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
   }
 
   /**
-   * The row goes as one JSONEachRow line in the request body: values are data, not SQL. The id is
-   * null: ClickHouse has no key that identifies one row (see the top of this file).
+   * The row goes as one JSONEachRow line in the request body: values are data, not SQL. The answer's
+   * id is the row's key as the server holds it: key columns left out take their default, worked out
+   * by the server first (`DEFAULT generateUUIDv4()`, a type's zero) and then written with the row.
    */
   async insertRow(db: DatabaseEndpoint, ref: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
     return this.withClient(db, signal, async (service, meta) => {
       const table = await this.table(service, meta, ref, signal);
-      const given = checkColumns(table, values, 'values');
-      const line = `${JSON.stringify(Object.fromEntries(given.map(([c, v]) => [c.name, jsonValue(c as ChColumn, v)])))}\n`;
-      const query = `INSERT INTO ${qualified(table)}${given.length ? ` (${given.map(([c]) => quoteClickHouse(c.name)).join(', ')})` : ''} FORMAT JSONEachRow`;
+      const given = checkColumns(table, values, 'values') as Array<[ChColumn, CellValue]>;
+      const keyColumns = primaryKeyColumns(table) as ChColumn[];
+      const key = keyColumns.length ? await this.keyOfNewRow(service, meta, keyColumns, given, signal) : null;
+      const written = new Map<string, CellValue>(given.map(([c, v]) => [c.name, jsonValue(c.type, v)]));
+      if (key) {
+        // A MATERIALIZED column is the server's to compute: it is answered, never written.
+        for (const c of keyColumns)
+          if (!written.has(c.name) && c.defaultKind !== 'MATERIALIZED' && c.name in key)
+            written.set(c.name, jsonValue(c.type, key[c.name]!));
+      }
+      const names = [...written.keys()];
+      const line = `${JSON.stringify(Object.fromEntries(written))}\n`;
+      const query = `INSERT INTO ${qualified(table)}${names.length ? ` (${names.map(quoteClickHouse).join(', ')})` : ''} FORMAT JSONEachRow`;
       await this.request(service, signal, this.options.internalTimeoutMs, async ({ queryId, abortSignal }) => {
         const settings = { max_execution_time: Math.ceil(this.options.internalTimeoutMs / 1000) };
         const result = await service.client.exec({
@@ -865,24 +1024,166 @@ export class ClickHouseDatabaseAdmin implements DatabaseAdmin {
         });
         for await (const _ of result.stream) void _;
       });
-      return { id: null };
+      return { id: keyId(keyColumns, key ?? Object.fromEntries(given.map(([c, v]) => [c.name, v]))) };
     });
   }
 
-  async updateRow(db: DatabaseEndpoint, ref: TableRef, _primaryKey: Row, _values: Row, signal: AbortSignal): Promise<void> {
-    await this.refuseRowChange(db, ref, signal);
+  /**
+   * The key of a row about to be inserted, read back from the server as GET rows would show it: given
+   * key values cast to their column's type, the others their default expression (over the given
+   * values) or their type's default. Where the server cannot work that out (a default naming a column
+   * left out, a value it cannot cast), the given key values are all it answers: the insert goes ahead
+   * as given, and the parts of the key it computes are answered null.
+   */
+  private async keyOfNewRow(
+    service: ChService,
+    meta: ServerMeta,
+    keyColumns: ChColumn[],
+    given: Array<[ChColumn, CellValue]>,
+    signal: AbortSignal,
+  ): Promise<Row | null> {
+    const bindings = this.bindings(meta);
+    const byName = new Map(given.map(([c, v]) => [c.name, v]));
+    const computed = keyColumns.filter((c) => !byName.has(c.name));
+    const expressions = keyColumns.map((c, i) => {
+      const expression = byName.has(c.name)
+        ? bindings.bind(c.type, byName.get(c.name)!)
+        : c.defaultExpression
+          ? `CAST((${c.defaultExpression}) AS ${c.type})`
+          : // Element 1 of an empty array is the type's default, what an insert leaving the column out stores.
+            `arrayElement(CAST('[]' AS Array(${c.type})), 1)`;
+      return `${expression} AS k${i}`;
+    });
+    const context =
+      computed.some((c) => c.defaultExpression) && given.length
+        ? ` FROM (SELECT ${given.map(([c, v]) => `${bindings.bind(c.type, v)} AS ${quoteClickHouse(c.name)}`).join(', ')})`
+        : '';
+    try {
+      const { rows } = await this.select(service, meta.timezone, `SELECT ${expressions.join(', ')}${context}`, signal, {
+        params: bindings.params,
+      });
+      const row = rows[0];
+      if (!row) return null;
+      return Object.fromEntries(keyColumns.map((c, i) => [c.name, row[`k${i}`] ?? null]));
+    } catch (error) {
+      signal.throwIfAborted();
+      if (!(error instanceof ClickHouseError) && !/Code: \d+/.test(String((error as Error)?.message))) throw error;
+      return Object.fromEntries(keyColumns.filter((c) => byName.has(c.name)).map((c) => [c.name, byName.get(c.name)!]));
+    }
   }
 
-  async deleteRow(db: DatabaseEndpoint, ref: TableRef, _primaryKey: Row, signal: AbortSignal): Promise<void> {
-    await this.refuseRowChange(db, ref, signal);
-  }
-
-  /** After the table check (an unknown table is still a 404): no single row can be addressed. */
-  private async refuseRowChange(db: DatabaseEndpoint, ref: TableRef, signal: AbortSignal): Promise<never> {
-    return this.withClient(db, signal, async (service, meta) => {
+  /**
+   * One row, named by its whole primary key, changed in place by a mutation (`ALTER TABLE ... UPDATE`),
+   * when exactly one row has that key. Columns of the sorting or partition key cannot be updated by
+   * ClickHouse: such a change is refused before anything runs.
+   */
+  async updateRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void> {
+    await this.withClient(db, signal, async (service, meta) => {
       const table = await this.table(service, meta, ref, signal);
-      throw noPrimaryKey(table, 'ClickHouse keys sort rows and are not unique; change rows with ALTER TABLE ... UPDATE/DELETE in a query');
+      const key = checkPrimaryKey(table, primaryKey) as Array<[ChColumn, CellValue]>;
+      const set = checkUpdateValues(table, values) as Array<[ChColumn, CellValue]>;
+      for (const [column] of set) {
+        if (column.inStorageKey)
+          throw new ValidationError(
+            'values',
+            `column ${JSON.stringify(column.name)} is part of the table's sorting or partition key, which ClickHouse cannot change in place: delete the row and insert it again`,
+          );
+        if (column.defaultKind === 'MATERIALIZED' || column.defaultKind === 'ALIAS')
+          throw new ValidationError('values', `column ${JSON.stringify(column.name)} is ${column.defaultKind}: the server computes it`);
+      }
+      const bindings = this.bindings(meta);
+      const where = this.keyCondition(key, bindings);
+      await this.requireOneRow(service, meta, table, key, where, bindings, signal);
+      const assignments = set.map(([c, v]) => `${quoteClickHouse(c.name)} = ${bindings.bind(c.type, v)}`).join(', ');
+      await this.mutate(service, meta, table, `UPDATE ${assignments} WHERE ${where}`, bindings, signal);
     });
+  }
+
+  /** One row, named by its whole primary key, deleted by a mutation (`ALTER TABLE ... DELETE`), when exactly one row has that key. */
+  async deleteRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void> {
+    await this.withClient(db, signal, async (service, meta) => {
+      const table = await this.table(service, meta, ref, signal);
+      const key = checkPrimaryKey(table, primaryKey) as Array<[ChColumn, CellValue]>;
+      const bindings = this.bindings(meta);
+      const where = this.keyCondition(key, bindings);
+      await this.requireOneRow(service, meta, table, key, where, bindings, signal);
+      await this.mutate(service, meta, table, `DELETE WHERE ${where}`, bindings, signal);
+    });
+  }
+
+  private keyCondition(key: Array<[ChColumn, CellValue]>, bindings: ClickHouseBindings): string {
+    return key.map(([c, v]) => `${quoteClickHouse(c.name)} = ${bindings.bind(c.type, v)}`).join(' AND ');
+  }
+
+  /** A key names one row or none: ClickHouse keys are not unique, so several rows are refused with how many. */
+  private async requireOneRow(
+    service: ChService,
+    meta: ServerMeta,
+    table: ChTable,
+    key: Array<[ChColumn, CellValue]>,
+    where: string,
+    bindings: ClickHouseBindings,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { rows } = await this.select(service, meta.timezone, `SELECT count() AS n FROM ${qualified(table)} WHERE ${where}`, signal, {
+      params: bindings.params,
+    });
+    const count = Number(rows[0]?.n ?? 0);
+    if (count === 0) throw new NotFoundError('row', rowId(table, key));
+    if (count > 1)
+      throw new ConflictError(
+        `${count} rows of table ${JSON.stringify(table.name)} have the key ${JSON.stringify(Object.fromEntries(key.map(([c, v]) => [c.name, v])))}: ClickHouse keys do not make rows unique, so none was changed; change them with ALTER TABLE ... UPDATE/DELETE in a query`,
+        { rows: count },
+      );
+  }
+
+  /**
+   * `ALTER TABLE <table> <command>`, waited for: with `mutations_sync` where the server has it, else by
+   * polling system.mutations until the mutations this statement added are done. A mutation still
+   * running at the timeout goes on in the server; the call says so.
+   */
+  private async mutate(
+    service: ChService,
+    meta: ServerMeta,
+    table: ChTable,
+    command: string,
+    bindings: ClickHouseBindings,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const statement = `ALTER TABLE ${qualified(table)} ${command}`;
+    if (meta.mutationsSync) {
+      await this.select(service, meta.timezone, statement, signal, { params: bindings.params, settings: { mutations_sync: '2' } });
+      return;
+    }
+    const before = new Set((await this.mutations(service, meta, table, signal)).map((m) => m.id));
+    await this.select(service, meta.timezone, statement, signal, { params: bindings.params });
+    const deadline = Date.now() + this.options.internalTimeoutMs;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+      const pending = (await this.mutations(service, meta, table, signal)).filter((m) => !before.has(m.id) && !m.done);
+      if (pending.length === 0) return;
+      if (Date.now() > deadline)
+        throw new QueryError(
+          `the mutation of table ${JSON.stringify(table.name)} did not finish within ${this.options.internalTimeoutMs} ms; it goes on in the server`,
+          { mutations: pending.map((m) => m.id) },
+        );
+      await sleep(pause, undefined, { signal });
+    }
+  }
+
+  /** The table's mutations, matched by name here (18.16 binds no values). */
+  private async mutations(
+    service: ChService,
+    meta: ServerMeta,
+    table: ChTable,
+    signal: AbortSignal,
+  ): Promise<Array<{ id: string; done: boolean }>> {
+    const { rows } = await this.select(
+      service,
+      meta.timezone,
+      'SELECT table, mutation_id, is_done FROM system.mutations WHERE database = currentDatabase()',
+      signal,
+    );
+    return rows.filter((r) => r.table === table.name).map((r) => ({ id: String(r.mutation_id), done: Number(r.is_done) === 1 }));
   }
 
   async release(serviceId: string): Promise<void> {
