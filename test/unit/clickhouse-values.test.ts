@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ClickHouseBindings,
-  keyExpressionColumns,
-  primaryKeyPositions,
-  valueText,
-} from '../../adapters/databases/clickhouse.database-admin.js';
+import { ClickHouseBindings, valueText } from '../../adapters/databases/clickhouse-bindings.js';
+import { keyExpressionColumns, primaryKeyPositions } from '../../adapters/databases/clickhouse-catalog.js';
 
 /*
  * The parts of the ClickHouse adapter that decide what a server without query parameters or key flags
