@@ -362,15 +362,22 @@ function sharedCases(get: () => Engine): void {
   });
 
   it('keeps one pool per service, reused, and closes it when idle', async () => {
-    const admin = get().makeAdmin({ idleMs: 300 });
+    const admin = get().makeAdmin({ idleMs: 1_000 });
     const db = get().db;
     await admin.checkReady(db, never());
     await admin.listTables(db, {}, never());
     await Promise.all([admin.readRows(db, t('items'), { limit: 2, offset: 0 }, never()), admin.checkReady(db, never())]);
     expect(admin.openPools).toBe(1);
+    // The first service stays in use (a slow statement) while the second opens, so however long opening
+    // takes on a busy machine, the first pool cannot have gone idle meanwhile.
+    const busy = new AbortController();
+    const slow = admin.query(db, get().sql.slow, LIMITS, busy.signal).catch(() => undefined);
     await admin.checkReady({ ...db, serviceId: `${db.serviceId}-other` }, never());
     expect(admin.openPools).toBe(2);
-    await new Promise((r) => setTimeout(r, 800));
+    busy.abort(new Error('done'));
+    await slow;
+    const idleSince = Date.now();
+    while (admin.openPools > 0 && Date.now() - idleSince < 15_000) await new Promise((r) => setTimeout(r, 100));
     expect(admin.openPools).toBe(0);
     await admin.checkReady(db, never());
     expect(admin.openPools).toBe(1);
