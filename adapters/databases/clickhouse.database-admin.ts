@@ -26,11 +26,11 @@ import {
 import { ClickHouseConnection, type ConnectionKey, type ServerMeta } from './clickhouse-connection.js';
 import { isRefusal, mapError } from './clickhouse-errors.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import {
   SQL_ADMIN_DEFAULTS,
   type SqlAdminOptions,
   checkColumns,
-  checkPage,
   checkPrimaryKey,
   checkQuery,
   checkUpdateValues,

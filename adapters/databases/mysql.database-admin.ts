@@ -14,13 +14,13 @@ import type {
 import { DomainError, QueryError } from '../../src/domain/errors.js';
 import { toCell } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import {
   type CatalogColumn,
   RowCap,
   SQL_ADMIN_DEFAULTS,
   type SqlAdminOptions,
   binaryParam,
-  checkPage,
   checkQuery,
   checkTableRef,
   connectionFailureCode,

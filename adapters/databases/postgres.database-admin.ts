@@ -13,11 +13,11 @@ import type {
 } from '../../src/databases/database-admin.port.js';
 import { DomainError, QueryError } from '../../src/domain/errors.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import {
   type CatalogColumn,
   SQL_ADMIN_DEFAULTS,
   type SqlAdminOptions,
-  checkPage,
   checkQuery,
   checkTableRef,
   connectionFailureCode,

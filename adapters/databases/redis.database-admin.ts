@@ -15,6 +15,7 @@ import type {
 import { NotFoundError, ValidationError } from '../../src/domain/errors.js';
 import { abortable } from './abortable.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import { checkCommand, splitCommandLine } from './redis-command-line.js';
 import { type Address, RedisService, domainError, isReplyError, pipelined, transaction } from './redis-connection.js';
 import { bytesCell, fieldsCell, numberCell, queryResult, scoredPairs } from './redis-replies.js';
@@ -196,16 +197,10 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
   }
 
   async readRows(db: DatabaseEndpoint, table: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
-    const { limit, offset } = page;
-    if (!Number.isInteger(limit) || limit < 0) throw new ValidationError('limit', 'limit is a whole number from 0.');
-    if (!Number.isInteger(offset) || offset < 0) throw new ValidationError('offset', 'offset is a whole number from 0.');
+    const { limit, offset } = checkPage(page);
     return this.run(db, signal, async (service) => {
       const { client, key, kind } = await this.resolveTable(service, table);
       const columns = COLUMNS[kind];
-      if (limit === 0) {
-        // Only the count: a range of offset..offset-1 would read the whole key (0..-1 is "all").
-        return { columns, rows: [], total: Number(await client.call(LENGTH_COMMAND[kind] ?? 'exists', key)) };
-      }
       switch (kind) {
         case 'string': {
           const value = (await client.callBuffer('get', key)) as Buffer | null;
