@@ -37,6 +37,7 @@ import {
   type EstimatedTable,
   type SqlConnection,
   type SqlDialect,
+  TableCache,
   countMany,
   deleteRow,
   insertRow,
@@ -69,6 +70,8 @@ interface MysqlService {
   flavor: 'mariadb' | 'mysql' | null;
   /** Connections whose session is set up (UTC, the internal timeout); a reset one is set up again. */
   ready: WeakSet<object>;
+  /** Tables as the catalog described them a moment ago (pages read them from here). */
+  tables: TableCache<MysqlTable>;
 }
 
 interface ConnectionKey {
@@ -273,7 +276,7 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       waitForConnections: true,
       queueLimit: 0,
     });
-    return { pool, key, flavor: null, ready: new WeakSet() };
+    return { pool, key, flavor: null, ready: new WeakSet(), tables: new TableCache() };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
@@ -375,13 +378,13 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
 
   async listTables(db: DatabaseEndpoint, _options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]> {
     const schema = this.database(db);
-    return this.withConnection(db, signal, async (conn) => {
+    return this.withConnection(db, signal, async (conn, service) => {
       const [rows] = await conn.execute<mysql.RowDataPacket[]>(
         'SELECT TABLE_NAME AS name, TABLE_ROWS AS estimate FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
         [schema],
       );
       const tables = rows.map((r) => ({ schema, name: String(r.name), estimate: Number(r.estimate ?? 0) }));
-      const counts = await countMany(MYSQL_DIALECT, this.connection(conn, db), tables);
+      const counts = await countMany(MYSQL_DIALECT, this.connection(conn, service, db), tables);
       return tables.map((t, i) => ({ id: `${schema}.${t.name}`, name: t.name, schema, rowCount: counts[i]! }));
     });
   }
@@ -425,12 +428,14 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
 
   async readRows(db: DatabaseEndpoint, ref: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
     const checked = checkPage(page);
-    return this.withConnection(db, signal, (conn) => readRows(MYSQL_DIALECT, this.connection(conn, db), ref, checked));
+    return this.withConnection(db, signal, (conn, service) => readRows(MYSQL_DIALECT, this.connection(conn, service, db), ref, checked));
   }
 
   async query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult> {
     checkQuery(text, limits);
     return this.withConnection(db, signal, async (conn, service, drop) => {
+      // The statement may change tables (DDL): pages read the catalog afresh after it.
+      service.tables.clear();
       await this.setTimeout(conn, service, limits.timeoutMs);
       // The user may change anything of the session (variables, database, locks, a transaction): it is
       // reset (COM_RESET_CONNECTION) before the connection goes back, and set up again on next use.
@@ -506,15 +511,17 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
   }
 
   async insertRow(db: DatabaseEndpoint, ref: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
-    return this.withConnection(db, signal, (conn) => insertRow(MYSQL_DIALECT, this.connection(conn, db), ref, values));
+    return this.withConnection(db, signal, (conn, service) => insertRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, values));
   }
 
   async updateRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void> {
-    await this.withConnection(db, signal, (conn) => updateRow(MYSQL_DIALECT, this.connection(conn, db), ref, primaryKey, values));
+    await this.withConnection(db, signal, (conn, service) =>
+      updateRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, primaryKey, values),
+    );
   }
 
   async deleteRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void> {
-    await this.withConnection(db, signal, (conn) => deleteRow(MYSQL_DIALECT, this.connection(conn, db), ref, primaryKey));
+    await this.withConnection(db, signal, (conn, service) => deleteRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, primaryKey));
   }
 
   /**
@@ -522,9 +529,9 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
    * statements where values are bound), affected rows. The driver's FOUND_ROWS flag makes affectedRows
    * count matched rows, also when an UPDATE changed nothing.
    */
-  private connection(conn: mysql.PoolConnection, db: DatabaseEndpoint): SqlConnection<MysqlTable> {
+  private connection(conn: mysql.PoolConnection, service: MysqlService, db: DatabaseEndpoint): SqlConnection<MysqlTable> {
     return {
-      table: (ref) => this.table(conn, db, ref),
+      table: (ref, options) => service.tables.get(ref, () => this.table(conn, db, ref), options?.fresh),
       select: async (sql, values) => {
         const [rows] = values.length
           ? await conn.execute<mysql.RowDataPacket[]>(
@@ -539,6 +546,8 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
         return { affected: result.affectedRows, returned: null, insertId: result.insertId };
       },
       refused: isEngineError,
+      // ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR
+      stale: (error) => isEngineError(error) && (error.errno === 1146 || error.errno === 1054),
     };
   }
 

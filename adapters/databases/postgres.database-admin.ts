@@ -34,6 +34,7 @@ import {
   type EstimatedTable,
   type SqlConnection,
   type SqlDialect,
+  TableCache,
   countMany,
   deleteRow,
   insertRow,
@@ -66,6 +67,8 @@ interface PgService {
   port: number;
   /** `format_type` names by `oid:typmod`, for the columns of query results: asked once per service. */
   typeNames: Map<string, string>;
+  /** Tables as the catalog described them a moment ago (pages read them from here). */
+  tables: TableCache<PgTable>;
 }
 
 interface ConnectionKey {
@@ -97,7 +100,8 @@ export function quotePg(identifier: string): string {
  */
 const SCALAR_PARSERS: Record<number, (text: string) => unknown> = {
   16: (t) => t === 't',
-  20: (t) => BigInt(t),
+  // Up to 15 digits a double holds the value exactly: no BigInt to make and convert back per row.
+  20: (t) => (t.length < 16 ? Number(t) : BigInt(t)),
   21: Number,
   23: Number,
   26: Number,
@@ -141,6 +145,12 @@ function mapNested(value: unknown, parse: (text: string) => unknown): unknown {
 
 /** `2024-01-02 03:04:05.123456+00` -> `2024-01-02T03:04:05.123456Z`; infinity and BC dates keep the server's text. */
 export function isoTimestamp(text: string, zoned: boolean): string {
+  // The common shape, `YYYY-MM-DD hh:mm:ss[.ffffff][+00]`, by position; anything else through the pattern.
+  if (text.length >= 19 && text.charCodeAt(10) === 32 && text.charCodeAt(4) === 45 && text.charCodeAt(13) === 58) {
+    const end = text.endsWith('+00') ? text.length - 3 : text.length;
+    const rest = text.slice(19, end);
+    if (rest === '' || /^\.\d+$/.test(rest)) return `${text.slice(0, 10)}T${text.slice(11, end)}${zoned && end < text.length ? 'Z' : ''}`;
+  }
   const m = /^(\d{4,}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)(\+00(?::00)?)?$/.exec(text);
   if (!m) return text;
   return `${m[1]}T${m[2]}${zoned && m[3] ? 'Z' : ''}`;
@@ -360,7 +370,7 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
     // A connection that dies while idle (server restarted) must not crash the process: the pool drops it.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    return { pool, host: key.host, port: key.port, typeNames: new Map() };
+    return { pool, host: key.host, port: key.port, typeNames: new Map(), tables: new TableCache() };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
@@ -428,14 +438,14 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
   }
 
   async listTables(db: DatabaseEndpoint, _options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]> {
-    return this.withClient(db, signal, async (client) => {
+    return this.withClient(db, signal, async (client, service) => {
       const { rows } = await client.query<{ schema: string; name: string; estimate: number; readable: boolean }>(
         `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS estimate, has_table_privilege(c.oid, 'SELECT') AS readable
            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
           WHERE ${READABLE_KINDS} AND NOT c.relispartition AND ${USER_SCHEMA}
           ORDER BY 1, 2`,
       );
-      const counts = await countMany(PG_DIALECT, this.connection(client), rows);
+      const counts = await countMany(PG_DIALECT, this.connection(client, service), rows);
       return rows.map((t, i) => ({ id: `${t.schema}.${t.name}`, name: t.name, schema: t.schema, rowCount: counts[i]! }));
     });
   }
@@ -478,12 +488,14 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
 
   async readRows(db: DatabaseEndpoint, ref: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
     const checked = checkPage(page);
-    return this.withClient(db, signal, (client) => readRows(PG_DIALECT, this.connection(client), ref, checked));
+    return this.withClient(db, signal, (client, service) => readRows(PG_DIALECT, this.connection(client, service), ref, checked));
   }
 
   async query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult> {
     checkQuery(text, limits);
     return this.withClient(db, signal, async (client, service, dropConnection) => {
+      // The statement may change tables (DDL): pages read the catalog afresh after it.
+      service.tables.clear();
       await client.query("SELECT set_config('statement_timeout', $1, false)", [String(limits.timeoutMs)]);
       const statement = new CappedStatement(text, limits.rowCap);
       let clean = false;
@@ -534,21 +546,23 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
   }
 
   async insertRow(db: DatabaseEndpoint, ref: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
-    return this.withClient(db, signal, (client) => insertRow(PG_DIALECT, this.connection(client), ref, values));
+    return this.withClient(db, signal, (client, service) => insertRow(PG_DIALECT, this.connection(client, service), ref, values));
   }
 
   async updateRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void> {
-    await this.withClient(db, signal, (client) => updateRow(PG_DIALECT, this.connection(client), ref, primaryKey, values));
+    await this.withClient(db, signal, (client, service) =>
+      updateRow(PG_DIALECT, this.connection(client, service), ref, primaryKey, values),
+    );
   }
 
   async deleteRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void> {
-    await this.withClient(db, signal, (client) => deleteRow(PG_DIALECT, this.connection(client), ref, primaryKey));
+    await this.withClient(db, signal, (client, service) => deleteRow(PG_DIALECT, this.connection(client, service), ref, primaryKey));
   }
 
   /** One pooled connection as the shared row operations use it: the catalog, rows as arrays, affected rows. */
-  private connection(client: pg.PoolClient): SqlConnection<PgTable> {
+  private connection(client: pg.PoolClient, service: PgService): SqlConnection<PgTable> {
     return {
-      table: (ref) => this.table(client, ref),
+      table: (ref, options) => service.tables.get(ref, () => this.table(client, ref), options?.fresh),
       select: async (text, values) => (await client.query({ text, values, rowMode: 'array' })).rows as unknown[][],
       write: async (text, values) => {
         const result = await client.query(text, values);
@@ -559,6 +573,8 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
         };
       },
       refused: (error) => error instanceof pg.DatabaseError,
+      // undefined_table, undefined_column
+      stale: (error) => error instanceof pg.DatabaseError && (error.code === '42P01' || error.code === '42703'),
     };
   }
 

@@ -56,13 +56,70 @@ export interface WriteResult {
 
 /** One connection of the service, for the length of one call. */
 export interface SqlConnection<T> {
-  /** The table and its columns from the engine's catalog; NotFoundError('table') when it has none by that name. */
-  table(ref: TableRef): Promise<T>;
+  /**
+   * The table and its columns from the engine's catalog (NotFoundError('table') when it has none by that
+   * name), as read at most a moment ago (TableCache); `fresh` reads it now.
+   */
+  table(ref: TableRef, options?: { fresh?: boolean }): Promise<T>;
   /** A statement's rows, each an array in select-list order. */
   select(sql: string, params: unknown[]): Promise<unknown[][]>;
   write(sql: string, params: unknown[]): Promise<WriteResult>;
   /** The engine refused the statement (as opposed to a connection that failed). */
   refused(error: unknown): boolean;
+  /** The engine says a table or column the statement names does not exist: the catalog read may be stale. */
+  stale(error: unknown): boolean;
+}
+
+/**
+ * The tables of one service as its catalog described them, kept for a moment: a page of rows is one
+ * statement instead of two (the catalog query cost PostgreSQL more than a shallow page). A change made
+ * elsewhere shows in pages within `ttlMs`; sooner where it matters: a page that names what is gone is read
+ * again on a fresh catalog (withTable), writes always read the catalog, and the adapter clears the cache
+ * after each statement of its console.
+ */
+export class TableCache<T> {
+  private readonly entries = new Map<string, { table: Promise<T>; until: number }>();
+
+  constructor(
+    private readonly ttlMs = 2_000,
+    private readonly maxTables = 256,
+  ) {}
+
+  get(ref: TableRef, load: () => Promise<T>, fresh = false): Promise<T> {
+    const id = JSON.stringify([ref.schema, ref.name]);
+    const now = Date.now();
+    const cached = this.entries.get(id);
+    if (cached && !fresh && cached.until > now) return cached.table;
+    if (this.entries.size >= this.maxTables) this.entries.clear();
+    const table = load();
+    const entry = { table, until: now + this.ttlMs };
+    this.entries.set(id, entry);
+    // A failed read (an unknown table) is not kept: the next call asks again.
+    table.catch(() => {
+      if (this.entries.get(id) === entry) this.entries.delete(id);
+    });
+    return table;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+/** Writes read the catalog now: a column added a moment ago can be written at once. */
+async function fresh<T, R>(conn: SqlConnection<T>, ref: TableRef, work: (table: T) => Promise<R>): Promise<R> {
+  return work(await conn.table(ref, { fresh: true }));
+}
+
+/** Runs `work` with the table; when the engine says something it names is gone, once more on a fresh catalog read. */
+async function withTable<T, R>(conn: SqlConnection<T>, ref: TableRef, work: (table: T) => Promise<R>): Promise<R> {
+  const table = await conn.table(ref);
+  try {
+    return await work(table);
+  } catch (error) {
+    if (!conn.stale(error)) throw error;
+    return work(await conn.table(ref, { fresh: true }));
+  }
 }
 
 function qualified(dialect: { quote(identifier: string): string }, table: TableRef): string {
@@ -76,7 +133,15 @@ export async function readRows<C extends CatalogColumn, T extends EstimatedTable
   ref: TableRef,
   page: { limit: number; offset: number },
 ): Promise<RowsPage> {
-  const table = await conn.table(ref);
+  return withTable(conn, ref, (table) => readPage(dialect, conn, table, page));
+}
+
+async function readPage<C extends CatalogColumn, T extends EstimatedTable<C>>(
+  dialect: SqlDialect<C, T>,
+  conn: SqlConnection<T>,
+  table: T,
+  page: { limit: number; offset: number },
+): Promise<RowsPage> {
   const key = primaryKeyColumns(table);
   const order = key.length ? key.map((c) => dialect.quote(c.name)) : dialect.orderWithoutKey(table);
   const columns = table.columns.map((c) => dialect.quote(c.name)).join(', ') || '*';
@@ -102,7 +167,15 @@ export async function insertRow<C extends CatalogColumn & { autoIncrement?: bool
   ref: TableRef,
   values: Row,
 ): Promise<{ id: CellValue }> {
-  const table = await conn.table(ref);
+  return fresh(conn, ref, (table) => insertInto(dialect, conn, table, values));
+}
+
+async function insertInto<C extends CatalogColumn & { autoIncrement?: boolean }, T extends EstimatedTable<C>>(
+  dialect: SqlDialect<C, T>,
+  conn: SqlConnection<T>,
+  table: T,
+  values: Row,
+): Promise<{ id: CellValue }> {
   const given = checkColumns(table, values, 'values') as Array<[C, CellValue]>;
   const key = primaryKeyColumns(table) as C[];
   const returning = dialect.returning && key.length ? ` RETURNING ${key.map((c) => dialect.quote(c.name)).join(', ')}` : '';
@@ -132,17 +205,18 @@ export async function updateRow<C extends CatalogColumn, T extends EstimatedTabl
   primaryKey: Row,
   values: Row,
 ): Promise<void> {
-  const table = await conn.table(ref);
-  const key = checkPrimaryKey(table, primaryKey) as Array<[C, CellValue]>;
-  const set = checkUpdateValues(table, values) as Array<[C, CellValue]>;
-  const sql =
-    `UPDATE ${qualified(dialect, table)} SET ${set.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(i + 1)}`).join(', ')}` +
-    ` WHERE ${key.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(set.length + i + 1)}`).join(' AND ')}`;
-  const result = await conn.write(
-    sql,
-    [...set, ...key].map(([c, v]) => dialect.param(c, v)),
-  );
-  if (result.affected === 0) throw new NotFoundError('row', rowId(table, key));
+  await fresh(conn, ref, async (table) => {
+    const key = checkPrimaryKey(table, primaryKey) as Array<[C, CellValue]>;
+    const set = checkUpdateValues(table, values) as Array<[C, CellValue]>;
+    const sql =
+      `UPDATE ${qualified(dialect, table)} SET ${set.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(i + 1)}`).join(', ')}` +
+      ` WHERE ${key.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(set.length + i + 1)}`).join(' AND ')}`;
+    const result = await conn.write(
+      sql,
+      [...set, ...key].map(([c, v]) => dialect.param(c, v)),
+    );
+    if (result.affected === 0) throw new NotFoundError('row', rowId(table, key));
+  });
 }
 
 /** Deletes the row named by its whole primary key: NotFoundError('row') when none has it. */
@@ -152,14 +226,15 @@ export async function deleteRow<C extends CatalogColumn, T extends EstimatedTabl
   ref: TableRef,
   primaryKey: Row,
 ): Promise<void> {
-  const table = await conn.table(ref);
-  const key = checkPrimaryKey(table, primaryKey) as Array<[C, CellValue]>;
-  const sql = `DELETE FROM ${qualified(dialect, table)} WHERE ${key.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(i + 1)}`).join(' AND ')}`;
-  const result = await conn.write(
-    sql,
-    key.map(([c, v]) => dialect.param(c, v)),
-  );
-  if (result.affected === 0) throw new NotFoundError('row', rowId(table, key));
+  await fresh(conn, ref, async (table) => {
+    const key = checkPrimaryKey(table, primaryKey) as Array<[C, CellValue]>;
+    const sql = `DELETE FROM ${qualified(dialect, table)} WHERE ${key.map(([c], i) => `${dialect.quote(c.name)} = ${dialect.placeholder(i + 1)}`).join(' AND ')}`;
+    const result = await conn.write(
+      sql,
+      key.map(([c, v]) => dialect.param(c, v)),
+    );
+    if (result.affected === 0) throw new NotFoundError('row', rowId(table, key));
+  });
 }
 
 function countOrEstimate(counted: number, estimate: number): number {
