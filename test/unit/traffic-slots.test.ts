@@ -205,7 +205,6 @@ describe('TrafficSlots', () => {
     await restarted.prepare();
     expect(engine.daemons).toHaveLength(1);
   });
-
 });
 
 describe('Caddy routes to slots', () => {
