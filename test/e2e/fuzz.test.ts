@@ -258,7 +258,7 @@ describe('fuzz of the public webhook endpoint', () => {
       const standard = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
         .update(`${id}.${timestamp}.${body}`)
         .digest('base64');
-      const headers: Record<string, string> = pick([
+      const headers: Record<string, string> = pick<Record<string, string>>([
         {
           'x-github-event': pick(['push', 'pull_request', 'ping', 'star', '']),
           'x-github-delivery': id,
