@@ -403,6 +403,30 @@ describe('the dashboard, step by step', () => {
     await page.getByLabel('SQL').fill('select count(*)::int as n from items');
     await page.getByRole('button', { name: 'Run query' }).click();
     await expect.poll(() => page.getByRole('region', { name: 'Query result' }).getByRole('cell').first().innerText(), POLL).toBe('2');
+
+    // A backup on a schedule: refused with the API's error beside the field, added, run at once, deleted (its backups stay).
+    await page.getByRole('tab', { name: 'Backups' }).click();
+    await page.getByText('No scheduled backups.').waitFor();
+    await page.getByLabel('Schedule (cron, UTC)').fill('every day');
+    await page.getByRole('button', { name: 'Add schedule' }).click();
+    await expect.poll(() => page.getByLabel('Schedule (cron, UTC)').getAttribute('aria-invalid'), POLL).toBe('true');
+    await page.getByLabel('Schedule (cron, UTC)').fill('0 4 * * *');
+    await page.getByLabel('Backups to keep').fill('3');
+    await page.getByRole('button', { name: 'Add schedule' }).click();
+    const scheduleRow = page.getByRole('row', { name: /0 4 \* \* \*/ });
+    await expect.poll(() => scheduleRow.innerText(), POLL).toContain('3 backups');
+    const backups = page.getByRole('table', { name: 'Backups, newest first' }).getByRole('row');
+    const before = await backups.count();
+    await scheduleRow.getByRole('button', { name: 'Back up now with schedule 0 4 * * *' }).click();
+    await expect.poll(() => backups.count(), POLL).toBe(before + 1);
+    await expect
+      .poll(() => backups.nth(1).locator('[data-status]').getAttribute('data-status'), { timeout: 120_000, interval: 100 })
+      .toBe('succeeded');
+    await check('database-backup-schedules');
+    await scheduleRow.getByRole('button', { name: 'Delete schedule 0 4 * * *' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Delete schedule' }).click();
+    await page.getByText('No scheduled backups.').waitFor();
+    expect(await backups.count()).toBe(before + 1);
   }, 300_000);
 
   it('9. creates a personal token, shown once, and the CLI works with it', async () => {
@@ -452,7 +476,42 @@ describe('the dashboard, step by step', () => {
     await check('projects');
     await page.getByRole('link', { name: 'Shop' }).click();
     await page.getByRole('link', { name: 'web' }).waitFor();
+    // Shared variables: a plain one shown, a secret one never shown again.
+    await page.getByLabel('Shared key').fill('LOG_LEVEL');
+    await page.getByLabel('Shared value').fill('debug');
+    await page.getByRole('button', { name: 'Save shared variable' }).click();
+    await page.getByText('Saved LOG_LEVEL').waitFor();
+    await page.getByLabel('Shared key').fill('SHARED_TOKEN');
+    await page.getByLabel('Shared value').fill('shared-s3cret');
+    await page.getByRole('checkbox', { name: /Secret/ }).check();
+    await page.getByRole('button', { name: 'Save shared variable' }).click();
+    await page.getByText('Saved SHARED_TOKEN').waitFor();
+    const sharedTable = page.getByRole('table', { name: 'Shared variables' });
+    await expect.poll(() => sharedTable.getByRole('row', { name: /LOG_LEVEL/ }).innerText(), POLL).toContain('debug');
+    await sharedTable.getByRole('row', { name: /SHARED_TOKEN/ }).waitFor();
+    expect(await sharedTable.innerText()).not.toContain('shared-s3cret');
     await check('project');
+    // Deploy all: one deployment queued per service of the environment, each run to its end.
+    await page.getByRole('button', { name: 'Deploy all' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Deploy all' }).click();
+    await page.getByText('Queued 2 deployments.').waitFor();
+    const call = api(server.url, server.token);
+    await expect
+      .poll(
+        async () => {
+          const states = await Promise.all(
+            [state.serviceId, state.databaseId].map(async (id) => {
+              const { deployments } = (await call('GET', `/api/services/${id}/deployments`)).json as {
+                deployments: Array<{ status: string }>;
+              };
+              return deployments[0]?.status;
+            }),
+          );
+          return states.join(',');
+        },
+        { timeout: 240_000, interval: 500 },
+      )
+      .toBe('succeeded,succeeded');
     // The dark palette (the system's choice) meets the same contrast rules.
     await page.emulateMedia({ colorScheme: 'dark' });
     try {
@@ -466,7 +525,7 @@ describe('the dashboard, step by step', () => {
     } finally {
       await page.emulateMedia({ colorScheme: 'light' });
     }
-  }, 120_000);
+  }, 360_000);
 
   it('is usable at 375 px: no sideways scrolling, the menu opens', async () => {
     await page.setViewportSize({ width: 375, height: 812 });
