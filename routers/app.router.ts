@@ -5,7 +5,7 @@ import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
-import { backupScheduleRouter } from './backup-schedule.router.js';
+import { backupConfigurationRouter } from './backup-configuration.router.js';
 import { appsRouter } from './apps.router.js';
 import { databaseServicesRouter } from './databases-general.router.js';
 import { deployRouter } from './deploy.router.js';
@@ -70,7 +70,7 @@ export const appRouter = router({
   databaseServices: databaseServicesRouter,
   storage: storageRouter,
   system: systemRouter,
-  backupConfigurations: backupScheduleRouter,
+  backupConfigurations: backupConfigurationRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -31,7 +31,6 @@ import { DatabaseImportJobs, type ImportTargetLocator } from './imports/database
 import { DatabaseImportService } from './imports/database-import.service.js';
 import { DatabaseTlsService } from './tls/database-tls.service.js';
 import type { CertificateIssuer } from './tls/certificate-issuer.port.js';
-import { LABELS } from './deployments/container-engine.port.js';
 
 /** Imports running at once across the platform (each is one dump and one restore, or one key copy). */
 const IMPORT_CONCURRENCY = 4;
@@ -125,10 +124,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const env = new EnvService(deps);
   // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
   const tls = new DatabaseTlsService(deps, options.tls?.issuer ?? null, {
-    tlsActive: async (service) => {
-      const container = current ? await current.currentOf(service) : null;
-      return container ? container.labels[LABELS.tls] === 'on' : null;
-    },
+    tlsActive: async (service) => (current ? current.tlsActive(service) : null),
   });
   const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
@@ -302,7 +298,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
     terminals: new TerminalService(
       deps,
-      runtime && current && options.terminals?.engine ? { engine: runtime.engine, current, terminal: options.terminals.engine } : null,
+      current && options.terminals?.engine ? { current, terminal: options.terminals.engine } : null,
       options.terminals?.limits,
     ),
   };

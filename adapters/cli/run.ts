@@ -5,7 +5,7 @@ import { systemClock } from '../../src/platform/clock.port.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { ConfigError, loadConfig } from '../http/config.js';
-import { NetPortProbe } from '../net/net-port-probe.js';
+import { NetPortProbe } from '../net/net.port-probe.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 
 const USAGE = `usage: npm run cli -- keys create --name <name> --access read|write [--project <id>]...

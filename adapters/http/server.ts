@@ -9,12 +9,12 @@ import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.j
 import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
 import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
-import { AnthropicAdapter } from '../ai/anthropic-adapter.js';
-import { OpenAiAdapter } from '../ai/openai-adapter.js';
+import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
+import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
-import { NetHealthProbe } from '../net/net-health-probe.js';
+import { NetHealthProbe } from '../net/net.health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
-import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
+import { TcpPortForwarder } from '../net/tcp.port-forwarder.js';
 import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
 import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
@@ -33,10 +33,10 @@ import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
 import type { Context } from '../../routers/trpc.js';
-import { DockerRuntimeLogs } from '../docker/docker-runtime-logs.js';
-import { DockerStatsSource } from '../docker/docker-stats-source.js';
+import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
+import { DockerContainerStatsSource } from '../docker/docker.container-stats-source.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
-import { CaddyAccessLog } from '../proxy/caddy-access-log.js';
+import { CaddyRequestLogSource } from '../proxy/caddy.request-log-source.js';
 import { CaddyContainer } from '../proxy/caddy-container.js';
 import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { enableListenerHandover } from '../proxy/listener-handover.js';
@@ -44,7 +44,7 @@ import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js
 import type { AppConfig } from './config.js';
 import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
-import { NetPortProbe } from '../net/net-port-probe.js';
+import { NetPortProbe } from '../net/net.port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SseBridge } from './sse-bridge.js';
 import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
@@ -123,7 +123,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       store: database.store,
       secrets: SecretBox.fromSecret(config.secretKey),
       proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
-      runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogs(docker),
+      runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogSource(docker),
       portProbe: overrides.portProbe ?? new NetPortProbe(),
       clock: offsetClock(systemClock, config.clockOffsetMs),
       logBus: new LogBus(),
@@ -151,10 +151,10 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
         new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
       ],
-      aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()],
+      aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
       // Tests that bring their own runtime run without the sampler (their containers are fakes).
-      ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
-      ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyAccessLog(path.join(config.proxy.accessLogDir, 'access.log')) }),
+      ...(overrides.runtime ? {} : { containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId) }),
+      ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
     },
   );

@@ -24,8 +24,6 @@ export interface RuntimeDeps {
   databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
 }
 
-export { LABELS } from './container-engine.port.js';
-
 /**
  * Names of what the platform creates for a deployment. The network is the service's environment's:
  * a project's first environment has the project's id, so its network is the project network of

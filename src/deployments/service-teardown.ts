@@ -3,7 +3,8 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import type { TrafficSlots } from '../routing/traffic-slots.js';
-import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { LABELS } from './container-engine.port.js';
+import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**
  * What deleting a service or a project removes at runtime: containers, images, host port, traffic

@@ -1,5 +1,3 @@
-import type { ServiceSource } from './types.js';
-
 /** The six database engines a service can be, with what the spec says they start with. */
 export const DATABASE_ENGINES = ['postgres', 'timescale', 'mysql', 'redis', 'mongodb', 'clickhouse'] as const;
 export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];
@@ -110,7 +108,7 @@ export function engineOf(repoFullName: string | null): DatabaseEngine | null {
   return isDatabaseEngine(engine) ? engine : null;
 }
 
-/** The engine of a database service, null for any other. */
-export function databaseEngineOf(service: { source: ServiceSource }): DatabaseEngine | null {
-  return service.source.kind === 'database' ? service.source.engine : null;
+/** The engine of a database service, null for any other (any service's source fits: only a database's has an engine). */
+export function databaseEngineOf(service: { source: { kind: string; engine?: DatabaseEngine } }): DatabaseEngine | null {
+  return service.source.kind === 'database' ? (service.source.engine ?? null) : null;
 }

@@ -1,7 +1,6 @@
-import type { ContainerEngine, ContainerState } from '../deployments/container-engine.port.js';
+import { LABELS, type ContainerEngine, type ContainerState } from '../deployments/container-engine.port.js';
 import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
-import { LABELS } from '../deployments/runtime-deps.js';
 
 /** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
 export interface SlotAssignment {

@@ -1,5 +1,5 @@
 import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
-import { DEFAULT_ANALYZER_IMAGES, type AnalyzerImages } from '../deployments/analyzer/analyzer.js';
+import { DEFAULT_ANALYZER_IMAGES, type AnalyzerImages } from '../deployments/analyzer/analysis.js';
 import { STORAGE_SERVER } from '../domain/storage-server.js';
 
 /** How deployments are run. */

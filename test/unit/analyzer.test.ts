@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
+import { analyze } from '../../src/deployments/analyzer/analyzer.js';
 import {
-  analyze,
   AnalyzerError,
   DEFAULT_ANALYZER_IMAGES,
   NOTHING_RECOGNISED,
   type AnalyzeInput,
   type Analysis,
-} from '../../src/deployments/analyzer/analyzer.js';
+} from '../../src/deployments/analyzer/analysis.js';
 import { directoryTree, memoryTree, SourceTreeError, type SourceTree } from '../../src/deployments/analyzer/source-tree.js';
 
 type Files = Record<string, string>;

@@ -2,8 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildCaddyConfig } from '../../adapters/proxy/caddy-config.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
-import type { ContainerState } from '../../src/deployments/container-engine.port.js';
-import { LABELS } from '../../src/deployments/runtime-deps.js';
+import { LABELS, type ContainerState } from '../../src/deployments/container-engine.port.js';
 import { TrafficSlots } from '../../src/routing/traffic-slots.js';
 import {
   createRuntimeHarness,
