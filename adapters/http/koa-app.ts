@@ -31,7 +31,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
   const app = new Koa();
   // Never a database statement's values: see loggableError.
   const onInternalError = (error: unknown, path: string | undefined) => opts.log('internal error', { path, ...loggableError(error) });
-  const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes });
+  const rest = createRestHandler({ router: opts.router, bodyLimitBytes: opts.bodyLimitBytes });
   const trpc = createHTTPHandler({
     router: opts.router,
     basePath: '/trpc/',
@@ -101,16 +101,15 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.mcp.handle(req, res, pathname);
       return;
     }
+    // The procedures' context, once per request, whichever of the three doors below serves it.
+    const context = opts.createContext(req, res);
     const sseRoute = opts.sse.match(ctx.method, pathname);
     if (sseRoute) {
-      await opts.sse.serve(sseRoute, req, res, opts.createContext(req, res), new URL(ctx.href));
+      await opts.sse.serve(sseRoute, req, res, context, new URL(ctx.href));
       return;
     }
-    if (await serveDownload(ctx.method, pathname, res, opts.createContext(req, res))) return;
-    if (pathname.startsWith('/api/') || pathname === '/api') {
-      const matched = await rest(req, res);
-      if (matched || res.writableEnded) return;
-    }
+    if (await serveDownload(ctx.method, pathname, res, context)) return;
+    if ((pathname.startsWith('/api/') || pathname === '/api') && (await rest(req, res, context))) return;
     sendError(res, 404, { error: 'not_found', message: `No route for ${ctx.method} ${pathname}`, details: {} });
   });
   return app;

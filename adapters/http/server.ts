@@ -1,6 +1,5 @@
-import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import { createServer, ServerResponse, type Server } from 'node:http';
 import path from 'node:path';
-import type { TLSSocket } from 'node:tls';
 import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
@@ -32,7 +31,6 @@ import type { DataImporter } from '../../src/imports/data-importer.port.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
-import type { Context } from '../../routers/trpc.js';
 import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
 import { DockerContainerStatsSource } from '../docker/docker.container-stats-source.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
@@ -46,6 +44,7 @@ import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
 import { NetPortProbe } from '../net/net.port-probe.js';
 import { createRateLimiter } from './rate-limiter.js';
+import { requestContexts } from './request-context.js';
 import { SseBridge } from './sse-bridge.js';
 import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
 import { TerminalSockets } from './terminal-socket.js';
@@ -154,7 +153,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
       // Tests that bring their own runtime run without the sampler (their containers are fakes).
       ...(overrides.runtime ? {} : { containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId) }),
-      ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
+      ...(config.proxy.kind === 'none'
+        ? {}
+        : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
     },
   );
@@ -176,14 +177,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     authFailuresPerMinute: config.authFailuresPerMinute,
     authLimits: config.accounts.authLimits,
   });
-  const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
-    services,
-    // A bearer token wins over the cookie: a script's explicit credential is the one it means.
-    token: bearerToken(req.headers.authorization) ?? cookieToken(req, config.trustProxy),
-    ip: clientIp(req, config.trustProxy),
-    limiter,
-    cookie: sessionCookie(req, res, config.trustProxy),
-  });
+  const createContext = requestContexts({ services, limiter, trustProxy: config.trustProxy });
   const sse = new SseBridge();
   const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
   const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
@@ -292,85 +286,4 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
     caddyRoutesDir: container.routesMount,
     caddyAccessLogDir: container.logsMount,
   });
-}
-
-const SESSION_COOKIE = 'slipway_session';
-
-/** One cookie's value from a Cookie header; undefined when absent or malformed. */
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      const value = part.slice(eq + 1).trim();
-      return /^[\w-]{1,200}$/.test(value) ? value : undefined;
-    }
-  }
-  return undefined;
-}
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * The session cookie's token, honoured for a state change only when the request comes from this
- * origin. SameSite=Lax keeps other sites' POSTs from carrying it, but apps deployed under the same
- * registrable domain (ROOT_DOMAIN) are the same *site*: their pages could still post with it. A
- * browser says where a request comes from (Sec-Fetch-Site, Origin); from anywhere else the cookie
- * is ignored, so the request is anonymous (401). Scripts send the bearer header and are unaffected.
- */
-function cookieToken(req: IncomingMessage, trustProxy: boolean): string | undefined {
-  const token = cookieValue(req.headers.cookie, SESSION_COOKIE);
-  if (!token || SAFE_METHODS.has(req.method ?? 'GET')) return token;
-  const site = req.headers['sec-fetch-site'];
-  if (site && site !== 'same-origin' && site !== 'none') return undefined;
-  const origin = req.headers.origin;
-  if (origin && origin !== ownOrigin(req, trustProxy)) return undefined;
-  return token;
-}
-
-function ownOrigin(req: IncomingMessage, trustProxy: boolean): string {
-  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();
-  const proto = (req.socket as TLSSocket).encrypted ? 'https' : (trustProxy && first(req.headers['x-forwarded-proto'])) || 'http';
-  const host = (trustProxy && first(req.headers['x-forwarded-host'])) || req.headers.host || '';
-  return `${proto}://${host}`;
-}
-
-/**
- * The session cookie: HttpOnly (scripts on the page cannot read it), SameSite=Lax (no cross-site
- * POST carries it), Secure when the request came over HTTPS (directly, or per X-Forwarded-Proto
- * from a trusted proxy). Its lifetime is the session's; the server slides the session itself.
- */
-function sessionCookie(req: IncomingMessage, res: ServerResponse, trustProxy: boolean) {
-  const forwardedProto = trustProxy
-    ? String(req.headers['x-forwarded-proto'] ?? '')
-        .split(',')[0]
-        ?.trim()
-    : undefined;
-  const secure = (req.socket as TLSSocket).encrypted === true || forwardedProto === 'https';
-  const attributes = `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
-  const append = (cookie: string) => {
-    if (res.headersSent) return;
-    const existing = res.getHeader('Set-Cookie');
-    res.setHeader('Set-Cookie', [...(Array.isArray(existing) ? existing : existing ? [String(existing)] : []), cookie]);
-  };
-  return {
-    set: (token: string, expiresAt: Date) =>
-      append(
-        `${SESSION_COOKIE}=${token}; ${attributes}; Expires=${expiresAt.toUTCString()}; Max-Age=${Math.max(0, Math.floor((expiresAt.getTime() - Date.now()) / 1000))}`,
-      ),
-    clear: () => append(`${SESSION_COOKIE}=; ${attributes}; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0`),
-  };
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  return match?.[1];
-}
-
-function clientIp(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-    if (first) return first;
-  }
-  return req.socket.remoteAddress ?? 'unknown';
 }
