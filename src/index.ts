@@ -317,7 +317,14 @@ export { SCOPES, PROCEDURE_SCOPES, SCOPE_DESCRIPTIONS, ROLES, type Scope, type P
 export { assertProcedureScope, hasScope } from './domain/access.js';
 export * from './accounts/account-views.js';
 export type { Mailer, MailMessage, SmtpSettings } from './accounts/mailer.port.js';
-export * from './platform/views.js';
+export * from './projects/project-views.js';
+export * from './routing/routing-views.js';
+export * from './env/env-views.js';
+export * from './deployments/deployment-views.js';
+export * from './settings/settings-views.js';
+export * from './ai/ai-views.js';
+export * from './metrics/metrics-views.js';
+export * from './health/health-views.js';
 export * from './databases/database-views.js';
 export * from './imports/import-views.js';
 export * from './tls/tls-views.js';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import { deploymentLogView, errorView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
+import { deploymentLogView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
 import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
-import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
+import { errorView, proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 
 const ERROR_STATUSES: Record<string, string> = {

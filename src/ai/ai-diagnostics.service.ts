@@ -4,7 +4,7 @@ import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { deploymentFor } from '../platform/lookup.js';
-import { failureExplanationView, type FailureExplanationView } from '../platform/views.js';
+import { failureExplanationView, type FailureExplanationView } from './ai-views.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import { AiProviderError, type AiProvider } from './ai-provider.port.js';
 import { maskSecrets, secretEnvValues } from './secret-mask.js';

@@ -4,7 +4,7 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { ServicePower } from '../deployments/service-power.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceOfKind, visibleServices } from '../platform/lookup.js';
-import type { ServiceView } from '../platform/views.js';
+import type { ServiceView } from '../projects/project-views.js';
 import type { CreateServiceInput } from '../projects/project.inputs.js';
 import type { ServiceCatalog } from '../projects/service-catalog.service.js';
 import type { DatabaseAdminService } from './database-admin.service.js';

@@ -1,7 +1,7 @@
 import type { Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
-import type { RuntimeLogView } from '../platform/views.js';
+import type { RuntimeLogView } from './deployment-views.js';
 import type { RuntimeLogLine } from './runtime-logs.port.js';
 
 interface StreamOptions {

@@ -6,7 +6,7 @@ import type { ServiceRecord, ServiceSource } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { groupBy } from '../platform/group-by.js';
-import { generatedHostname, generatedLabel } from '../platform/presenters.js';
+import { generatedHostname, generatedLabel } from '../domain/environments.js';
 import { generateAccessKeyPair, generatePassword } from '../platform/secret-box.js';
 import type { ClonedStorageCredentialsView } from './environment-views.js';
 import { allocateHostPort } from '../projects/host-port-allocator.js';

@@ -1,7 +1,7 @@
 import type { ContainerEngine } from '../deployments/container-engine.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { HealthView } from '../platform/views.js';
+import type { HealthView } from './health-views.js';
 
 /** How long an answer is reused: a health endpoint polled by a load balancer must not hammer Docker. */
 const CACHE_MS = 3_000;

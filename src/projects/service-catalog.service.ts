@@ -19,7 +19,10 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { EnvService } from '../env/env.service.js';
 import { allocateHostPort } from './host-port-allocator.js';
 import { environmentFor, projectFor, serviceFor } from '../platform/lookup.js';
-import { generatedHostname, generatedLabel, presentDeployment, presentDomain, presentService } from '../platform/presenters.js';
+import { generatedHostname, generatedLabel } from '../domain/environments.js';
+import { presentDeployment } from '../deployments/deployment-views.js';
+import { presentDomain } from '../routing/routing-views.js';
+import { presentService } from './project-views.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 import { groupBy } from '../platform/group-by.js';
 import { defaultEnvironment, hostnameScope, type EnvironmentRecord } from '../domain/environments.js';
@@ -29,15 +32,10 @@ import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { generatePassword } from '../platform/secret-box.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
-import type {
-  DeploymentView,
-  DomainView,
-  EnvVarView,
-  ProjectView,
-  ProxyResultView,
-  ServiceView,
-  SuggestionView,
-} from '../platform/views.js';
+import type { DeploymentView } from '../deployments/deployment-views.js';
+import type { DomainView, ProxyResultView } from '../routing/routing-views.js';
+import type { EnvVarView } from '../env/env-views.js';
+import type { ProjectView, ServiceView, SuggestionView } from './project-views.js';
 
 export interface ServiceOverview {
   service: ServiceView;

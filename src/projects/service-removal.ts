@@ -1,7 +1,7 @@
 import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { EnvironmentRecord } from '../domain/environments.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { ProxyResultView } from '../platform/views.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { sharedEnvKey } from '../env/shared-env.js';
 

@@ -3,7 +3,7 @@ import { databaseEngineOf } from '../domain/database-engines.js';
 import { routesGeneratedHostname } from '../domain/storage-server.js';
 import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { generatedHostname } from '../platform/presenters.js';
+import { generatedHostname } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 
 const NOT_READY: ProxyResult = {

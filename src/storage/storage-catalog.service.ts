@@ -9,7 +9,8 @@ import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceOfKind, visibleServices } from '../platform/lookup.js';
 import { generateAccessKeyPair } from '../platform/secret-box.js';
-import type { ProxyResultView, ServiceView } from '../platform/views.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
+import type { ServiceView } from '../projects/project-views.js';
 import type { ServiceCatalog } from '../projects/service-catalog.service.js';
 import type { StorageCreatedView, StorageCreateInput, StorageView } from './storage-views.js';
 
