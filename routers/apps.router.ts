@@ -31,7 +31,7 @@ export const appsRouter = router({
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { environmentId, ...rest } = input;
-      return { service: await ctx.services.services.createInEnvironment(ctx.actor, environmentId, rest) };
+      return { service: await ctx.services.serviceCreation.createInEnvironment(ctx.actor, environmentId, rest) };
     }),
 
   get: readProcedure
@@ -41,7 +41,7 @@ export const appsRouter = router({
     })
     .input(z.strictObject({ appId: idParam }))
     .output(z.object({ service: serviceView }))
-    .query(async ({ ctx, input }) => ({ service: await ctx.services.services.get(ctx.actor, input.appId) })),
+    .query(async ({ ctx, input }) => ({ service: await ctx.services.serviceReader.get(ctx.actor, input.appId) })),
 
   update: writeProcedure
     .meta({
@@ -57,7 +57,7 @@ export const appsRouter = router({
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { appId, ...patch } = input;
-      return { service: await ctx.services.services.update(ctx.actor, appId, patch) };
+      return { service: await ctx.services.serviceChanges.update(ctx.actor, appId, patch) };
     }),
 
   delete: writeProcedure
@@ -72,5 +72,5 @@ export const appsRouter = router({
     })
     .input(z.strictObject({ appId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
-    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.appId) })),
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.removal.deleteService(ctx.actor, input.appId) })),
 });

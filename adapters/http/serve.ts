@@ -1,22 +1,11 @@
-import Docker from 'dockerode';
-import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
-import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
-import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
+import { ConfigError, loadConfig, type ProxyConfig } from '../composition/config.js';
+import { ensureContainerEngine } from '../composition/root.js';
 import { log, startServer } from './server.js';
-
-const ENGINE_PING_TIMEOUT_MS = 3_000;
 
 /** Loaded by main.ts on a supported Node (`npm start`): read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
-  const setup = await ensureEngine(config.dockerSocket, {
-    ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
-    ...hostFacts(),
-    provisionScript: findProvisionScript(),
-    provision: runProvisionScript,
-    log,
-  });
+  const setup = await ensureContainerEngine(config, log);
   if (!setup.ok) {
     // One plain line, not a JSON record: this is for the person at the terminal.
     process.stderr.write(`${setup.line}\n`);

@@ -1,69 +1,22 @@
 import { createServer, ServerResponse, type Server } from 'node:http';
-import path from 'node:path';
-import { SmtpMailer } from '../mail/smtp.mailer.js';
 import type { AddressInfo } from 'node:net';
-import Docker from 'dockerode';
-import { createServices, type RuntimeDeps, type Services } from '../../src/index.js';
-import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
-import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
-import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
-import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
-import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
-import { OpenAiProvider } from '../ai/openai.ai-provider.js';
-import { GitCliSource } from '../git/git-cli.git-source.js';
-import { NetHealthProbe } from '../net/net.health-probe.js';
-import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
-import { TcpPortForwarder } from '../net/tcp.port-forwarder.js';
-import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
-import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
-import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
-import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
-import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
-import { DiskBackupFiles } from '../backups/disk.backup-files.js';
-import { S3ObjectStore } from '../object-store/s3.object-store.js';
-import { S3StorageServer } from '../object-store/s3.storage-server.js';
-import { openDatabase, type Database } from '../../src/persistence/database.js';
-import { offsetClock, systemClock } from '../../src/platform/clock.port.js';
-import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
-import type { RuntimeLogSource } from '../../src/deployments/runtime-logs.port.js';
-import type { PortProbe } from '../../src/projects/port-probe.port.js';
-import type { DataImporter } from '../../src/imports/data-importer.port.js';
-import { LogBus } from '../../src/platform/log-bus.js';
-import { SecretBox } from '../../src/platform/secret-box.js';
 import { appRouter } from '../../routers/app.router.js';
-import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
-import { DockerContainerStatsSource } from '../docker/docker.container-stats-source.js';
-import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
-import { CaddyRequestLogSource } from '../proxy/caddy.request-log-source.js';
-import { CaddyContainer } from '../proxy/caddy-container.js';
-import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
-import { enableListenerHandover } from '../proxy/listener-handover.js';
-import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
-import type { AppConfig } from './config.js';
+import type { Database } from '../../src/persistence/database.js';
+import type { AppConfig } from '../composition/config.js';
+import { composePlatform } from '../composition/root.js';
+import type { UseCases } from '../composition/use-cases.js';
 import { answerParserRejections } from './error-response.js';
 import { createKoaApp } from './koa-app.js';
-import { NetPortProbe } from '../net/net.port-probe.js';
+import { McpEndpoint } from './mcp-endpoint.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { requestContexts } from './request-context.js';
 import { SseBridge } from './sse-bridge.js';
-import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
 import { TerminalSockets } from './terminal-socket.js';
-import { McpEndpoint } from './mcp-endpoint.js';
-import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
-
-export interface Overrides {
-  proxy?: ReverseProxy;
-  runtimeLogs?: RuntimeLogSource;
-  portProbe?: PortProbe;
-  runtime?: RuntimeDeps;
-  terminalEngine?: TerminalEngine;
-  backups?: NonNullable<Parameters<typeof createServices>[1]>['backups'];
-}
 
 export interface RunningServer {
   server: Server;
   url: string;
-  services: Services;
+  services: UseCases;
   database: Database;
   /** The token of the key made at the first start (no BOOTSTRAP_API_KEY, empty database): to be shown once. */
   initialApiKey: string | null;
@@ -74,103 +27,13 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...extra })}\n`);
 }
 
-/** One adapter per engine family; PostgreSQL's serves TimescaleDB too. */
-function databaseAdmin(): EngineDatabaseAdmin {
-  const postgres = lazyDatabaseAdmin(async () => new (await import('../databases/postgres.database-admin.js')).PostgresDatabaseAdmin());
-  return new EngineDatabaseAdmin({
-    postgres,
-    timescale: postgres,
-    mysql: lazyDatabaseAdmin(async () => new (await import('../databases/mysql.database-admin.js')).MysqlDatabaseAdmin()),
-    redis: lazyDatabaseAdmin(async () => new (await import('../databases/redis.database-admin.js')).RedisDatabaseAdmin()),
-    mongodb: lazyDatabaseAdmin(async () => new (await import('../databases/mongodb.database-admin.js')).MongoDatabaseAdmin()),
-    clickhouse: lazyDatabaseAdmin(async () => new (await import('../databases/clickhouse.database-admin.js')).ClickHouseDatabaseAdmin()),
-  });
-}
-
-/** PostgreSQL imports run in the service's container; Redis imports from here (the Redis adapter loads on first use). */
-function dataImporter(docker: Docker): DataImporter {
-  const postgres = new DockerExecPostgresImporter(docker);
-  return {
-    importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),
-    importRedis: async (source, target, work) =>
-      new (await import('../databases/redis-url.importer.js')).RedisUrlImporter().importRedis(source, target, work),
-  };
-}
-
-/** The composition root: the one place that knows every adapter. */
-export async function startServer(config: AppConfig, overrides: Overrides = {}): Promise<RunningServer> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  if (config.proxy.kind !== 'none' && !overrides.proxy) await enableListenerHandover(log);
-  const docker = new Docker({ socketPath: config.dockerSocket });
-  const runtime: RuntimeDeps = overrides.runtime ?? {
-    engine: new DockerodeContainerEngine(docker),
-    git: new GitCliSource(),
-    forwarder: new TcpPortForwarder(),
-    health: new NetHealthProbe(),
-    databaseAdmin: databaseAdmin(),
-    storageServer: new S3StorageServer(),
-    // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
-    ...(config.proxy.kind !== 'none' && !overrides.proxy
-      ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
-      : {}),
-  };
-  const mailer = config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
+/** The platform (adapters/composition) behind its HTTP doors: REST, SSE, downloads, /trpc, MCP and terminal sockets. */
+export async function startServer(config: AppConfig): Promise<RunningServer> {
   // Reset links point at APP_URL, else at this API's own address once it listens.
   let ownUrl = '';
-  const services = createServices(
-    {
-      store: database.store,
-      secrets: SecretBox.fromSecret(config.secretKey),
-      proxy: overrides.proxy ?? reverseProxy(config, runtime.engine),
-      runtimeLogs: overrides.runtimeLogs ?? new DockerRuntimeLogSource(docker),
-      portProbe: overrides.portProbe ?? new NetPortProbe(),
-      clock: offsetClock(systemClock, config.clockOffsetMs),
-      logBus: new LogBus(),
-      config: config.platform,
-    },
-    {
-      runtime,
-      log,
-      imports: { importer: dataImporter(docker) },
-      tls: { issuer: new OpensslCertificateIssuer() },
-      accounts: {
-        mailer,
-        mailerFor: (smtp) => new SmtpMailer(smtp.url, smtp.from),
-        sessionTtlMs: config.accounts.sessionTtlMs,
-        appUrl: () => config.accounts.appUrl ?? ownUrl,
-      },
-      backups: {
-        files: new DiskBackupFiles(config.platform.backups.dir),
-        objectStores: (store) => new S3ObjectStore(store),
-        ...(overrides.runtime ? {} : { dump: new DockerExecDatabaseDump(docker) }),
-        ...overrides.backups,
-      },
-      dnsProviders: [
-        new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
-        new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
-        new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
-      ],
-      aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
-      // Tests that bring their own runtime run without the sampler (their containers are fakes).
-      ...(overrides.runtime ? {} : { containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId) }),
-      ...(config.proxy.kind === 'none'
-        ? {}
-        : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
-      terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
-    },
-  );
-  await services.settings.load();
-  let initialApiKey: string | null = null;
-  if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
-  else if (database.fresh && (await database.store.apiKeys.count()) === 0) {
-    // Without it, a first start leaves no way in over HTTP. Only its id and prefix are logged.
-    const { apiKey, token } = await services.apiKeys.mint('initial', 'write', null);
-    log('initial API key created (all projects, write); its token is printed once, outside the log records', {
-      id: apiKey.id,
-      prefix: apiKey.prefix,
-    });
-    initialApiKey = token;
-  }
+  const platform = await composePlatform(config, { log, ownUrl: () => ownUrl });
+  const services = platform.useCases;
+  const { initialApiKey } = await platform.prepare();
 
   const limiter = createRateLimiter({
     requestsPerMinute: config.rateLimitPerMinute,
@@ -195,16 +58,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
-  // load once the runner knows which containers serve: a table before that would send all to 503.
-  void (async () => {
-    await services.runner?.start();
-    services.routing.start();
-    services.sampler?.start();
-  })();
-  // Imports a previous process left running are failed (with the reason) before new ones are claimed.
-  void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
-  startBackups(services);
+  platform.start();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ownUrl = `http://${host}:${address.port}`;
@@ -212,27 +66,19 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   let closing: Promise<void> | undefined;
   return {
     server,
-    url: `http://${host}:${address.port}`,
+    url: ownUrl,
     services,
-    database,
+    database: platform.database,
     initialApiKey,
     close() {
       // In-flight requests finish; streams are told to end; then the database closes.
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         sse.closeAll();
-        await services.sampler?.stop();
         mcp.closeAll();
         // Terminals' processes are killed before the platform exits (Docker would keep them running).
         await terminals.closeAll();
-        await services.backupScheduler.stop();
-        await services.backupRunner.stop();
-        await services.runner?.stop();
-        await services.imports.stop();
-        // The proxy keeps serving the loaded routes while the platform is down.
-        await services.routing.stop();
-        await runtime.forwarder.closeAll();
-        await runtime.databaseAdmin?.closeAll();
+        await platform.stop();
         // Keep-alive connections turn idle as their last response goes out: close them as they do.
         const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
         server.closeIdleConnections();
@@ -240,50 +86,9 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         await closed;
         clearInterval(idleSweep);
         clearTimeout(forced);
-        mailer?.close();
-        await database.close();
+        await platform.close();
       })();
       return closing;
     },
   };
-}
-
-/**
- * Backups run once what a previous process left running is settled (failed, with the reason); the
- * recovery is tried again every 5 s while the database does not answer.
- */
-function startBackups(services: Services): void {
-  services.backupRunner.start();
-  const recover = () => {
-    if (services.backupRunner.stopping) return;
-    services.backupRunner.recover().then(
-      () => services.backupScheduler.start(),
-      (error: Error) => {
-        log('backup recovery failed; trying again', { error: error.message });
-        setTimeout(recover, 5_000).unref();
-      },
-    );
-  };
-  recover();
-}
-
-function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy {
-  const proxy = config.proxy;
-  if (proxy.kind === 'none') return new UnconfiguredReverseProxy();
-  if (proxy.kind === 'external') return new CaddyReverseProxy(proxy);
-  const container = new CaddyContainer(engine, {
-    prefix: config.platform.resourcePrefix,
-    image: proxy.image,
-    adminPort: proxy.adminPort,
-    routesDir: proxy.routesDir,
-    accessLogDir: proxy.accessLogDir,
-    log,
-  });
-  return new CaddyReverseProxy({
-    ...proxy,
-    adminUrl: container.adminUrl,
-    host: container,
-    caddyRoutesDir: container.routesMount,
-    caddyAccessLogDir: container.logsMount,
-  });
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/deployments/traffic-gate.port.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 

@@ -126,7 +126,7 @@ export class ContainerLaunch {
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
     await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
-    const admin = this.runtime.databaseAdmin;
+    const admin = this.runtime.databaseReadiness;
     if (engine && admin)
       return this.waitUntilReady(ctx, container, 'database', (host, signal) =>
         admin.checkReady({ serviceId: service.id, engine, host, port: service.internalPort, env }, signal),

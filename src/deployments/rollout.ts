@@ -2,7 +2,7 @@ import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/t
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { SlotAssignment, TrafficSlots } from '../routing/traffic-slots.js';
+import type { SlotAssignment, TrafficSlots } from './traffic-slots.js';
 import { LABELS, type ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';

@@ -14,7 +14,7 @@ import { generatedHostname } from '../domain/environments.js';
 import { routesGeneratedHostname } from '../domain/storage-server.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
 import { iso, isoOrNull, timestamp } from '../platform/view-fields.js';
-import type { PlatformConfig } from '../settings/platform-config.js';
+import type { PlatformConfig } from '../platform/platform-config.js';
 
 /** Projects and their services on the wire, and how a record becomes one (presentService, presentProject). */
 

@@ -21,8 +21,8 @@ async function setup(options: { limits?: Partial<TerminalLimits>; commands?: Rec
   let now = Date.parse('2026-01-01T00:00:00.000Z');
   const proj = await project();
   const other = await project('Other');
-  const web = await h.services.services.create(admin, proj.id, repo('web'));
-  const idle = await h.services.services.create(admin, proj.id, repo('idle'));
+  const web = await h.services.serviceCreation.create(admin, proj.id, repo('web'));
+  const idle = await h.services.serviceCreation.create(admin, proj.id, repo('idle'));
   const own = { [LABELS.instance]: INSTANCE, [LABELS.project]: proj.id, [LABELS.service]: web.id };
   const containers = new Map<string, ContainerState>([
     ['web-1', container('web-1', own)],

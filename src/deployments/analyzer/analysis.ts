@@ -1,27 +1,11 @@
 import { DomainError } from '../../domain/errors.js';
+import type { AnalyzerImages } from '../../platform/platform-config.js';
 import type { SourceTree } from './source-tree.js';
 
 /*
  * What the analyzer (analyzer.ts) and its rules per language (node-app.ts, python-app.ts, go-app.ts,
  * static-site.ts) share: the rules import this file, never the analyzer that chooses among them.
  */
-
-/** Base images per language; the platform configuration may pin others (a mirror, a digest). */
-export interface AnalyzerImages {
-  node: string;
-  python: string;
-  go: string;
-  goRuntime: string;
-  static: string;
-}
-
-export const DEFAULT_ANALYZER_IMAGES: Readonly<AnalyzerImages> = Object.freeze({
-  node: 'node:22-bookworm-slim',
-  python: 'python:3.12-slim-bookworm',
-  go: 'golang:1.23-bookworm',
-  goRuntime: 'debian:bookworm-slim',
-  static: 'caddy:2',
-});
 
 export interface AnalyzeInput {
   tree: SourceTree;

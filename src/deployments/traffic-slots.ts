@@ -1,6 +1,6 @@
-import { LABELS, type ContainerEngine, type ContainerState } from '../deployments/container-engine.port.js';
+import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
 import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
-import type { PlatformConfig } from '../settings/platform-config.js';
+import type { PlatformConfig } from '../platform/platform-config.js';
 
 /** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
 export interface SlotAssignment {
