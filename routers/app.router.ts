@@ -6,13 +6,8 @@ import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
 import { backupConfigurationRouter } from './backup-configuration.router.js';
-import { appsRouter } from './apps.router.js';
-import { databaseServicesRouter } from './databases-general.router.js';
-import { deployRouter } from './deploy.router.js';
-import { projectDomainsRouter } from './project-domains.router.js';
 import { storageRouter } from './storage.router.js';
 import { systemRouter } from './system.router.js';
-import { variablesRouter } from './variables.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
 import { databaseTlsRouter } from './database-tls.router.js';
@@ -26,6 +21,8 @@ import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
+// Last: its doors open the procedures above (and trusted outputs register in the order of the routers that declare them).
+import { generalApi } from './general-api.js';
 
 export const appRouter = router({
   health: publicProcedure
@@ -62,12 +59,12 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
-  // The general API's doors, over the same use cases.
-  apps: appsRouter,
-  deploy: deployRouter,
-  variables: variablesRouter,
-  projectDomains: projectDomainsRouter,
-  databaseServices: databaseServicesRouter,
+  // The general API's paths: second doors to the procedures above (general-api.ts).
+  apps: router(generalApi.apps),
+  deploy: router(generalApi.deploy),
+  variables: router(generalApi.variables),
+  projectDomains: router(generalApi.projectDomains),
+  databaseServices: router(generalApi.databaseServices),
   storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupConfigurationRouter,

@@ -128,3 +128,23 @@ export const serviceRouter = router({
     )
     .query(async ({ ctx, input }) => ctx.services.suggestions.forService(ctx.actor, input.serviceId)),
 });
+
+/** Operations on services with no detailed path of their own: the general API opens them (general-api.ts). */
+export const serviceOperations = {
+  /** One service, as the overview shows it. */
+  get: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({ serviceId: idParam }))
+    .output(z.object({ service: serviceView }))
+    .query(async ({ ctx, input }) => ({ service: await ctx.services.serviceReader.get(ctx.actor, input.serviceId) })),
+
+  /** A service in the environment named, instead of the project's default one. */
+  createInEnvironment: writeProcedure
+    .meta({ scope: 'project:write', created: true })
+    .input(z.strictObject({ environmentId: idParam, ...createServiceInput.shape }))
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { environmentId, ...rest } = input;
+      return { service: await ctx.services.serviceCreation.createInEnvironment(ctx.actor, environmentId, rest) };
+    }),
+};
