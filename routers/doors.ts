@@ -10,6 +10,8 @@ export interface DoorSpec<R extends Record<string, string>> {
   tags: string[];
   summary: string;
   description?: string;
+  /** The request body as documented, when the input object says more than it takes (documentedBody in schemas.ts). */
+  body?: { $ref: string };
   /** The door's names for the procedure's input fields (`{ appId: 'serviceId' }`); fields not named keep theirs. */
   input?: R;
 }
@@ -53,6 +55,7 @@ export function door<P extends AnyTRPCProcedure, const R extends Record<string, 
     .meta({
       ...rules,
       openapi: { method: spec.method, path: spec.path, tags: spec.tags, summary: spec.summary, description: spec.description },
+      ...(spec.body ? { body: spec.body } : {}),
     })
     .input(doorInput)
     .output(def.output ?? z.unknown());

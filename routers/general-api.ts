@@ -4,7 +4,7 @@ import { door } from './doors.js';
 import { domainOperations } from './domain.router.js';
 import { envOperations, envRouter } from './env.router.js';
 import { environmentOperations } from './environment.router.js';
-import { serviceOperations, serviceRouter } from './service.router.js';
+import { CREATE_SERVICE_BODY, serviceOperations, serviceRouter } from './service.router.js';
 
 /*
  * The general API (docs/general-api.md): each of its paths a second door to a procedure of the
@@ -33,6 +33,7 @@ export const generalApi = {
       path: '/api/environments/{environmentId}/apps',
       tags: APPS,
       summary: 'Create a service in an environment: the body of POST /api/projects/{projectId}/services',
+      body: CREATE_SERVICE_BODY,
     }),
     get: door(serviceOperations.get, {
       method: 'GET',

@@ -29,3 +29,15 @@ export function trustedOutput<T extends z.ZodType>(id: string, schema: T) {
 }
 
 export const TRUSTED_OUTPUTS: Record<string, z.ZodType> = {};
+
+/**
+ * A request body narrower than its procedure's input object: a union of objects, which trpc-to-openapi
+ * cannot take as an input. The document shows it as the `id` component in place of the input's shape
+ * (adapters/http/openapi.ts); the use case holds every body to the same schema.
+ */
+export function documentedBody(id: string, schema: z.ZodType): { $ref: string } {
+  DOCUMENTED_BODIES[id] = schema;
+  return { $ref: `#/components/schemas/${id}` };
+}
+
+export const DOCUMENTED_BODIES: Record<string, z.ZodType> = {};

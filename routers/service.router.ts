@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  createServiceBody,
   createServiceInput,
   deploymentView,
   domainView,
@@ -11,12 +12,14 @@ import {
   suggestionView,
   updateServiceInput,
 } from '../src/index.js';
-import { idParam, trustedOutput } from './schemas.js';
+import { documentedBody, idParam, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Services'];
 
 const createInput = z.strictObject({ projectId: idParam, ...createServiceInput.shape });
+/** One source of serviceSources, as the use case holds every creation to (the typed client sends createServiceInput). */
+export const CREATE_SERVICE_BODY = documentedBody('CreateServiceBody', createServiceBody);
 const updateInput = z.strictObject({ ...updateServiceInput.shape, serviceId: idParam });
 
 export const serviceRouter = router({
@@ -30,6 +33,7 @@ export const serviceRouter = router({
         tags,
         summary: 'Create a repository, container-image, database, worker or static-site service',
       },
+      body: CREATE_SERVICE_BODY,
     })
     .input(createInput)
     .output(z.object({ service: serviceView }))

@@ -18,12 +18,12 @@ export type AuthRateKind = 'signup' | 'signin' | 'password-reset';
 
 /** Per-request limits the edge enforces; the routers only ask. */
 export interface RequestLimiter {
-  /** Counts a failed authentication; throws a rate_limited DomainError once this client (IP) failed too often. */
-  recordAuthFailure(ip: string): void;
+  /** Counts a failed authentication; rejects with a rate_limited DomainError once this client (IP) failed too often. */
+  recordAuthFailure(ip: string): Promise<void>;
   /** Throws a rate_limited DomainError when this key sent too many requests. */
   assertRequestAllowed(keyId: string): void;
-  /** Throws a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
-  assertAuthAttempt(kind: AuthRateKind, ip: string): void;
+  /** Rejects with a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
+  assertAuthAttempt(kind: AuthRateKind, ip: string): Promise<void>;
 }
 
 /** The session cookie, set and cleared by the HTTP edge; absent for server-side callers. */
@@ -83,6 +83,11 @@ export interface SlipwayMeta extends OpenApiMeta {
    * timeout or malformed answer is a 502 `upstream_error`, documented on the operation.
    */
   upstream?: string;
+  /**
+   * The request body as documented, when the input object says more than it takes: a union of objects
+   * (see documentedBody in schemas.ts), which trpc-to-openapi cannot take as an input.
+   */
+  body?: { $ref: string };
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
@@ -182,19 +187,21 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+/** A domain error as the tRPC error of its code (the table above). */
+export function trpcErrorOf(cause: DomainError): TRPCError {
+  return new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
+}
+
 /** Domain errors become tRPC errors with the code of the table; everything else is a 500. */
 const mapDomainErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof DomainError) {
-    const cause = result.error.cause;
-    throw new TRPCError({ code: ERRORS[cause.code].trpc, message: cause.message, cause });
-  }
+  if (!result.ok && result.error.cause instanceof DomainError) throw trpcErrorOf(result.error.cause);
   return result;
 });
 
 /** Authentication endpoints spend their per-address budget first, whatever the body holds. */
 export const publicProcedure = t.procedure.use(mapDomainErrors).use(async ({ ctx, meta, next }) => {
-  if (meta?.rateLimit) ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+  if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
   return next();
 });
 
@@ -212,7 +219,7 @@ async function authenticated(ctx: Context): Promise<Actor> {
     return await ctx.services.accounts.authenticate(ctx.token);
   } catch (error) {
     // Guessing keys gets 429 after a while; a valid key from the same address still works.
-    if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
+    if (ctx.token) await ctx.limiter.recordAuthFailure(ctx.ip);
     throw error;
   }
 }

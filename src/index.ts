@@ -40,6 +40,7 @@ export type { DeploymentStreamEvent } from './deployments/deployment.service.js'
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';
 export {
+  createServiceBody,
   createServiceInput,
   updateServiceInput,
   projectInput,

@@ -15,13 +15,13 @@ export PG_TEST_URL
 
 echo "== provisioning the Docker engine and the stand-in images (no registry is needed)"
 bash test/provision/docker.sh
-# The deployment tests' base images, the six database engines' stand-ins and the storage server's (built once, then cached).
-SLIPWAY_TEST_IMAGES=busybox,debian,node,caddy,postgres,timescale,mysql,redis,clickhouse,mongo,storage bash test/provision/images.sh
+# The deployment tests' base images, the six database engines' stand-ins, the storage server's and the cluster registry's (built once, then cached).
+SLIPWAY_TEST_IMAGES=busybox,debian,node,caddy,postgres,timescale,mysql,redis,clickhouse,mongo,storage,registry bash test/provision/images.sh
 
 echo "== provisioning Caddy (Debian's package) for the routing tests"
 bash test/provision/caddy.sh
 
-echo "== provisioning Chromium (the docs page test) and Docker Compose (the container image test)"
+echo "== provisioning Chromium (the docs page and dashboard tests) and Docker Compose (the container image test)"
 bash test/provision/chromium.sh >/dev/null
 bash test/provision/compose.sh >/dev/null
 
@@ -32,6 +32,10 @@ npx biome check .
 npm run -s build
 echo "== building the client package (packages/client: JavaScript, declarations, the router's type)"
 npm run -s build -w @slipway/client
+echo "== building the dashboard (packages/dashboard: type-checked against the client's router type, then Vite)"
+npx tsc --noEmit -p packages/dashboard
+npm run -s build:dashboard >/dev/null
+node scripts/dashboard-size.mjs
 export SLIPWAY_TEST_BUILT=1
 
 echo "== running tests"

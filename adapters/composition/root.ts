@@ -30,6 +30,7 @@ import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
+import { TrafficSlots } from '../../src/deployments/traffic-slots.js';
 import type { DataImporter } from '../../src/imports/data-importer.port.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { offsetClock, systemClock } from '../../src/platform/clock.port.js';
@@ -152,7 +153,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
 const ENGINE_PING_TIMEOUT_MS = 3_000;
 
 /** `npm start` on a host without a Docker engine provisions one (scripts/provision/docker.sh) before anything else. */
-export function ensureContainerEngine(config: AppConfig, log: Log): ReturnType<typeof ensureEngine> {
+export function ensureContainerEngine(config: AppConfig, log: Log, say: (line: string) => void): ReturnType<typeof ensureEngine> {
   const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
   return ensureEngine(config.dockerSocket, {
     ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
@@ -160,7 +161,16 @@ export function ensureContainerEngine(config: AppConfig, log: Log): ReturnType<t
     provisionScript: findProvisionScript(),
     provision: runProvisionScript,
     log,
+    say,
   });
+}
+
+/** Behind Caddy, before anything starts: why the traffic gate cannot work here (its port taken), or null; leftovers of gone installs are swept. */
+export async function trafficGatePreflight(config: AppConfig, log: Log): Promise<string | null> {
+  if (config.proxy.kind === 'none') return null;
+  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
+  const gate = new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort });
+  return new TrafficSlots(engine, gate, config.platform, { log }).preflight();
 }
 
 /** The adapters of every port, as the configuration names them. */

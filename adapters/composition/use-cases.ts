@@ -150,7 +150,7 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
   const tls = new DatabaseTlsService(deps, ports.tls?.issuer ?? null, current);
   const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
-  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
+  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log }) : null;
   if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
@@ -255,11 +255,15 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
   const domains = new DomainService(deps, routing);
   const useCases = {
     // What the doors call (Services).
-    system: new SystemService(settings, {
-      deployments: !!runtime,
-      reverseProxy: routing.enabled,
-      dns: (ports.dnsProviders ?? []).length > 0,
-    }),
+    system: new SystemService(
+      settings,
+      {
+        deployments: !!runtime,
+        reverseProxy: routing.enabled,
+        dns: (ports.dnsProviders ?? []).length > 0,
+      },
+      async () => (await deps.store.accounts.countUsers()) > 0,
+    ),
     apiKeys,
     accounts,
     twoFactor,

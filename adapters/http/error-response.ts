@@ -14,6 +14,12 @@ export function errorBodyOf(error: unknown): { status: number; body: ErrorBody }
  * end (413): the rest of it is drained for a moment so the client sees the answer, not a reset.
  */
 export function sendErrorAndClose(res: ServerResponse, status: number, body: ErrorBody): void {
+  closeAfterResponse(res);
+  sendError(res, status, body);
+}
+
+/** `Connection: close` on the response under way, the connection lingering for the rest of the request as sendErrorAndClose's. */
+export function closeAfterResponse(res: ServerResponse): void {
   res.shouldKeepAlive = false;
   res.setHeader('Connection', 'close');
   const socket = res.socket as (Socket & { destroySoon?: () => void }) | null;
@@ -31,7 +37,6 @@ export function sendErrorAndClose(res: ServerResponse, status: number, body: Err
       });
     };
   }
-  sendError(res, status, body);
 }
 
 const LINGER_MS = 1_000;

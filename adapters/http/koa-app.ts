@@ -3,15 +3,18 @@ import Koa from 'koa';
 import { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import type { AppRouter } from '../../routers/app.router.js';
-import type { Context } from '../../routers/trpc.js';
-import { errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
+import { trpcErrorOf, type Context } from '../../routers/trpc.js';
+import { closeAfterResponse, errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
+import { PayloadTooLargeError, readTrpcBody } from './request-body.js';
+import { DomainError } from '../../src/domain/errors.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
-import { pathProblem } from './path-guard.js';
+import { hostProblem, pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
 import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 import { McpEndpoint } from './mcp-endpoint.js';
+import { DashboardFiles } from './dashboard-static.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -21,10 +24,12 @@ export interface KoaAppOptions {
   mcp?: McpEndpoint;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
+  /** The web dashboard at `/` (dashboard-static.ts); by default the build in dist/dashboard when there is one, null for none. */
+  dashboard?: DashboardFiles | null;
 }
 
 /**
- * Three doors onto one router: REST (trpc-to-openapi) and SSE under /api, tRPC for the typed
+ * Three doors onto one router: REST (each procedure's meta.openapi) and SSE under /api, tRPC for the typed
  * client under /trpc, plus the generated document and its reference page.
  */
 export function createKoaApp(opts: KoaAppOptions): Koa {
@@ -36,10 +41,26 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     router: opts.router,
     basePath: '/trpc/',
     createContext: ({ req, res }) => opts.createContext(req, res),
+    // REST's size and depth limits, before tRPC parses anything: a refusal is every call's error, in tRPC's envelope.
+    middleware: (req, res, next) => {
+      readTrpcBody(req, opts.bodyLimitBytes).then(
+        (body) => {
+          if (body !== undefined) (req as IncomingMessage & { body?: string }).body = body;
+          next();
+        },
+        (error: unknown) => {
+          (req as IncomingMessage & { body?: string }).body = '';
+          // Too large: the rest of the body is not read, so the connection cannot be reused (as REST's 413).
+          if (error instanceof PayloadTooLargeError) closeAfterResponse(res);
+          next(error instanceof DomainError ? trpcErrorOf(error) : error);
+        },
+      );
+    },
     onError: ({ error, path }) => {
       if (error.code === 'INTERNAL_SERVER_ERROR') onInternalError(error.cause ?? error, path);
     },
   });
+  const dashboard = opts.dashboard === undefined ? DashboardFiles.fromBuild() : opts.dashboard;
   let docCache: { json: string; html: string } | undefined;
   const documents = () => {
     if (!docCache) {
@@ -64,6 +85,17 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     }
   });
   app.silent = true;
+
+  // Before anything builds a URL or an origin from it: an HTTP/1.1 request needs a usable Host header.
+  app.use(async (ctx, next) => {
+    const problem = hostProblem(ctx.req);
+    if (problem) {
+      ctx.respond = false;
+      sendErrorAndClose(ctx.res, 400, { error: 'validation_error', message: problem, details: { field: 'host' } });
+      return;
+    }
+    await next();
+  });
 
   // Before any routing: path parameters are opaque segments, never `.`/`..` or encoded separators.
   app.use(async (ctx, next) => {
@@ -90,7 +122,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       ctx.body = documents().html;
       return;
     }
-    // tRPC and trpc-to-openapi write the raw response themselves; koa sets 404 before handlers run.
+    // The doors write the raw response themselves; koa sets 404 before handlers run.
     ctx.respond = false;
     res.statusCode = 200;
     if (pathname === '/trpc' || pathname.startsWith('/trpc/')) {
@@ -101,15 +133,19 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.mcp.handle(req, res, pathname);
       return;
     }
-    // The procedures' context, once per request, whichever of the three doors below serves it.
-    const context = opts.createContext(req, res);
-    const sseRoute = opts.sse.match(ctx.method, pathname);
-    if (sseRoute) {
-      await opts.sse.serve(sseRoute, req, res, context, new URL(ctx.href));
-      return;
+    if (pathname.startsWith('/api/') || pathname === '/api') {
+      // The procedures' context, once per request, whichever of the three doors below serves it.
+      const context = opts.createContext(req, res);
+      const sseRoute = opts.sse.match(ctx.method, pathname);
+      if (sseRoute) {
+        await opts.sse.serve(sseRoute, req, res, context, new URL(ctx.href));
+        return;
+      }
+      if (await serveDownload(ctx.method, pathname, res, context)) return;
+      if (await rest(req, res, context)) return;
     }
-    if (await serveDownload(ctx.method, pathname, res, context)) return;
-    if ((pathname.startsWith('/api/') || pathname === '/api') && (await rest(req, res, context))) return;
+    // Last: the dashboard never shadows the API (it ignores /api and /trpc), and its misses stay the API's 404.
+    if (dashboard?.serve(req, res, pathname)) return;
     sendError(res, 404, { error: 'not_found', message: `No route for ${ctx.method} ${pathname}`, details: {} });
   });
   return app;

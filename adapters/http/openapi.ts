@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+import { createSchema } from 'zod-openapi';
 import { deploymentLogView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
-import { TRUSTED_OUTPUTS } from '../../routers/schemas.js';
+import { DOCUMENTED_BODIES, TRUSTED_OUTPUTS } from '../../routers/schemas.js';
 import { errorView, proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
+import { BODY_METHODS } from './request-body.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 
 const ERROR_STATUSES: Record<string, string> = {
@@ -16,6 +18,17 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Rate limited; see Retry-After',
   '500': 'Internal error',
 };
+
+/** What the HTTP edge answers before any procedure: 431 to any request, 413 and 415 to one whose body it reads. */
+const EDGE_STATUSES: Array<[status: string, description: string, bodyOnly: boolean]> = [
+  [
+    '413',
+    '`payload_too_large`: the request body is larger than the limit (BODY_LIMIT_BYTES, 1 MiB by default; `details.limitBytes`)',
+    true,
+  ],
+  ['415', '`unsupported_media_type`: a non-empty body not declared JSON (`application/json` or a `+json` type)', true],
+  ['431', '`payload_too_large`: the request head (request line and headers) is larger than 16 KB', false],
+];
 
 /** A procedure served over SSE (`meta.sse`): a GET answering `text/event-stream`. */
 const ssePath = ({ path, summary, description }: SseMeta, scope: ProcedureScope | undefined) => ({
@@ -104,9 +117,19 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
       ]),
     ),
   });
+  // Rendered as request bodies are (`input`): a component of createDocument's would be rendered as an output too.
+  const schemas = doc.components?.schemas ?? {};
+  for (const [id, schema] of Object.entries(DOCUMENTED_BODIES)) {
+    const { schema: json, components } = createSchema(schema, { io: 'input', openapiVersion: '3.1.0' });
+    Object.assign(schemas, components, { [id]: json });
+  }
+  doc.components = { ...doc.components, schemas };
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(
-      item as Record<string, { responses?: Record<string, unknown>; security?: unknown[] }>,
+      item as Record<
+        string,
+        { responses?: Record<string, unknown>; security?: unknown[]; requestBody?: { content?: Record<string, { schema?: unknown }> } }
+      >,
     )) {
       if (!operation || typeof operation !== 'object' || !operation.responses) continue;
       const responses = operation.responses;
@@ -115,6 +138,8 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
           (meta.openapi?.path === path && meta.openapi.method.toLowerCase() === method) ||
           (meta.download?.path === path && method === 'get'),
       )?.meta;
+      const json = operation.requestBody?.content?.['application/json'];
+      if (meta?.body && json) json.schema = meta.body;
       if (meta?.scope && meta.scope !== 'public') {
         operation.security = securityOf(meta.scope);
         (operation as Record<string, unknown>)['x-required-scope'] = meta.scope;
@@ -127,6 +152,10 @@ export function buildOpenApiDocument(router: AppRouter, baseUrl: string): OpenAP
           description: ERROR_STATUSES[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         };
+      }
+      for (const [status, description, bodyOnly] of EDGE_STATUSES) {
+        if (bodyOnly && !BODY_METHODS.has(method.toUpperCase())) continue;
+        responses[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
       }
       if (meta?.upstream)
         responses['502'] = {

@@ -26,3 +26,23 @@ export function pathProblem(target: string): string | null {
   }
   return null;
 }
+
+/** `host[:port]`: a registered name or IPv4 address (RFC 3986 reg-name characters) or a bracketed IPv6 literal. */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]+)(?::[0-9]{0,5})?$/;
+
+/**
+ * What is wrong with a request's Host header, or null. HTTP/1.1 requires one (RFC 9112 section 3.2);
+ * Node would answer its absence with a bare 400 (the server turns that off: server.ts), and URLs are
+ * built from it, so a malformed one is refused here too. HTTP/1.0 may leave it out.
+ */
+export function hostProblem(req: { httpVersion: string; headers: { host?: string | undefined } }): string | null {
+  const host = req.headers.host;
+  if (host === undefined) return req.httpVersion === '1.0' ? null : 'An HTTP/1.1 request needs a Host header';
+  if (!HOST.test(host)) return 'The Host header is not a host name with an optional port';
+  try {
+    new URL(`http://${host}/`);
+  } catch {
+    return 'The Host header is not a host name with an optional port';
+  }
+  return null;
+}

@@ -5,7 +5,8 @@ export class PayloadTooLargeError extends DomainError {
   readonly code = 'payload_too_large' as const;
 }
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The methods whose body is read (and so may be a 413 or a 415). */
+export const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Deeper bodies are refused before anything (JSON.parse, zod, the re-serialising adapter) recurses over them. */
 export const MAX_BODY_DEPTH = 64;
@@ -20,15 +21,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown> | undefined> {
   if (!BODY_METHODS.has(req.method ?? '')) return undefined;
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limitBytes) throw tooLarge(limitBytes);
-  const bytes = await readRaw(req, limitBytes);
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    throw new ValidationError('body', 'The request body is not valid UTF-8');
-  }
+  const text = await readBodyText(req, limitBytes);
   if (text.trim() === '') return {};
   const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (contentType && contentType !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(contentType)) {
@@ -47,6 +40,35 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     throw new ValidationError('body', 'The request body must be a JSON object');
   }
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * The tRPC door's input held to REST's limits before tRPC parses it: the body's size and UTF-8, and the
+ * depth of the body and of a query's `input`. The input sits in `{json, meta}` (inside `{"0": ...}` when
+ * batched): those levels are not counted, so an input nests as deep as a REST body may. Resolves with the
+ * body's text (for `req.body`), undefined for a method without a body.
+ */
+export async function readTrpcBody(req: IncomingMessage, limitBytes: number): Promise<string | undefined> {
+  const url = new URL(req.url ?? '/', 'http://trpc.invalid');
+  const envelope = url.searchParams.get('batch') === '1' ? 2 : 1;
+  const input = url.searchParams.get('input');
+  if (input !== null) assertDepth(input, MAX_BODY_DEPTH, envelope);
+  if (!BODY_METHODS.has(req.method ?? '')) return undefined;
+  const text = await readBodyText(req, limitBytes);
+  assertDepth(text, MAX_BODY_DEPTH, envelope);
+  return text;
+}
+
+/** The body as UTF-8 text, up to the limit. */
+async function readBodyText(req: IncomingMessage, limitBytes: number): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limitBytes) throw tooLarge(limitBytes);
+  const bytes = await readRaw(req, limitBytes);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new ValidationError('body', 'The request body is not valid UTF-8');
+  }
 }
 
 function tooLarge(limitBytes: number): PayloadTooLargeError {
@@ -98,8 +120,11 @@ function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   });
 }
 
-/** Nesting depth of JSON text, counted without recursion (strings skipped): over `max` is a 400. */
-export function assertDepth(text: string, max: number): void {
+/**
+ * Nesting depth of JSON text, counted without recursion (strings skipped): over `max` is a 400. The
+ * `envelope`'s levels, wrapped around the input, are not counted.
+ */
+export function assertDepth(text: string, max: number, envelope = 0): void {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -111,7 +136,8 @@ export function assertDepth(text: string, max: number): void {
     }
     if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) throw new ValidationError('body', `The request body is nested deeper than ${max} levels`, { maxDepth: max });
+      if (++depth > max + envelope)
+        throw new ValidationError('body', `The request body is nested deeper than ${max} levels`, { maxDepth: max });
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
 }

@@ -39,12 +39,14 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     requestsPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     authLimits: config.accounts.authLimits,
+    store: () => platform.database.store.authLimits,
   });
   const createContext = requestContexts({ services, limiter, trustProxy: config.trustProxy });
   const sse = new SseBridge();
   const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
   const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
-  const server = createServer(app.callback());
+  // Node would answer a request without a Host header with a bare 400: the app answers it with the error body (koa-app.ts).
+  const server = createServer({ requireHostHeader: false }, app.callback());
   // An upgrade has no response to set a cookie on: the context gets one that is never sent.
   const terminals = new TerminalSockets({
     createContext: (req) => createContext(req, new ServerResponse(req)),

@@ -8,7 +8,7 @@ import { parseTerminalPath, type PreparedTerminal, type TerminalService } from '
 import type { TerminalProcess } from '../../src/terminals/terminal-engine.port.js';
 import { errorBodyOf } from './error-response.js';
 import { assertOriginAllowed } from './origin.js';
-import { pathProblem } from './path-guard.js';
+import { hostProblem, pathProblem } from './path-guard.js';
 
 export interface TerminalSocketOptions {
   createContext: (req: IncomingMessage) => Context;
@@ -52,6 +52,8 @@ export class TerminalSockets {
     let release: () => void;
     let size: { cols: number; rows: number };
     try {
+      const hostIssue = hostProblem(req);
+      if (hostIssue) throw new ValidationError('host', hostIssue);
       const problem = pathProblem(req.url ?? '/');
       if (problem) throw new ValidationError('path', `Invalid request path: ${problem}`);
       const url = new URL(req.url ?? '/', 'http://terminal.invalid');
@@ -96,7 +98,7 @@ export class TerminalSockets {
       try {
         actor = ctx.services.terminals.redeemTicket(ticket, url.pathname);
       } catch (error) {
-        ctx.limiter.recordAuthFailure(ctx.ip);
+        await ctx.limiter.recordAuthFailure(ctx.ip);
         throw error;
       }
       ctx.limiter.assertRequestAllowed(actor.keyId);

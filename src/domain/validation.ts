@@ -28,7 +28,7 @@ export function normalizeHostname(input: string, field = 'hostname'): string {
   return hostname;
 }
 
-const GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/)[^\s]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/;
+export const GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/)[^\s]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/;
 
 /** Remote Git URLs only: http(s), ssh, git, or scp-like `user@host:path`. Never `file:` or a local path. */
 export function assertRemoteGitUrl(url: string, field = 'repoUrl'): void {
@@ -62,7 +62,7 @@ export const REPO_FULL_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
 /** Docker image reference: [registry[:port]/]name[:tag][@digest], lower-case repository. */
 // A first component is a registry only with a dot, a port or as localhost, as Docker reads it.
-const IMAGE_REF =
+export const IMAGE_REF =
   /^(?:(?:[a-zA-Z0-9-]+\.[a-zA-Z0-9.-]+|localhost|[a-zA-Z0-9.-]+:[0-9]+)\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z0-9]+:[a-fA-F0-9]{32,})?$/;
 
 export function assertImageReference(ref: string, field = 'containerImage'): void {

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { DATABASE_ENGINES, type DatabaseEngine } from '../domain/database-engines.js';
+import { GIT_URL, IMAGE_REF, REPO_FULL_NAME } from '../domain/validation.js';
 import { line, nullableLine, nullableText, port, runtimeMode, buildMethod, strictBoolean, text } from '../platform/input-schemas.js';
 
 /*
@@ -16,13 +18,12 @@ export type ProjectPatchInput = z.output<typeof projectPatchInput>;
 export const envEntryInput = z.strictObject({ key: line(255), value: text(), secret: strictBoolean().optional() });
 export type EnvEntryInput = z.output<typeof envEntryInput>;
 
-export const createServiceInput = z.strictObject({
-  name: line(100).min(1),
-  repoFullName: nullableLine(512),
-  repoUrl: nullableLine(2048).meta({
-    description: 'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL',
-  }),
-  containerImage: nullableLine(512),
+const serviceName = line(100).min(1);
+const REPO_URL_DESCRIPTION =
+  'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL (a 400 with gitToken as well)';
+
+/** What a service is created with besides its name and source: the same for every source. */
+const serviceSettings = {
   branch: line(255).min(1).optional(),
   rootDir: nullableLine(1024),
   gitToken: nullableLine().meta({ description: 'Write-only: a token for private repositories; never returned (see hasGitToken)' }),
@@ -38,6 +39,18 @@ export const createServiceInput = z.strictObject({
   databasePublicEnabled: strictBoolean().optional(),
   databasePublicHostname: nullableLine(253),
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
+};
+
+/**
+ * The create-service input as the typed client sends it, each source field on its own. Which source
+ * the fields name is one of serviceSources (sourceKindOf tells them apart), checked by the use case.
+ */
+export const createServiceInput = z.strictObject({
+  name: serviceName,
+  repoFullName: nullableLine(512),
+  repoUrl: nullableLine(2048).meta({ description: REPO_URL_DESCRIPTION }),
+  containerImage: nullableLine(512),
+  ...serviceSettings,
 });
 export type CreateServiceInput = z.output<typeof createServiceInput>;
 
@@ -56,3 +69,73 @@ export const updateServiceInput = createServiceInput.pick({
   internalPort: true,
 });
 export type UpdateServiceInput = z.output<typeof updateServiceInput>;
+
+const GIT_URL_MESSAGE = 'must be a remote Git URL (http, https, ssh or git), never a local path';
+const gitUrl = line(2048).regex(GIT_URL, { message: GIT_URL_MESSAGE }).meta({ description: REPO_URL_DESCRIPTION });
+/**
+ * No value: null or "" (what a form sends for an empty field). A property whose type is null alone is
+ * dropped by openapi-fetch's request body types (openapi-ts/openapi-typescript#2717), so "" stays too.
+ */
+const none = (message: string) => z.union([z.null(), z.literal('')], { error: message });
+/** A source field only another kind of source takes: no value, or left out. */
+const takenByOthers = (message: string) => none(message).optional();
+const IMAGE_ONLY = 'only a container-image service (repoUrl "container-image") takes one';
+const DATABASE_SOURCES = DATABASE_ENGINES.map((engine) => `database:${engine}` as const) as [
+  `database:${DatabaseEngine}`,
+  ...Array<`database:${DatabaseEngine}`>,
+];
+
+/**
+ * Where a service comes from: exactly one of these (a storage instance has POST /api/storage). The
+ * document shows them as a oneOf (createServiceBody), and the use case holds every body to the one its
+ * markers name (sourceKindOf), so what the document accepts the server accepts, and the converse.
+ */
+export const serviceSources = {
+  repository: z.strictObject({
+    repoFullName: line(512).regex(REPO_FULL_NAME, { message: 'must be "<owner>/<repo>"' }),
+    repoUrl: z.union([gitUrl, z.null(), z.literal('')], { error: GIT_URL_MESSAGE }).optional(),
+    containerImage: takenByOthers(IMAGE_ONLY),
+  }),
+  gitUrl: z.strictObject({
+    repoFullName: none('must be null (or "") for a repository given by its Git URL, or "<owner>/<repo>"'),
+    repoUrl: gitUrl,
+    containerImage: takenByOthers(IMAGE_ONLY),
+  }),
+  image: z.strictObject({
+    repoUrl: z.literal('container-image'),
+    containerImage: line(512).regex(IMAGE_REF, { message: 'not a valid image reference' }),
+    repoFullName: takenByOthers('none for a container-image service (its answer says "image:<reference>")'),
+  }),
+  database: z.strictObject({
+    repoUrl: z.literal('database'),
+    repoFullName: z.enum(DATABASE_SOURCES, { error: `must be one of ${DATABASE_SOURCES.join(', ')}` }),
+    containerImage: takenByOthers(IMAGE_ONLY),
+  }),
+};
+export type ServiceSourceKind = keyof typeof serviceSources;
+export type ServiceSourceInput<K extends ServiceSourceKind = ServiceSourceKind> = z.output<(typeof serviceSources)[K]>;
+
+/**
+ * The source the markers name: repoUrl "container-image" or "database", else a repository by its
+ * owner/name (repoFullName given) or by its Git URL (repoUrl given); null when none is named.
+ */
+export function sourceKindOf(input: Pick<CreateServiceInput, 'repoFullName' | 'repoUrl'>): ServiceSourceKind | null {
+  if (input.repoUrl === 'container-image') return 'image';
+  if (input.repoUrl === 'database') return 'database';
+  if (given(input.repoFullName)) return 'repository';
+  if (given(input.repoUrl)) return 'gitUrl';
+  return null;
+}
+
+const given = (value: string | null | undefined) => value !== null && value !== undefined && value !== '';
+
+const withSource = <K extends ServiceSourceKind>(kind: K, title: string) =>
+  z.strictObject({ name: serviceName, ...serviceSources[kind].shape, ...serviceSettings }).meta({ title });
+
+/** The create-service body as documented: one source (a oneOf), with the name and settings every service takes. */
+export const createServiceBody = z.xor([
+  withSource('repository', 'A repository, by owner/name (repoUrl, when given, is where it is cloned from)'),
+  withSource('gitUrl', 'A repository, by its Git URL (repoFullName null or "")'),
+  withSource('image', 'A container image (repoUrl "container-image")'),
+  withSource('database', 'A database (repoUrl "database", repoFullName "database:<engine>")'),
+]);

@@ -1,18 +1,10 @@
 import { ValidationError } from '../domain/errors.js';
-import { ENGINE_SPECS, engineOf, isDatabaseEngine, isEnginePassword, type DatabaseEngine } from '../domain/database-engines.js';
+import { ENGINE_SPECS, engineOf, isEnginePassword, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
 import type { ProjectRecord, ServiceRecord, StorageSource } from '../domain/types.js';
 import { STORAGE_SERVER } from '../domain/storage-server.js';
-import {
-  assertImageReference,
-  assertEnvKey,
-  assertRemoteGitUrl,
-  cleanName,
-  normalizeHostname,
-  REPO_FULL_NAME,
-  splitGitUrlCredential,
-} from '../domain/validation.js';
+import { assertEnvKey, cleanName, normalizeHostname, splitGitUrlCredential } from '../domain/validation.js';
 import { assertScope, assertWrite, type Actor } from '../domain/access.js';
 import { generatedHostname, hostnameScope, type EnvironmentRecord } from '../domain/environments.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -20,7 +12,7 @@ import { environmentFor, projectFor } from '../platform/lookup.js';
 import { generatePassword } from '../platform/secret-box.js';
 import type { EnvService } from '../env/env.service.js';
 import type { HostPortAllocator } from './host-port-allocator.js';
-import type { CreateServiceInput } from './project.inputs.js';
+import { serviceSources, sourceKindOf, type CreateServiceInput, type ServiceSourceInput, type ServiceSourceKind } from './project.inputs.js';
 import { presentService, type ServiceView } from './project-views.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
@@ -159,38 +151,41 @@ function classify(input: CreateServiceInput, storage: StorageSettings | undefine
       throw new ValidationError('repoUrl', 'A storage instance is created with POST /api/storage, whose answer shows its secret once');
     return { kind: 'storage', ...storage };
   }
-  if (input.repoUrl === 'container-image') {
-    if (!input.containerImage) throw new ValidationError('containerImage', 'A container-image service needs containerImage');
-    assertImageReference(input.containerImage);
-    return { kind: 'image', image: input.containerImage };
-  }
-  if (input.repoUrl === 'database') {
-    const engine = input.repoFullName?.startsWith('database:') ? input.repoFullName.slice('database:'.length) : null;
-    if (!engine || !isDatabaseEngine(engine)) {
-      throw new ValidationError(
-        'repoFullName',
-        'A database service needs repoFullName "database:<engine>", engine one of postgres, timescale, mysql, redis, mongodb, clickhouse',
-      );
-    }
-    return { kind: 'database', engine };
-  }
-  const repoUrl = blankToNull(input.repoUrl);
-  const repoFullName = blankToNull(input.repoFullName);
-  if (repoFullName?.startsWith('database:') || engineOf(repoFullName)) {
-    throw new ValidationError('repoUrl', 'A database service is created with repoUrl "database"');
-  }
-  if (repoFullName && !REPO_FULL_NAME.test(repoFullName))
-    throw new ValidationError('repoFullName', 'repoFullName must be "<owner>/<repo>"');
-  if (repoUrl) assertRemoteGitUrl(repoUrl);
-  const { url, credential } = repoUrl ? splitGitUrlCredential(repoUrl) : { url: null, credential: null };
-  if (credential && input.gitToken) throw new ValidationError('repoUrl', 'Give the credential either in repoUrl or as gitToken, not both');
-  if (!repoFullName && !repoUrl) {
+  const kind = sourceKindOf(input);
+  if (!kind) {
     throw new ValidationError(
       'repoFullName',
-      'A service needs a repository (repoFullName or repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")',
+      'A service needs a repository (repoFullName "<owner>/<repo>", or null with repoUrl), a container image (repoUrl "container-image") or a database (repoUrl "database")',
     );
   }
-  return { kind: 'repository', repoFullName, repoUrl: url, urlCredential: credential };
+  if (kind === 'repository' && input.repoFullName?.startsWith('database:')) {
+    throw new ValidationError('repoUrl', 'A database service is created with repoUrl "database"');
+  }
+  if (kind === 'image') return { kind: 'image', image: parseSource(kind, input).containerImage };
+  if (kind === 'database') return { kind: 'database', engine: engineOf(parseSource(kind, input).repoFullName)! };
+  const source = parseSource(kind, input);
+  const { url, credential } = source.repoUrl ? splitGitUrlCredential(source.repoUrl) : { url: null, credential: null };
+  if (credential && input.gitToken) throw new ValidationError('repoUrl', 'Give the credential either in repoUrl or as gitToken, not both');
+  return { kind: 'repository', repoFullName: source.repoFullName || null, repoUrl: url || null, urlCredential: credential };
+}
+
+const SOURCE_NAMES: Record<ServiceSourceKind, string> = {
+  repository: 'repository service',
+  gitUrl: 'repository service given by its Git URL',
+  image: 'container-image service (repoUrl "container-image")',
+  database: 'database service (repoUrl "database")',
+};
+
+/** The source fields held to the schema of the source their markers name (serviceSources), or a 400 naming the first bad one. */
+function parseSource<K extends ServiceSourceKind>(kind: K, input: CreateServiceInput): ServiceSourceInput<K> {
+  const fields = { repoFullName: input.repoFullName, repoUrl: input.repoUrl, containerImage: input.containerImage };
+  const parsed = serviceSources[kind].safeParse(fields, {
+    error: (issue) => (issue.input === undefined || issue.input === null ? `required for a ${SOURCE_NAMES[kind]}` : undefined),
+  });
+  if (parsed.success) return parsed.data as ServiceSourceInput<K>;
+  const issue = parsed.error.issues[0]!;
+  const field = String(issue.path[0] ?? 'repoUrl');
+  throw new ValidationError(field, `${field}: ${issue.message}`);
 }
 
 function gitToken(input: CreateServiceInput, variant: Variant): string | null {

@@ -22,6 +22,9 @@ export const publicSystemView = z
   .object({
     version: z.string(),
     registrationOpen: z.boolean(),
+    ownerExists: z
+      .boolean()
+      .meta({ description: 'false until the first account (the owner) signs up: the dashboard then offers owner sign-up' }),
     features: z.array(z.string()).meta({ description: 'Enabled features: `databases`, `deployments`, `reverse-proxy`, `dns`' }),
     license: licenseView,
   })

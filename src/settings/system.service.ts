@@ -15,6 +15,8 @@ export class SystemService {
   constructor(
     private readonly settings: SettingsService,
     private readonly features: EnabledFeatures,
+    /** Whether the first account exists; unknown (true) where nothing tells. */
+    private readonly ownerExists: () => Promise<boolean> = async () => true,
   ) {}
 
   async publicInfo(): Promise<PublicSystemView> {
@@ -25,6 +27,7 @@ export class SystemService {
     return {
       version: SLIPWAY_VERSION,
       registrationOpen: await this.settings.registrationOpen(),
+      ownerExists: await this.ownerExists(),
       features: features.sort(),
       license: await this.settings.license(),
     };

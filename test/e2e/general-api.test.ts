@@ -60,6 +60,7 @@ describe('general doors over HTTP', () => {
     expect(before.json).toEqual({
       version: expect.any(String),
       registrationOpen: false,
+      ownerExists: false,
       features: ['databases', 'deployments', 'dns'],
       license: { valid: false, licensee: null, plan: null, expiresAt: null },
     });

@@ -74,13 +74,27 @@ async function rawRequest(method: string, path: string, body?: unknown): Promise
 function parseRaw(text: string): { status: number; headers: string; json: any } {
   const [head, ...rest] = text.split('\r\n\r\n');
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head ?? '')?.[1]);
+  let body = rest.join('\r\n\r\n');
+  if (/\r\ntransfer-encoding: chunked/i.test(head ?? '')) body = unchunk(body);
   let json: any;
   try {
-    json = JSON.parse(rest.join('\r\n\r\n'));
+    json = JSON.parse(body);
   } catch {
     json = undefined;
   }
   return { status, headers: (head ?? '').toLowerCase(), json };
+}
+
+/** A chunked body's data (its chunks are ASCII here, so lengths count characters). */
+function unchunk(body: string): string {
+  let data = '';
+  for (let at = 0; ; ) {
+    const eol = body.indexOf('\r\n', at);
+    const size = Number.parseInt(body.slice(at, eol), 16);
+    if (!(size > 0)) return data;
+    data += body.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
 }
 
 function expectRawError(text: string, status: number, label: string): void {
@@ -151,6 +165,58 @@ describe('request bodies', () => {
       'deep object',
     );
     expect((await admin('GET', '/api/health')).status).toBe(200);
+  });
+
+  it('/trpc has the same depth limit: validation_error in its envelope, nested in json or in meta, batched or not, in a query', async () => {
+    const trpc = async (path: string, body?: string) => {
+      const res = await fetch(`${server.url}/trpc/${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body,
+      });
+      const json: any = await res.json();
+      const error = (Array.isArray(json) ? json[0] : json).error.json;
+      return { status: res.status, data: error.data, message: error.message as string };
+    };
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const tooDeep = (label: string, answer: { status: number; data: any; message: string }) => {
+      expect(answer.status, label).toBe(400);
+      expect(answer.data.error, label).toBe('validation_error');
+      expect(answer.data.details, label).toEqual({ field: 'body', maxDepth: 64 });
+      expect(answer.message, label).toBe('The request body is nested deeper than 64 levels');
+    };
+    tooDeep('meta', await trpc('projects.create', `{"json":{"name":"x"},"meta":{"values":${nested(20_000)}}}`));
+    tooDeep('meta, batched', await trpc('projects.create?batch=1', `{"0":{"json":{"name":"x"},"meta":{"values":${nested(20_000)}}}}`));
+    tooDeep('json', await trpc('projects.create', `{"json":{"name":"x","description":${nested(20_000)}}}`));
+    tooDeep('json, batched', await trpc('projects.create?batch=1', `{"0":{"json":{"name":"x","description":${nested(5_000)}}}}`));
+    tooDeep('query input', await trpc(`projects.list?batch=1&input=${encodeURIComponent(`{"0":{"json":${nested(1_000)}}}`)}`));
+    // REST's limit to the level: an input 64 deep reaches the procedure (a wrong type), 65 deep does not.
+    const input = (levels: number) => `{"name":"x","description":${nested(levels - 1)}}`;
+    expectField(await admin('POST', '/api/projects', input(64)), 400, 'description', 'REST, 64 deep');
+    expectField(await admin('POST', '/api/projects', input(65)), 400, 'body', 'REST, 65 deep');
+    for (const [label, body] of [
+      ['tRPC, 64 deep', `{"json":${input(64)}}`],
+      ['tRPC batched, 64 deep', `{"0":{"json":${input(64)}}}`],
+    ] as const) {
+      const answer = await trpc(label.includes('batched') ? 'projects.create?batch=1' : 'projects.create', body);
+      expect([answer.status, answer.data.details], label).toEqual([400, { field: 'description' }]);
+    }
+    tooDeep('tRPC, 65 deep', await trpc('projects.create', `{"json":${input(65)}}`));
+    tooDeep('tRPC batched, 65 deep', await trpc('projects.create?batch=1', `{"0":{"json":${input(65)}}}`));
+    expect((await admin('GET', '/api/health')).status).toBe(200);
+  });
+
+  it('/trpc has the same body limit: 413 payload_too_large in its envelope, and the connection is closed', async () => {
+    const body = `{"json":{"name":"big","description":"${'a'.repeat(1024 * 1024)}"}}`;
+    const { text, closed } = await rawExchange(
+      `POST /trpc/projects.create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      5_000,
+    );
+    const { status, headers, json } = parseRaw(text);
+    expect(status, text.slice(0, 300)).toBe(413);
+    expect(headers).toContain('connection: close');
+    expect(json.error.json.data).toMatchObject({ error: 'payload_too_large', details: { limitBytes: 1024 * 1024 } });
+    expect(closed).toBe(true);
   });
 
   it('an unknown field is a 400 naming it, PUT /api/settings included', async () => {
@@ -225,6 +291,36 @@ describe("rejections at Node's HTTP parser carry the JSON error body", () => {
     for (const [label, payload] of cases) expectRawError((await rawExchange(payload)).text, 400, label);
   });
 
+  it('400 with the JSON body for an HTTP/1.1 request without a Host header, or with an empty or malformed one', async () => {
+    for (const [label, payload] of [
+      ['no Host', 'GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n'],
+      [
+        'no Host, REST',
+        `POST /api/projects HTTP/1.1\r\nAuthorization: Bearer ${server.token}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      ],
+      ['no Host, tRPC', 'GET /trpc/system.public HTTP/1.1\r\nConnection: close\r\n\r\n'],
+      ['no Host, keep-alive', 'GET /api/health HTTP/1.1\r\n\r\n'],
+      ['empty Host', 'GET /api/health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n'],
+      ['Host with a space', 'GET /api/projects HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n'],
+      ['Host with a path', 'GET /api/projects HTTP/1.1\r\nHost: a/b\r\nConnection: close\r\n\r\n'],
+      ['no Host, terminal upgrade', 'GET /api/services/x/terminal HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'],
+    ] as const) {
+      const { text, closed } = await rawExchange(payload);
+      expectRawError(text, 400, label);
+      expect(parseRaw(text).json.details, label).toEqual({ field: 'host' });
+      expect(closed, label).toBe(true);
+    }
+    // HTTP/1.0 has no Host header to require; a port and an IPv6 literal are hosts.
+    for (const payload of [
+      'GET /api/health HTTP/1.0\r\n\r\n',
+      'GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nConnection: close\r\n\r\n',
+      'GET /api/health HTTP/1.1\r\nHost: [::1]:3000\r\nConnection: close\r\n\r\n',
+    ]) {
+      const { text } = await rawExchange(payload);
+      expect(parseRaw(text).status, text).toBe(200);
+    }
+  });
+
   it('CONNECT gets an answer', async () => {
     const { text } = await rawExchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
     expectRawError(text, 404, 'CONNECT');
@@ -235,6 +331,7 @@ describe('credentials in repoUrl', () => {
   it('are kept as the encrypted git token, and no view shows them', async () => {
     const res = await admin('POST', `/api/projects/${projectId}/services`, {
       name: 'private',
+      repoFullName: null,
       repoUrl: 'https://bot:s3cr3t-t0ken@git.example.com/acme/private.git',
     });
     expect(res.status, res.text).toBe(201);

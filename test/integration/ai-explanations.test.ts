@@ -64,6 +64,7 @@ async function deploymentIn(status: DeploymentRecord['status']) {
   const { service } = await api.services.create({
     projectId: project.id,
     name: 'web',
+    repoFullName: null,
     repoUrl: `https://x-access-token:${GIT_TOKEN}@git.example.com/acme/web.git`,
     buildCommand: 'npm run build',
   });

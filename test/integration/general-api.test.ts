@@ -236,6 +236,7 @@ describe('system and license', () => {
     expect(info).toEqual({
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       registrationOpen: false,
+      ownerExists: false,
       features: ['databases', 'reverse-proxy'],
       license: { valid: false, licensee: null, plan: null, expiresAt: null },
     });

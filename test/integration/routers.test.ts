@@ -177,6 +177,14 @@ describe('services', () => {
     expect(await field({ repoUrl: 'container-image' })).toBe('containerImage');
     expect(await field({ repoUrl: 'container-image', containerImage: 'UPPER/case' })).toBe('containerImage');
     expect(await field({ repoUrl: 'database', repoFullName: 'database:oracle' })).toBe('repoFullName');
+    // One source, as the document's oneOf says (test/e2e/openapi.test.ts): its markers decide, its fields must fit.
+    expect(await field({ repoUrl: 'https://git.example.com/a/b.git' })).toBe('repoFullName');
+    expect(await field({ containerImage: 'busybox:latest' })).toBe('repoFullName');
+    expect(await field({ repoFullName: 'a/b', containerImage: 'busybox:latest' })).toBe('containerImage');
+    expect(await field({ repoUrl: 'container-image', containerImage: 'busybox:latest', repoFullName: 'a/b' })).toBe('repoFullName');
+    expect(await field({ repoUrl: 'database', repoFullName: 'database:redis', containerImage: 'redis:7' })).toBe('containerImage');
+    expect(await field({ repoFullName: 'a/b', repoUrl: 'file:///etc' })).toBe('repoUrl');
+    expect(await field({ repoFullName: '', repoUrl: 'https://git.example.com/a/b.git' })).toBe('accepted');
     expect(await field({ repoFullName: 'a/b', rootDir: '../etc' })).toBe('rootDir');
     expect(await field({ repoFullName: 'a/b', branch: '--upload-pack=x' })).toBe('branch');
     expect(await field({ repoFullName: 'a/b', env: [{ key: 'lower', value: '1' }] })).toBe('env.0.key');

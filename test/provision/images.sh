@@ -44,14 +44,22 @@
 #                                      runs `versitygw ARGS` (`posix /data`), ROOT_ACCESS_KEY/ROOT_SECRET_KEY,
 #                                      VGW_PORT (:7070), VGW_REGION; refuses to start without a key pair.
 #
+# The image registry the platform runs for a cluster (issue 31), the same way:
+#   registry:2                         Debian's docker-registry (the Distribution registry 2.8, as the
+#                                      official image), `registry` on PATH, the official image's config
+#                                      (/etc/docker/registry/config.yml: filesystem storage in
+#                                      /var/lib/registry, :5000) and entrypoint: REGISTRY_* variables
+#                                      configure it (htpasswd auth, TLS, deletes), `registry
+#                                      garbage-collect CONFIG` collects. No htpasswd tool, as there.
+#
 # SLIPWAY_TEST_IMAGES: comma-separated subset of busybox,debian,node,caddy,python,postgres,timescale,
-#   mysql,redis,clickhouse,mongo,storage, or "all" (the same as `images.sh --all`: every image above)
+#   mysql,redis,clickhouse,mongo,storage,registry, or "all" (the same as `images.sh --all`: every image above)
 #   (default busybox,debian,node,caddy). SLIPWAY_TEST_IMAGES_REBUILD=1 rebuilds our images anyway.
 # SLIPWAY_DEBIAN_MIRROR / SLIPWAY_DEBIAN_SECURITY_MIRROR override the mirrors read from the host's
 # apt sources. Prints what it does, timings and sizes to stderr; fails loudly when it cannot.
 set -euo pipefail
 
-KNOWN=busybox,debian,node,caddy,python,postgres,timescale,mysql,redis,clickhouse,mongo,storage
+KNOWN=busybox,debian,node,caddy,python,postgres,timescale,mysql,redis,clickhouse,mongo,storage,registry
 case ${1:-} in
   --all) SLIPWAY_TEST_IMAGES=all ;;
   "") ;;
@@ -251,7 +259,7 @@ slim_root() {
 
 DEBIAN_TAG=slipway-test/debian:bookworm
 ROOTFS_RECIPE=$(printf 'debootstrap minbase bookworm slim v2\n' | sha)
-needs_debian() { local i; for i in debian node caddy python postgres timescale mysql redis clickhouse mongo storage; do wants "$i" && return 0; done; return 1; }
+needs_debian() { local i; for i in debian node caddy python postgres timescale mysql redis clickhouse mongo storage registry; do wants "$i" && return 0; done; return 1; }
 
 if needs_debian; then
   if is_current "$ROOTFS_RECIPE" "$DEBIAN_TAG"; then
@@ -579,6 +587,26 @@ ENTRYPOINT ["docker-entrypoint.sh"]
 EXPOSE 7070
 EOF
 )" versity/versitygw:v1.8.0
+fi
+
+if wants registry; then
+  STANDIN=registry CONTEXT_SETUP=standin_context RECIPE_EXTRA=$(tree_hash "$STANDIN_DIR/registry") build_dockerfile registry "$(cat <<EOF
+FROM $DEBIAN_TAG
+RUN $APT_NO_START \\
+ && apt-get update \\
+ && $APT_INSTALL docker-registry \\
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d \\
+ && ln -s docker-registry /usr/bin/registry \\
+ && mkdir -p /var/lib/registry \\
+ && registry --version
+COPY config.yml /etc/docker/registry/config.yml
+COPY entrypoint.sh /entrypoint.sh
+VOLUME /var/lib/registry
+EXPOSE 5000
+ENTRYPOINT ["/entrypoint.sh"]
+CMD ["/etc/docker/registry/config.yml"]
+EOF
+)" registry:2
 fi
 
 # --- sweep: images of ours superseded earlier, once nothing names or uses them --------------------

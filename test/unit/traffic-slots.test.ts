@@ -98,6 +98,113 @@ describe('TrafficSlots', () => {
     ]);
   });
 
+  /** The "host" of a later install: an earlier one's rules and gate, and a live one's network, rules and gate. */
+  function hostWithLeftovers(slotSubnet = 'auto') {
+    const journal = new Journal();
+    const engine = new FakeContainerEngine(journal);
+    engine.addImage('busybox:1');
+    const gate = new FakeTrafficGate(journal);
+    // Gone: its DATA_DIR and its slot network are gone; its rules and gate responder are not.
+    gate.installed.set('GONE00000001', ['172.16.12.0/22']);
+    engine.addContainer({
+      name: 'slipway-gate-gone00000001',
+      image: 'busybox:1',
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'gate:2080' },
+    });
+    // Live: its network exists; its rules name its subnet and that of an earlier network of its own.
+    engine.networks.set('slipway-slots-live00000002', {
+      [LABELS.managed]: 'true',
+      [LABELS.instance]: 'live00000002',
+      [LABELS.role]: 'slots',
+    });
+    engine.subnets.set('slipway-slots-live00000002', '172.16.8.0/22');
+    gate.installed.set('LIVE00000002', ['172.16.0.0/22', '172.16.8.0/22']);
+    engine.addContainer({
+      name: 'slipway-gate-live00000002',
+      image: 'busybox:1',
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'gate:2081' },
+    });
+    const s = new TrafficSlots(engine, gate, { ...config, routing: { ...config.routing, slotSubnet } }, { gateGraceMs: 10 });
+    return { s, gate, engine };
+  }
+
+  it("at start, removes the rules and the gate of an install whose slot network is gone, and keeps a live install's", async () => {
+    const { s, gate, engine } = hostWithLeftovers();
+    await s.prepare();
+    expect(gate.removedInstalls).toEqual(['GONE00000001']);
+    expect([...gate.installed.keys()]).toEqual(['LIVE00000002']);
+    const names = [...engine.containers.values()].map((c) => c.name).sort();
+    expect(names).toEqual(['slipway-gate-inst1', 'slipway-gate-live00000002']);
+  });
+
+  it('gives a gate without a network a moment before it counts as left behind: an earlier release starts its gate first', async () => {
+    const { s, engine } = hostWithLeftovers();
+    engine.addContainer({
+      name: 'slipway-gate-starting0004',
+      image: 'busybox:1',
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'gate:2082' },
+    });
+    // That install makes its network just after this one first looks.
+    const list = engine.listNetworks.bind(engine);
+    let looks = 0;
+    engine.listNetworks = async (label) => {
+      const found = await list(label);
+      if (++looks === 1) engine.networks.set('slipway-slots-starting0004', { [LABELS.instance]: 'starting0004', [LABELS.role]: 'slots' });
+      return found;
+    };
+    await s.prepare();
+    const names = [...engine.containers.values()].map((c) => c.name).sort();
+    expect(names).toEqual(['slipway-gate-inst1', 'slipway-gate-live00000002', 'slipway-gate-starting0004']);
+  });
+
+  it('never takes a subnet that live rules name, though no network has it any more', async () => {
+    const { s } = hostWithLeftovers();
+    await s.prepare();
+    // 172.16.0.0/22, the first candidate, is named by a live install's rules though no network has it
+    // (Docker would give it out); 172.16.8.0/22 is that install's network.
+    expect(s.pool([])[0]).toEqual(['172.16.4.2:80', '172.16.4.3:80']);
+    const { s: explicit, engine } = hostWithLeftovers('172.16.0.0/24');
+    await expect(explicit.prepare()).rejects.toThrow(
+      'SLOT_SUBNET 172.16.0.0/24 overlaps 172.16.0.0/22, which the packet-filter rules of the install of the network slipway-slots-live00000002 name; choose another SLOT_SUBNET, or auto',
+    );
+    // Nothing half made: no network, no responder.
+    expect(engine.networks.has('slipway-slots-inst1')).toBe(false);
+    expect(engine.daemons).toEqual([]);
+  });
+
+  it("refuses a gate port another install's gate or another process holds, with one line; its own responder's is not taken", async () => {
+    const { s, gate, engine } = hostWithLeftovers();
+    engine.addContainer({
+      name: 'slipway-gate-live00000003',
+      image: 'busybox:1',
+      labels: { [LABELS.managed]: 'true', [LABELS.role]: 'gate:2080' },
+    });
+    engine.networks.set('slipway-slots-live00000003', {
+      [LABELS.managed]: 'true',
+      [LABELS.instance]: 'live00000003',
+      [LABELS.role]: 'slots',
+    });
+    gate.portTaken = true;
+    const line =
+      'PROXY_GATE_PORT 2080 on 127.0.0.1 is taken by the traffic gate of another Slipway install on this host (container slipway-gate-live00000003): each install on a host needs a gate port of its own; set PROXY_GATE_PORT to a free port';
+    expect(await s.preflight()).toBe(line);
+    // The gate of the install that is gone was removed all the same; the port's holder was not.
+    expect(engine.containers.size).toBe(2);
+    await expect(s.prepare()).rejects.toThrow(line);
+    expect(engine.daemons).toEqual([]);
+    engine.containers.clear();
+    expect(await s.preflight()).toMatch(/^PROXY_GATE_PORT 2080 on 127\.0\.0\.1 is taken by another process: /);
+    gate.portTaken = false;
+    expect(await s.preflight()).toBeNull();
+    await s.prepare();
+    // Its own responder holds the port from now on, across restarts: not a refusal.
+    gate.portTaken = true;
+    const restarted = new TrafficSlots(engine, gate, config);
+    expect(await restarted.preflight()).toBeNull();
+    await restarted.prepare();
+    expect(engine.daemons).toHaveLength(1);
+  });
+
   it('keeps a pool of pairs for the proxy: 16 at first, doubling when a pair past it is used', async () => {
     const { s } = await slots();
     expect(s.dialPair('172.16.40.3')).toEqual(['172.16.40.2:80', '172.16.40.3:80']);

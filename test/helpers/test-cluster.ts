@@ -1,0 +1,213 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * A Docker Swarm of one manager and workers on this machine, for the cluster tests: each node is a
+ * Docker engine of its own in network, mount and UTS namespaces the test creates (test/provision/cluster.sh
+ * does the work; docs/cluster-findings.md says why each step is there). The host's engine is left alone:
+ * the manager is a namespaced engine too, reached, like every node, at its own unix socket.
+ *
+ * Addresses: the nodes sit on a bridge inside a "hub" namespace, 100.64.S.0/24 (S picked free on this
+ * host); the host has 100.64.S.1 and node k has 100.64.S.(10+k). Nothing is routed off the machine.
+ */
+const run = promisify(execFile);
+const SCRIPT = path.resolve(import.meta.dirname, '../provision/cluster.sh');
+
+export interface ClusterNode {
+  name: string;
+  role: 'manager' | 'worker';
+  /** The node's address on the hub bridge: what it advertises to the swarm, reachable from the host. */
+  address: string;
+  /** The node engine's unix socket, for `docker -H unix://...` or dockerode's socketPath. */
+  socket: string;
+}
+
+export interface TestCluster {
+  id: string;
+  dir: string;
+  /** The host's address on the hub bridge (100.64.S.1). */
+  hostAddress: string;
+  nodes: ClusterNode[];
+  manager: ClusterNode;
+  workers: ClusterNode[];
+  /** Milliseconds per step of the set-up, e.g. {network and engines, swarm, images}. */
+  timings: Record<string, number>;
+  node(name: string): ClusterNode;
+  /** `docker -H <node's socket> ...args` (argv, no shell); stdout trimmed. */
+  docker(node: string, ...args: string[]): Promise<string>;
+  /** Loads images from the host engine into nodes (all by default) that lack them, as a public registry would serve them. */
+  loadImages(images: string[], nodes?: string[]): Promise<void>;
+  /** A lost machine: SIGKILL of the node's engine, containerd, shims and containers at once. */
+  kill(node: string): Promise<void>;
+  /** Starts a killed node's engine again on its kept data root (it rejoins by itself) and waits until it is Ready. */
+  revive(node: string): Promise<void>;
+  /** The manager's view of a node: `ready`, `down`, `unknown`... */
+  nodeState(node: string): Promise<string>;
+  /** Polls the node's state until `state`; answers the milliseconds it took. */
+  waitForNodeState(node: string, state: string, timeoutMs?: number): Promise<number>;
+  /** Kills every node, removes the namespaces, veth, cgroups and the state directory. Idempotent. */
+  down(): Promise<void>;
+}
+
+async function script(args: string[], env: Record<string, string> = {}, timeoutMs = 180_000): Promise<string> {
+  try {
+    const { stdout } = await run('bash', [SCRIPT, ...args], {
+      env: { ...process.env, ...env },
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+    });
+    return stdout.trim();
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(`cluster.sh ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`);
+  }
+}
+
+const clusters = new Map<string, TestCluster>();
+let exitHook = false;
+/** A test process that ends without its afterAll (an uncaught error, a signal) still leaves nothing behind. */
+function downAtExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    for (const id of clusters.keys()) spawnSync('bash', [SCRIPT, 'down', id], { stdio: 'ignore', timeout: 60_000 });
+  });
+}
+
+function describe(id: string, names: string[], timings: Record<string, number>): TestCluster {
+  const dir = `/tmp/slipway-cluster-${id}`;
+  const env = readFileSync(path.join(dir, 'env'), 'utf8');
+  const subnet = /^SUBNET=(\d+)$/m.exec(env)?.[1];
+  if (!subnet) throw new Error(`${dir}/env names no subnet`);
+  const nodes: ClusterNode[] = names.map((name, k) => ({
+    name,
+    role: k === 0 ? 'manager' : 'worker',
+    address: `100.64.${subnet}.${10 + k}`,
+    socket: path.join(dir, 'nodes', name, 'docker.sock'),
+  }));
+  const byName = (name: string) => {
+    const found = nodes.find((n) => n.name === name);
+    if (!found) throw new Error(`no node ${name} in cluster ${id} (${names.join(', ')})`);
+    return found;
+  };
+  const docker = async (node: string, ...args: string[]) => {
+    const { stdout } = await run('docker', ['-H', `unix://${byName(node).socket}`, ...args], {
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 120_000,
+    });
+    return stdout.trim();
+  };
+  const nodeState = async (node: string) =>
+    docker(names[0]!, 'node', 'inspect', '--format', '{{.Status.State}}', node).catch(() => 'unknown');
+  const cluster: TestCluster = {
+    id,
+    dir,
+    hostAddress: `100.64.${subnet}.1`,
+    nodes,
+    manager: nodes[0]!,
+    workers: nodes.slice(1),
+    timings,
+    node: byName,
+    docker,
+    async loadImages(images, on = names) {
+      await Promise.all(on.map((node) => script(['load-images', id, node, ...images], {}, 600_000)));
+    },
+    async kill(node) {
+      byName(node);
+      await script(['kill-node', id, node]);
+    },
+    async revive(node) {
+      byName(node);
+      await script(['start-node', id, node]);
+      await script(['wait-ready', id, names[0]!, node], {}, 60_000);
+    },
+    nodeState,
+    async waitForNodeState(node, state, timeoutMs = 60_000) {
+      const started = Date.now();
+      for (;;) {
+        if ((await nodeState(node)) === state) return Date.now() - started;
+        if (Date.now() - started > timeoutMs)
+          throw new Error(`node ${node} not ${state} within ${timeoutMs} ms (${await nodeState(node)})`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+    async down() {
+      await script(['down', id]);
+      clusters.delete(id);
+    },
+  };
+  return cluster;
+}
+
+export interface TestClusterOptions {
+  /** Node names, the manager first (default m, w1, w2: one manager, two workers). */
+  nodes?: string[];
+  /** Images every node gets from the host engine (default none). */
+  images?: string[];
+  /** Cluster id, 3-8 of [a-z0-9] (default random). */
+  id?: string;
+}
+
+/**
+ * Builds a cluster of its own for the calling test file: network and engines, `swarm init` on the
+ * first node and `swarm join` of the others, then the images. Call `down()` in afterAll; a process
+ * that exits without it removes the cluster at exit, and the next cluster built on this host removes
+ * any cluster whose owner process is gone.
+ */
+export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
+  const names = options.nodes ?? ['m', 'w1', 'w2'];
+  const id = options.id ?? randomBytes(3).toString('hex');
+  await script(['sweep']);
+  const timings: Record<string, number> = {};
+  downAtExit();
+  let started = performance.now();
+  try {
+    await script(['up', id, ...names], { SLIPWAY_CLUSTER_OWNER: String(process.pid) });
+    timings['network and engines'] = Math.round(performance.now() - started);
+    started = performance.now();
+    const cluster = describe(id, names, timings);
+    clusters.set(id, cluster);
+    await script(['join', id], {}, 120_000);
+    timings.swarm = Math.round(performance.now() - started);
+    if (options.images?.length) {
+      started = performance.now();
+      await cluster.loadImages(options.images);
+      timings.images = Math.round(performance.now() - started);
+    }
+    return cluster;
+  } catch (error) {
+    await script(['down', id]).catch(() => {});
+    clusters.delete(id);
+    throw error;
+  }
+}
+
+/**
+ * The run's shared cluster (m, w1, w2): built by the first test file that asks for it in this vitest run,
+ * reused by the others, removed by the global teardown (test/helpers/cluster-global-setup.ts). A file
+ * that kills a node revives it before it ends; a file removes the services it makes.
+ */
+export async function sharedTestCluster(runId: string, ownerPid: number): Promise<TestCluster> {
+  const id = `run${runId}`.slice(0, 8);
+  const names = ['m', 'w1', 'w2'];
+  const timings: Record<string, number> = {};
+  const started = performance.now();
+  // One builder per run: the others wait on its lock, then find it built.
+  await script(['ensure', id, ...names], { SLIPWAY_CLUSTER_OWNER: String(ownerPid) }, 300_000);
+  timings['shared cluster ready'] = Math.round(performance.now() - started);
+  const cluster = describe(id, names, timings);
+  for (const node of names) {
+    if (!existsSync(cluster.node(node).socket)) await cluster.revive(node);
+  }
+  return cluster;
+}
+
+/** Removes the run's shared cluster, if one was built (the global teardown). */
+export async function removeSharedTestCluster(runId: string): Promise<void> {
+  const id = `run${runId}`.slice(0, 8);
+  if (existsSync(`/tmp/slipway-cluster-${id}`)) await script(['down', id]);
+}
