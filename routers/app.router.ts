@@ -6,6 +6,8 @@ import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
 import { backupConfigurationRouter } from './backup-configuration.router.js';
+// Here, not last: the document's components follow the order in which routers register trusted outputs (service.router's before project.router's).
+import { generalApi } from './general-api.js';
 import { storageRouter } from './storage.router.js';
 import { systemRouter } from './system.router.js';
 import { databaseRouter } from './database.router.js';
@@ -21,8 +23,6 @@ import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
-// Last: its doors open the procedures above (and trusted outputs register in the order of the routers that declare them).
-import { generalApi } from './general-api.js';
 
 export const appRouter = router({
   health: publicProcedure

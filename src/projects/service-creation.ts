@@ -12,7 +12,13 @@ import { environmentFor, projectFor } from '../platform/lookup.js';
 import { generatePassword } from '../platform/secret-box.js';
 import type { EnvService } from '../env/env.service.js';
 import type { HostPortAllocator } from './host-port-allocator.js';
-import { serviceSources, sourceKindOf, type CreateServiceInput, type ServiceSourceInput, type ServiceSourceKind } from './project.inputs.js';
+import {
+  serviceSources,
+  sourceKindOf,
+  type CreateServiceInput,
+  type ServiceSourceInput,
+  type ServiceSourceKind,
+} from './project.inputs.js';
 import { presentService, type ServiceView } from './project-views.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
