@@ -5,6 +5,7 @@ import {
   insertedRowView,
   proxyResultView,
   queryResultView,
+  ROWS_PAGE_LIMIT,
   rowsView,
   serviceView,
   tablesView,
@@ -52,7 +53,9 @@ export const databaseRouter = router({
       z.strictObject({
         serviceId: idParam,
         table: tableId,
-        limit: queryInt(1, 500).default(50).meta({ description: '1..500, default 50' }),
+        limit: queryInt(1, ROWS_PAGE_LIMIT.max)
+          .default(ROWS_PAGE_LIMIT.default)
+          .meta({ description: `1..${ROWS_PAGE_LIMIT.max}, default ${ROWS_PAGE_LIMIT.default}` }),
         offset: queryInt(0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: '>= 0, default 0' }),
       }),
     )

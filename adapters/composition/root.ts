@@ -4,8 +4,8 @@ import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
 import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
-import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
-import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
+import { EngineDatabaseAdmin } from '../databases/by-engine.database-admin.js';
+import { lazyDatabaseAdmin } from '../databases/lazy.database-admin.js';
 import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
 import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
 import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
@@ -243,7 +243,7 @@ function dataImporter(docker: Docker): DataImporter {
   return {
     importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),
     importRedis: async (source, target, work) =>
-      new (await import('../databases/redis-url.importer.js')).RedisUrlImporter().importRedis(source, target, work),
+      new (await import('../databases/redis-url.data-importer.js')).RedisUrlImporter().importRedis(source, target, work),
   };
 }
 

@@ -151,7 +151,6 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
   const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log }) : null;
-  if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const power = new ServicePower(deps, deployments, runtime && current ? { engine: runtime.engine, current } : null);

@@ -113,9 +113,13 @@ export class DockerodeContainerEngine implements ContainerEngine {
   async ensureSlotNetwork(name: string, labels: Record<string, string>, candidates: string[]): Promise<string> {
     const previous = this.networkLocks.get(name) ?? Promise.resolve();
     const next = previous.catch(() => {}).then(() => this.createSlotNetworkOnce(name, labels, candidates));
+    // Settled either way: a refused network is the caller's to report, never an unhandled rejection (which ends the process).
     this.networkLocks.set(
       name,
-      next.then(() => {}),
+      next.then(
+        () => {},
+        () => {},
+      ),
     );
     return next;
   }

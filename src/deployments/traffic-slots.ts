@@ -1,5 +1,5 @@
 import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
-import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
+import type { OpenSlot, TrafficGate } from './traffic-gate.port.js';
 import type { PlatformConfig } from '../platform/platform-config.js';
 import { slotSubnetCandidates } from './slot-subnets.js';
 
@@ -25,9 +25,6 @@ export interface SlotAssignment {
 /** See SlotsOptions.gateGraceMs. */
 const GATE_GRACE_MS = 3_000;
 
-/** Routes the proxy holds for slot pairs before any is used (see TrafficSlots.pool). */
-const MIN_POOL = 16;
-
 function toInt(ip: string): number {
   return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0) >>> 0;
 }
@@ -38,11 +35,12 @@ function toIp(n: number): string {
 
 /**
  * Zero-downtime cutovers without a proxy reload. Every web service behind the proxy owns two fixed
- * addresses (a pair of slots) on one network of the install; the proxy routes each hostname to both,
- * health-checks them through the traffic gate, and sends everything to the first open one. A cutover
- * starts the new container in the free slot, opens its gate, closes the old one's, and waits two
- * health intervals each time: the proxy moves new requests over by itself, finishes those in flight,
- * and lets its idle connections to the old container expire, which the drain then sees.
+ * addresses (a pair of slots) on one network of the install; the proxy dials the slot its routes
+ * directory names for the service, and the gate lets it through to open slots only. A cutover starts
+ * the new container in the free slot, opens its gate, points the routes at it (files, see
+ * RoutingService), and closes the old slot once the old container has drained: the proxy sends new
+ * requests to the new slot from the moment the file changes, finishes those in flight, and lets its
+ * idle connections to the old container expire, which the drain then sees.
  */
 export class TrafficSlots {
   private subnet: string | null = null;
@@ -212,29 +210,6 @@ export class TrafficSlots {
     return [toIp(first), toIp(first + 1)];
   }
 
-  /** The pair as the proxy dials it (see SLOT_DIAL_PORT). */
-  dialPair(ip: string): [string, string] {
-    const [a, b] = this.pairOf(ip);
-    return [`${a}:${SLOT_DIAL_PORT}`, `${b}:${SLOT_DIAL_PORT}`];
-  }
-
-  /**
-   * The pairs the proxy keeps a route for, used or not (as it dials them): the first 16, or the first
-   * power of two that covers every pair in use. A new service, or a service's first container, takes a
-   * pair whose route exists, so the proxy is loaded only when the pool doubles.
-   */
-  pool(inUse: Iterable<string>): [string, string][] {
-    if (!this.subnet) throw new Error('the slot network is not ready');
-    const [network, bits] = this.subnet.split('/') as [string, string];
-    const base = toInt(network);
-    const pairs = Math.floor((2 ** (32 - Number(bits)) - 3) / 2);
-    let highest = 0;
-    for (const address of inUse) highest = Math.max(highest, Math.floor((toInt(address.split(':')[0]!) - base - 2) / 2));
-    let size = MIN_POOL;
-    while (size <= highest) size *= 2;
-    return Array.from({ length: Math.min(size, pairs) }, (_, i) => this.dialPair(toIp(base + 2 + 2 * i)));
-  }
-
   /** The other slot of the service's current pair, or a free pair when it has none. */
   assign(current: ContainerState | null, containers: ContainerState[]): SlotAssignment {
     if (!this.subnet) throw new Error('the slot network is not ready');
@@ -346,7 +321,7 @@ export class TrafficSlots {
     return run;
   }
 
-  /** Two health intervals: the proxy checks every slot once per interval. */
+  /** Two health intervals (PROXY_HEALTH_INTERVAL_MS): how long a gate change is given before the next step. */
   get settleMs(): number {
     return 2 * this.config.routing.healthIntervalMs + 100;
   }
