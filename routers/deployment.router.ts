@@ -146,3 +146,15 @@ export const deploymentRouter = router({
       })();
     }),
 });
+
+/** Operations on deployments with no detailed path of their own: the general API opens them (general-api.ts). */
+export const deploymentOperations = {
+  /** One deployment queued per service of the environment named, or of the project's default one. */
+  createForProject: writeProcedure
+    .meta({ scope: 'deploy:write', created: true })
+    .input(z.strictObject({ projectId: idParam, environmentId: idParam.optional() }))
+    .output(z.object({ deployments: z.array(deploymentView) }))
+    .mutation(async ({ ctx, input }) => ({
+      deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId, input.environmentId),
+    })),
+};

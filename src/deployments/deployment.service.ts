@@ -8,8 +8,8 @@ import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { deploymentFor, environmentFor, projectFor, serviceFor } from '../platform/lookup.js';
 import { defaultEnvironment } from '../domain/environments.js';
-import { presentDeployment, presentLogLine } from '../platform/presenters.js';
-import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
+import { presentDeployment, presentLogLine } from './deployment-views.js';
+import type { DeploymentLogView, DeploymentView } from './deployment-views.js';
 import type { DeploymentRecorder } from './pipeline-context.js';
 
 export type DeploymentStreamEvent = JobStreamEvent<DeploymentLogView>;
