@@ -1,13 +1,15 @@
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
 import { deploymentLogView, deploymentView } from '../src/index.js';
-import { idParam, strictInt } from './schemas.js';
+import { idParam, queryInt, strictInt } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Deployments'];
 
 /** tRPC sends `lastEventId` back on reconnect; ids of log lines are integers. */
 const lastEventId = z.string().regex(/^\d+$/).nullish();
+/** A page of a deployment's log: at most this many lines per read when `limit` is given. */
+export const LOG_PAGE_MAX = 10_000;
 
 export const deploymentRouter = router({
   create: writeProcedure
@@ -70,11 +72,27 @@ export const deploymentRouter = router({
   logs: readProcedure
     .meta({
       scope: 'logs:read',
-      openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' },
+      openapi: {
+        method: 'GET',
+        path: '/api/deployments/{deploymentId}/logs',
+        tags,
+        summary: 'Every log line of a deployment so far, or a page of them',
+        description: `Without a query string, every line. \`afterId\` (the id of the last line already read) and \`limit\` (1..${LOG_PAGE_MAX}) read the log in pages, oldest first: a page shorter than \`limit\` is the end so far.`,
+      },
     })
-    .input(z.strictObject({ deploymentId: idParam }))
+    .input(
+      z.strictObject({
+        deploymentId: idParam,
+        afterId: queryInt(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'lines with a greater id only; default 0' }),
+        limit: queryInt(1, LOG_PAGE_MAX)
+          .optional()
+          .meta({ description: `1..${LOG_PAGE_MAX}; default every line` }),
+      }),
+    )
     .output(z.object({ logs: z.array(deploymentLogView) }))
-    .query(async ({ ctx, input }) => ({ logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId) })),
+    .query(async ({ ctx, input }) => ({
+      logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId, { afterId: input.afterId, limit: input.limit }),
+    })),
 
   stream: readProcedure
     .meta({
