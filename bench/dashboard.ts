@@ -200,37 +200,21 @@ async function main(): Promise<void> {
     const m = <T>(rows: T[], pick: (row: T) => number) => median(rows.map(pick));
     const ms = (v: number) => `${v.toFixed(0)} ms`;
     const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(1)}x` : '-');
+    type LogFigures = (typeof short)[number];
+    /** One measure of both logs, the short one the baseline. */
+    const logRow = (label: string, pick: (row: LogFigures) => number) => [
+      label,
+      ms(m(short, pick)),
+      ms(m(long, pick)),
+      ratio(m(long, pick), m(short, pick)),
+    ];
     console.log(`dashboard: ${ROUNDS} rounds, medians (Chromium ${browser.version()})`);
     console.log(
       table([
         ['measure', `log of ${SHORT.toLocaleString('en')} lines (baseline)`, `log of ${LONG.toLocaleString('en')} lines`, 'ratio'],
-        [
-          'shown (every line held)',
-          ms(m(short, (r) => r.shownMs)),
-          ms(m(long, (r) => r.shownMs)),
-          ratio(
-            m(long, (r) => r.shownMs),
-            m(short, (r) => r.shownMs),
-          ),
-        ],
-        [
-          'longest task meanwhile',
-          ms(m(short, (r) => r.longestMs)),
-          ms(m(long, (r) => r.longestMs)),
-          ratio(
-            m(long, (r) => r.longestMs),
-            m(short, (r) => r.longestMs),
-          ),
-        ],
-        [
-          'search of every line',
-          ms(m(short, (r) => r.searchMs)),
-          ms(m(long, (r) => r.searchMs)),
-          ratio(
-            m(long, (r) => r.searchMs),
-            m(short, (r) => r.searchMs),
-          ),
-        ],
+        logRow('shown (every line held)', (r) => r.shownMs),
+        logRow('longest task meanwhile', (r) => r.longestMs),
+        logRow('search of every line', (r) => r.searchMs),
       ]),
     );
     console.log(

@@ -1,6 +1,6 @@
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
-import { deploymentLogView, deploymentView } from '../src/index.js';
+import { deploymentLogView, deploymentView, LOG_PAGE_MAX } from '../src/index.js';
 import { idParam, queryInt, strictInt } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -8,8 +8,6 @@ const tags = ['Deployments'];
 
 /** tRPC sends `lastEventId` back on reconnect; ids of log lines are integers. */
 const lastEventId = z.string().regex(/^\d+$/).nullish();
-/** A page of a deployment's log: at most this many lines per read when `limit` is given. */
-export const LOG_PAGE_MAX = 10_000;
 
 export const deploymentRouter = router({
   create: writeProcedure

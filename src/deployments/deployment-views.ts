@@ -33,6 +33,9 @@ export const deploymentLogView = z
   .meta({ id: 'DeploymentLogLine' });
 export type DeploymentLogView = z.infer<typeof deploymentLogView>;
 
+/** A page of a deployment's log: at most this many lines per read when a limit is given. */
+export const LOG_PAGE_MAX = 10_000;
+
 /** A container's output line: a deployment log line without the deployment. */
 export const runtimeLogView = deploymentLogView.omit({ deploymentId: true }).meta({ id: 'RuntimeLogLine' });
 export type RuntimeLogView = z.infer<typeof runtimeLogView>;
