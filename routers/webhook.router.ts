@@ -28,7 +28,7 @@ export const webhookRouter = router({
     })
     .input(projectParam)
     .output(z.object({ webhook: webhookWithSecretView }))
-    .mutation(({ ctx, input }) => ctx.services.hooks.webhooks.createOrRotate(ctx.actor, input.projectId)),
+    .mutation(({ ctx, input }) => ctx.services.webhooks.createOrRotate(ctx.actor, input.projectId)),
 
   get: readProcedure
     .meta({
@@ -42,7 +42,7 @@ export const webhookRouter = router({
     })
     .input(projectParam)
     .output(z.object({ webhook: webhookView }))
-    .query(({ ctx, input }) => ctx.services.hooks.webhooks.get(ctx.actor, input.projectId)),
+    .query(({ ctx, input }) => ctx.services.webhooks.get(ctx.actor, input.projectId)),
 
   deliveries: readProcedure
     .meta({
@@ -57,7 +57,7 @@ export const webhookRouter = router({
     })
     .input(projectParam)
     .output(z.object({ deliveries: z.array(deliveryView) }))
-    .query(({ ctx, input }) => ctx.services.hooks.webhooks.deliveries(ctx.actor, input.projectId)),
+    .query(({ ctx, input }) => ctx.services.webhooks.deliveries(ctx.actor, input.projectId)),
 
   previews: readProcedure
     .meta({
@@ -71,5 +71,5 @@ export const webhookRouter = router({
     })
     .input(projectParam)
     .output(z.object({ previews: z.array(previewView) }))
-    .query(({ ctx, input }) => ctx.services.hooks.previews.list(ctx.actor, input.projectId)),
+    .query(({ ctx, input }) => ctx.services.previews.list(ctx.actor, input.projectId)),
 });

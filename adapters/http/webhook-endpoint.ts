@@ -1,34 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { DeliveryReceiver } from '../../src/git-hooks/delivery-receiver.js';
 import type { HookRequest } from '../../src/git-hooks/hook-event.js';
+import { RateLimitedError } from '../../src/domain/errors.js';
+import type { Context } from '../../routers/trpc.js';
 import { sendError, sendErrorAndClose } from './error-response.js';
 
 /** `POST /api/hooks/<projectId>`: the public door every git host, CI and registry posts deliveries to. */
 const PATH = /^\/api\/hooks\/([A-Za-z0-9_-]{1,64})\/?$/;
 
-export interface WebhookEndpointOptions {
-  receiver: () => DeliveryReceiver;
-  /** Read at each request: the settings may change. */
-  limits: () => { maxBodyBytes: number; perAddressPerMinute: number };
-  clientIp: (req: IncomingMessage) => string;
-  log: (message: string, extra?: Record<string, unknown>) => void;
-}
-
 /**
  * The public webhook endpoint. It needs no credentials (the delivery's signature is its credential),
- * so it is rate-limited per address; it reads the raw body (signatures are over the exact bytes) up to
- * the delivery limit, and answers as DeliveryReceiver decides. Nothing of the body or the headers is logged.
+ * so it is rate-limited per address (counted in the database, like the authentication limits, so every
+ * process behind a balancer shares the count); it reads the raw body (signatures are over the exact
+ * bytes) up to the delivery limit, and answers as the deliveries use case decides. Nothing of the body
+ * or the headers is logged.
  */
 export class WebhookEndpoint {
-  private readonly hits = new Map<string, number[]>();
-
-  constructor(private readonly opts: WebhookEndpointOptions) {}
-
   static matches(pathname: string): boolean {
     return pathname.startsWith('/api/hooks/') || pathname === '/api/hooks';
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
+  /** `ctx` is the request's one context: the use cases, the caller's address and the shared limiter. */
+  async handle(req: IncomingMessage, res: ServerResponse, pathname: string, ctx: Context): Promise<void> {
     const match = PATH.exec(pathname);
     if (!match) {
       sendError(res, 404, { error: 'not_found', message: `No route for ${req.method} ${pathname.slice(0, 200)}`, details: {} });
@@ -39,28 +31,30 @@ export class WebhookEndpoint {
       sendError(res, 405, { error: 'method_not_allowed', message: 'Deliveries are POSTed', details: { allowed: ['POST'] } });
       return;
     }
-    const { maxBodyBytes, perAddressPerMinute } = this.opts.limits();
-    const retryAfter = this.hit(this.opts.clientIp(req), perAddressPerMinute);
-    if (retryAfter > 0) {
+    const deliveries = ctx.services.deliveries;
+    const { maxBodyBytes } = deliveries.limits();
+    try {
+      await ctx.limiter.assertWebhookDelivery(ctx.ip);
+    } catch (error) {
+      if (!(error instanceof RateLimitedError)) throw error;
       sendErrorAndClose(res, 429, {
         error: 'rate_limited',
-        message: `Too many deliveries from this address: at most ${perAddressPerMinute} a minute`,
-        details: { retryAfterSeconds: retryAfter },
+        message: error.message,
+        details: error.details,
       });
       return;
     }
     const projectId = match[1]!;
     const head: Omit<HookRequest, 'body'> = { headers: headersOf(req), receivedAt: new Date() };
-    const receiver = this.opts.receiver();
     const declared = Number(req.headers['content-length'] ?? '0');
     const body = declared > maxBodyBytes ? null : await readLimited(req, maxBodyBytes);
     if (body === null) {
-      const answer = await receiver.refuseTooLarge(projectId, head, maxBodyBytes);
+      const answer = await deliveries.refuseTooLarge(projectId, head, maxBodyBytes);
       if ('error' in answer)
         sendErrorAndClose(res, answer.status, { error: answer.error.code, message: answer.error.message, details: {} });
       return;
     }
-    const answer = await receiver.receive(projectId, { ...head, body });
+    const answer = await deliveries.receive(projectId, { ...head, body });
     if ('error' in answer) {
       sendError(res, answer.status, { error: answer.error.code, message: answer.error.message, details: {} });
       return;
@@ -68,19 +62,6 @@ export class WebhookEndpoint {
     res.statusCode = answer.status;
     res.setHeader('Content-Type', 'application/json');
     res.end(JSON.stringify(answer.body));
-  }
-
-  /** The last minute exactly, per address; refused requests are not counted. Returns the seconds to wait, or 0. */
-  private hit(address: string, perMinute: number, now = Date.now()): number {
-    if (this.hits.size > 10_000) for (const [key, times] of this.hits) if ((times.at(-1) ?? 0) <= now - 60_000) this.hits.delete(key);
-    const recent = (this.hits.get(address) ?? []).filter((t) => t > now - 60_000);
-    if (recent.length >= perMinute) {
-      this.hits.set(address, recent);
-      return Math.max(1, Math.ceil((recent[0]! + 60_000 - now) / 1000));
-    }
-    recent.push(now);
-    this.hits.set(address, recent);
-    return 0;
   }
 }
 

@@ -4,8 +4,8 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
 import { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { BackupService } from './backup.service.js';
-import type { DumpTarget } from './database-dump.port.js';
+import type { BackupRestore, RestoreRuntime } from './backup-restore.js';
+import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
 
 /** A copy the platform will not make: too large, or a disk too full; the message says which and how much. */
 export class CopyRefused extends Error {}
@@ -33,7 +33,10 @@ export class DatabaseCopy {
   constructor(
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
-    private readonly backups: BackupService,
+    private readonly dump: DatabaseDump | null,
+    /** Checks a backup's bytes against its checksum before anything is restored from it. */
+    private readonly backups: Pick<BackupRestore, 'verifiedSource'>,
+    private readonly runtime: Pick<RestoreRuntime, 'locate'>,
   ) {}
 
   /** Resolves with where the data came from (`backup <id>` or `a fresh dump`); rejects with CopyRefused or the tool's failure. */
@@ -46,9 +49,9 @@ export class DatabaseCopy {
   ): Promise<string> {
     const engine = databaseEngineOf(source);
     if (!engine || engine !== databaseEngineOf(target)) throw new Error('Only a database of the same engine can be copied');
-    const dump = this.backups.ports.dump;
+    const dump = this.dump;
     if (!dump?.formatOf(engine)) throw new CopyRefused(`Copying ${engine} databases is not supported: the preview's is left empty`);
-    const [sourceContainer, targetContainer] = await Promise.all([this.backups.ports.locate(source), this.backups.ports.locate(target)]);
+    const [sourceContainer, targetContainer] = await Promise.all([this.runtime.locate(source), this.runtime.locate(target)]);
     if (!targetContainer) throw new Error(`${target.name} is not running`);
     const targetEnv = (await this.env.resolvedFor(target)).env;
     const into: DumpTarget = { engine, containerId: targetContainer.containerId, env: targetEnv };

@@ -2,7 +2,7 @@ import { newId } from '../domain/ids.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import { cloneUrlOf } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { HooksConfig } from '../settings/platform-config.js';
+import type { HooksConfig } from '../platform/platform-config.js';
 import type { CommitStatusRecord } from './git-hook.records.js';
 import type { CommitState, CommitStatusApi } from './git-provider.port.js';
 import { isStatusProvider, type HookRepository, type StatusProvider } from './hook-event.js';

@@ -47,6 +47,11 @@ export class DeliveryReceiver {
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
 
+  /** The public door's body limit, read at each delivery (the configuration is live). */
+  limits(): { maxBodyBytes: number } {
+    return { maxBodyBytes: this.deps.config.hooks.maxBodyBytes };
+  }
+
   /** Set once previews exist (they are built after this). */
   handlePullRequests(handler: PullRequestHandler): void {
     this.pullRequests = handler;

@@ -8,7 +8,7 @@ import {
   previewEnvironmentName,
 } from '../domain/deploy-triggers.js';
 import { referencedSlugs } from '../domain/env-references.js';
-import { hostnameScope, type EnvironmentRecord } from '../domain/environments.js';
+import { generatedHostname, hostnameScope, type EnvironmentRecord } from '../domain/environments.js';
 import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { keepsData } from '../domain/storage-server.js';
@@ -23,15 +23,11 @@ import { pushableServices, servicesOfRepository, type TriggerResult } from '../g
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
-import { generatedHostname } from '../platform/presenters.js';
+import type { PreviewNetworks } from './preview-networks.port.js';
 import type { PreviewDatabase, PreviewRecord, PreviewService as PreviewServiceLink } from './preview.records.js';
 import { presentPreview, type PreviewView } from './preview-views.js';
 
 /** Joins a parent's database container to a preview's network under its slug (`shared` databases), and takes it off again. */
-export interface PreviewNetworks {
-  link(database: ServiceRecord, environmentId: string): Promise<void>;
-  unlink(database: ServiceRecord, environmentId: string): Promise<void>;
-}
 
 type Delivery = { provider: HookProvider; deliveryId: string | null };
 

@@ -22,7 +22,9 @@ const REPO = 'https://github.com/Codertocat/Hello-World.git';
 
 let h: Harness | null = null;
 afterEach(async () => {
-  await h?.services.hooks.stop();
+  await h?.services.statuses.stop();
+  await h?.services.poller.stop();
+  await h?.services.previews.stop();
   await h?.close();
   h = null;
 });
@@ -82,7 +84,7 @@ async function setUp(opts: { maxBytes: number; dumpBytes: number; clock?: Clock;
 /** Opens the PR, then lets the preview's database deployment "go live" and runs a provisioning pass. */
 async function openAndFill(ctx: Awaited<ReturnType<typeof setUp>>) {
   const { harness, project, secret } = ctx;
-  const answer = await harness.services.hooks.receiver.receive(project.id, {
+  const answer = await harness.services.deliveries.receive(project.id, {
     headers: Object.fromEntries(Object.entries(githubDelivery('pull_request', pr, secret).headers)),
     body: Buffer.from(githubDelivery('pull_request', pr, secret).body),
     receivedAt: new Date(),
@@ -93,7 +95,7 @@ async function openAndFill(ctx: Awaited<ReturnType<typeof setUp>>) {
   const copyId = preview!.databases[0]!.previewServiceId!;
   const [deployment] = (await ctx.api.deployments.list({ serviceId: copyId })).deployments;
   await harness.database.store.deployments.update(deployment!.id, { status: 'succeeded', finishedAt: new Date() });
-  await harness.services.hooks.previews.pass();
+  await harness.services.previews.pass();
   [preview] = (await ctx.api.webhooks.previews({ projectId: project.id })).previews;
   return { preview: preview!, copyId };
 }
@@ -146,7 +148,7 @@ describe('a preview database copy', () => {
     expect(preview.statusReason).toMatch(/newest backup is 5000 bytes, over the 1000-byte limit/);
     expect(ctx.restored).toEqual([]);
 
-    const copy = (ctx.harness.services.hooks.previews as unknown as { databases: { copy: DatabaseCopy } }).databases.copy;
+    const copy = (ctx.harness.services.previews as unknown as { databases: { copy: DatabaseCopy } }).databases.copy;
     const disk = async () => ({ totalBytes: 1_000_000, freeBytes: 50_000 });
     const store = ctx.harness.database.store;
     const [parent, target] = [(await store.projects.getService(ctx.db.id))!, (await store.projects.getService(copyId))!];
@@ -166,10 +168,10 @@ describe('a preview without a push for ttlHours', () => {
     await openAndFill(ctx);
     expect((await ctx.api.environments.list({ projectId: ctx.project.id })).environments).toHaveLength(2);
     now += 60 * 60_000;
-    await ctx.harness.services.hooks.previews.pass();
+    await ctx.harness.services.previews.pass();
     expect((await ctx.api.webhooks.previews({ projectId: ctx.project.id })).previews).toHaveLength(1);
     now += 61 * 60_000;
-    await ctx.harness.services.hooks.previews.pass();
+    await ctx.harness.services.previews.pass();
     expect((await ctx.api.webhooks.previews({ projectId: ctx.project.id })).previews).toEqual([]);
     expect((await ctx.api.environments.list({ projectId: ctx.project.id })).environments.map((e) => e.name)).toEqual(['production']);
   });

@@ -65,7 +65,9 @@ beforeEach(async () => {
   });
 });
 afterEach(async () => {
-  await h.services.hooks.stop();
+  await h.services.statuses.stop();
+  await h?.services.poller.stop();
+  await h?.services.previews.stop();
   await h.close();
   await standins.close();
 });
@@ -109,15 +111,9 @@ describe('the project webhook through the router', () => {
     expect(row!.secretEncrypted).not.toContain(second.secret);
     expect(h.secrets.decrypt(row!.secretEncrypted)).toBe(second.secret);
     // The old secret stops verifying at once.
-    const old = await h.services.hooks.receiver.receive(
-      project.id,
-      request(githubDelivery('ping', { zen: 'x', hook_id: 1 }, first.secret)),
-    );
+    const old = await h.services.deliveries.receive(project.id, request(githubDelivery('ping', { zen: 'x', hook_id: 1 }, first.secret)));
     expect(old.status).toBe(401);
-    const fresh = await h.services.hooks.receiver.receive(
-      project.id,
-      request(githubDelivery('ping', { zen: 'x', hook_id: 1 }, second.secret)),
-    );
+    const fresh = await h.services.deliveries.receive(project.id, request(githubDelivery('ping', { zen: 'x', hook_id: 1 }, second.secret)));
     expect(fresh).toMatchObject({ status: 200, body: { outcome: 'ignored' } });
   });
 
@@ -179,7 +175,7 @@ describe('deliveries', () => {
   it('a GitHub push deploys exactly the pushed commit, records the delivery, and a replay is a duplicate', async () => {
     const { api, project, service, secret } = await projectWithService();
     const delivery = githubDelivery('push', fixture('github-push'), secret, 'delivery-1');
-    const answer = await h.services.hooks.receiver.receive(project.id, request(delivery));
+    const answer = await h.services.deliveries.receive(project.id, request(delivery));
     expect(answer).toMatchObject({
       status: 202,
       body: { outcome: 'deployed', deliveryId: 'delivery-1', deploymentIds: [expect.any(String)] },
@@ -197,7 +193,7 @@ describe('deliveries', () => {
       deliveryId: 'delivery-1',
     });
 
-    const replay = await h.services.hooks.receiver.receive(project.id, request(delivery));
+    const replay = await h.services.deliveries.receive(project.id, request(delivery));
     expect(replay).toMatchObject({ status: 200, body: { outcome: 'duplicate', deploymentIds: [] } });
     expect((await api.deployments.list({ serviceId: service.id })).deployments).toHaveLength(1);
 
@@ -212,7 +208,7 @@ describe('deliveries', () => {
 
   it('answers bad input as the issue says, each leaving only its delivery record', async () => {
     const { api, project, service, secret } = await projectWithService();
-    const receive = (d: SignedDelivery) => h.services.hooks.receiver.receive(project.id, request(d));
+    const receive = (d: SignedDelivery) => h.services.deliveries.receive(project.id, request(d));
     const push = fixture('github-push');
     // Unsigned, and a wrong signature: 401.
     const unsigned = githubDelivery('push', push, secret);
@@ -257,12 +253,12 @@ describe('deliveries', () => {
       body: { outcome: 'ignored', reason: expect.stringContaining('No service') },
     });
     // An unknown project: 404.
-    expect(await h.services.hooks.receiver.receive('p'.repeat(32), request(githubDelivery('push', push, secret)))).toMatchObject({
+    expect(await h.services.deliveries.receive('p'.repeat(32), request(githubDelivery('push', push, secret)))).toMatchObject({
       status: 404,
     });
     // Too large (the endpoint decides by the bytes; the receiver records it).
     expect(
-      await h.services.hooks.receiver.refuseTooLarge(project.id, { headers: { 'x-github-event': 'push' }, receivedAt: new Date() }, 1024),
+      await h.services.deliveries.refuseTooLarge(project.id, { headers: { 'x-github-event': 'push' }, receivedAt: new Date() }, 1024),
     ).toMatchObject({
       status: 413,
       error: { code: 'payload_too_large' },
@@ -299,22 +295,22 @@ describe('deliveries', () => {
       repoUrl: REPO,
       autoDeploy: false,
     });
-    const answer = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
+    const answer = await h.services.deliveries.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
     expect(answer).toMatchObject({ status: 202, body: { outcome: 'deployed', deploymentIds: [expect.any(String)] } });
     expect((await api.deployments.list({ serviceId: docs.id })).deployments).toHaveLength(1);
     expect((await api.deployments.list({ serviceId: service.id })).deployments).toHaveLength(0);
     expect((await api.deployments.list({ serviceId: off.id })).deployments).toHaveLength(0);
     await api.services.update({ serviceId: docs.id, watchPaths: ['docs/**'] });
-    const none = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
+    const none = await h.services.deliveries.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
     expect(none).toMatchObject({ status: 202, body: { outcome: 'ignored', reason: expect.stringContaining('changed no path') } });
   });
 
   it('a newer push supersedes the queued deployment of an older one (recorded, never run)', async () => {
     const { api, project, service, secret } = await projectWithService();
     const push = fixture('github-push');
-    const first = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('push', push, secret)));
+    const first = await h.services.deliveries.receive(project.id, request(githubDelivery('push', push, secret)));
     const newer = 'b'.repeat(40);
-    const second = await h.services.hooks.receiver.receive(
+    const second = await h.services.deliveries.receive(
       project.id,
       request(githubDelivery('push', { ...push, after: newer, head_commit: { ...(push.head_commit as object), id: newer } }, secret)),
     );
@@ -326,7 +322,7 @@ describe('deliveries', () => {
     expect(logs.map((l) => l.line).join('\n')).toContain(`Superseded by deployment ${secondId}`);
     // A manual deployment is never superseded by a push.
     const manual = (await api.deployments.create({ serviceId: service.id })).deployment;
-    await h.services.hooks.receiver.receive(project.id, request(githubDelivery('push', push, secret)));
+    await h.services.deliveries.receive(project.id, request(githubDelivery('push', push, secret)));
     expect((await api.deployments.get({ deploymentId: manual.id })).deployment.status).toBe('queued');
   });
 
@@ -334,7 +330,7 @@ describe('deliveries', () => {
     const api = h.caller();
     const { project } = await api.projects.create({ name: 'Hosts' });
     const secret = (await api.webhooks.createOrRotate({ projectId: project.id })).webhook.secret;
-    const receive = (d: SignedDelivery) => h.services.hooks.receiver.receive(project.id, request(d));
+    const receive = (d: SignedDelivery) => h.services.deliveries.receive(project.id, request(d));
     const urlOf = (payload: Record<string, unknown>, pick: (p: Record<string, unknown>) => unknown) => String(pick(payload));
 
     const gitlab = fixture('gitlab-push');
@@ -387,8 +383,10 @@ describe('deliveries', () => {
 
   it('posts commit statuses through the host API stand-in where the service has a token', async () => {
     const { api, project, service, secret } = await projectWithService({ gitToken: TOKEN });
-    h.services.hooks.start();
-    const answer = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
+    h.services.statuses.start();
+    h.services.poller.start();
+    h.services.previews.start();
+    const answer = await h.services.deliveries.receive(project.id, request(githubDelivery('push', fixture('github-push'), secret)));
     const [deploymentId] = (answer as { body: { deploymentIds: string[] } }).body.deploymentIds;
     const pending = await standins.waitFor((s) => s.sha === PUSHED && s.state === 'pending', 20_000);
     expect(pending).toMatchObject({
@@ -419,7 +417,7 @@ describe('pull-request previews', () => {
     await api.env.set({ serviceId: service.id, key: 'WORKER_PORT', value: '${worker.PORT}' });
     await api.services.update({ serviceId: service.id, previews: { enabled: true, env: [{ key: 'PREVIEW', value: 'true' }] } });
     const pr = fixture('github-pull-request');
-    const opened = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('pull_request', pr, secret)));
+    const opened = await h.services.deliveries.receive(project.id, request(githubDelivery('pull_request', pr, secret)));
     expect(opened).toMatchObject({ status: 202, body: { outcome: 'deployed', previewIds: [expect.any(String)] } });
     const { previews } = await api.webhooks.previews({ projectId: project.id });
     expect(previews).toHaveLength(1);
@@ -459,7 +457,7 @@ describe('pull-request previews', () => {
         head: { ...((pr.pull_request as Record<string, unknown>).head as object), sha: newer },
       },
     };
-    const sync = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('pull_request', synced, secret)));
+    const sync = await h.services.deliveries.receive(project.id, request(githubDelivery('pull_request', synced, secret)));
     expect(sync).toMatchObject({ status: 202, body: { outcome: 'deployed', reason: expect.stringContaining('redeploying') } });
     expect((await api.deployments.list({ serviceId: copy.previewServiceId! })).deployments[0]).toMatchObject({
       commitSha: newer,
@@ -467,7 +465,7 @@ describe('pull-request previews', () => {
     });
 
     const closed = { ...pr, action: 'closed', pull_request: { ...(pr.pull_request as object), merged: false } };
-    const close = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('pull_request', closed, secret)));
+    const close = await h.services.deliveries.receive(project.id, request(githubDelivery('pull_request', closed, secret)));
     expect(close).toMatchObject({ status: 202, body: { reason: expect.stringContaining('torn down') } });
     expect((await api.webhooks.previews({ projectId: project.id })).previews).toEqual([]);
     expect((await api.environments.list({ projectId: project.id })).environments.map((e) => e.name)).toEqual(['production']);
@@ -475,7 +473,9 @@ describe('pull-request previews', () => {
 
   it('past maxOpen the new PR gets a limited preview and a failure status; forks only with fromForks', async () => {
     const { api, project, service, secret } = await projectWithService({ gitToken: TOKEN });
-    h.services.hooks.start();
+    h.services.statuses.start();
+    h.services.poller.start();
+    h.services.previews.start();
     await api.services.update({ serviceId: service.id, previews: { enabled: true, maxOpen: 1 } });
     const pr = fixture('github-pull-request');
     const withNumber = (n: number, sha: string) => ({
@@ -487,8 +487,8 @@ describe('pull-request previews', () => {
         head: { ...((pr.pull_request as Record<string, unknown>).head as object), sha },
       },
     });
-    await h.services.hooks.receiver.receive(project.id, request(githubDelivery('pull_request', withNumber(2, 'e'.repeat(40)), secret)));
-    const limited = await h.services.hooks.receiver.receive(
+    await h.services.deliveries.receive(project.id, request(githubDelivery('pull_request', withNumber(2, 'e'.repeat(40)), secret)));
+    const limited = await h.services.deliveries.receive(
       project.id,
       request(githubDelivery('pull_request', withNumber(3, 'f'.repeat(40)), secret)),
     );
@@ -517,7 +517,7 @@ describe('pull-request previews', () => {
       },
     };
     await api.services.update({ serviceId: service.id, previews: { maxOpen: 5 } });
-    const refused = await h.services.hooks.receiver.receive(project.id, request(githubDelivery('pull_request', fork, secret)));
+    const refused = await h.services.deliveries.receive(project.id, request(githubDelivery('pull_request', fork, secret)));
     expect(refused).toMatchObject({ status: 202, body: { outcome: 'ignored', reason: expect.stringContaining('fork') } });
   });
 });
@@ -549,7 +549,7 @@ describe('image services', () => {
     });
     const secret = (await api.webhooks.createOrRotate({ projectId: project.id })).webhook.secret;
     const dockerhub = readFileSync(path.join(FIXTURES, 'dockerhub-push.json'), 'utf8');
-    const hub = await h.services.hooks.receiver.receive(project.id, {
+    const hub = await h.services.deliveries.receive(project.id, {
       headers: { 'content-type': 'application/json' },
       body: Buffer.from(dockerhub),
       receivedAt: new Date(),
@@ -559,14 +559,14 @@ describe('image services', () => {
     const [deployment] = (await api.deployments.list({ serviceId: service.id })).deployments;
     expect(deployment).toMatchObject({ trigger: 'registry', provider: 'dockerhub', imageDigest: digest, commitSha: null });
     // The very same body again is a replay; another push of the same digest deploys nothing (the delivery alone decides nothing).
-    const replay = await h.services.hooks.receiver.receive(project.id, {
+    const replay = await h.services.deliveries.receive(project.id, {
       headers: { 'content-type': 'application/json' },
       body: Buffer.from(dockerhub),
       receivedAt: new Date(),
     });
     expect(replay).toMatchObject({ status: 200, body: { outcome: 'duplicate' } });
     const later = dockerhub.replace('"pushed_at": 1417566161', '"pushed_at": 1417566999');
-    const again = await h.services.hooks.receiver.receive(project.id, {
+    const again = await h.services.deliveries.receive(project.id, {
       headers: { 'content-type': 'application/json' },
       body: Buffer.from(later),
       receivedAt: new Date(),
@@ -574,7 +574,7 @@ describe('image services', () => {
     expect(again).toMatchObject({ status: 202, body: { outcome: 'ignored', reason: expect.stringContaining('already runs') } });
     // The generic signed hook names an image too.
     digest = `sha256:${'2'.repeat(64)}`;
-    const generic = await h.services.hooks.receiver.receive(
+    const generic = await h.services.deliveries.receive(
       project.id,
       request(standardDelivery({ type: 'image.push', data: { image: 'svendowideit/testhook', tag: 'latest' } }, secret)),
     );
@@ -582,7 +582,7 @@ describe('image services', () => {
     // Digest polling: a new digest deploys with trigger poll; an unchanged one does not.
     await api.services.update({ serviceId: service.id, pollIntervalSeconds: 30 });
     digest = `sha256:${'3'.repeat(64)}`;
-    await h.services.hooks.poller.pass();
+    await h.services.poller.pass();
     const polled = (await api.deployments.list({ serviceId: service.id })).deployments[0]!;
     expect(polled).toMatchObject({ trigger: 'poll', provider: 'registry', imageDigest: digest });
     expect((await api.services.overview({ serviceId: service.id })).service.poll).toMatchObject({
@@ -607,7 +607,7 @@ describe('image services', () => {
       containerImage: 'busybox:1',
       pollIntervalSeconds: 30,
     });
-    await h.services.hooks.poller.pass();
+    await h.services.poller.pass();
     const { poll } = (await api.services.overview({ serviceId: service.id })).service;
     expect(poll).toMatchObject({ failures: 1, lastError: 'registry answered 503' });
     expect(Date.parse(poll!.nextCheckAt!) - Date.parse(poll!.lastCheckedAt!)).toBe(60_000);
