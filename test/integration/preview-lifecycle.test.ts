@@ -7,6 +7,7 @@ import { CopyRefused, type DatabaseCopy } from '../../src/backups/database-copy.
 import type { DatabaseDump } from '../../src/backups/database-dump.port.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 import type { Clock } from '../../src/platform/clock.port.js';
+import type { PreviewNetworks } from '../../src/previews/preview-networks.port.js';
 import { githubDelivery } from '../helpers/git-host-standins.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 
@@ -52,7 +53,14 @@ function fakeDump(dumpBytes: () => number) {
   return { dump, restored };
 }
 
-async function setUp(opts: { maxBytes: number; dumpBytes: number; clock?: Clock; disk?: { totalBytes: number; freeBytes: number } }) {
+async function setUp(opts: {
+  maxBytes: number;
+  dumpBytes: number;
+  clock?: Clock;
+  disk?: { totalBytes: number; freeBytes: number };
+  databases?: 'copy' | 'shared';
+  networks?: PreviewNetworks;
+}) {
   const { dump, restored } = fakeDump(() => opts.dumpBytes);
   h = await createHarness({
     ...(opts.clock ? { clock: opts.clock } : {}),
@@ -64,6 +72,7 @@ async function setUp(opts: { maxBytes: number; dumpBytes: number; clock?: Clock;
     hooks: {
       providers: [new GitHubProvider()],
       ...(opts.disk ? { disk: async () => opts.disk! } : {}),
+      ...(opts.networks ? { networks: opts.networks } : {}),
     },
   });
   const api = h.caller();
@@ -76,7 +85,7 @@ async function setUp(opts: { maxBytes: number; dumpBytes: number; clock?: Clock;
   });
   const { service: web } = await api.services.create({ projectId: project.id, name: 'web', repoFullName: null, repoUrl: REPO });
   await api.env.set({ serviceId: web.id, key: 'DB_PASSWORD', value: '${db.POSTGRES_PASSWORD}' });
-  await api.services.update({ serviceId: web.id, previews: { enabled: true, databases: 'copy', ttlHours: 2 } });
+  await api.services.update({ serviceId: web.id, previews: { enabled: true, databases: opts.databases ?? 'copy', ttlHours: 2 } });
   const secret = (await api.webhooks.createOrRotate({ projectId: project.id })).webhook.secret;
   return { api, project, db, web, secret, restored, harness: h };
 }
@@ -157,6 +166,52 @@ describe('a preview database copy', () => {
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(CopyRefused);
     expect((refused as Error).message).toMatch(/past the 90%/);
+  });
+});
+
+describe("a preview sharing its parent's database (previews.databases shared)", () => {
+  it('makes no copy, resolves references to the parent database, joins it to the preview network and takes it off at close', async () => {
+    const calls: string[] = [];
+    const networks: PreviewNetworks = {
+      link: async (database, environmentId) => void calls.push(`link ${database.slug} ${environmentId}`),
+      unlink: async (database, environmentId) => void calls.push(`unlink ${database.slug} ${environmentId}`),
+    };
+    const ctx = await setUp({ maxBytes: 10_000, dumpBytes: 3_000, databases: 'shared', networks });
+    const { harness, project, secret, api } = ctx;
+    const open = githubDelivery('pull_request', pr, secret);
+    const opened = await harness.services.deliveries.receive(project.id, {
+      headers: open.headers,
+      body: Buffer.from(open.body),
+      receivedAt: new Date(),
+    });
+    expect(opened).toMatchObject({ status: 202 });
+    await harness.services.previews.pass();
+    const [preview] = (await api.webhooks.previews({ projectId: project.id })).previews;
+    expect(preview!.databases).toEqual([expect.objectContaining({ parentServiceId: ctx.db.id, mode: 'shared', previewServiceId: null })]);
+    // Nothing was dumped or restored, and the preview environment holds the web copy only: no database service of its own.
+    expect(ctx.restored).toEqual([]);
+    const previewServices = await harness.database.store.projects.listServicesIn([preview!.environmentId!]);
+    expect(previewServices.map((s) => s.slug)).toEqual(['web']);
+    // The preview's web resolves ${db.POSTGRES_PASSWORD} to the parent's own password, reached under the parent's slug.
+    const resolved = (await harness.services.env.resolvedFor(previewServices[0]!)).env;
+    expect(resolved.DB_PASSWORD).toBe((await harness.envValues(ctx.db.id)).POSTGRES_PASSWORD);
+    expect(calls).toEqual([`link db ${preview!.environmentId}`]);
+
+    const closed = { ...pr, action: 'closed', pull_request: { ...pr.pull_request, state: 'closed' } };
+    const close = githubDelivery('pull_request', closed, secret, 'close-1');
+    expect(
+      await harness.services.deliveries.receive(project.id, {
+        headers: close.headers,
+        body: Buffer.from(close.body),
+        receivedAt: new Date(),
+      }),
+    ).toMatchObject({
+      status: 202,
+    });
+    expect(calls).toEqual([`link db ${preview!.environmentId}`, `unlink db ${preview!.environmentId}`]);
+    expect((await api.webhooks.previews({ projectId: project.id })).previews).toEqual([]);
+    // The parent database stays, with its password.
+    expect((await harness.envValues(ctx.db.id)).POSTGRES_PASSWORD).toBeTruthy();
   });
 });
 
