@@ -43,7 +43,6 @@ let call: ReturnType<typeof api>;
 let projectId: string;
 let projectSlug: string;
 let secret: string;
-const figures: string[] = [];
 
 beforeAll(async () => {
   await provisionDocker({ images: 'busybox,debian,postgres' });
@@ -80,7 +79,6 @@ beforeAll(async () => {
 }, 20 * 60_000);
 
 afterAll(async () => {
-  if (figures.length > 0) console.log(`push-to-deploy figures:\n${figures.join('\n')}`);
   if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => undefined);
   await server?.dispose();
   await caddy?.stop();
@@ -206,33 +204,6 @@ describe('push to deploy', () => {
       expect(server.output()).not.toContain(secret);
       expect(server.output()).not.toContain(TOKEN);
 
-      // The figure: delivery to live against a manual deployment of the same commit, from a warm build cache,
-      // in the order manual, push, push, manual so that drift over the run weighs on both alike.
-      // A manual deployment builds the branch's head (v3): the push deliveries name the same commit.
-      const head = v3;
-      const manualRound = async () => {
-        const started = Date.now();
-        const done = await deploy(call, web.id);
-        expect(done.deployment).toMatchObject({ status: 'succeeded', commitSha: head });
-        return Date.parse(done.deployment.finishedAt!) - started;
-      };
-      const pushRound = async () => {
-        const started = Date.now();
-        const sent = await deliver(githubDelivery('push', githubPush('acme/push', 'main', head, 'Third version'), secret, randomUUID()));
-        const done = await waitForDeployment(call, sent.json.deploymentIds[0]);
-        expect(done.deployment).toMatchObject({ status: 'succeeded', commitSha: head, trigger: 'push' });
-        return Date.parse(done.deployment.finishedAt!) - started;
-      };
-      await manualRound(); // warms the build cache for v3; not counted
-      const manual1 = await manualRound();
-      const push1 = await pushRound();
-      const push2 = await pushRound();
-      const manual2 = await manualRound();
-      const manualMs = (manual1 + manual2) / 2;
-      const pushMs = (push1 + push2) / 2;
-      figures.push(
-        `request -> live for commit ${head.slice(0, 12)} (warm cache): manual ${manual1} ms, ${manual2} ms; push delivery ${push1} ms, ${push2} ms; mean difference ${Math.round(pushMs - manualMs)} ms`,
-      );
     },
     10 * 60_000,
   );
