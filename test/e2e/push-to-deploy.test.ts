@@ -203,7 +203,6 @@ describe('push to deploy', () => {
       expect(listed.text).not.toContain(secret);
       expect(server.output()).not.toContain(secret);
       expect(server.output()).not.toContain(TOKEN);
-
     },
     10 * 60_000,
   );
