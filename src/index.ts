@@ -317,7 +317,7 @@ export type Services = ReturnType<typeof createServices>;
 export type { Actor } from './domain/access.js';
 export type { ServiceDeps } from './platform/deps.js';
 export type { PlatformConfig } from './settings/platform-config.js';
-export { DEFAULT_PLATFORM_CONFIG } from './settings/platform-config.js';
+export { DEFAULT_PLATFORM_CONFIG, DEFAULT_EVENTS_CONFIG, type EventsConfig } from './settings/platform-config.js';
 export { DomainError } from './domain/errors.js';
 export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
@@ -359,3 +359,15 @@ export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
 export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';
+export { EVENT_TYPES, type EventType, type EventPayloads, type DomainEvent, type EventSeverity } from './domain/events.js';
+export { CHANNEL_TYPES, type ChannelType } from './notifications/notification.records.js';
+export {
+  DeliveryError,
+  type ChannelTarget,
+  type NotificationMessage,
+  type Notifier,
+  type SendResult,
+  type TargetCheck,
+  type TargetGuard,
+} from './notifications/notifier.port.js';
+export { isPrivateAddress } from './notifications/private-address.js';

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { EVENT_ENTITIES } from './event-entities.js';
 import type {
   BackupFormat,
   BackupLogRecord,
@@ -461,6 +462,8 @@ export const ALL_ENTITIES = [
   BackupLog,
   BackupSettings,
   BackupSchedule,
+  // Events, notifications and the audit log (event-entities.ts).
+  ...EVENT_ENTITIES,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
