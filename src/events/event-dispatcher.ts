@@ -25,6 +25,7 @@ export interface DispatcherOptions {
 }
 
 const HOUR = 3_600_000;
+const CONTENDED = Symbol('another dispatcher took part of the batch');
 
 /**
  * Claims committed events from the outbox in batches, like the job runner claims jobs: each event
@@ -37,6 +38,8 @@ export class EventDispatcher {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = true;
+  /** Set by stop(): a drain under way ends after its batch. */
+  private closing = false;
   private unsubscribe: (() => void) | null = null;
   private lastPurge = 0;
 
@@ -49,6 +52,7 @@ export class EventDispatcher {
 
   start(): void {
     this.stopped = false;
+    this.closing = false;
     this.unsubscribe = this.publisher.onCommitted(() => this.wake());
     this.timer = setInterval(() => this.wake(), this.options.pollMs ?? 1_000);
     this.timer.unref?.();
@@ -57,6 +61,7 @@ export class EventDispatcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.closing = true;
     this.unsubscribe?.();
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -87,7 +92,7 @@ export class EventDispatcher {
     for (;;) {
       this.again = false;
       const handed = await this.dispatchBatch(batchSize);
-      if (handed < batchSize || this.stopped) break;
+      if (handed < batchSize || this.closing) break;
     }
     await this.purge();
   }
@@ -95,12 +100,25 @@ export class EventDispatcher {
   private async dispatchBatch(batchSize: number): Promise<number> {
     const batch = await this.deps.store.events.undispatched(batchSize);
     if (batch.length === 0) return 0;
-    await this.deps.store.transaction(async (tx) => {
-      const mine: DomainEvent[] = [];
-      for (const event of batch) if (await tx.events.markDispatched(event.seq)) mine.push(event);
-      if (mine.length === 0) return;
-      for (const subscriber of this.subscribers) await subscriber.accept(tx, mine);
-    });
+    // The whole batch is marked in one statement; when another process took part of it, the
+    // transaction is rolled back and each event is claimed on its own instead.
+    const contended = await this.deps.store
+      .transaction(async (tx) => {
+        if ((await tx.events.markAllDispatched(batch.map((e) => e.seq))) !== batch.length) throw CONTENDED;
+        for (const subscriber of this.subscribers) await subscriber.accept(tx, batch);
+        return false;
+      })
+      .catch((error: unknown) => {
+        if (error === CONTENDED) return true;
+        throw error;
+      });
+    if (contended)
+      await this.deps.store.transaction(async (tx) => {
+        const mine: DomainEvent[] = [];
+        for (const event of batch) if (await tx.events.markDispatched(event.seq)) mine.push(event);
+        if (mine.length === 0) return;
+        for (const subscriber of this.subscribers) await subscriber.accept(tx, mine);
+      });
     for (const subscriber of this.subscribers) subscriber.afterBatch?.();
     return batch.length;
   }

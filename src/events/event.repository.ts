@@ -36,6 +36,12 @@ export class EventRepository extends Repository {
     return (await this.rows(EventRow, { dispatched: false }, { seq: 'asc' }, limit)).map(toEvent);
   }
 
+  /** Marks a batch at once: how many of them this call marked (fewer when another dispatcher took some). */
+  async markAllDispatched(seqs: number[]): Promise<number> {
+    if (seqs.length === 0) return 0;
+    return this.fork().nativeUpdate(EventRow, { seq: { $in: seqs }, dispatched: false }, { dispatched: true });
+  }
+
   /** The compare-and-set of a fan-out: true for the one dispatcher that marked it. */
   async markDispatched(seq: number): Promise<boolean> {
     return (await this.fork().nativeUpdate(EventRow, { seq, dispatched: false }, { dispatched: true })) > 0;

@@ -3,6 +3,12 @@ import { NotificationAttempt, NotificationChannel, NotificationDelivery, Notific
 import { Repository, type Patch } from '../persistence/repository.js';
 import type { AttemptRecord, ChannelRecord, DeliveryRecord, RuleRecord } from './notification.records.js';
 
+/** SQLite hands JSON columns back as text through the query builder; PostgreSQL as values. */
+function json<T>(value: T | string): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}
+const toRule = (rule: RuleRecord): RuleRecord => ({ ...rule, events: json(rule.events), channelIds: json(rule.channelIds) });
+
 /** Channels, rules, and the delivery queue with its attempts. */
 export class NotificationRepository extends Repository {
   // Channels
@@ -43,12 +49,13 @@ export class NotificationRepository extends Repository {
   insertRule(rule: RuleRecord): Promise<RuleRecord> {
     return this.insertRow(NotificationRule, rule, 'rule');
   }
-  getRule(id: string): Promise<RuleRecord | null> {
-    return this.row(NotificationRule, { id });
+  async getRule(id: string): Promise<RuleRecord | null> {
+    const rule = await this.row(NotificationRule, { id });
+    return rule ? toRule(rule) : null;
   }
-  listRules(projectIds?: readonly string[] | null): Promise<RuleRecord[]> {
+  async listRules(projectIds?: readonly string[] | null): Promise<RuleRecord[]> {
     const where = projectIds ? { $or: [{ projectId: { $in: [...projectIds] } }, { projectId: null }] } : {};
-    return this.rows(NotificationRule, where, { createdAt: 'asc', id: 'asc' });
+    return (await this.rows(NotificationRule, where, { createdAt: 'asc', id: 'asc' })).map(toRule);
   }
   async deleteRule(id: string): Promise<void> {
     await this.deleteRows(NotificationRule, { id });
@@ -58,7 +65,7 @@ export class NotificationRepository extends Repository {
   }
   /** A channel leaves every rule that named it. */
   async removeChannelFromRules(channelId: string): Promise<void> {
-    for (const rule of await this.rows(NotificationRule, {})) {
+    for (const rule of await this.listRules()) {
       if (!rule.channelIds.includes(channelId)) continue;
       await this.fork().nativeUpdate(NotificationRule, { id: rule.id }, { channelIds: rule.channelIds.filter((id) => id !== channelId) });
     }

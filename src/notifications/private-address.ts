@@ -39,8 +39,8 @@ function v6Groups(address: string): number[] | null {
     const bytes = v4(dotted[1]!);
     if (!bytes) return null;
     tail = [(bytes[0]! << 8) | bytes[1]!, (bytes[2]! << 8) | bytes[3]!];
-    text = text.slice(0, -dotted[1]!.length).replace(/:$/, ':0');
-    text = text.endsWith('::0') ? text.slice(0, -1) : text;
+    text = text.slice(0, -dotted[1]!.length);
+    if (!text.endsWith('::')) text = text.slice(0, -1);
   }
   const [head, rest] = text.split('::');
   const parse = (part: string | undefined) =>
