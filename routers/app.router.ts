@@ -25,6 +25,9 @@ import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
+import { auditRouter } from './audit.router.js';
+import { eventRouter } from './event.router.js';
+import { notificationRouter } from './notification.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -71,6 +74,9 @@ export const appRouter = router({
   storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupScheduleRouter,
+  notifications: notificationRouter,
+  audit: auditRouter,
+  events: eventRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -57,6 +57,9 @@ import { ServicePower } from './deployments/service-power.js';
 import { assertStorageRemovable, StorageCatalog } from './storage/storage-catalog.service.js';
 import { SystemService } from './settings/system.service.js';
 import { EnvironmentService } from './environments/environment.service.js';
+import { EventPublisher } from './events/event-publisher.js';
+import { createEventServices, type EventPorts } from './events/events-capability.js';
+import { liveHealth, liveServices } from './monitoring/live-services.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -80,6 +83,8 @@ export interface ServicesOptions {
   tls?: { issuer?: CertificateIssuer };
   /** Sessions and password-reset mail. */
   accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
+  /** Notifiers per channel family, the target guard, container exits and the disk (adapters/notify, docker, host). */
+  events?: Omit<EventPorts, 'mailer' | 'live' | 'health' | 'log'>;
   /** Container terminals: they need the runtime too. */
   terminals?: { engine?: TerminalEngine; limits?: TerminalLimits };
   /** Where backups are written and what dumps them; without files, backups fail saying so. */
@@ -109,12 +114,13 @@ const NO_OBJECT_STORES: ObjectStoreFactory = () => {
 };
 
 /** The use cases, wired to their ports: everything the routers need, nothing they should not see. */
-export function createServices(startupDeps: ServiceDeps, options: ServicesOptions = {}) {
+export function createServices(startupDeps: Omit<ServiceDeps, 'events'>, options: ServicesOptions = {}) {
   // Every use case reads the configuration through this getter: the stored settings, applied by
   // SettingsService, replace the snapshot it returns; the caller's config object is never written to.
   const live = new LiveConfig(startupDeps.config);
   const deps: ServiceDeps = {
     ...startupDeps,
+    events: new EventPublisher(startupDeps),
     get config() {
       return live.current();
     },
@@ -208,6 +214,21 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const environments = new EnvironmentService(deps, services, removal, routing);
   const domains = new DomainService(deps, routing);
   const settings = new SettingsService(deps, live, () => routing.reload());
+  const events = createEventServices(deps, {
+    ...options.events,
+    log: options.log,
+    // Email channels send through the settings' SMTP server, else SMTP_URL's.
+    mailer: async () => {
+      const smtp = options.accounts?.mailerFor ? await settings.smtp() : null;
+      if (smtp && options.accounts?.mailerFor) {
+        const mailer = options.accounts.mailerFor(smtp);
+        return { mailer, release: () => mailer.close?.() };
+      }
+      const fallback = options.accounts?.mailer;
+      return fallback ? { mailer: fallback, release: () => {} } : null;
+    },
+    ...(runtime && current ? { live: liveServices(deps, current), health: liveHealth(deps, runtime, current) } : {}),
+  });
   const sampler = options.containerStats
     ? new MetricsSampler(
         deps,
@@ -262,7 +283,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   });
   backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
-  const backupScheduler = new BackupScheduler(deps, backups, options.log);
+  const backupScheduler = new BackupScheduler(deps, backups, options.log, events.audit);
   const system = new SystemService(
     settings,
     {
@@ -274,6 +295,11 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   );
   const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
   return {
+    events: events.publisher,
+    eventLoops: events,
+    notifications: events.notifications,
+    eventStream: events.eventStream,
+    audit: events.audit,
     system,
     databaseCatalog,
     storage,
@@ -371,3 +397,17 @@ export {
   type TargetGuard,
 } from './notifications/notifier.port.js';
 export { isPrivateAddress } from './notifications/private-address.js';
+export * from './notifications/notification-views.js';
+export {
+  channelInput,
+  channelPatchInput,
+  ruleInput,
+  deliveriesQuery,
+  type ChannelInput,
+  type ChannelPatchInput,
+  type RuleInput,
+  type DeliveriesQuery,
+} from './notifications/notification.inputs.js';
+export * from './audit/audit-views.js';
+export { eventView, type EventView } from './events/event-views.js';
+export type { AuditDoor } from './audit/audit.records.js';

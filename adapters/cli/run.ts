@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { createServices } from '../../src/index.js';
+import { createServices, DomainError } from '../../src/index.js';
 import { openDatabase } from '../../src/persistence/database.js';
 import { systemClock } from '../../src/platform/clock.port.js';
 import { LogBus } from '../../src/platform/log-bus.js';
@@ -46,6 +46,21 @@ async function main(argv: string[]): Promise<number> {
       config: config.platform,
     });
     const operator = { keyId: 'cli', access: 'write' as const, projectIds: null };
+    /** The operator's writes go in the audit log too: who is `system:operator`, the door `cli`. */
+    const audited = async <T>(operation: string, targetIds: string[], work: () => Promise<T>): Promise<T> => {
+      let outcome = 'success';
+      const made: string[] = [];
+      try {
+        const result = await work();
+        made.push(...services.audit.createdIds(result));
+        return result;
+      } catch (error) {
+        outcome = error instanceof DomainError ? error.code : 'internal_error';
+        throw error;
+      } finally {
+        await services.audit.record({ who: { system: 'operator' }, operation, door: 'cli', targetIds: [...targetIds, ...made], outcome });
+      }
+    };
     if (group === 'users') {
       if (command === 'list') {
         for (const user of await services.accounts.listUsers(operator))
@@ -53,7 +68,8 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       if (command === 'reset-2fa' && rest[0]) {
-        const user = await services.accounts.resetTwoFactor(rest[0]);
+        const email = rest[0];
+        const user = await audited('cli.users.reset-2fa', [], () => services.accounts.resetTwoFactor(email));
         console.error(`two-factor authentication is off for ${user.email}; their sessions ended`);
         return 0;
       }
@@ -66,11 +82,8 @@ async function main(argv: string[]): Promise<number> {
           console.error('keys create needs --name and --access read|write');
           return 2;
         }
-        const { apiKey, token } = await services.apiKeys.create(operator, {
-          name: values.name,
-          access: values.access,
-          projectIds: values.project ?? null,
-        });
+        const input = { name: values.name, access: values.access as 'read' | 'write', projectIds: values.project ?? null };
+        const { apiKey, token } = await audited('cli.keys.create', [], () => services.apiKeys.create(operator, input));
         console.error(
           `created API key ${apiKey.id} (${apiKey.access}, ${apiKey.projectIds ? `projects ${apiKey.projectIds.join(', ')}` : 'all projects'}); the token is shown once:`,
         );
@@ -87,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
           console.error('keys delete needs an id');
           return 2;
         }
-        await services.apiKeys.delete(operator, rest[0]);
+        await audited('cli.keys.delete', [rest[0]], () => services.apiKeys.delete(operator, rest[0]!));
         console.error(`deleted API key ${rest[0]}`);
         return 0;
       default:

@@ -51,6 +51,10 @@ import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js'
 import { TerminalSockets } from './terminal-socket.js';
 import { McpEndpoint } from './mcp-endpoint.js';
 import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
+import { createNotifiers } from '../notify/notifiers.js';
+import { DockerContainerExits } from '../docker/docker.container-exits.js';
+import { StatfsDiskUsage } from '../host/statfs.disk-usage.js';
+import type { AuditDoor } from '../../src/audit/audit.records.js';
 
 export interface Overrides {
   proxy?: ReverseProxy;
@@ -156,6 +160,15 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
       ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyAccessLog(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
+      events: {
+        ...createNotifiers({
+          allowPrivate: () => config.platform.events.allowPrivateTargets,
+          telegramApiUrl: () => config.platform.events.telegramApiUrl,
+        }),
+        // Tests that bring their own runtime have no containers to watch.
+        ...(overrides.runtime ? {} : { exits: new DockerContainerExits(docker, config.platform.instanceId) }),
+        disk: new StatfsDiskUsage(),
+      },
     },
   );
   await services.settings.load();
@@ -183,6 +196,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     ip: clientIp(req, config.trustProxy),
     limiter,
     cookie: sessionCookie(req, res, config.trustProxy),
+    door: doorOf(req),
   });
   const sse = new SseBridge();
   const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
@@ -212,6 +226,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   // Imports a previous process left running are failed (with the reason) before new ones are claimed.
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
   startBackups(services);
+  services.eventLoops.start();
   const address = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ownUrl = `http://${host}:${address.port}`;
@@ -236,6 +251,8 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         await services.backupRunner.stop();
         await services.runner?.stop();
         await services.imports.stop();
+        // Deliveries under way finish (each within its timeout); what is left is sent after the restart.
+        await services.eventLoops.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();
         await runtime.forwarder.closeAll();
@@ -293,6 +310,15 @@ function reverseProxy(config: AppConfig, engine: ContainerEngine): ReverseProxy 
     caddyRoutesDir: container.routesMount,
     caddyAccessLogDir: container.logsMount,
   });
+}
+
+/** Which door a request came through, for the audit log: the CLI says so in a header; tRPC and MCP by path. */
+function doorOf(req: IncomingMessage): AuditDoor {
+  if (req.headers['x-slipway-client'] === 'cli') return 'cli';
+  const path = req.url ?? '';
+  if (path.startsWith('/trpc')) return 'trpc';
+  if (path.startsWith('/api/mcp')) return 'mcp';
+  return 'rest';
 }
 
 const SESSION_COOKIE = 'slipway_session';

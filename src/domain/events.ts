@@ -1,3 +1,5 @@
+import type { ServiceRecord } from './types.js';
+
 /**
  * The platform's domain events: one name and one payload per fact worth telling someone about.
  * Capabilities publish them (src/events/event-publisher.ts) in the transaction of the change they
@@ -70,6 +72,10 @@ export interface ServiceRef {
   environmentId: string;
   serviceId: string;
   serviceName: string;
+}
+
+export function serviceRefOf(service: Pick<ServiceRecord, 'id' | 'projectId' | 'environmentId' | 'name'>): ServiceRef {
+  return { projectId: service.projectId, environmentId: service.environmentId, serviceId: service.id, serviceName: service.name };
 }
 
 export interface DeploymentEventData extends ServiceRef {

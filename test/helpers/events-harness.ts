@@ -41,13 +41,15 @@ export async function eventsHarness(
     ...opts.config,
     events: { ...DEFAULT_PLATFORM_CONFIG.events, allowPrivateTargets: true, ...opts.events },
   };
+  const clock = opts.clock ?? { now: () => new Date() };
   const deps: ServiceDeps = {
+    events: new EventPublisher({ store: database.store, clock }),
     store: database.store,
     secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
     proxy: new RecordingReverseProxy(),
     runtimeLogs: new ScriptedRuntimeLogs(),
     portProbe: new FakePortProbe(),
-    clock: opts.clock ?? { now: () => new Date() },
+    clock,
     logBus: new LogBus(),
     config,
   };
@@ -62,7 +64,7 @@ export async function eventsHarness(
   };
   const sender = new ChannelSender(deps, new Map(notifiers.map((n) => [n.type, n])), mailer);
   const worker = new DeliveryWorker(deps, sender);
-  const publisher = new EventPublisher(deps);
+  const publisher = deps.events;
   const dispatcher = new EventDispatcher(deps, publisher, [new NotificationFanOut(deps, worker)], {
     retentionMs: () => deps.config.events.retentionDays * 86_400_000,
   });
