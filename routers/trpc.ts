@@ -212,7 +212,7 @@ const audited = t.middleware(async ({ ctx, type, path, getRawInput, next }) => {
       operation: path,
       door: ctx.door ?? 'rest',
       targetIds: [...where.targetIds, ...created],
-      projectId: where.projectId,
+      projectId: where.projectId ?? (result.ok ? ctx.services.audit.createdProjectId(result.data) : null),
       clientAddress: ctx.ip,
       outcome,
     });

@@ -113,6 +113,18 @@ export class AuditService {
     return [...ids];
   }
 
+  /** The project a write's answer made or names (`{project}`, or an object with a `projectId`): a creation's own project. */
+  createdProjectId(output: unknown): string | null {
+    if (!output || typeof output !== 'object') return null;
+    const fields = output as Record<string, unknown>;
+    const project = fields.project as { id?: unknown } | undefined;
+    if (project && typeof project.id === 'string') return project.id;
+    for (const value of Object.values(fields))
+      if (value && typeof value === 'object' && typeof (value as { projectId?: unknown }).projectId === 'string')
+        return (value as { projectId: string }).projectId;
+    return null;
+  }
+
   /** Appends a record; never throws (a failure to write it is logged), so the operation's answer is never lost to it. */
   async record(event: AuditEvent): Promise<void> {
     if (event.outcome === 'unauthorized' && !this.countFailure(event.clientAddress ?? 'unknown')) return;

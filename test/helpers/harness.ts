@@ -47,6 +47,7 @@ export async function createHarness(
     tls?: ServicesOptions['tls'];
     accounts?: ServicesOptions['accounts'];
     backups?: ServicesOptions['backups'];
+    events?: ServicesOptions['events'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -74,6 +75,7 @@ export async function createHarness(
       tls: opts.tls,
       accounts: opts.accounts,
       backups: opts.backups,
+      events: opts.events,
     },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
@@ -92,7 +94,10 @@ export async function createHarness(
     mintKey,
     envValues: async (serviceId) =>
       Object.fromEntries((await database.store.env.list([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
-    close: () => database.close(),
+    close: async () => {
+      await services.eventLoops.stop();
+      await database.close();
+    },
   };
 }
 
