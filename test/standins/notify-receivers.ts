@@ -42,6 +42,8 @@ export class NotifyReceiver {
   readonly received: Received[] = [];
   /** Requests refused by the shape check, with the reason (a test asserts there are none). */
   readonly refused: Array<{ reason: string; body: string }> = [];
+  /** The `webhook-id` of each request answered 500 by failNext (empty for other kinds). */
+  readonly failedIds: string[] = [];
   private server: Server | undefined;
   private port = 0;
   private failures = 0;
@@ -152,6 +154,7 @@ export class NotifyReceiver {
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (this.failures > 0) {
       this.failures--;
+      this.failedIds.push(String(headers['webhook-id'] ?? ''));
       res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error');
       return;
     }
