@@ -2,10 +2,11 @@ import { initTRPC, TRPCError, type AnyTRPCProcedure, type AnyTRPCRouter } from '
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { ZodError } from 'zod';
+import { z, ZodError } from 'zod';
 import {
   assertProcedureScope,
   DomainError,
+  ERROR_CODES,
   type Actor,
   type AuditDoor,
   type ErrorCode,
@@ -18,12 +19,12 @@ export type AuthRateKind = 'signup' | 'signin' | 'password-reset';
 
 /** Per-request limits the edge enforces; the routers only ask. */
 export interface RequestLimiter {
-  /** Counts a failed authentication; throws a rate_limited DomainError once this client (IP) failed too often. */
-  recordAuthFailure(ip: string): void;
+  /** Counts a failed authentication; rejects with a rate_limited DomainError once this client (IP) failed too often. */
+  recordAuthFailure(ip: string): Promise<void>;
   /** Throws a rate_limited DomainError when this key sent too many requests. */
   assertRequestAllowed(keyId: string): void;
-  /** Throws a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
-  assertAuthAttempt(kind: AuthRateKind, ip: string): void;
+  /** Rejects with a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
+  assertAuthAttempt(kind: AuthRateKind, ip: string): Promise<void>;
 }
 
 /** The session cookie, set and cleared by the HTTP edge; absent for server-side callers. */
@@ -138,11 +139,14 @@ for (const [code, entry] of Object.entries(ERRORS) as Array<
 }
 
 /** The spec's error body, as both the typed client (in `data`) and REST and SSE see it. */
-export interface ErrorBody {
-  error: ErrorCode;
-  message: string;
-  details: Record<string, unknown>;
-}
+export const errorView = z
+  .object({
+    error: z.enum(ERROR_CODES),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
+  })
+  .meta({ id: 'Error' });
+export type ErrorBody = z.infer<typeof errorView>;
 
 /** The one place errors become `{error, message, details}`: a domain error says it all; anything unknown is a 500. */
 export function toErrorBody(error: unknown): ErrorBody {
@@ -240,7 +244,7 @@ export const publicProcedure = t.procedure
   .use(audited)
   .use(mapDomainErrors)
   .use(async ({ ctx, meta, next }) => {
-    if (meta?.rateLimit) ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+    if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
     return next();
   });
 
@@ -260,7 +264,7 @@ async function authenticated(ctx: Context): Promise<Actor> {
     return actor;
   } catch (error) {
     // Guessing keys gets 429 after a while; a valid key from the same address still works.
-    if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
+    if (ctx.token) await ctx.limiter.recordAuthFailure(ctx.ip);
     throw error;
   }
 }

@@ -14,6 +14,7 @@ import {
 import { newId } from '../domain/ids.js';
 import type { Role } from '../domain/scopes.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { signedInUser } from './signed-in-user.js';
 import type { ApiKeyService } from './api-key.service.js';
 import type { SigninInput, SigninResult, SignupInput, UserView } from './account-views.js';
 import { newSecretToken, normalizeEmail, PERSONAL_TOKEN_PREFIX, RESET_PREFIX, SESSION_PREFIX, sha256 } from './account-tokens.js';
@@ -79,7 +80,10 @@ export class AccountService {
     private readonly twoFactor: TwoFactorService,
     private readonly options: AccountOptions,
   ) {
-    this.backoff = new SigninBackoff(() => this.deps.clock.now().getTime());
+    this.backoff = new SigninBackoff(
+      () => this.deps.store.authLimits,
+      () => this.deps.clock.now().getTime(),
+    );
     // Made now, so the first sign-in with an unknown email does not also pay for making it.
     void dummyPasswordHash();
   }
@@ -137,15 +141,15 @@ export class AccountService {
   /** `address`: the client's, remembered per account; a sign-in from a new one is an event. */
   async signin(input: SigninInput, address?: string): Promise<SigninResult> {
     const email = normalizeEmail(input.email);
-    this.backoff.assertAllowed(email);
+    const run = await this.backoff.assertAllowed(email);
     const user = await this.store.getUserByEmail(email);
     // The same argon2id work whether or not the account exists.
     const valid = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), input.password);
     if (!user || !valid) {
-      this.backoff.failed(email);
+      await this.backoff.failed(email);
       throw new InvalidCredentialsError();
     }
-    this.backoff.clear(email);
+    if (run) await this.backoff.clear(email);
     if (user.totpEnabled) {
       this.pruneChallenges();
       const challengeId = randomBytes(24).toString('base64url');
@@ -168,14 +172,14 @@ export class AccountService {
       throw new InvalidCredentialsError('Unknown or expired sign-in challenge; sign in again');
     }
     const key = `2fa:${user.id}`;
-    this.backoff.assertAllowed(key);
+    const run = await this.backoff.assertAllowed(key);
     if (!(await this.twoFactor.consumeCode(user, code))) {
-      this.backoff.failed(key);
+      await this.backoff.failed(key);
       // A challenge dies after a few wrong codes: guessing goes back through the password.
       if (++challenge.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challengeId);
       throw new InvalidCredentialsError('Invalid two-factor code');
     }
-    this.backoff.clear(key);
+    if (run) await this.backoff.clear(key);
     this.challenges.delete(challengeId);
     return { user: presentUser(user), session: await this.openSession(user, address) };
   }
@@ -185,14 +189,14 @@ export class AccountService {
     if (!actor) throw new UnauthorizedError('Send the challengeId of a sign-in, or sign in to confirm a two-factor setup');
     assertProcedureScope(actor, 'session');
     const key = `2fa:${actor.userId}`;
-    this.backoff.assertAllowed(key);
+    const run = await this.backoff.assertAllowed(key);
     try {
       await this.twoFactor.confirm(actor, code);
     } catch (error) {
-      if (error instanceof InvalidCredentialsError) this.backoff.failed(key);
+      if (error instanceof InvalidCredentialsError) await this.backoff.failed(key);
       throw error;
     }
-    this.backoff.clear(key);
+    if (run) await this.backoff.clear(key);
   }
 
   async logout(actor: Actor): Promise<void> {
@@ -200,15 +204,7 @@ export class AccountService {
   }
 
   async me(actor: Actor): Promise<UserView> {
-    return presentUser(await this.userOf(actor));
-  }
-
-  /** The user behind a session or token; 403 for an API key, which has none. */
-  async userOf(actor: Actor): Promise<UserRecord> {
-    if (!actor.userId) throw new ForbiddenError('This operation needs a signed-in user; an API key has no account');
-    const user = await this.store.getUser(actor.userId);
-    if (!user) throw new UnauthorizedError('The account of this session no longer exists');
-    return user;
+    return presentUser(await signedInUser(this.deps.store, actor));
   }
 
   // Password reset
@@ -269,7 +265,7 @@ export class AccountService {
       await store.accounts.deleteSessionsOf(found.id);
       return found;
     });
-    this.backoff.clear(user.email);
+    await this.backoff.clear(user.email);
     this.options.log?.('password reset', { userId: user.id });
   }
 

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
+import { AuthLimitRepository } from '../accounts/auth-limit.repository.js';
 import { BackupRepository } from '../backups/backup.repository.js';
 import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
@@ -39,6 +40,7 @@ export class Store {
   readonly notifications: NotificationRepository;
   readonly audit: AuditRepository;
   readonly signinAddresses: SigninAddressRepository;
+  readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
   /** Inside a transaction: what runs once it committed (never after a rollback). */
   private readonly committed: Array<() => void> | null;
@@ -62,6 +64,7 @@ export class Store {
     this.notifications = new NotificationRepository(this.session);
     this.audit = new AuditRepository(this.session);
     this.signinAddresses = new SigninAddressRepository(this.session);
+    this.authLimits = new AuthLimitRepository(this.session);
   }
 
   /** Runs `fn` once this store's transaction has committed; outside one, right away (after the current call stack). */

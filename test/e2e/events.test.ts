@@ -65,7 +65,9 @@ describe('events over HTTP', () => {
     for (const kind of ['slack', 'discord', 'telegram', 'teams', 'ntfy', 'gotify'] as const) await receivers[kind].waitFor(1);
     const [message] = (await receivers.webhook.waitFor(before + 1)).slice(before);
     expect(receivers.webhook.refused).toEqual([]);
-    const verified = new Webhook(receivers.webhook.secret).verify(message!.body, message!.headers as Record<string, string>) as { type: string };
+    const verified = new Webhook(receivers.webhook.secret).verify(message!.body, message!.headers as Record<string, string>) as {
+      type: string;
+    };
     expect(verified.type).toBe('api_key.created');
     expect(message!.headers['webhook-signature']).toMatch(/^v1,/);
 
@@ -93,7 +95,10 @@ describe('events over HTTP', () => {
     expect((await call('DELETE', '/api/audit')).status).toBe(404);
 
     // The event stream: the install's events for its administrator; resumed after the first, nothing skipped.
-    const first = await readSse(`${server.url}/api/events/stream`, { token: server.token, until: (f) => f.some((x) => x.event === 'event') });
+    const first = await readSse(`${server.url}/api/events/stream`, {
+      token: server.token,
+      until: (f) => f.some((x) => x.event === 'event'),
+    });
     const firstEvent = first.frames.find((f) => f.event === 'event')!;
     expect(firstEvent.data.type).toBe('api_key.created');
     await call('DELETE', `/api/api-keys/${key.json.apiKey.id}`);
@@ -115,9 +120,17 @@ describe('events over HTTP', () => {
     const first = await startServerProcess(env());
     servers.push(first);
     const call = api(first.url, first.token);
-    const created = await call('POST', '/api/notifications/channels', { type: 'webhook', name: 'hook', config: receivers.webhook.config() });
+    const created = await call('POST', '/api/notifications/channels', {
+      type: 'webhook',
+      name: 'hook',
+      config: receivers.webhook.config(),
+    });
     receivers.webhook.secret = created.json.secret;
-    await call('POST', '/api/notifications/rules', { projectId: null, events: ['token.*', 'api_key.*'], channelIds: [created.json.channel.id] });
+    await call('POST', '/api/notifications/rules', {
+      projectId: null,
+      events: ['token.*', 'api_key.*'],
+      channelIds: [created.json.channel.id],
+    });
     const failedBefore = receivers.webhook.failedIds.length;
     const receivedBefore = receivers.webhook.received.length;
     receivers.webhook.failNext(1);

@@ -12,7 +12,6 @@ import type { Clock } from '../../src/platform/clock.port.js';
 import type { ServiceDeps } from '../../src/platform/deps.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
-import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
 /**
  * The event pieces (publisher, dispatcher, notifications with the real notifiers) on SQLite, wired
@@ -46,9 +45,6 @@ export async function eventsHarness(
     events: new EventPublisher({ store: database.store, clock }),
     store: database.store,
     secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
-    proxy: new RecordingReverseProxy(),
-    runtimeLogs: new ScriptedRuntimeLogs(),
-    portProbe: new FakePortProbe(),
     clock,
     logBus: new LogBus(),
     config,

@@ -1,4 +1,5 @@
-import { createServices, type Services, type ServicesOptions, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { createUseCases, type UseCasePorts, type UseCases } from '../../adapters/composition/use-cases.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
 import type { DnsProvider } from '../../src/routing/dns-provider.port.js';
@@ -9,14 +10,14 @@ import type { RequestLimiter } from '../../routers/trpc.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
 export const unlimited: RequestLimiter = {
-  recordAuthFailure() {},
+  async recordAuthFailure() {},
   assertRequestAllowed() {},
-  assertAuthAttempt() {},
+  async assertAuthAttempt() {},
 };
 
 export interface Harness {
   database: Database;
-  services: Services;
+  services: UseCases;
   proxy: RecordingReverseProxy;
   portProbe: FakePortProbe;
   runtimeLogs: ScriptedRuntimeLogs;
@@ -25,7 +26,8 @@ export interface Harness {
   /** A write key for all projects, minted for the test. */
   adminToken: string;
   /** A tRPC caller authenticated with `token` (the admin key by default). */
-  caller(token?: string | undefined): ReturnType<typeof createCaller>;
+  /** A caller with the token (the admin key's by default); `signal` ends its subscriptions. */
+  caller(token?: string | undefined, signal?: AbortSignal): ReturnType<typeof createCaller>;
   mintKey(access: 'read' | 'write', projectIds?: string[] | null): Promise<string>;
   /** A service's variables as stored, decrypted. */
   envValues(serviceId: string): Promise<Record<string, string>>;
@@ -41,13 +43,13 @@ export async function createHarness(
     /** A SQLite file's directory (two harnesses on one file: two control planes); in memory by default. */
     dataDir?: string;
     dnsProviders?: DnsProvider[];
-    aiProviders?: ServicesOptions['aiProviders'];
-    databases?: ServicesOptions['databases'];
-    imports?: ServicesOptions['imports'];
-    tls?: ServicesOptions['tls'];
-    accounts?: ServicesOptions['accounts'];
-    backups?: ServicesOptions['backups'];
-    events?: ServicesOptions['events'];
+    aiProviders?: UseCasePorts['aiProviders'];
+    databases?: UseCasePorts['databases'];
+    imports?: UseCasePorts['imports'];
+    tls?: UseCasePorts['tls'];
+    accounts?: UseCasePorts['accounts'];
+    backups?: UseCasePorts['backups'];
+    events?: UseCasePorts['events'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -56,18 +58,18 @@ export async function createHarness(
   const runtimeLogs = new ScriptedRuntimeLogs();
   const logBus = new LogBus();
   const secrets = SecretBox.fromSecret('test-secret-key-test-secret-key-0123');
-  const services = createServices(
+  const services = createUseCases(
     {
       store: database.store,
       secrets,
-      proxy,
-      runtimeLogs,
-      portProbe,
       clock: opts.clock ?? monotonicClock(),
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
     {
+      proxy,
+      runtimeLogs,
+      portProbe,
       dnsProviders: opts.dnsProviders,
       aiProviders: opts.aiProviders,
       databases: opts.databases,
@@ -90,7 +92,8 @@ export async function createHarness(
     logBus,
     secrets,
     adminToken,
-    caller: (token = adminToken) => createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }),
+    caller: (token = adminToken, signal?: AbortSignal) =>
+      createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }, signal ? { signal } : undefined),
     mintKey,
     envValues: async (serviceId) =>
       Object.fromEntries((await database.store.env.list([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isTerminal } from '../../src/domain/deployment-state.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
-import { createServices, DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig, type Services } from '../../src/index.js';
+import { DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig } from '../../src/index.js';
+import { createUseCases, type UseCases } from '../../adapters/composition/use-cases.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
 import type {
@@ -13,18 +14,20 @@ import type {
   ContainerState,
   DaemonRequest,
   LineSink,
+  NetworkState,
   RunRequest,
 } from '../../src/deployments/container-engine.port.js';
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
-import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
-import type { OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import type { PortForwarder } from '../../src/deployments/port-forwarder.port.js';
+import type { GateInstall, OpenSlot, TrafficGate } from '../../src/deployments/traffic-gate.port.js';
+import { overlaps } from '../../src/deployments/slot-subnets.js';
 import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
-import type { StorageServer, StorageServerTarget } from '../../src/storage/storage-server.port.js';
+import type { StorageServer, StorageServerTarget } from '../../src/deployments/storage-server.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
 import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
 import { LogBus } from '../../src/platform/log-bus.js';
-import type { DeployConfig } from '../../src/settings/platform-config.js';
+import type { DeployConfig } from '../../src/platform/platform-config.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
@@ -130,6 +133,8 @@ export class FakeContainerEngine implements ContainerEngine {
   readonly images = new Set<string>();
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, Record<string, string>>();
+  /** Subnets of the networks that have one (slot networks). */
+  readonly subnets = new Map<string, string>();
   readonly volumes = new Set<string>();
 
   readonly builds: BuildRecord[] = [];
@@ -271,9 +276,22 @@ export class FakeContainerEngine implements ContainerEngine {
     if (!this.networks.has(name)) this.networks.set(name, labels);
   }
 
-  async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
-    if (!this.networks.has(name)) this.networks.set(name, labels);
-    return subnet === 'auto' ? '172.16.0.0/22' : subnet;
+  /** As Docker: an existing network keeps its subnet; a new one takes the first candidate no other network overlaps. */
+  async ensureSlotNetwork(name: string, labels: Record<string, string>, candidates: string[]): Promise<string> {
+    const existing = this.subnets.get(name);
+    if (this.networks.has(name) && existing) return existing;
+    const others = [...this.subnets].filter(([other]) => other !== name).map(([, subnet]) => subnet);
+    const subnet = candidates.find((candidate) => !others.some((other) => overlaps(candidate, other)));
+    if (!subnet) throw new Error(`no free subnet for the slot network ${name} (set SLOT_SUBNET)`);
+    this.networks.set(name, labels);
+    this.subnets.set(name, subnet);
+    return subnet;
+  }
+
+  async listNetworks(label: { key: string; value?: string }): Promise<NetworkState[]> {
+    return [...this.networks]
+      .filter(([, labels]) => (label.value === undefined ? label.key in labels : labels[label.key] === label.value))
+      .map(([name, labels]) => ({ name, labels: { ...labels }, subnet: this.subnets.get(name) ?? null }));
   }
 
   async runContainer(request: RunRequest): Promise<ContainerState> {
@@ -392,6 +410,7 @@ export class FakeContainerEngine implements ContainerEngine {
   async removeNetwork(name: string): Promise<void> {
     this.removedNetworks.push(name);
     this.networks.delete(name);
+    this.subnets.delete(name);
   }
 
   private find(idOrName: string): FakeContainer | undefined {
@@ -528,7 +547,7 @@ export class FakeHealthProbe implements HealthProbe {
 
 export interface RuntimeHarness {
   database: Database;
-  services: Services;
+  services: UseCases;
   runner: DeployRunner;
   /** What deleting a service or project calls to remove its runtime. */
   teardown: ServiceTeardown;
@@ -601,6 +620,25 @@ export class FakeTrafficGate implements TrafficGate {
     this.journal.add(`gate.sync ${open.map((slot) => slot.ip).join(',')}`);
   }
   async remove(): Promise<void> {}
+  /** Other installs' rules on the "host", as installs() reports them; removeInstall deletes from here. */
+  readonly installed = new Map<string, string[]>();
+  readonly removedInstalls: string[] = [];
+  /** Whether someone holds the responder's port. */
+  portTaken = false;
+  async installs(): Promise<GateInstall[]> {
+    return [...this.installed].map(([id, subnets]) => ({ id, subnets: [...subnets] }));
+  }
+  idOf(instanceId: string): string {
+    return instanceId.toUpperCase();
+  }
+  async removeInstall(id: string): Promise<void> {
+    this.journal.add(`gate.removeInstall ${id}`);
+    this.removedInstalls.push(id);
+    this.installed.delete(id);
+  }
+  async portFree(): Promise<boolean> {
+    return !this.portTaken;
+  }
   get open(): string[] {
     return this.syncs.at(-1)?.open ?? [];
   }
@@ -643,25 +681,26 @@ export async function createRuntimeHarness(
       ...opts.deploy,
     },
   };
-  const services = createServices(
+  const services = createUseCases(
     {
       store: database.store,
       secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
-      proxy,
-      runtimeLogs: new ScriptedRuntimeLogs(),
-      portProbe: new FakePortProbe(),
       clock: opts.clock ?? { now: () => new Date() },
       logBus: new LogBus(),
       config,
     },
     {
+      proxy,
+      runtimeLogs: new ScriptedRuntimeLogs(),
+      portProbe: new FakePortProbe(),
+      databases: { admin: opts.databaseAdmin },
       runtime: {
         engine,
         git,
         forwarder,
         health,
         ...(gate ? { gate } : {}),
-        ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}),
+        ...(opts.databaseAdmin ? { databaseReadiness: opts.databaseAdmin } : {}),
         ...(opts.storageServer ? { storageServer: opts.storageServer } : {}),
       },
       log: (message, extra) => runnerLog.push({ message, extra }),
@@ -669,7 +708,7 @@ export async function createRuntimeHarness(
   );
   const runner = services.runner;
   const teardown = services.teardown;
-  if (!runner || !teardown) throw new Error('createServices made no runner although runtime ports were given');
+  if (!runner || !teardown) throw new Error('createUseCases made no runner although runtime ports were given');
   let closed = false;
   return {
     database,

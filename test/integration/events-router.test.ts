@@ -134,7 +134,7 @@ describe('notification channels, rules and deliveries', () => {
 describe('the audit log', () => {
   it('records writes with who, the operation, targets, project, address and outcome; refusals too; filters and pages', async () => {
     const { project } = await h.caller().projects.create({ name: 'audited' });
-    await errorOf(h.caller().projects.get({ projectId: 'nope' }));
+    await errorOf(h.caller().projects.bySlug({ projectSlug: 'nope' }));
     const reader = h.caller(await h.mintKey('read'));
     await errorOf(reader.projects.create({ name: 'not allowed' }));
     await errorOf(h.caller('slw_wrong').projects.list());
@@ -146,7 +146,7 @@ describe('the audit log', () => {
     expect(entries.some((e) => e.operation === 'projects.create' && e.outcome === 'forbidden')).toBe(true);
     expect(entries.some((e) => e.operation === 'projects.list' && e.outcome === 'unauthorized')).toBe(true);
     // A read that succeeds is not a write: it is not recorded.
-    expect(entries.some((e) => e.operation === 'projects.get')).toBe(false);
+    expect(entries.some((e) => e.operation === 'projects.bySlug')).toBe(false);
     // No secret or body goes in.
     expect(JSON.stringify(entries)).not.toContain('slw_wrong');
 
@@ -167,7 +167,7 @@ describe('the audit log', () => {
 describe('the event stream', () => {
   it('streams events the caller may read, and resumes after an id without skipping', async () => {
     const controller = new AbortController();
-    const stream = await h.caller().events.stream({}, { signal: controller.signal });
+    const stream = await h.caller(undefined, controller.signal).events.stream({});
     const seen: Array<{ id: string; type: string }> = [];
     const reading = (async () => {
       for await (const item of stream as AsyncIterable<unknown>) {
@@ -184,7 +184,7 @@ describe('the event stream', () => {
 
     await h.caller().apiKeys.delete({ id: apiKey.id });
     const again = new AbortController();
-    const resumed = await h.caller().events.stream({ lastEventId: seen[0]!.id }, { signal: again.signal });
+    const resumed = await h.caller(undefined, again.signal).events.stream({ lastEventId: seen[0]!.id });
     const after: string[] = [];
     for await (const item of resumed as AsyncIterable<unknown>) {
       const [, data] = item as [string, { type: string; event?: { type: string } }];
