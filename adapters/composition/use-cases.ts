@@ -316,7 +316,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,
-    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing),
+    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing, events.notifications),
     terminals: new TerminalService(
       deps,
       current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
