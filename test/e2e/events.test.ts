@@ -133,6 +133,13 @@ describe('events over HTTP', () => {
     receivers.webhook.failNext(1);
     await call('POST', '/api/api-keys', { name: 'kill', access: 'read' });
     await until('the first attempt', async () => receivers.webhook.failedIds.length > failedBefore);
+    // Killed once the failed attempt is recorded: between it and its retry (a kill before the record is the lease's case).
+    const failedId = receivers.webhook.failedIds[failedBefore]!;
+    await until('the failed attempt recorded', async () => {
+      const res = await call('GET', `/api/notifications/deliveries?channelId=${webhookChannel}`);
+      const found = (res.json.deliveries ?? []).find((d: { id: string }) => `msg_${d.id}` === failedId);
+      return found?.attempts?.length === 1 && found.attempts[0].ok === false;
+    });
     await first.kill();
 
     const second = await startServerProcess(env(), { dataDir: first.dataDir, token: first.token });
@@ -142,7 +149,6 @@ describe('events over HTTP', () => {
     expect(() => new Webhook(receivers.webhook.secret).verify(delivered!.body, delivered!.headers as Record<string, string>)).not.toThrow();
     const again = api(second.url, second.token);
     // The delivery that failed before the kill (the first test's last one may have been in flight too).
-    const failedId = receivers.webhook.failedIds[failedBefore]!;
     const delivery = await until('the delivery settled', async () => {
       const res = await again('GET', `/api/notifications/deliveries?channelId=${webhookChannel}`);
       const found = (res.json.deliveries ?? []).find((d: { id: string }) => `msg_${d.id}` === failedId);
