@@ -77,7 +77,7 @@ import { WebhookService } from '../../src/git-hooks/webhook.service.js';
 import type { PreviewNetworks } from '../../src/previews/preview-networks.port.js';
 import { PreviewService } from '../../src/previews/preview.service.js';
 import { EventPublisher } from '../../src/events/event-publisher.js';
-import { createEventServices, type EventPorts } from '../../src/events/events-capability.js';
+import { createEventServices, type EventPorts } from './events.js';
 import { liveHealth, liveServices } from '../../src/monitoring/live-services.js';
 import { UNCONFIGURED_BACKUP_FILES } from '../backups/unconfigured.backup-files.js';
 import { UNCONFIGURED_OBJECT_STORES } from '../object-store/unconfigured.object-store.js';
@@ -161,10 +161,11 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   // Every use case reads the configuration through this getter: the stored settings, applied by
   // SettingsService, replace the snapshot it returns; the caller's config object is never written to.
   const live = new LiveConfig(startupDeps.config);
+  // The one publisher: every capability publishes through it, in its change's transaction.
+  const publisher = new EventPublisher(startupDeps);
   const deps: ServiceDeps = {
     ...startupDeps,
-    // The one publisher: every capability publishes through it, in its change's transaction.
-    events: new EventPublisher(startupDeps),
+    events: publisher,
     get config() {
       return live.current();
     },
@@ -287,7 +288,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   });
 
   // Events: notifications, the event stream, the audit log, and the monitors that raise runtime events.
-  const events = createEventServices(deps, {
+  const events = createEventServices(deps, publisher, {
     ...ports.events,
     log,
     // Email channels send through the settings' SMTP server, else SMTP_URL's.

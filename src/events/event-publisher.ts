@@ -3,16 +3,9 @@ import { projectOfEvent, type EventPayloads, type EventType, type NewEvent } fro
 import { newId } from '../domain/ids.js';
 import type { Store } from '../persistence/store.js';
 import type { Clock } from '../platform/clock.port.js';
+import type { EventPublishing, PublishOptions } from '../platform/event-publishing.port.js';
 
-export interface PublishOptions {
-  /**
-   * The transaction of the change the event reports: the event commits or rolls back with it (the
-   * outbox). Without one, the event is written on its own.
-   */
-  store?: Store;
-  /** Overrides the project read from the payload (`data.projectId` of service events). */
-  projectId?: string | null;
-}
+export type { PublishOptions } from '../platform/event-publishing.port.js';
 
 /**
  * The one place the platform publishes domain events. A capability calls
@@ -21,7 +14,7 @@ export interface PublishOptions {
  * the open event streams are told. Subscribers read it from the table, so a crash between the change
  * and its delivery loses nothing.
  */
-export class EventPublisher {
+export class EventPublisher implements EventPublishing {
   private readonly emitter = new EventEmitter();
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {

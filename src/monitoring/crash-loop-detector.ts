@@ -1,5 +1,5 @@
 import type { ServiceRef } from '../domain/events.js';
-import type { EventPublisher } from '../events/event-publisher.js';
+import type { EventPublishing } from '../platform/event-publishing.port.js';
 import type { Clock } from '../platform/clock.port.js';
 import type { ContainerExit } from './monitoring.ports.js';
 
@@ -38,7 +38,7 @@ export class CrashLoopDetector {
 
   constructor(
     private readonly clock: Clock,
-    private readonly publisher: EventPublisher,
+    private readonly publisher: EventPublishing,
     private readonly lookup: LiveServiceLookup,
     private readonly settings: () => CrashLoopSettings,
     private readonly log?: (message: string, extra?: Record<string, unknown>) => void,

@@ -1,5 +1,5 @@
 import type { ServiceRef } from '../domain/events.js';
-import type { EventPublisher } from '../events/event-publisher.js';
+import type { EventPublishing } from '../platform/event-publishing.port.js';
 import type { DiskUsage } from './monitoring.ports.js';
 
 /** A live web service's health check: null when it answered (below 500), else why not. */
@@ -29,7 +29,7 @@ export class HostMonitor {
   private diskHigh = false;
 
   constructor(
-    private readonly publisher: EventPublisher,
+    private readonly publisher: EventPublishing,
     private readonly health: LiveHealthCheck | null,
     private readonly disk: DiskUsage | null,
     private readonly settings: () => HostMonitorSettings,

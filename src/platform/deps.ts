@@ -3,7 +3,7 @@ import type { Clock } from './clock.port.js';
 import type { LogBus } from './log-bus.js';
 import type { PlatformConfig } from './platform-config.js';
 import type { SecretBox } from './secret-box.js';
-import type { EventPublisher } from '../events/event-publisher.js';
+import type { EventPublishing } from './event-publishing.port.js';
 
 /**
  * What every use case is built from: the store, the secret box, the clock, the log bus and the
@@ -16,5 +16,5 @@ export interface ServiceDeps {
   logBus: LogBus;
   config: PlatformConfig;
   /** The one place events are published (src/events): in the change's transaction where there is one. */
-  events: EventPublisher;
+  events: EventPublishing;
 }

@@ -41,8 +41,9 @@ export async function eventsHarness(
     events: { ...DEFAULT_PLATFORM_CONFIG.events, allowPrivateTargets: true, ...opts.events },
   };
   const clock = opts.clock ?? { now: () => new Date() };
+  const eventPublisher = new EventPublisher({ store: database.store, clock });
   const deps: ServiceDeps = {
-    events: new EventPublisher({ store: database.store, clock }),
+    events: eventPublisher,
     store: database.store,
     secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
     clock,
@@ -60,7 +61,7 @@ export async function eventsHarness(
   };
   const sender = new ChannelSender(deps, new Map(notifiers.map((n) => [n.type, n])), mailer);
   const worker = new DeliveryWorker(deps, sender);
-  const publisher = deps.events;
+  const publisher = eventPublisher;
   const dispatcher = new EventDispatcher(deps, publisher, [new NotificationFanOut(deps, worker)], {
     retentionMs: () => deps.config.events.retentionDays * 86_400_000,
   });

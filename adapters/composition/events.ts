@@ -1,14 +1,15 @@
-import { AuditService } from '../audit/audit.service.js';
-import { CrashLoopDetector, type LiveServiceLookup } from '../monitoring/crash-loop-detector.js';
-import { HostMonitor, type LiveHealthCheck } from '../monitoring/host-monitor.js';
-import type { ContainerExits, DiskUsage } from '../monitoring/monitoring.ports.js';
-import { ChannelSender, type MailerLease } from '../notifications/channel-sender.js';
-import { DeliveryWorker, NotificationFanOut } from '../notifications/delivery-worker.js';
-import { NotificationService } from '../notifications/notification.service.js';
-import type { Notifier, TargetGuard } from '../notifications/notifier.port.js';
-import type { ServiceDeps } from '../platform/deps.js';
-import { EventDispatcher } from './event-dispatcher.js';
-import { EventStreamService } from './event-stream.service.js';
+import { AuditService } from '../../src/audit/audit.service.js';
+import { CrashLoopDetector, type LiveServiceLookup } from '../../src/monitoring/crash-loop-detector.js';
+import { HostMonitor, type LiveHealthCheck } from '../../src/monitoring/host-monitor.js';
+import type { ContainerExits, DiskUsage } from '../../src/monitoring/monitoring.ports.js';
+import { ChannelSender, type MailerLease } from '../../src/notifications/channel-sender.js';
+import { DeliveryWorker, NotificationFanOut } from '../../src/notifications/delivery-worker.js';
+import { NotificationService } from '../../src/notifications/notification.service.js';
+import type { Notifier, TargetGuard } from '../../src/notifications/notifier.port.js';
+import type { ServiceDeps } from '../../src/platform/deps.js';
+import { EventDispatcher } from '../../src/events/event-dispatcher.js';
+import type { EventPublisher } from '../../src/events/event-publisher.js';
+import { EventStreamService } from '../../src/events/event-stream.service.js';
 
 /** The ports of events, notifications and monitoring: adapters/notify, adapters/docker, adapters/host. */
 export interface EventPorts {
@@ -24,12 +25,11 @@ export interface EventPorts {
 }
 
 /**
- * The event capability's use cases and loops, built from the deps (whose `events` is the one
- * publisher) and its ports: the dispatcher and delivery worker, the notifications API, the event
+ * The event capability's use cases and loops, built from the deps and the one publisher (the deps'
+ * `events`) and its ports: the dispatcher and delivery worker, the notifications API, the event
  * stream, the audit log, and the monitors that raise runtime events. `start`/`stop` run the loops.
  */
-export function createEventServices(deps: ServiceDeps, ports: EventPorts) {
-  const publisher = deps.events;
+export function createEventServices(deps: ServiceDeps, publisher: EventPublisher, ports: EventPorts) {
   const sender = new ChannelSender(deps, new Map((ports.notifiers ?? []).map((n) => [n.type, n])), ports.mailer ?? (async () => null));
   const worker = new DeliveryWorker(deps, sender, ports.log);
   const dispatcher = new EventDispatcher(deps, publisher, [new NotificationFanOut(deps, worker)], {
