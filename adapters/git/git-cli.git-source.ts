@@ -66,7 +66,7 @@ export class GitCliSource implements GitSource, GitRemote {
           return null;
         },
       );
-      if (head !== null && head.startsWith(sha)) return { commitSha: head };
+      if (head?.startsWith(sha)) return { commitSha: head };
       if (head !== null) {
         onLine(`Branch ${request.branch} is at ${head}, not ${sha}; fetching ${sha} by its hash`, 'stdout');
         cloned = true;
