@@ -328,6 +328,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     new PushDeployer(deps, deployments, statuses),
     poller,
     log,
+    events.audit,
   );
   const previews = new PreviewService(
     deps,
