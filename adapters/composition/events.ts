@@ -98,10 +98,11 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
           interval,
           once('monitor', () => monitor.pass()),
         );
-      // Recoveries from a crash loop are looked for every 10 s.
+      // Recoveries from a crash loop are looked for every 10 s, or four times a window when it is
+      // shorter, so a recovery is told within a quarter window of when it is due.
       if (crashLoops)
         every(
-          10_000,
+          Math.max(250, Math.min(10_000, Math.floor(deps.config.events.crashLoopWindowMs / 4))),
           once('crash-loop', () => crashLoops.tick()),
         );
     },
