@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { AuditService } from '../../src/audit/audit.service.js';
 import { CrashLoopDetector, type LiveServiceLookup } from '../../src/monitoring/crash-loop-detector.js';
 import { HostMonitor, type LiveHealthCheck } from '../../src/monitoring/host-monitor.js';
@@ -7,6 +9,7 @@ import { DeliveryWorker, NotificationFanOut } from '../../src/notifications/deli
 import { NotificationService } from '../../src/notifications/notification.service.js';
 import type { Notifier, TargetGuard } from '../../src/notifications/notifier.port.js';
 import type { ServiceDeps } from '../../src/platform/deps.js';
+import { LeaderLease } from '../../src/platform/leader-lease.js';
 import { EventDispatcher } from '../../src/events/event-dispatcher.js';
 import type { EventPublisher } from '../../src/events/event-publisher.js';
 import { EventStreamService } from '../../src/events/event-stream.service.js';
@@ -22,6 +25,8 @@ export interface EventPorts {
   live?: LiveServiceLookup | null;
   health?: LiveHealthCheck | null;
   log?: (message: string, extra?: Record<string, unknown>) => void;
+  /** This process among those on one database (the leader lease's holder); made up when not given. */
+  processId?: string;
 }
 
 /**
@@ -71,6 +76,48 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     timer.unref?.();
     timers.push(timer);
   };
+  const startLoops = (): void => {
+    dispatcher.start();
+    worker.start();
+    if (crashLoops && ports.exits)
+      stopWatching = ports.exits.watch(
+        (exit) =>
+          void crashLoops
+            .onExit(exit)
+            .catch((error: Error) => ports.log?.('a container exit could not be looked at', { error: error.message })),
+        ports.log,
+      );
+    const interval = deps.config.events.monitorIntervalMs;
+    if (interval > 0)
+      every(
+        interval,
+        once('monitor', () => monitor.pass()),
+      );
+    // Recoveries from a crash loop are looked for every 10 s, or four times a window when it is
+    // shorter, so a recovery is told within a quarter window of when it is due.
+    if (crashLoops)
+      every(
+        Math.max(250, Math.min(10_000, Math.floor(deps.config.events.crashLoopWindowMs / 4))),
+        once('crash-loop', () => crashLoops.tick()),
+      );
+  };
+  const stopLoops = async (): Promise<void> => {
+    stopWatching?.();
+    stopWatching = null;
+    for (const timer of timers.splice(0)) clearInterval(timer);
+    await Promise.allSettled(running.values());
+    await dispatcher.stop();
+    await worker.stop();
+  };
+  const lease = new LeaderLease(
+    () => deps.store.leases,
+    deps.clock,
+    'events',
+    (ports.processId ?? `${randomBytes(6).toString('hex')}:${process.pid}:${hostname()}`).slice(0, 64),
+    deps.config.events.leaderLeaseMs,
+    { lead: startLoops, follow: stopLoops },
+    ports.log,
+  );
   return {
     publisher,
     notifications,
@@ -80,38 +127,17 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     deliveries: worker,
     crashLoops,
     monitor,
-    /** Starts the dispatcher, the delivery worker, the exit watcher and the monitor pass. */
+    lease,
+    /**
+     * Asks for the leader lease: the process holding it runs the dispatcher, the delivery worker, the
+     * exit watcher and the monitor pass; the others serve the API and the event stream only (two exit
+     * watchers would alert twice, two monitors report every failing check twice).
+     */
     start(): void {
-      dispatcher.start();
-      worker.start();
-      if (crashLoops && ports.exits)
-        stopWatching = ports.exits.watch(
-          (exit) =>
-            void crashLoops
-              .onExit(exit)
-              .catch((error: Error) => ports.log?.('a container exit could not be looked at', { error: error.message })),
-          ports.log,
-        );
-      const interval = deps.config.events.monitorIntervalMs;
-      if (interval > 0)
-        every(
-          interval,
-          once('monitor', () => monitor.pass()),
-        );
-      // Recoveries from a crash loop are looked for every 10 s, or four times a window when it is
-      // shorter, so a recovery is told within a quarter window of when it is due.
-      if (crashLoops)
-        every(
-          Math.max(250, Math.min(10_000, Math.floor(deps.config.events.crashLoopWindowMs / 4))),
-          once('crash-loop', () => crashLoops.tick()),
-        );
+      lease.start();
     },
     async stop(): Promise<void> {
-      stopWatching?.();
-      for (const timer of timers.splice(0)) clearInterval(timer);
-      await Promise.allSettled(running.values());
-      await dispatcher.stop();
-      await worker.stop();
+      await lease.stop();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
@@ -238,6 +239,9 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string): 
       }),
       exits: new DockerContainerExits(docker, config.platform.instanceId),
       disk: new StatfsDiskUsage(),
+      // The same after a restart (a killed leader leads again at once, not after its lease lapsed), and
+      // different for each process of a cluster (each has its own data directory).
+      processId: `${hostname()}:${path.resolve(config.dataDir)}`.slice(-64),
     },
     hooks: hookPorts(config, docker, git, ownUrl),
   };

@@ -14,6 +14,7 @@ import { Migration20261127091000 } from './Migration20261127091000.js';
 import { Migration20261128025817 } from './Migration20261128025817.js';
 import { Migration20261128035831 } from './Migration20261128035831.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
+import { Migration20261128130000 } from './Migration20261128130000.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -32,4 +33,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261128025817', class: Migration20261128025817 },
   { name: 'Migration20261128035831', class: Migration20261128035831 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
+  { name: 'Migration20261128130000', class: Migration20261128130000 },
 ];

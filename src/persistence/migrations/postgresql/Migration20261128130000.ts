@@ -1,0 +1,16 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/** Leases among the platform processes on one database: the event loops run in the holder of `events` only. */
+export class Migration20261128130000 extends Migration {
+  override name = 'Migration20261128130000';
+
+  override up(): void | Promise<void> {
+    this.addSql(
+      `create table "leases" ("name" varchar(64) not null, "holder" varchar(64) not null, "expires_ms" bigint not null, primary key ("name"));`,
+    );
+  }
+
+  override down(): void | Promise<void> {
+    this.addSql(`drop table if exists "leases" cascade;`);
+  }
+}
