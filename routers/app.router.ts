@@ -25,6 +25,7 @@ import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
+import { serverRouter } from './server.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -71,6 +72,7 @@ export const appRouter = router({
   storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupScheduleRouter,
+  servers: serverRouter,
 });
 
 export type AppRouter = typeof appRouter;

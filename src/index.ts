@@ -57,6 +57,9 @@ import { ServicePower } from './deployments/service-power.js';
 import { assertStorageRemovable, StorageCatalog } from './storage/storage-catalog.service.js';
 import { SystemService } from './settings/system.service.js';
 import { EnvironmentService } from './environments/environment.service.js';
+import { CertificateAuthority } from './tls/certificate-authority.js';
+import { createCluster, type ClusterOptions } from './cluster/cluster.js';
+import { ControlPlane, type ProcessIdentity } from './jobs/control-plane.js';
 
 export interface ServicesOptions {
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
@@ -80,6 +83,10 @@ export interface ServicesOptions {
   tls?: { issuer?: CertificateIssuer };
   /** Sessions and password-reset mail. */
   accounts?: { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string };
+  /** Servers and the cluster (src/cluster): the manager's runtime, the nodes' engines, the registry. */
+  cluster?: ClusterOptions;
+  /** This process among those sharing the database (default: this process itself). */
+  process?: ProcessIdentity;
   /** Container terminals: they need the runtime too. */
   terminals?: { engine?: TerminalEngine; limits?: TerminalLimits };
   /** Where backups are written and what dumps them; without files, backups fail saying so. */
@@ -120,21 +127,39 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     },
   };
   const current = options.runtime ? new CurrentContainers(deps, options.runtime.engine) : null;
+  // Several platform processes on one database: claims of running jobs and the runtime's one leader.
+  const controlPlane = new ControlPlane(deps.store, () => deps.config.controlPlane, options.process, options.log);
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
   const routing = new RoutingService(deps, { upstreamsKnown: !options.runtime }, options.log);
   const env = new EnvService(deps);
-  // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
-  const tls = new DatabaseTlsService(deps, options.tls?.issuer ?? null, {
-    tlsActive: async (service) => {
-      const container = current ? await current.currentOf(service) : null;
-      return container ? container.labels[LABELS.tls] === 'on' : null;
-    },
+  // One CA for the install: database certificates, the cluster's registry and nodes' engines.
+  const ca = new CertificateAuthority(deps, options.tls?.issuer ?? null);
+  const cluster = createCluster(deps, {
+    engine: options.runtime?.engine ?? null,
+    ca,
+    issuer: options.tls?.issuer ?? null,
+    options: options.cluster ?? {},
+    log: options.log ?? (() => {}),
   });
+  // One TLS service: it makes the install's CA once, whoever asks first (a deployment or GET tls).
+  const tls = new DatabaseTlsService(
+    deps,
+    options.tls?.issuer ?? null,
+    {
+      tlsActive: async (service) => {
+        const container = current ? await current.currentOf(service) : null;
+        return container ? container.labels[LABELS.tls] === 'on' : null;
+      },
+    },
+    ca,
+  );
   const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
   if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
-  const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
+  const runner = runtime
+    ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log, controlPlane.claims('deployment'))
+    : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const runnerLocator: DatabaseLocator | null = current
     ? {
@@ -168,7 +193,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const imports = new DatabaseImportService(
     deps,
     importJobs,
-    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log: options.log }),
+    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log: options.log, claims: controlPlane.claims('import') }),
     importLocator,
   );
   // Backups are made below, after the settings they read the object store from.
@@ -259,6 +284,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   const backupRunner = new JobRunner(new BackupJobs(deps, backups, env), {
     concurrency: () => deps.config.backups.concurrency,
     log: options.log,
+    claims: controlPlane.claims('backup'),
   });
   backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
@@ -273,7 +299,14 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     async () => (await deps.store.accounts.countUsers()) > 0,
   );
   const databaseCatalog = new DatabaseCatalog(deps, services, power, databases);
+  // A follower's writes do not move this process's store version: while others are alive, the leader re-reads its routing table.
+  controlPlane.onBeat(async () => {
+    if (controlPlane.hasPeers) routing.invalidate();
+  });
+  deployments.usePeers(() => controlPlane.hasPeers);
   return {
+    controlPlane,
+    cluster,
     system,
     databaseCatalog,
     storage,
@@ -332,6 +365,8 @@ export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
 export * from './backups/backup-schedule-views.js';
 export * from './storage/storage-views.js';
+export * from './cluster/cluster-views.js';
+export * from './cluster/cluster.inputs.js';
 export type { StorageServer, StorageServerTarget } from './storage/storage-server.port.js';
 export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFormat } from './backups/backup.records.js';

@@ -51,6 +51,10 @@ import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js'
 import { TerminalSockets } from './terminal-socket.js';
 import { McpEndpoint } from './mcp-endpoint.js';
 import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js';
+import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
+import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
+import { joinScriptLoader } from '../docker/join-script.js';
+import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
 
 export interface Overrides {
   proxy?: ReverseProxy;
@@ -118,6 +122,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   const mailer = config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
   // Reset links point at APP_URL, else at this API's own address once it listens.
   let ownUrl = '';
+  let listeningPort = config.port;
   const services = createServices(
     {
       store: database.store,
@@ -156,9 +161,23 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
       ...(overrides.runtime ? {} : { containerStats: new DockerStatsSource(docker, config.platform.instanceId) }),
       ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyAccessLog(path.join(config.proxy.accessLogDir, 'access.log')) }),
       terminals: { engine: overrides.terminalEngine ?? new DockerodeTerminalEngine(docker), limits: config.terminals },
+      // Servers and the cluster: the local engine is the manager (docs/cluster.md).
+      cluster: {
+        runtime: new SwarmClusterRuntime(docker, config.platform.instanceId),
+        remoteEngines: new MtlsRemoteEngines(),
+        registry: new DistributionImageRegistry(docker, {
+          certsDir: config.dockerCertsDir,
+          prefix: config.platform.resourcePrefix,
+          instanceId: config.platform.instanceId,
+        }),
+        joinScript: joinScriptLoader(),
+        joinUrl: () => config.platform.cluster.joinUrl ?? `http://${config.platform.cluster.advertiseAddress}:${listeningPort}`,
+      },
     },
   );
   await services.settings.load();
+  // This process among those on the database: its claims of running jobs and its heartbeat.
+  await services.controlPlane.start();
   let initialApiKey: string | null = null;
   if (config.bootstrapApiKey) await services.apiKeys.bootstrap(config.bootstrapApiKey);
   else if (database.fresh && (await database.store.apiKeys.count()) === 0) {
@@ -204,15 +223,32 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
   });
   // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
   // load once the runner knows which containers serve: a table before that would send all to 503.
-  void (async () => {
-    await services.runner?.start();
-    services.routing.start();
-    services.sampler?.start();
-  })();
+  // With several platform processes on one database, one of them runs them (and the runtime they
+  // keep: host ports, routes, slots, metrics, the servers' monitor); the others take over when it is gone.
+  void services.controlPlane.lead(
+    'runtime',
+    async () => {
+      await services.runner?.start();
+      services.routing.start();
+      services.sampler?.start();
+      services.cluster.monitor?.start();
+    },
+    async () => {
+      await services.cluster.monitor?.stop();
+      await services.sampler?.stop();
+      await services.routing.stop();
+      await services.runner?.stop();
+    },
+  );
+  // The host is the first server; the cluster's monitor has nothing to do until a second one joins.
+  void services.cluster.servers
+    .ensureLocal()
+    .catch((error: Error) => log('the local server could not be recorded', { error: error.message }));
   // Imports a previous process left running are failed (with the reason) before new ones are claimed.
   void services.imports.startRunner().catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
   startBackups(services);
   const address = server.address() as AddressInfo;
+  listeningPort = address.port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ownUrl = `http://${host}:${address.port}`;
 
@@ -232,10 +268,14 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         mcp.closeAll();
         // Terminals' processes are killed before the platform exits (Docker would keep them running).
         await terminals.closeAll();
+        await services.cluster.monitor?.stop();
+        services.cluster.engines?.closeAll();
         await services.backupScheduler.stop();
         await services.backupRunner.stop();
         await services.runner?.stop();
         await services.imports.stop();
+        // Its duties and registration go last: another process takes over at once.
+        await services.controlPlane.stop();
         // The proxy keeps serving the loaded routes while the platform is down.
         await services.routing.stop();
         await runtime.forwarder.closeAll();

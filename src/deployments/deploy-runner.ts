@@ -1,5 +1,6 @@
 import type { DeploymentRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
+import type { JobClaims } from '../jobs/control-plane.js';
 import { JobAborted } from '../jobs/job-kind.js';
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import { JobRunner, type RunnerLog } from '../jobs/job-runner.js';
@@ -33,6 +34,8 @@ export class DeployRunner {
     /** Null without a traffic gate or a proxy: cutovers then reload the proxy with the new address. */
     slots: TrafficSlots | null,
     log: RunnerLog = () => {},
+    /** Which process holds each deployment, with several on one database (src/jobs/control-plane.ts). */
+    claims?: JobClaims,
   ) {
     const containers = new CurrentContainers(deps, runtime.engine);
     const pipeline = new DeploymentPipeline(deps, runtime, env, deployments);
@@ -41,7 +44,7 @@ export class DeployRunner {
       readyToClaim: () => this.loop.engineReachable(),
       recoverRuntime: () => this.reconciler.recoverRuntime(),
     });
-    this.jobs = new JobRunner(kind, { concurrency: () => deps.config.deploy.buildConcurrency, log });
+    this.jobs = new JobRunner(kind, { concurrency: () => deps.config.deploy.buildConcurrency, log, ...(claims ? { claims } : {}) });
     this.reconciler = new Reconciler(
       deps,
       runtime,

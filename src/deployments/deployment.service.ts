@@ -25,6 +25,10 @@ export type AbortListener = (deploymentId: string) => void;
 export class DeploymentService implements JobQueue<DeploymentRecord>, DeploymentRecorder {
   private readonly abortListeners = new Set<AbortListener>();
   private readonly createdListeners = new Set<() => void>();
+  /** Deployments this process runs: their lines come through the in-process bus. */
+  private readonly runningHere = new Set<string>();
+  /** Whether other platform processes share the database (one of them may run a deployment). */
+  private peers: () => boolean = () => false;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -35,6 +39,11 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   onAbort(listener: AbortListener): () => void {
     this.abortListeners.add(listener);
     return () => this.abortListeners.delete(listener);
+  }
+
+  /** With several processes on one database, a stream reads the lines another one writes from the table. */
+  usePeers(peers: () => boolean): void {
+    this.peers = peers;
   }
 
   /** Told when a deployment is queued, so the runner need not wait for its next poll. */
@@ -198,6 +207,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
         ended: async () => isTerminal((await store.deployments.get(deployment.id))?.status ?? 'failed'),
         subscribe: (listener) => logBus.subscribe(deployment.id, listener),
         isEnd: isTerminal,
+        runsHere: () => this.runningHere.has(deployment.id) || !this.peers(),
       },
       presentLogLine,
       { ...opts, pingMs: config.streamPingMs },
@@ -217,6 +227,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   async claim(deployment: DeploymentRecord): Promise<DeploymentRecord | null> {
     const now = this.deps.clock.now();
     if (!(await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'running', startedAt: now }))) return null;
+    this.runningHere.add(deployment.id);
     this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
     return { ...deployment, status: 'running', startedAt: now };
   }
@@ -227,6 +238,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
 
   async finish(deployment: DeploymentRecord, outcome: JobOutcome): Promise<void> {
     await this.deps.store.deployments.transition(deployment.id, ['running'], { status: outcome, finishedAt: this.deps.clock.now() });
+    this.runningHere.delete(deployment.id);
     this.deps.logBus.publish(deployment.id, { type: 'status', status: outcome });
   }
 

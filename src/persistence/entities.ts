@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { CLUSTER_ENTITIES } from './cluster-entities.js';
 import type {
   BackupFormat,
   BackupLogRecord,
@@ -461,6 +462,8 @@ export const ALL_ENTITIES = [
   BackupLog,
   BackupSettings,
   BackupSchedule,
+  // Servers, the registry's images and the control planes (cluster-entities.ts).
+  ...CLUSTER_ENTITIES,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */

@@ -11,6 +11,8 @@ import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
+import { ServerRepository } from '../cluster/server.repository.js';
+import { ControlPlaneRepository } from '../jobs/control-plane.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -31,6 +33,8 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
+  readonly servers: ServerRepository;
+  readonly controlPlanes: ControlPlaneRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -47,6 +51,8 @@ export class Store {
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
+    this.servers = new ServerRepository(this.session);
+    this.controlPlanes = new ControlPlaneRepository(this.session);
   }
 
   /**

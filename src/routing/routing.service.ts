@@ -63,6 +63,11 @@ export class RoutingService {
     this.cached = null;
   }
 
+  /** Reads the table from the database again at the next look (another process may have changed it). */
+  invalidate(): void {
+    this.cached = null;
+  }
+
   markUpstreamsKnown(): void {
     this.upstreamsKnown = true;
   }

@@ -66,6 +66,28 @@ export interface BackupsConfig {
   objectStoreTimeoutMs: number;
 }
 
+/** The cluster (issue 31): how servers join and reach the manager, and the registry it runs. */
+export interface ClusterConfig {
+  /** SWARM_ADVERTISE_ADDR: the address other servers reach the manager at (default: the address of the host's default route). */
+  advertiseAddress: string;
+  /** CLUSTER_JOIN_URL: the platform's URL as a joining server reaches it; null: `http://<advertiseAddress>:<the API's port>`. */
+  joinUrl: string | null;
+  /** How long a join command's token is valid. */
+  joinTokenTtlMs: number;
+  /** The port of each node engine's API over mutual TLS. */
+  engineTlsPort: number;
+  /** How often the manager is asked about the nodes (their state, the events of a node going down). */
+  monitorIntervalMs: number;
+  /** The platform's registry: its image (`registry:2`) and port on the manager's address. */
+  registry: { image: string; port: number };
+}
+
+/** Platform processes sharing one database: how often each says it is alive, and when it counts as gone. */
+export interface ControlPlaneConfig {
+  heartbeatMs: number;
+  deadAfterMs: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -96,6 +118,8 @@ export interface PlatformConfig {
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
   metrics: { intervalMs: number; retentionHours: number };
   backups: BackupsConfig;
+  cluster: ClusterConfig;
+  controlPlane: ControlPlaneConfig;
   /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
   licensePublicKey: string;
 }
@@ -145,4 +169,13 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
   backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
+  cluster: {
+    advertiseAddress: '127.0.0.1',
+    joinUrl: null,
+    joinTokenTtlMs: 15 * 60_000,
+    engineTlsPort: 2376,
+    monitorIntervalMs: 5_000,
+    registry: { image: 'registry:2', port: 5000 },
+  },
+  controlPlane: { heartbeatMs: 2_000, deadAfterMs: 15_000 },
 };
