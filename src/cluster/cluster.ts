@@ -47,7 +47,13 @@ export function createCluster(
   const registry = new RegistryService(deps, settings, ca, issuer, options.registry ?? null, log);
   const runtime = options.runtime ?? null;
   const formation = runtime ? new ClusterFormation(deps, runtime, settings, ca, issuer, registry, log) : null;
-  const engines = engine ? new NodeEngines(deps, engine, options.remoteEngines ?? null, () => formation!.clientCredentials()) : null;
+  const engines =
+    engine || options.remoteEngines
+      ? new NodeEngines(deps, engine, options.remoteEngines ?? null, () => {
+          if (!formation) throw new Error('This platform cannot form a cluster');
+          return formation.clientCredentials();
+        })
+      : null;
   const joinScript = options.joinScript ?? (() => Promise.reject(new Error('This platform serves no join script')));
   const joinUrl = options.joinUrl ?? (() => `http://${deps.config.cluster.advertiseAddress}`);
   const servers = new ServerService(deps, runtime, formation, engines, ca, { joinUrl, joinScript }, log);

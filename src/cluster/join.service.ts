@@ -70,6 +70,7 @@ export class JoinService {
     const swarmJoinToken = await this.runtime.workerJoinToken();
     if (!(await this.deps.store.servers.useToken(server.id, server.joinTokenHash!, now)))
       throw new InvalidCredentialsError('This join token was already used; add the server again for a new one');
+    await this.deps.store.servers.releaseAddress(input.address, server.id);
     await this.deps.store.servers.update(server.id, {
       address: input.address,
       hostname: input.hostname,

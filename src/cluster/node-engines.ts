@@ -21,10 +21,16 @@ export class NodeEngines {
 
   constructor(
     private readonly deps: ServiceDeps,
-    readonly local: ContainerEngine,
+    /** The platform's own engine; null where the platform runs none (tests of the use cases). */
+    private readonly localEngine: ContainerEngine | null,
     private readonly factory: RemoteEngineFactory | null,
     private readonly credentials: () => Promise<NodeCredentials>,
   ) {}
+
+  get local(): ContainerEngine {
+    if (!this.localEngine) throw new Error('This platform runs no container engine');
+    return this.localEngine;
+  }
 
   /** The engine holding a container: the local one unless the container is a task on another node. */
   async engineOf(location: ContainerLocation): Promise<ContainerEngine> {

@@ -31,6 +31,8 @@ export interface PublishedImage {
  */
 export class RegistryService {
   private ensuring: Promise<RegistryEndpoint> | null = null;
+  /** Ready in this process: later callers (each build, the monitor) do not ask the engine again. */
+  private ready: RegistryEndpoint | null = null;
   private collecting: Promise<number> | null = null;
 
   constructor(
@@ -62,6 +64,7 @@ export class RegistryService {
    */
   async configure(actor: Actor, input: RegistryInput): Promise<RegistryView> {
     assertInstallWriter(actor, 'change the registry');
+    this.ready = null;
     if (input.kind === 'external') {
       if (!input.address || !input.username || !input.password)
         throw new ValidationError(
@@ -88,9 +91,15 @@ export class RegistryService {
    * the first time), or the external one as configured. One at a time in this process.
    */
   ensure(signal?: AbortSignal): Promise<RegistryEndpoint> {
-    this.ensuring ??= this.doEnsure(signal).finally(() => {
-      this.ensuring = null;
-    });
+    if (this.ready) return Promise.resolve(this.ready);
+    this.ensuring ??= this.doEnsure(signal)
+      .then((endpoint) => {
+        this.ready = endpoint;
+        return endpoint;
+      })
+      .finally(() => {
+        this.ensuring = null;
+      });
     return this.ensuring;
   }
 

@@ -7,18 +7,18 @@ export class ServerRepository extends Repository {
   insert(server: ServerRecord): Promise<ServerRecord> {
     return this.insertRow(Server, server, 'server');
   }
-  get(id: string): Promise<ServerRecord | null> {
-    return this.row(Server, { id });
+  async get(id: string): Promise<ServerRecord | null> {
+    return parsed(await this.row(Server, { id }));
   }
   /** Oldest first: the local server, then the nodes in the order they were added. */
-  list(): Promise<ServerRecord[]> {
-    return this.rows(Server, {}, { createdAt: 'asc', id: 'asc' });
+  async list(): Promise<ServerRecord[]> {
+    return (await this.rows(Server, {}, { local: 'desc', createdAt: 'asc', id: 'asc' })).map((row) => parsed(row)!);
   }
-  local(): Promise<ServerRecord | null> {
-    return this.row(Server, { local: true });
+  async local(): Promise<ServerRecord | null> {
+    return parsed(await this.row(Server, { local: true }));
   }
-  byTokenHash(hash: string): Promise<ServerRecord | null> {
-    return this.row(Server, { joinTokenHash: hash });
+  async byTokenHash(hash: string): Promise<ServerRecord | null> {
+    return parsed(await this.row(Server, { joinTokenHash: hash }));
   }
   update(id: string, patch: Patch<ServerRecord>): Promise<void> {
     return this.updateRow(Server, id, patch, 'server');
@@ -35,6 +35,14 @@ export class ServerRepository extends Repository {
   async moveState(id: string, from: ServerState, to: ServerState, now: Date): Promise<boolean> {
     this.written();
     return (await this.fork().nativeUpdate(Server, { id, state: from }, { state: to, stateChangedAt: now, updatedAt: now })) > 0;
+  }
+  /**
+   * Forgets the address of earlier attempts to join from it that never became a node (their token
+   * spent, the machine never joined): the address is the newest attempt's, which the monitor links.
+   */
+  async releaseAddress(address: string, keepId: string): Promise<void> {
+    this.written();
+    await this.fork().nativeUpdate(Server, { address, swarmNodeId: null, local: false, id: { $ne: keepId } }, { address: null });
   }
   async remove(id: string): Promise<void> {
     await this.deleteRows(ServicePlacement, { serverId: id });
@@ -71,4 +79,14 @@ export class ServerRepository extends Repository {
     if (deploymentIds.length === 0) return Promise.resolve();
     return this.deleteRows(RegistryImage, { deploymentId: { $in: deploymentIds } });
   }
+}
+
+/** Rows come back raw from the query builder: SQLite hands the JSON column back as text, and booleans as 0/1. */
+function parsed(row: ServerRecord | null): ServerRecord | null {
+  if (!row) return null;
+  return {
+    ...row,
+    labels: typeof row.labels === 'string' ? (JSON.parse(row.labels) as Record<string, string>) : row.labels,
+    local: Boolean(row.local),
+  };
 }

@@ -49,6 +49,8 @@ export class ControlPlane {
   readonly id = newId();
   private timer: NodeJS.Timeout | null = null;
   private started = false;
+  private stopping = false;
+  private beating: Promise<void> | null = null;
   private peers = false;
   private readonly beatListeners: Array<() => Promise<void>> = [];
   private readonly leads = new Map<
@@ -77,15 +79,22 @@ export class ControlPlane {
       heartbeatAt: now,
     });
     this.started = true;
+    this.stopping = false;
     this.peers = await this.othersAlive();
-    this.timer = setInterval(() => void this.beat(), this.config().heartbeatMs);
+    this.timer = setInterval(() => {
+      this.beating ??= this.beat().finally(() => {
+        this.beating = null;
+      });
+    }, this.config().heartbeatMs);
     this.timer.unref();
   }
 
   /** Gives up what it leads (the duties stop first), then its registration: the others take over at once. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.beating;
     for (const [name, lead] of this.leads) {
       await lead.turn;
       if (lead.held) {
@@ -183,6 +192,7 @@ export class ControlPlane {
   }
 
   private async beat(): Promise<void> {
+    if (this.stopping) return;
     try {
       if (!(await this.store.controlPlanes.beat(this.id, new Date()))) {
         // Another process took this one for gone and removed it: register again, and contend afresh.
@@ -213,7 +223,7 @@ export class ControlPlane {
   /** Takes the lease when free or its holder is gone; renews it when held; steps down when another has it. */
   private async contend(name: string): Promise<void> {
     const lead = this.leads.get(name);
-    if (!lead || !this.started) return;
+    if (!lead || !this.started || this.stopping) return;
     const expiresAt = new Date(Date.now() + this.config().deadAfterMs);
     const lease = await this.store.controlPlanes.lease(name);
     let mine = false;

@@ -47,6 +47,7 @@ export async function createHarness(
     tls?: ServicesOptions['tls'];
     accounts?: ServicesOptions['accounts'];
     backups?: ServicesOptions['backups'];
+    cluster?: ServicesOptions['cluster'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -74,6 +75,7 @@ export async function createHarness(
       tls: opts.tls,
       accounts: opts.accounts,
       backups: opts.backups,
+      cluster: opts.cluster,
     },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
