@@ -292,7 +292,11 @@ function clusterConfig(env: NodeJS.ProcessEnv): PlatformConfig['cluster'] {
     joinTokenTtlMs: int(env, 'JOIN_TOKEN_TTL_SECONDS', defaults.joinTokenTtlMs / 1000, 10, 86_400) * 1000,
     engineTlsPort: int(env, 'NODE_ENGINE_PORT', defaults.engineTlsPort, 1, 65535),
     monitorIntervalMs: int(env, 'CLUSTER_MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 200, 600_000),
-    registry: { image: env.REGISTRY_IMAGE || defaults.registry.image, port: int(env, 'REGISTRY_PORT', defaults.registry.port, 1, 65535) },
+    registry: {
+      image: env.REGISTRY_IMAGE || defaults.registry.image,
+      port: int(env, 'REGISTRY_PORT', defaults.registry.port, 1, 65535),
+      checkTimeoutMs: int(env, 'REGISTRY_CHECK_TIMEOUT_MS', defaults.registry.checkTimeoutMs, 100, 120_000),
+    },
   };
 }
 

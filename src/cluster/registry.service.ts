@@ -14,7 +14,6 @@ import { assertInstallAdmin, assertInstallWriter } from './server-access.js';
 const REGISTRY_USER = 'slipway';
 /** Within what TLS clients accept; made again when the advertised address changes. */
 const REGISTRY_CERT_DAYS = 825;
-const REGISTRY_TIMEOUT_MS = 10_000;
 
 /** A pushed image: what a node pulls (`address/repository@digest`). */
 export interface PublishedImage {
@@ -73,7 +72,7 @@ export class RegistryService {
         );
       const endpoint: RegistryEndpoint = { address: input.address, username: input.username, password: input.password, caPem: null };
       if (this.registry) {
-        await this.registry.check(endpoint, AbortSignal.timeout(REGISTRY_TIMEOUT_MS)).catch((error: Error) => {
+        await this.registry.check(endpoint, AbortSignal.timeout(this.deps.config.cluster.registry.checkTimeoutMs)).catch((error: Error) => {
           throw new UpstreamError(`The registry at ${input.address} did not accept the credentials: ${error.message}`);
         });
       }

@@ -77,7 +77,9 @@ async function waitForServer(id: string, match: (s: Server) => boolean, timeoutM
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`server ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(last)}\n${server.output().slice(-3000)}`);
+  throw new Error(
+    `server ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(last)}\n${server.output().slice(-3000)}`,
+  );
 }
 
 /** An HTTPS call to a node's engine: with no client certificate it must be refused. */
@@ -140,7 +142,7 @@ describe('servers on a real cluster', () => {
     expect(servers[0].resources.cpus).toBeGreaterThan(0);
     expect(servers[0].resources.memoryMb).toBeGreaterThan(0);
     expect(await cluster.docker('m', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
-  });
+  }, 180_000);
 
   it('joins a server with the one-line command: the swarm forms, the registry starts, the node is ready within seconds', async () => {
     const created = await admin('POST', '/api/servers', { name: 'worker-1', labels: { zone: 'a' } });
@@ -179,7 +181,7 @@ describe('servers on a real cluster', () => {
 
     // The node's engine listens with mutual TLS only: no client certificate, no answer.
     expect(await engineWithoutClientCertificate(cluster.node('w1').address, 2376)).toMatch(/^refused/);
-  });
+  }, 180_000);
 
   it('refuses the used token, a wrong one, and a malformed join', async () => {
     const publicCall = api(server.url, undefined);
@@ -194,9 +196,13 @@ describe('servers on a real cluster', () => {
     expect(missing.status).toBe(400);
     // A token exchanged once (as the join script does, with a real certificate request) is spent.
     const created = await ok(admin('POST', '/api/servers', { name: 'spent' }), 'spent');
-    const key = await run('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', '/dev/null', '-subj', '/CN=spent'], {
-      encoding: 'utf8',
-    });
+    const key = await run(
+      'openssl',
+      ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', '/dev/null', '-subj', '/CN=spent'],
+      {
+        encoding: 'utf8',
+      },
+    );
     const exchange = {
       token: created.join.token,
       csrBase64: Buffer.from(key.stdout).toString('base64'),
@@ -205,13 +211,17 @@ describe('servers on a real cluster', () => {
     };
     const first = await publicCall('POST', '/api/servers/join', exchange);
     expect(first.status, first.text).toBe(200);
-    expect(first.json).toMatchObject({ name: 'spent', managerAddress: `${cluster.manager.address}:2377`, swarmJoinToken: expect.stringMatching(/^SWMTKN-/) });
+    expect(first.json).toMatchObject({
+      name: 'spent',
+      managerAddress: `${cluster.manager.address}:2377`,
+      swarmJoinToken: expect.stringMatching(/^SWMTKN-/),
+    });
     const again = await publicCall('POST', '/api/servers/join', exchange);
     expectErrorShape(again, 401, 'used token');
     expect(again.json.message).toMatch(/already used/);
     // A server that never joined is removed at once.
     expect((await admin('DELETE', `/api/servers/${created.server.id}`)).status).toBe(200);
-  });
+  }, 180_000);
 
   it('joins a second worker, drains it, and removes it: its engine leaves the swarm over mutual TLS', async () => {
     const { server: added, join } = await ok(admin('POST', '/api/servers', { name: 'worker-2' }), 'add w2');
@@ -236,7 +246,7 @@ describe('servers on a real cluster', () => {
     expect((await admin('GET', `/api/servers/${added.id}`)).status).toBe(404);
     const nodes = await cluster.docker('m', 'node', 'ls', '--format', '{{.Hostname}}');
     expect(nodes.split('\n')).not.toContain('w2');
-  });
+  }, 180_000);
 
   it('refuses removing the last manager, bad input, and callers that are not the install’s admins', async () => {
     const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
@@ -250,7 +260,7 @@ describe('servers on a real cluster', () => {
     const scoped = api(server.url, scopedKey);
     expectErrorShape(await scoped('GET', '/api/servers'), 403, 'project key reads servers');
     expectErrorShape(await scoped('POST', '/api/servers', { name: 'nope' }), 403, 'project key adds a server');
-  });
+  }, 180_000);
 
   it('shows a worker whose machine is lost as down, and ready again when it is back', async () => {
     await cluster.kill('w1');
@@ -259,7 +269,7 @@ describe('servers on a real cluster', () => {
     timings['w1 down after its kill'] = Math.round(performance.now() - lost);
     await cluster.revive('w1');
     await waitForServer(w1.id, (s) => s.state === 'ready', 60_000);
-  });
+  }, 180_000);
 });
 
 async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
