@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
+import { AuthLimitRepository } from '../accounts/auth-limit.repository.js';
 import { BackupRepository } from '../backups/backup.repository.js';
 import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
@@ -35,6 +36,7 @@ export class Store {
   readonly backupSchedules: BackupScheduleRepository;
   readonly servers: ServerRepository;
   readonly controlPlanes: ControlPlaneRepository;
+  readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -53,6 +55,7 @@ export class Store {
     this.backupSchedules = new BackupScheduleRepository(this.session);
     this.servers = new ServerRepository(this.session);
     this.controlPlanes = new ControlPlaneRepository(this.session);
+    this.authLimits = new AuthLimitRepository(this.session);
   }
 
   /**
