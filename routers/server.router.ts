@@ -33,7 +33,7 @@ export const serverRouter = router({
     })
     .input(noInput)
     .output(serversView)
-    .query(async ({ ctx }) => ({ servers: await ctx.services.cluster.servers.list(ctx.actor) })),
+    .query(async ({ ctx }) => ({ servers: await ctx.services.servers.list(ctx.actor) })),
 
   get: readProcedure
     .meta({
@@ -42,7 +42,7 @@ export const serverRouter = router({
     })
     .input(z.strictObject({ id: idParam }))
     .output(serverOneView)
-    .query(async ({ ctx, input }) => ({ server: await ctx.services.cluster.servers.get(ctx.actor, input.id) })),
+    .query(async ({ ctx, input }) => ({ server: await ctx.services.servers.get(ctx.actor, input.id) })),
 
   create: writeProcedure
     .meta({
@@ -59,7 +59,7 @@ export const serverRouter = router({
     })
     .input(createServerInput)
     .output(serverCreatedView)
-    .mutation(({ ctx, input }) => ctx.services.cluster.servers.add(ctx.actor, input)),
+    .mutation(({ ctx, input }) => ctx.services.servers.add(ctx.actor, input)),
 
   update: writeProcedure
     .meta({
@@ -73,7 +73,7 @@ export const serverRouter = router({
     })
     .input(updateServerInput)
     .output(serverOneView)
-    .mutation(async ({ ctx, input }) => ({ server: await ctx.services.cluster.servers.update(ctx.actor, input) })),
+    .mutation(async ({ ctx, input }) => ({ server: await ctx.services.servers.update(ctx.actor, input) })),
 
   delete: writeProcedure
     .meta({
@@ -90,7 +90,7 @@ export const serverRouter = router({
     .input(z.strictObject({ id: idParam }))
     .output(z.object({ ok: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
-      await ctx.services.cluster.servers.remove(ctx.actor, input.id);
+      await ctx.services.servers.remove(ctx.actor, input.id);
       return { ok: true as const };
     }),
 
@@ -111,7 +111,7 @@ export const serverRouter = router({
     .output(joinBundleView)
     .mutation(async ({ ctx, input }) => {
       try {
-        return await ctx.services.cluster.join.exchange(input);
+        return await ctx.services.serverJoins.exchange(input);
       } catch (error) {
         if (error instanceof DomainError && error.code === 'invalid_credentials') ctx.limiter.recordAuthFailure(ctx.ip);
         throw error;
@@ -132,7 +132,7 @@ export const serverRouter = router({
     })
     .input(z.strictObject({}).optional())
     .output(z.object({ filename: z.string(), body: z.string() }))
-    .query(async ({ ctx }) => ({ filename: 'slipway-join.sh', body: await ctx.services.cluster.join.script() })),
+    .query(async ({ ctx }) => ({ filename: 'slipway-join.sh', body: await ctx.services.serverJoins.script() })),
 
   registry: readProcedure
     .meta({
@@ -146,7 +146,7 @@ export const serverRouter = router({
     })
     .input(noInput)
     .output(z.object({ registry: registryView }))
-    .query(async ({ ctx }) => ({ registry: await ctx.services.cluster.registry.view(ctx.actor) })),
+    .query(async ({ ctx }) => ({ registry: await ctx.services.registry.view(ctx.actor) })),
 
   setRegistry: writeProcedure
     .meta({
@@ -162,5 +162,5 @@ export const serverRouter = router({
     })
     .input(registryInput)
     .output(z.object({ registry: registryView }))
-    .mutation(async ({ ctx, input }) => ({ registry: await ctx.services.cluster.registry.configure(ctx.actor, input) })),
+    .mutation(async ({ ctx, input }) => ({ registry: await ctx.services.registry.configure(ctx.actor, input) })),
 });

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { newId } from '../domain/ids.js';
 import type { Store } from '../persistence/store.js';
-import type { ControlPlaneConfig } from '../settings/platform-config.js';
+import type { ControlPlaneConfig } from '../platform/platform-config.js';
 
 /** This process, as other processes on the same database see it. */
 export interface ProcessIdentity {

@@ -62,7 +62,13 @@ afterEach(async () => {
   await h.close();
 });
 
-const cluster = () => h.services.cluster;
+const cluster = () => ({
+  servers: h.services.servers,
+  join: h.services.serverJoins,
+  registry: h.services.registry,
+  monitor: h.services.serverMonitor,
+  formation: h.services.clusterFormation,
+});
 
 /** A node's key and certificate request, as the join script makes them. */
 function csr(): { csrBase64: string; keyPem: string } {
@@ -321,7 +327,7 @@ describe('changing and removing servers', () => {
     });
     swarm.taskList = [];
     const shop = await h.services.projects.create(admin, { name: 'Shop', description: '' });
-    const orders = await h.services.services.create(admin, shop.id, database('orders', 'postgres'));
+    const orders = await h.services.serviceCreation.create(admin, shop.id, database('orders', 'postgres'));
     await h.database.store.servers.place(orders.id, created.server.id, now);
     const holds = await rejection(cluster().servers.remove(admin, created.server.id));
     expect(holds).toMatchObject({ code: 'conflict', details: { reason: 'holds_volumes', databases: [{ id: orders.id, name: 'orders' }] } });
