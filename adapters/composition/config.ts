@@ -292,6 +292,7 @@ function clusterConfig(env: NodeJS.ProcessEnv): PlatformConfig['cluster'] {
     joinTokenTtlMs: int(env, 'JOIN_TOKEN_TTL_SECONDS', defaults.joinTokenTtlMs / 1000, 10, 86_400) * 1000,
     engineTlsPort: int(env, 'NODE_ENGINE_PORT', defaults.engineTlsPort, 1, 65535),
     monitorIntervalMs: int(env, 'CLUSTER_MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 200, 600_000),
+    maxReplicas: int(env, 'SERVICE_MAX_REPLICAS', defaults.maxReplicas, 1, 1000),
     registry: {
       image: env.REGISTRY_IMAGE || defaults.registry.image,
       port: int(env, 'REGISTRY_PORT', defaults.registry.port, 1, 65535),

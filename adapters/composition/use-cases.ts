@@ -227,7 +227,9 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
   });
   const projects = new ProjectService(deps, removal);
   const serviceReader = new ServiceReader(deps, env);
-  const serviceCreation = new ServiceCreation(deps, env, hostPorts);
+  // The servers' room for reservations, read through the cluster's servers (made further down).
+  const capacity = () => cluster.servers.capacity();
+  const serviceCreation = new ServiceCreation(deps, env, hostPorts, capacity);
 
   // Metrics: the sampler ticks only once started; without stats, the service answers without samples.
   const sampler = ports.containerStats
@@ -297,7 +299,7 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     environments: new EnvironmentService(deps, serviceReader, removal, routing, hostPorts),
     serviceCreation,
     serviceReader,
-    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing),
+    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing, capacity),
     suggestions: new ServiceSuggestions(deps),
     removal,
     env,

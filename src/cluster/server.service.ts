@@ -91,6 +91,27 @@ export class ServerService {
     return this.present(servers, await this.snapshot());
   }
 
+  /**
+   * What each ready, active server could still take (its totals less what its tasks reserve): a
+   * service asking for more than the largest is refused at once (service-scale-rules.ts). Empty when
+   * no engine answers: nothing is refused then.
+   */
+  async capacity(): Promise<ServerCapacity[]> {
+    await this.ensureLocal();
+    const views = await this.present(await this.deps.store.servers.list(), await this.snapshot());
+    return views.flatMap((v) =>
+      v.state === 'ready' && v.availability === 'active' && v.resources
+        ? [
+            {
+              name: v.name,
+              freeCpus: Math.max(0, v.resources.cpus - v.resources.reservedCpus),
+              freeMemoryMb: Math.max(0, v.resources.memoryMb - v.resources.reservedMemoryMb),
+            },
+          ]
+        : [],
+    );
+  }
+
   async get(actor: Actor, id: string): Promise<ServerView> {
     assertInstallAdmin(actor, 'read servers');
     await this.ensureLocal();
@@ -320,6 +341,13 @@ function presentTask(task: RuntimeTask): ServerTaskView {
     desiredState: task.desiredState,
     containerId: task.containerId,
   };
+}
+
+/** One server's room for reservations. */
+export interface ServerCapacity {
+  name: string;
+  freeCpus: number;
+  freeMemoryMb: number;
 }
 
 export function tokenHash(token: string): string {

@@ -114,6 +114,12 @@ export const Service = defineEntity({
     internalPort: p.integer(),
     // Unique: a host port is never handed to two services at once.
     hostPort: p.integer().unique(),
+    // Replicas and resources (src/domain/service-scale.ts): CPUs in thousandths, memory in MB.
+    replicas: p.integer().default(1),
+    cpuLimitMillis: p.integer().strictNullable(),
+    memoryLimitMb: p.integer().strictNullable(),
+    cpuReservationMillis: p.integer().strictNullable(),
+    memoryReservationMb: p.integer().strictNullable(),
     status: str(16).$type<ServiceStatus>(),
     reachable: p.boolean(),
     preferredDomain: nullableStr(253),

@@ -94,6 +94,8 @@ export interface ClusterConfig {
   engineTlsPort: number;
   /** How often the manager is asked about the nodes (their state, the events of a node going down). */
   monitorIntervalMs: number;
+  /** SERVICE_MAX_REPLICAS: the most replicas a service may ask for. */
+  maxReplicas: number;
   /** The platform's registry: its image (`registry:2`) and port on the manager's address; how long a registry's check may take. */
   registry: { image: string; port: number; checkTimeoutMs: number };
 }
@@ -191,6 +193,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     joinTokenTtlMs: 15 * 60_000,
     engineTlsPort: 2376,
     monitorIntervalMs: 5_000,
+    maxReplicas: 10,
     registry: { image: 'registry:2', port: 5000, checkTimeoutMs: 10_000 },
   },
   controlPlane: { heartbeatMs: 2_000, deadAfterMs: 15_000 },
