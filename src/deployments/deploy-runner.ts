@@ -26,14 +26,14 @@ export class DeployRunner {
   private readonly loop: ReconcileLoop;
 
   constructor(
-    deps: ServiceDeps,
+    private readonly deps: ServiceDeps,
     runtime: RuntimeDeps,
     deployments: DeploymentService,
     env: EnvService,
     routing: RoutingService,
     /** Null without a traffic gate or a proxy: cutovers then reload the proxy with the new address. */
     slots: TrafficSlots | null,
-    log: RunnerLog = () => {},
+    private readonly log: RunnerLog = () => {},
     /** Which process holds each deployment, with several on one database (src/jobs/control-plane.ts). */
     claims?: JobClaims,
   ) {
@@ -74,6 +74,9 @@ export class DeployRunner {
 
   /** Recovers from whatever a previous process left (once the engine answers), then takes work. */
   async start(): Promise<void> {
+    // Otherwise a paused runner shows only queued deployments, which reads as a hang.
+    if (this.deps.config.deploy.buildConcurrency === 0)
+      this.log('the deploy runner is paused (BUILD_CONCURRENCY=0): deployments stay queued');
     this.jobs.start();
     await this.loop.maintain();
     this.loop.start();

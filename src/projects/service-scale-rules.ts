@@ -28,7 +28,15 @@ export async function scaleAfter(
   change: ScaleChange,
   context: { config: PlatformConfig; stateful: boolean; capacity?: CapacityOf | undefined },
 ): Promise<ServiceScale> {
-  const next = change.resources ? withResources(current, change.resources) : { ...current };
+  // Only the scale's own fields: `current` may be a whole service, whose other fields a caller writes back as they are.
+  const own: ServiceScale = {
+    replicas: current.replicas,
+    cpuLimitMillis: current.cpuLimitMillis,
+    memoryLimitMb: current.memoryLimitMb,
+    cpuReservationMillis: current.cpuReservationMillis,
+    memoryReservationMb: current.memoryReservationMb,
+  };
+  const next = change.resources ? withResources(own, change.resources) : own;
   if (change.replicas !== undefined) next.replicas = change.replicas;
   const max = context.config.cluster.maxReplicas;
   if (next.replicas > max) throw new ValidationError('replicas', `At most ${max} replicas (SERVICE_MAX_REPLICAS); got ${next.replicas}`);

@@ -14,7 +14,13 @@ let projectId: string;
 
 beforeAll(async () => {
   await provisionDocker();
-  server = await startServerProcess({ HEALTH_TIMEOUT_MS: '20000', STOP_GRACE_SECONDS: '1', HOST_PORT_RANGE: ownPortRange() });
+  // The harness pauses the runner (BUILD_CONCURRENCY=0) unless a test asks for it: this one deploys.
+  server = await startServerProcess({
+    BUILD_CONCURRENCY: '1',
+    HEALTH_TIMEOUT_MS: '20000',
+    STOP_GRACE_SECONDS: '1',
+    HOST_PORT_RANGE: ownPortRange(),
+  });
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `resources-${Date.now()}` })).json.project.id;
 }, 10 * 60_000);
