@@ -23,6 +23,10 @@ import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
 import { serverRouter } from './server.router.js';
+import { auditRouter } from './audit.router.js';
+import { eventRouter } from './event.router.js';
+import { notificationRouter } from './notification.router.js';
+import { webhookRouter } from './webhook.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -60,6 +64,7 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
+  webhooks: webhookRouter,
   // The general API's paths: second doors to the procedures above (general-api.ts).
   apps: router(generalApi.apps),
   deploy: router(generalApi.deploy),
@@ -70,6 +75,9 @@ export const appRouter = router({
   system: systemRouter,
   backupConfigurations: backupConfigurationRouter,
   servers: serverRouter,
+  notifications: notificationRouter,
+  audit: auditRouter,
+  events: eventRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -2,6 +2,9 @@ import type { AccountService } from './accounts/account.service.js';
 import type { ApiKeyService } from './accounts/api-key.service.js';
 import type { PersonalTokenService } from './accounts/personal-token.service.js';
 import type { TwoFactorService } from './accounts/two-factor.service.js';
+import type { AuditService } from './audit/audit.service.js';
+import type { EventStreamService } from './events/event-stream.service.js';
+import type { NotificationService } from './notifications/notification.service.js';
 import type { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
 import type { BackupRestore } from './backups/backup-restore.js';
 import type { BackupScheduleService } from './backups/backup-schedule.service.js';
@@ -9,6 +12,9 @@ import type { BackupSettingsService } from './backups/backup-settings.service.js
 import type { BackupService } from './backups/backup.service.js';
 import type { DatabaseAdminService } from './databases/database-admin.service.js';
 import type { DatabaseCatalog } from './databases/database-catalog.service.js';
+import type { DeliveryReceiver } from './git-hooks/delivery-receiver.js';
+import type { WebhookService } from './git-hooks/webhook.service.js';
+import type { PreviewService } from './previews/preview.service.js';
 import type { DeploymentService } from './deployments/deployment.service.js';
 import type { RuntimeLogService } from './deployments/runtime-log.service.js';
 import type { EnvService } from './env/env.service.js';
@@ -73,4 +79,12 @@ export interface Services {
   servers: ServerService;
   serverJoins: JoinService;
   registry: RegistryService;
+  /** A project's webhook (URL, secret) and its recent deliveries. */
+  webhooks: WebhookService;
+  /** The public webhook door's use case: a delivery verified, recorded and acted on. */
+  deliveries: DeliveryReceiver;
+  previews: PreviewService;
+  notifications: NotificationService;
+  eventStream: EventStreamService;
+  audit: AuditService;
 }

@@ -2,7 +2,13 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { DEFAULT_PLATFORM_CONFIG, DEFAULT_TERMINAL_LIMITS, type PlatformConfig, type TerminalLimits } from '../../src/index.js';
+import {
+  DEFAULT_EVENTS_CONFIG,
+  DEFAULT_PLATFORM_CONFIG,
+  DEFAULT_TERMINAL_LIMITS,
+  type PlatformConfig,
+  type TerminalLimits,
+} from '../../src/index.js';
 
 /** Everything the server reads from its environment, parsed and checked once at start. */
 export interface AppConfig {
@@ -329,6 +335,57 @@ function defaultRouteAddress(): string | null {
   return address ?? null;
 }
 
+/** Push to deploy (docs/push-to-deploy.md): delivery limits, the git hosts' status API roots, the previews' database copy limits. */
+function hooksConfig(env: NodeJS.ProcessEnv): PlatformConfig['hooks'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.hooks;
+  const apiUrl = (name: string) => {
+    const raw = env[name]?.trim();
+    if (!raw) return null;
+    if (!/^https?:\/\/[^\s/]+/.test(raw)) throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+    return raw.replace(/\/+$/, '');
+  };
+  const ratio = int(env, 'PREVIEW_DISK_MAX_USED_PERCENT', defaults.previewDiskMaxUsedRatio * 100, 1, 100) / 100;
+  return {
+    publicUrl: publicUrl(env.PUBLIC_URL) ?? (env.APP_URL?.trim() ? publicUrl(env.APP_URL) : null),
+    maxBodyBytes: int(env, 'WEBHOOK_BODY_LIMIT_BYTES', defaults.maxBodyBytes, 1024, 64 * 1024 * 1024),
+    perAddressPerMinute: int(env, 'WEBHOOK_RATE_LIMIT_PER_MINUTE', defaults.perAddressPerMinute, 1, 1_000_000),
+    tickMs: int(env, 'HOOKS_TICK_MS', defaults.tickMs, 100, 60_000),
+    apiUrls: {
+      github: apiUrl('GITHUB_API_URL'),
+      gitlab: apiUrl('GITLAB_URL'),
+      gitea: apiUrl('GITEA_URL'),
+      forgejo: apiUrl('FORGEJO_URL'),
+      bitbucket: apiUrl('BITBUCKET_API_URL'),
+    },
+    previewCopyMaxBytes: int(env, 'PREVIEW_DB_COPY_MAX_BYTES', defaults.previewCopyMaxBytes, 1, Number.MAX_SAFE_INTEGER),
+    previewDiskMaxUsedRatio: ratio,
+  };
+}
+
+function eventsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['events'] {
+  const defaults = DEFAULT_EVENTS_CONFIG;
+  const telegram = (env.TELEGRAM_API_URL?.trim() || defaults.telegramApiUrl).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^\s/]+/.test(telegram))
+    throw new ConfigError(`TELEGRAM_API_URL must be an http(s) URL, got ${JSON.stringify(telegram)}`);
+  return {
+    retryBaseMs: int(env, 'NOTIFY_RETRY_BASE_MS', defaults.retryBaseMs, 10, 24 * 3_600_000),
+    retryTries: int(env, 'NOTIFY_RETRY_TRIES', defaults.retryTries, 1, 30),
+    deliveryTimeoutMs: int(env, 'NOTIFY_TIMEOUT_MS', defaults.deliveryTimeoutMs, 100, 60_000),
+    deliveryConcurrency: int(env, 'NOTIFY_CONCURRENCY', defaults.deliveryConcurrency, 1, 256),
+    allowPrivateTargets: boolean(env, 'NOTIFY_ALLOW_PRIVATE_TARGETS', defaults.allowPrivateTargets),
+    telegramApiUrl: telegram,
+    retentionDays: int(env, 'EVENT_RETENTION_DAYS', defaults.retentionDays, 1, 365),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', defaults.auditRetentionDays, 1, 3650),
+    crashLoopExits: int(env, 'CRASH_LOOP_EXITS', defaults.crashLoopExits, 1, 1000),
+    crashLoopWindowMs: int(env, 'CRASH_LOOP_WINDOW_MS', defaults.crashLoopWindowMs, 1_000, 7 * 86_400_000),
+    crashLoopReminderMs: defaults.crashLoopReminderMs,
+    monitorIntervalMs: int(env, 'MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 0, 3_600_000),
+    healthFailures: int(env, 'HEALTH_FAILURES', defaults.healthFailures, 1, 100),
+    diskPath: env.DISK_WATCH_PATH || (dataDir === ':memory:' ? tmpdir() : dataDir),
+    diskThresholdPercent: int(env, 'DISK_THRESHOLD_PERCENT', defaults.diskThresholdPercent, 1, 100),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
@@ -384,6 +441,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       backups: backupsConfig(env, dataDir),
       cluster: clusterConfig(env),
       controlPlane: controlPlaneConfig(env),
+      hooks: hooksConfig(env),
+      events: eventsConfig(env, dataDir),
       licensePublicKey: licensePublicKey(env.LICENSE_PUBLIC_KEY),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),

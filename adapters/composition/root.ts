@@ -15,7 +15,15 @@ import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
 import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
 import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
 import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
+import { DockerPreviewNetworks, dockerDiskUsage } from '../docker/docker.preview-networks.js';
+import { BitbucketProvider, BitbucketStatusApi } from '../git/bitbucket.git-provider.js';
+import { DockerHubProvider } from '../git/dockerhub.git-provider.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
+import { GiteaProvider, GiteaStatusApi } from '../git/gitea.git-provider.js';
+import { GitHubProvider, GitHubStatusApi } from '../git/github.git-provider.js';
+import { GitLabProvider, GitLabStatusApi } from '../git/gitlab.git-provider.js';
+import { StandardWebhooksProvider } from '../git/standard-webhooks.git-provider.js';
+import { RegistryHttpImageRegistry } from '../registry/registry-http.image-registry.js';
 import { SmtpMailer } from '../mail/smtp.mailer.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { NetHealthProbe } from '../net/net.health-probe.js';
@@ -33,6 +41,9 @@ import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
 import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
 import { joinScriptLoader } from '../docker/join-script.js';
 import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
+import { DockerContainerExits } from '../docker/docker.container-exits.js';
+import { StatfsDiskUsage } from '../host/statfs.disk-usage.js';
+import { createNotifiers } from '../notify/notifiers.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
 import { TrafficSlots } from '../../src/deployments/traffic-slots.js';
 import type { DataImporter } from '../../src/imports/data-importer.port.js';
@@ -42,7 +53,7 @@ import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
 import type { AppConfig } from './config.js';
-import { createUseCases, type UseCasePorts, type UseCases } from './use-cases.js';
+import { createUseCases, type HookPorts, type UseCasePorts, type UseCases } from './use-cases.js';
 
 type Log = (message: string, extra?: Record<string, unknown>) => void;
 
@@ -83,7 +94,9 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const mailer =
     !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
-  const ports = options.operatorOnly ? operatorPorts() : await runtimePorts(config, log, options.ownPort ?? (() => config.port));
+  const ports = options.operatorOnly
+    ? operatorPorts()
+    : await runtimePorts(config, log, options.ownUrl ?? (() => ''), options.ownPort ?? (() => config.port));
   const databaseAdmin = ports.databases?.admin;
   const useCases = createUseCases(
     {
@@ -130,7 +143,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
       // load once the runner knows which containers serve: a table before that would send all to 503.
       // With several platform processes on one database, one of them runs them (and the runtime they
-      // keep: host ports, routes, slots, metrics, the servers' monitor); the others take over when it is gone.
+      // keep: host ports, routes, slots, metrics, the servers' monitor, push's loops); the others take over when it is gone.
       void useCases.controlPlane.lead(
         'runtime',
         async () => {
@@ -138,8 +151,12 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
           useCases.routing.start();
           useCases.sampler?.start();
           useCases.serverMonitor?.start();
+          useCases.statuses.start();
+          useCases.poller.start();
+          useCases.previews.start();
         },
         async () => {
+          await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
           await useCases.serverMonitor?.stop();
           await useCases.sampler?.stop();
           await useCases.routing.stop();
@@ -153,15 +170,19 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
         .startRunner()
         .catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
       startBackups(useCases, log);
+      useCases.eventLoops.start();
     },
     async stop() {
       await useCases.serverMonitor?.stop();
       useCases.nodeEngines?.closeAll();
       await useCases.sampler?.stop();
+      await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
       await useCases.backupRunner.stop();
       await useCases.runner?.stop();
       await useCases.imports.stop();
+      // Deliveries under way finish (each within its timeout); what is left is sent after the restart.
+      await useCases.eventLoops.stop();
       // Its duties and registration go last: another process takes over at once.
       await useCases.controlPlane.stop();
       // The proxy keeps serving the loaded routes while the platform is down.
@@ -200,18 +221,19 @@ export async function trafficGatePreflight(config: AppConfig, log: Log): Promise
 }
 
 /** The adapters of every port, as the configuration names them. */
-async function runtimePorts(config: AppConfig, log: Log, ownPort: () => number): Promise<UseCasePorts> {
+async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, ownPort: () => number): Promise<UseCasePorts> {
   if (config.proxy.kind !== 'none') await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
   const engine = new DockerodeContainerEngine(docker);
   const databaseAdmin = engineDatabaseAdmin();
+  const git = new GitCliSource();
   return {
     proxy: reverseProxy(config, engine, log),
     runtimeLogs: new DockerRuntimeLogSource(docker),
     portProbe: new NetPortProbe(),
     runtime: {
       engine,
-      git: new GitCliSource(),
+      git,
       forwarder: new TcpPortForwarder(),
       health: new NetHealthProbe(),
       databaseReadiness: databaseAdmin,
@@ -250,6 +272,47 @@ async function runtimePorts(config: AppConfig, log: Log, ownPort: () => number):
       joinScript: joinScriptLoader(),
       joinUrl: () => config.platform.cluster.joinUrl ?? `http://${config.platform.cluster.advertiseAddress}:${ownPort()}`,
     },
+    events: {
+      ...createNotifiers({
+        allowPrivate: () => config.platform.events.allowPrivateTargets,
+        telegramApiUrl: () => config.platform.events.telegramApiUrl,
+      }),
+      exits: new DockerContainerExits(docker, config.platform.instanceId),
+      disk: new StatfsDiskUsage(),
+    },
+    hooks: hookPorts(config, docker, git, ownUrl),
+  };
+}
+
+/**
+ * Push to deploy's adapters: the senders in the order their headers are told apart (Forgejo and Gitea
+ * send GitHub's event header too, so they come before GitHub; Docker Hub, known by its body, last),
+ * each host's commit status API, `git ls-remote` for branch polling, the Registry HTTP API for digests,
+ * the disk the database volumes live on, and Docker networks for previews sharing a parent's database.
+ */
+function hookPorts(config: AppConfig, docker: Docker, git: GitCliSource, ownUrl: () => string): HookPorts {
+  return {
+    providers: [
+      new GiteaProvider('forgejo'),
+      new GiteaProvider('gitea'),
+      new GitLabProvider(),
+      new BitbucketProvider(),
+      new GitHubProvider(),
+      new StandardWebhooksProvider(),
+      new DockerHubProvider(),
+    ],
+    statusApis: [
+      new GitHubStatusApi(),
+      new GitLabStatusApi(),
+      new GiteaStatusApi('gitea'),
+      new GiteaStatusApi('forgejo'),
+      new BitbucketStatusApi(),
+    ],
+    remote: git,
+    registry: new RegistryHttpImageRegistry(),
+    disk: dockerDiskUsage(docker, config.dataDir),
+    networks: new DockerPreviewNetworks(docker, { instanceId: config.platform.instanceId, prefix: config.platform.resourcePrefix }),
+    baseUrl: () => config.publicUrl ?? ownUrl(),
   };
 }
 

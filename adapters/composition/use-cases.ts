@@ -70,6 +70,18 @@ import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
 import { CertificateAuthority } from '../../src/tls/certificate-authority.js';
 import { createCluster, type ClusterOptions } from '../../src/cluster/cluster.js';
 import { ControlPlane, type ProcessIdentity } from '../../src/jobs/control-plane.js';
+import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
+import { CommitStatusReporter } from '../../src/git-hooks/commit-status.reporter.js';
+import { DeliveryReceiver } from '../../src/git-hooks/delivery-receiver.js';
+import type { CommitStatusApi, GitProvider, GitRemote, ImageRegistry } from '../../src/git-hooks/git-provider.port.js';
+import { PushDeployer } from '../../src/git-hooks/push-deployer.js';
+import { TriggerPoller } from '../../src/git-hooks/trigger-poller.js';
+import { WebhookService } from '../../src/git-hooks/webhook.service.js';
+import type { PreviewNetworks } from '../../src/previews/preview-networks.port.js';
+import { PreviewService } from '../../src/previews/preview.service.js';
+import { EventPublisher } from '../../src/events/event-publisher.js';
+import { createEventServices, type EventPorts } from './events.js';
+import { liveHealth, liveServices } from '../../src/monitoring/live-services.js';
 import { UNCONFIGURED_BACKUP_FILES } from '../backups/unconfigured.backup-files.js';
 import { UNCONFIGURED_OBJECT_STORES } from '../object-store/unconfigured.object-store.js';
 
@@ -122,9 +134,28 @@ export interface UseCasePorts {
         repoint?: () => Promise<void>;
       }
     | undefined;
+  /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
+  hooks?: HookPorts | undefined;
+  /** Notifiers per channel family, the target guard, container exits and the disk (adapters/notify, docker, host). */
+  events?: Omit<EventPorts, 'mailer' | 'live' | 'health' | 'log'> | undefined;
   log?: ((message: string, extra?: Record<string, unknown>) => void) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
   onServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
+}
+
+/** The adapters push to deploy, polling and previews talk through. */
+export interface HookPorts {
+  /** Asked in order (Forgejo before Gitea before GitHub: each sends the next one's headers too). */
+  providers?: GitProvider[];
+  statusApis?: CommitStatusApi[];
+  remote?: GitRemote | null;
+  registry?: ImageRegistry | null;
+  /** The disk database volumes live on, for the previews' copy limit; null: not checked. */
+  disk?: DiskUsage;
+  /** Joins a parent's database to a preview's network (previews.databases `shared`). */
+  networks?: PreviewNetworks | null;
+  /** Where senders reach the API (PUBLIC_URL, else the API's own address once it listens). */
+  baseUrl?: () => string;
 }
 
 /**
@@ -132,13 +163,16 @@ export interface UseCasePorts {
  * needs no late binding. What the doors may call is `Services` (src/services.ts); the rest (the
  * runners, loops and the routing table) is started and stopped by the platform (root.ts).
  */
-export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
+export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: UseCasePorts) {
   const log = ports.log;
   // Every use case reads the configuration through this getter: the stored settings, applied by
   // SettingsService, replace the snapshot it returns; the caller's config object is never written to.
   const live = new LiveConfig(startupDeps.config);
+  // The one publisher: every capability publishes through it, in its change's transaction.
+  const publisher = new EventPublisher(startupDeps);
   const deps: ServiceDeps = {
     ...startupDeps,
+    events: publisher,
     get config() {
       return live.current();
     },
@@ -221,6 +255,8 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
       // Their backups under way stop first, so none writes a file after its service's are removed.
       await backupRunner.abortKeys(ids, new JobAborted('The service was deleted'));
       await destinations.removeOfServices(ids);
+      // A preview goes with the service it previews (previews is built below; this runs on a removal, long after).
+      await previews.removeOfServices(removed);
       await ports.onServicesRemoved?.(removed);
     },
     log,
@@ -265,7 +301,65 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     log,
   });
 
+  // Events: notifications, the event stream, the audit log, and the monitors that raise runtime events.
+  const events = createEventServices(deps, publisher, {
+    ...ports.events,
+    log,
+    // Email channels send through the settings' SMTP server, else SMTP_URL's.
+    mailer: async () => {
+      const mailerFor = ports.accounts?.mailerFor;
+      const smtp = mailerFor ? await settings.smtp() : null;
+      if (smtp && mailerFor) {
+        const mailer = mailerFor(smtp);
+        return { mailer, release: () => mailer.close?.() };
+      }
+      const fallback = ports.accounts?.mailer;
+      return fallback ? { mailer: fallback, release: () => {} } : null;
+    },
+    ...(runtime && current ? { live: liveServices(deps, current), health: liveHealth(deps, runtime, current) } : {}),
+  });
+
   const domains = new DomainService(deps, routing);
+  const environments = new EnvironmentService(deps, serviceReader, removal, routing, hostPorts);
+  const backupRestore = new BackupRestore(deps, env, dump, destinations, backupLog, backupRuntime);
+
+  // Push to deploy, branch and digest polling, commit statuses and pull-request previews.
+  const hookPorts = ports.hooks ?? {};
+  const hookBaseUrl = () => deps.config.hooks.publicUrl ?? hookPorts.baseUrl?.() ?? `${deps.config.publicScheme}://${deps.config.publicIp}`;
+  const webhooks = new WebhookService(deps, hookBaseUrl);
+  const statuses = new CommitStatusReporter(
+    deps,
+    hookPorts.statusApis ?? [],
+    { deploymentUrl: (d) => `${hookBaseUrl().replace(/\/+$/, '')}/api/deployments/${d.id}` },
+    (deploymentId, line) => deployments.appendLog(deploymentId, 'stdout', line),
+    log,
+  );
+  const poller = new TriggerPoller(deps, deployments, hookPorts.remote ?? null, hookPorts.registry ?? null, log);
+  const deliveries = new DeliveryReceiver(
+    deps,
+    hookPorts.providers ?? [],
+    webhooks,
+    new PushDeployer(deps, deployments, statuses),
+    poller,
+    log,
+  );
+  const previews = new PreviewService(
+    deps,
+    environments,
+    deployments,
+    statuses,
+    {
+      copy: new DatabaseCopy(deps, env, dump, backupRestore, backupRuntime),
+      limits: {
+        maxBytes: deps.config.hooks.previewCopyMaxBytes,
+        maxUsedRatio: deps.config.hooks.previewDiskMaxUsedRatio,
+        disk: hookPorts.disk ?? (async () => null),
+      },
+    },
+    hookPorts.networks ?? null,
+    log,
+  );
+  deliveries.handlePullRequests(previews);
 
   // Servers and the cluster (docs/cluster.md): the host is the first server.
   const cluster = createCluster(deps, {
@@ -296,7 +390,7 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     twoFactor,
     personalTokens,
     projects,
-    environments: new EnvironmentService(deps, serviceReader, removal, routing, hostPorts),
+    environments,
     serviceCreation,
     serviceReader,
     serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing, capacity),
@@ -315,11 +409,14 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     tls,
     backups: new BackupService(deps, backupQueue, backupSettings, destinations),
     backupSettings,
-    backupRestore: new BackupRestore(deps, env, dump, destinations, backupLog, backupRuntime),
+    backupRestore,
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,
-    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing),
+    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing, events.notifications),
+    webhooks,
+    deliveries,
+    previews,
     terminals: new TerminalService(
       deps,
       current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
@@ -328,6 +425,9 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     servers: cluster.servers,
     serverJoins: cluster.join,
     registry: cluster.registry,
+    notifications: events.notifications,
+    eventStream: events.eventStream,
+    audit: events.audit,
     // What runs beside the doors: the platform starts and stops it (root.ts).
     controlPlane,
     serverMonitor: cluster.monitor,
@@ -338,8 +438,12 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     teardown,
     sampler,
     backupRunner,
-    backupScheduler: new BackupScheduler(deps, backupQueue, destinations, log),
+    backupScheduler: new BackupScheduler(deps, backupQueue, destinations, log, events.audit),
+    /** The event dispatcher, deliveries and monitors (started and stopped with the platform). */
+    eventLoops: events,
     objectStores,
+    statuses,
+    poller,
   };
   return useCases satisfies Services;
 }

@@ -13,6 +13,7 @@ import {
   strictInt,
   text,
 } from '../platform/input-schemas.js';
+import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
 
 /*
  * What creating and changing projects and services takes, declared once: the router adds the
@@ -78,6 +79,7 @@ const serviceSettings = {
     .optional()
     .meta({ description: 'Copies that run (default 1; at most SERVICE_MAX_REPLICAS); 0 stops the service and keeps it' }),
   resources: serviceResourcesInput.optional(),
+  ...deployTriggerInputs,
 };
 
 /**
@@ -108,6 +110,11 @@ export const updateServiceInput = createServiceInput.pick({
   internalPort: true,
   replicas: true,
   resources: true,
+  autoDeploy: true,
+  watchPaths: true,
+  pollIntervalSeconds: true,
+  cancelInProgress: true,
+  previews: true,
 });
 export type UpdateServiceInput = z.output<typeof updateServiceInput>;
 

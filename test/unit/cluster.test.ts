@@ -373,6 +373,7 @@ describe('the registry', () => {
       commitSha: null,
       status,
       trigger: 'manual',
+      origin: null,
       imageTag: null,
       containerName: null,
       rollbackOf: null,
