@@ -383,7 +383,6 @@ function eventsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['
     healthFailures: int(env, 'HEALTH_FAILURES', defaults.healthFailures, 1, 100),
     diskPath: env.DISK_WATCH_PATH || (dataDir === ':memory:' ? tmpdir() : dataDir),
     diskThresholdPercent: int(env, 'DISK_THRESHOLD_PERCENT', defaults.diskThresholdPercent, 1, 100),
-    leaderLeaseMs: int(env, 'LEADER_LEASE_MS', defaults.leaderLeaseMs, 300, 600_000),
   };
 }
 

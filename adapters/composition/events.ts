@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { AuditService } from '../../src/audit/audit.service.js';
 import { CrashLoopDetector, type LiveServiceLookup } from '../../src/monitoring/crash-loop-detector.js';
 import { HostMonitor, type LiveHealthCheck } from '../../src/monitoring/host-monitor.js';
@@ -9,7 +7,6 @@ import { DeliveryWorker, NotificationFanOut } from '../../src/notifications/deli
 import { NotificationService } from '../../src/notifications/notification.service.js';
 import type { Notifier, TargetGuard } from '../../src/notifications/notifier.port.js';
 import type { ServiceDeps } from '../../src/platform/deps.js';
-import { LeaderLease } from '../../src/platform/leader-lease.js';
 import { EventDispatcher } from '../../src/events/event-dispatcher.js';
 import type { EventPublisher } from '../../src/events/event-publisher.js';
 import { EventStreamService } from '../../src/events/event-stream.service.js';
@@ -25,8 +22,6 @@ export interface EventPorts {
   live?: LiveServiceLookup | null;
   health?: LiveHealthCheck | null;
   log?: (message: string, extra?: Record<string, unknown>) => void;
-  /** This process among those on one database (the leader lease's holder); made up when not given. */
-  processId?: string;
 }
 
 /**
@@ -109,15 +104,6 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     await dispatcher.stop();
     await worker.stop();
   };
-  const lease = new LeaderLease(
-    () => deps.store.leases,
-    deps.clock,
-    'events',
-    (ports.processId ?? `${randomBytes(6).toString('hex')}:${process.pid}:${hostname()}`).slice(0, 64),
-    deps.config.events.leaderLeaseMs,
-    { lead: startLoops, follow: stopLoops },
-    ports.log,
-  );
   return {
     publisher,
     notifications,
@@ -127,18 +113,13 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     deliveries: worker,
     crashLoops,
     monitor,
-    lease,
     /**
-     * Asks for the leader lease: the process holding it runs the dispatcher, the delivery worker, the
-     * exit watcher and the monitor pass; the others serve the API and the event stream only (two exit
-     * watchers would alert twice, two monitors report every failing check twice).
+     * The dispatcher, the delivery worker, the exit watcher and the monitor pass. The composition root
+     * runs them in the one process leading `events` among those on one database: two exit watchers
+     * would alert twice, two monitors report every failing check twice.
      */
-    start(): void {
-      lease.start();
-    },
-    async stop(): Promise<void> {
-      await lease.stop();
-    },
+    start: startLoops,
+    stop: stopLoops,
   };
 }
 

@@ -171,7 +171,12 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
         .startRunner()
         .catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
       startBackups(useCases, log);
-      useCases.eventLoops.start();
+      // The event loops run in one process too (their own lease: the runtime's leader may be busy deploying).
+      void useCases.controlPlane.lead(
+        'events',
+        async () => useCases.eventLoops.start(),
+        () => useCases.eventLoops.stop(),
+      );
     },
     async stop() {
       await useCases.serverMonitor?.stop();
@@ -280,9 +285,6 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
       }),
       exits: new DockerContainerExits(docker, config.platform.instanceId),
       disk: new StatfsDiskUsage(),
-      // The same after a restart (a killed leader leads again at once, not after its lease lapsed), and
-      // different for each process of a cluster (each has its own data directory).
-      processId: `${hostname()}:${path.resolve(config.dataDir)}`.slice(-64),
     },
     hooks: hookPorts(config, docker, git, ownUrl),
   };

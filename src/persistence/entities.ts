@@ -606,21 +606,6 @@ export const Preview = defineEntity({
   },
 });
 
-/**
- * A lease on one role among the platform processes on one database (`events` today: the loops that
- * must run once, src/platform/leader-lease.ts): held by `holder` until `expiresMs`, renewed by it, taken
- * over by compare-and-set once it lapsed.
- */
-export const Lease = defineEntity({
-  name: 'Lease',
-  tableName: 'leases',
-  properties: {
-    name: p.string().length(64).primary(),
-    holder: p.string().length(64),
-    expiresMs: p.bigint('number'),
-  },
-});
-
 export const ALL_ENTITIES = [
   Setting,
   Project,
@@ -655,7 +640,6 @@ export const ALL_ENTITIES = [
   ServicePoll,
   CommitStatus,
   Preview,
-  Lease,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */

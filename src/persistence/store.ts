@@ -20,7 +20,6 @@ import { EventRepository } from '../events/event.repository.js';
 import { NotificationRepository } from '../notifications/notification.repository.js';
 import { AuditRepository } from '../audit/audit.repository.js';
 import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
-import { LeaseRepository } from '../platform/lease.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -48,7 +47,6 @@ export class Store {
   readonly events: EventRepository;
   readonly notifications: NotificationRepository;
   readonly audit: AuditRepository;
-  readonly leases: LeaseRepository;
   readonly signinAddresses: SigninAddressRepository;
   readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
@@ -77,7 +75,6 @@ export class Store {
     this.events = new EventRepository(this.session);
     this.notifications = new NotificationRepository(this.session);
     this.audit = new AuditRepository(this.session);
-    this.leases = new LeaseRepository(this.session);
     this.signinAddresses = new SigninAddressRepository(this.session);
     this.authLimits = new AuthLimitRepository(this.session);
   }

@@ -157,11 +157,6 @@ export interface EventsConfig {
   diskPath: string;
   /** Percent used above which the disk is reported (and back below it minus 5, reported fine again). */
   diskThresholdPercent: number;
-  /**
-   * The event loops run in one process of those on one database, the holder of a lease this long
-   * (LEADER_LEASE_MS): a killed leader's loops are taken over within it.
-   */
-  leaderLeaseMs: number;
 }
 
 export const DEFAULT_EVENTS_CONFIG: EventsConfig = {
@@ -180,7 +175,6 @@ export const DEFAULT_EVENTS_CONFIG: EventsConfig = {
   healthFailures: 3,
   diskPath: './data',
   diskThresholdPercent: 90,
-  leaderLeaseMs: 15_000,
 };
 
 /** The settings services need, resolved once at start by the composition root. */

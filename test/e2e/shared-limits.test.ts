@@ -41,7 +41,9 @@ beforeAll(async () => {
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '4',
     NOTIFY_ALLOW_PRIVATE_TARGETS: 'true',
     TELEGRAM_API_URL: receivers.telegram.origin,
-    LEADER_LEASE_MS: '3000',
+    // Leases are checked at every heartbeat: a stopped leader's duties move within half a second.
+    CONTROL_PLANE_HEARTBEAT_MS: '500',
+    CONTROL_PLANE_DEAD_AFTER_MS: '3000',
   };
   // One after the other: the first runs the migrations.
   first = await startServerProcess(env);
@@ -135,7 +137,7 @@ describe('limits shared by two processes on one database', () => {
 });
 
 describe('the event loops of two processes on one database', () => {
-  const leads = (server: ServerProcess) => server.output().split('"msg":"this process leads"').length - 1;
+  const leads = (server: ServerProcess) => server.output().match(/"msg":"this control plane leads"[^\n]*"lease":"events"/g)?.length ?? 0;
 
   async function until(what: string, probe: () => boolean, ms = 15_000): Promise<void> {
     const deadline = Date.now() + ms;
@@ -147,7 +149,7 @@ describe('the event loops of two processes on one database', () => {
 
   it('run in the leader only: an event published at the other is delivered once; when the leader stops, the other leads and delivers', async () => {
     await until('a leader', () => leads(first) + leads(second) > 0);
-    // LEADER_LEASE_MS=3000: the other has asked twice since and was refused.
+    // Four heartbeats: the other has asked for the lease since and was refused.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(leads(first) + leads(second)).toBe(1);
     const [leader, follower] = leads(first) === 1 ? [first, second] : [second, first];
@@ -170,7 +172,7 @@ describe('the event loops of two processes on one database', () => {
     const [one] = await receivers.webhook.waitFor(1);
     expect(one!.json).toMatchObject({ type: 'api_key.created', data: { data: { name: 'one' } } });
 
-    // The leader stops (it gives the lease up): the follower leads within a renewal and delivers the next.
+    // The leader stops (it gives the lease up): the follower leads at its next heartbeat and delivers the next.
     expect(await leader.stop()).toBe(0);
     await until('the follower to lead', () => leads(follower) === 1, 10_000);
     expect((await call('POST', '/api/api-keys', { name: 'two', access: 'read' })).status).toBe(201);
