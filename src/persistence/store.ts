@@ -12,7 +12,11 @@ import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
-import type { Session } from './repository.js';
+import type * as Entities from './entities.js';
+import { type Session, WriteCounter } from './repository.js';
+
+/** A table, by its entity's name: what a cache says it reads from (see Store.versionOf). */
+export type Table = Exclude<keyof typeof Entities, 'ALL_ENTITIES'>;
 
 /**
  * The repositories the use cases read and write through, one per capability, all on one session:
@@ -35,7 +39,7 @@ export class Store {
   readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
 
-  constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
+  constructor(em: EntityManager, inTransaction = false, writes: WriteCounter = new WriteCounter()) {
     this.session = { em, inTransaction, writes };
     this.projects = new ProjectRepository(this.session);
     this.environments = new EnvironmentRepository(this.session);
@@ -60,13 +64,24 @@ export class Store {
     return this.session.writes.count;
   }
 
+  /**
+   * The version of some tables (entity names: `Service`, `Deployment`, `ApiKey`...): changes with every
+   * write to one of them, and only then. What a cache reads from, it names here.
+   */
+  versionOf(tables: readonly Table[]): number {
+    return this.session.writes.of(tables);
+  }
+
   /** Runs `fn` in one database transaction; a throw rolls everything back. */
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.session.inTransaction) return fn(this);
+    const writes = new WriteCounter(this.session.writes);
     try {
-      return await this.session.em.fork({ clear: true }).transactional((em) => fn(new Store(em, true, this.session.writes)));
+      return await this.session.em.fork({ clear: true }).transactional((em) => fn(new Store(em, true, writes)));
     } finally {
-      this.session.writes.count++;
+      // Reads made meanwhile may have seen rows the transaction wrote (or then rolled back): once
+      // more for each table it wrote, so nothing cached during it outlives it.
+      for (const table of writes.written()) this.session.writes.bump(table);
     }
   }
 

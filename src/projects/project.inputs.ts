@@ -1,7 +1,17 @@
 import { z } from 'zod';
 import { DATABASE_ENGINES, type DatabaseEngine } from '../domain/database-engines.js';
 import { GIT_URL, IMAGE_REF, REPO_FULL_NAME } from '../domain/validation.js';
-import { line, nullableLine, nullableText, port, runtimeMode, buildMethod, strictBoolean, text } from '../platform/input-schemas.js';
+import {
+  line,
+  nullableLine,
+  nullableText,
+  port,
+  queryInt,
+  runtimeMode,
+  buildMethod,
+  strictBoolean,
+  text,
+} from '../platform/input-schemas.js';
 
 /*
  * What creating and changing projects and services takes, declared once: the router adds the
@@ -10,6 +20,17 @@ import { line, nullableLine, nullableText, port, runtimeMode, buildMethod, stric
 
 export const projectInput = z.strictObject({ name: line(100).min(1), description: text(10_000).optional() });
 export type ProjectInput = z.output<typeof projectInput>;
+
+/** GET /api/projects pages: this many projects unless `limit` says otherwise, never more than the maximum. */
+export const PROJECT_PAGE_DEFAULT = 100;
+export const PROJECT_PAGE_MAX = 500;
+export const projectPageInput = z.strictObject({
+  limit: queryInt(1, PROJECT_PAGE_MAX)
+    .optional()
+    .meta({ description: `Projects per page: 1-${PROJECT_PAGE_MAX}, default ${PROJECT_PAGE_DEFAULT}` }),
+  cursor: line(200).optional().meta({ description: "Where the page starts: the previous page's nextCursor; omitted for the first page" }),
+});
+export type ProjectPageInput = z.output<typeof projectPageInput>;
 
 /** Renaming keeps the slug. */
 export const projectPatchInput = projectInput.partial();

@@ -21,7 +21,7 @@ import type { CreateServiceInput, UpdateServiceInput } from './project.inputs.js
 import type { ServiceRemoval } from './service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { generatePassword } from '../platform/secret-box.js';
-import { VersionedCache } from '../platform/versioned-cache.js';
+import { SERVICE_TABLES, VersionedCache } from '../platform/versioned-cache.js';
 import type {
   DeploymentView,
   DomainView,
@@ -55,8 +55,8 @@ type Variant =
 export type StorageSettings = Omit<StorageSource, 'kind'>;
 
 export class ServiceCatalog {
-  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(
-    () => this.deps.store.version,
+  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(() =>
+    this.deps.store.versionOf(SERVICE_TABLES),
   );
 
   constructor(
@@ -180,7 +180,7 @@ export class ServiceCatalog {
       assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
       return cached.overview;
     }
-    const version = this.deps.store.version;
+    const version = this.deps.store.versionOf(SERVICE_TABLES);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const [scope, domains, deployments, env, live] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),
