@@ -8,7 +8,8 @@
  *  3. seeds 100 projects x 10 services through the REST API (a few variables, a domain and deployments on
  *     the service whose overview is measured), then loads GET /api/projects (its default page),
  *     GET /api/services/:id/overview and GET /api/services/:id/deployments with autocannon (50 connections,
- *     10 s each), and the koa baseline answering the same paths with the very JSON bodies fetched once;
+ *     12 s each in 4 rounds alternating with the koa baseline, which answers the same paths with the very
+ *     JSON bodies fetched once, so the load of a shared machine weighs on both alike;
  *  4. seeds 10 deployments per service (10,000; each aborted, so history rather than a queue) and reads the
  *     RSS again, after a warm-up of every measured path;
  *  5. restarts the server on that data directory and times spawn to first answered request again.
@@ -34,7 +35,9 @@ const DEPLOYMENTS_PER_SERVICE = TINY ? 1 : 10;
 /** Concurrent seeding clients. */
 const SEED_CLIENTS = 4;
 const CONNECTIONS = TINY ? 4 : 50;
-const DURATION_S = TINY ? 1 : Number(process.env.BENCH_DURATION_S ?? 10);
+const DURATION_S = TINY ? 1 : Number(process.env.BENCH_DURATION_S ?? 12);
+/** Each path's load, for slipway and the baseline alike, is this many alternating rounds of DURATION_S / LOAD_ROUNDS. */
+const LOAD_ROUNDS = TINY ? 1 : 4;
 /** Warm-up: enough requests to get the JIT going, few connections so no long backlog is left. */
 const WARMUP_S = TINY ? 0.2 : 1;
 const WARMUP_CONNECTIONS = 8;
@@ -351,10 +354,31 @@ async function main(): Promise<void> {
     if (listedProjects !== PROJECTS)
       throw new Error(`GET /api/projects, page by page, lists ${listedProjects} projects, expected ${PROJECTS}`);
 
-    log('warming up slipway, then loading each path');
-    for (const p of Object.values(paths)) await load(slipway.url + p, token, WARMUP_S, pid, WARMUP_CONNECTIONS);
+    // Both answer side by side, in alternating rounds (which goes first alternating too): the load of a
+    // shared machine, which moves within seconds, weighs on both alike.
+    log('warming up slipway and the koa baseline (given the same bodies), then loading each path in alternating rounds');
+    await bare.load(bodies);
+    for (const p of Object.values(paths)) {
+      await load(slipway.url + p, token, WARMUP_S, pid, WARMUP_CONNECTIONS);
+      await load(bare.url + p, undefined, WARMUP_S, bare.pid, WARMUP_CONNECTIONS);
+    }
     const sLoads: Record<string, Load> = {};
-    for (const [name, p] of Object.entries(paths)) sLoads[name] = await load(slipway.url + p, token, DURATION_S, pid);
+    const bLoads: Record<string, Load> = {};
+    for (const [name, p] of Object.entries(paths)) {
+      const runs: { slipway: Load[]; koa: Load[] } = { slipway: [], koa: [] };
+      for (let round = 0; round < LOAD_ROUNDS; round++) {
+        const order = round % 2 === 0 ? (['slipway', 'koa'] as const) : (['koa', 'slipway'] as const);
+        for (const who of order) {
+          runs[who].push(
+            who === 'slipway'
+              ? await load(slipway.url + p, token, DURATION_S / LOAD_ROUNDS, pid)
+              : await load(bare.url + p, token, DURATION_S / LOAD_ROUNDS, bare.pid),
+          );
+        }
+      }
+      sLoads[name] = combine(runs.slipway);
+      bLoads[name] = combine(runs.koa);
+    }
 
     // 4. History: deployments on every service, then memory after warming every path again.
     log(`seeding ${DEPLOYMENTS_PER_SERVICE} deployments on each of ${seeded.serviceIds.length} services`);
@@ -375,12 +399,6 @@ async function main(): Promise<void> {
     await slipway.stop();
     slipway = undefined;
 
-    // The baseline, same paths, same bodies, same settings, the machine to itself.
-    log('loading the koa baseline with the same bodies');
-    await bare.load(bodies);
-    for (const p of Object.values(paths)) await load(bare.url + p, undefined, WARMUP_S, bare.pid, WARMUP_CONNECTIONS);
-    const bLoads: Record<string, Load> = {};
-    for (const [name, p] of Object.entries(paths)) bLoads[name] = await load(bare.url + p, token, DURATION_S, bare.pid);
     const bareStartMs = bare.startMs;
     await bare.stop();
     bare = undefined;
@@ -449,7 +467,7 @@ async function main(): Promise<void> {
     const others = [...Object.values(sLoads), ...Object.values(bLoads)].map((l) => fmt(Math.max(0, l.otherCores), 2));
     const out = [
       '',
-      `bench:api: ${PROJECTS} projects x ${SERVICES_PER_PROJECT} services seeded through REST in ${fmt(seeded.seconds)} s, ${DEPLOYMENTS_PER_SERVICE} deployments each in ${fmt(deploySeedS)} s; autocannon ${CONNECTIONS} connections, ${DURATION_S} s per path`,
+      `bench:api: ${PROJECTS} projects x ${SERVICES_PER_PROJECT} services seeded through REST in ${fmt(seeded.seconds)} s, ${DEPLOYMENTS_PER_SERVICE} deployments each in ${fmt(deploySeedS)} s; autocannon ${CONNECTIONS} connections, ${DURATION_S} s per path and server in ${LOAD_ROUNDS} alternating rounds`,
       'baseline: koa (bench/bare-koa.mjs) under the same node and V8 flags as npm start, answering the same paths with the same bodies, serialised per request; RSS = VmRSS',
       '',
       rowsTable(rows, 'koa'),
@@ -464,6 +482,20 @@ async function main(): Promise<void> {
     process.off('SIGTERM', onSignal);
     await cleanup();
   }
+}
+
+/** Rounds of one load as one: mean throughput, median p99 and mean latency, every request and failure counted. */
+function combine(runs: Load[]): Load {
+  const mean = (f: (l: Load) => number) => runs.reduce((s, l) => s + f(l), 0) / runs.length;
+  const p99s = runs.map((l) => l.p99).sort((a, b) => a - b);
+  return {
+    rps: mean((l) => l.rps),
+    p99: p99s[Math.floor(p99s.length / 2)]!,
+    avg: mean((l) => l.avg),
+    total: runs.reduce((s, l) => s + l.total, 0),
+    bad: runs.reduce((s, l) => s + l.bad, 0),
+    otherCores: mean((l) => l.otherCores),
+  };
 }
 
 function prefixed(prefix: string, loads: Record<string, Load>): Record<string, Load> {
