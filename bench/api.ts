@@ -23,6 +23,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startArgs, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { ownPortRange } from '../test/helpers/docker.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
 import { type BenchRow, cpuSeconds, recordRows, rowsTable, TINY } from './bench-support.js';
@@ -45,8 +46,11 @@ const REQUEST_TIMEOUT_S = 60;
 /** The bench gives up (and cleans up) if a run takes this long: a hang must not go unnoticed. */
 const WATCHDOG_MS = 20 * 60_000;
 const IDLE_SETTLE_MS = 1000;
-/** Host ports for 1,000 services (none is bound: no deployment runs); the test helper's window holds 200. */
-const HOST_PORT_RANGE = `${41000 + (process.pid % 8) * 2000}-${41000 + (process.pid % 8) * 2000 + 1999}`;
+/**
+ * Host ports for 1,000 services (none is bound: no deployment runs); the test helper's default window
+ * of 200 runs out. One window for both starts, so the restarted server finds its services' ports inside it.
+ */
+const HOST_PORT_RANGE = ownPortRange(2000);
 
 const TARGET = {
   listRatio: 0.6,

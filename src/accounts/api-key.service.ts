@@ -6,7 +6,7 @@ import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
 import type { Table } from '../persistence/store.js';
-import type { ApiKeyView } from '../platform/views.js';
+import type { ApiKeyView } from './account-views.js';
 
 /** The key cache reads the keys alone: a deployment or a project change leaves it be. */
 const KEY_TABLES: readonly Table[] = ['ApiKey'];

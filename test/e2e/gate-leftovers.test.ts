@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IptablesTrafficGate } from '../../adapters/net/iptables.traffic-gate.js';
-import { overlaps } from '../../src/routing/slot-subnets.js';
+import { overlaps } from '../../src/deployments/slot-subnets.js';
 import { quietPort, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { deploy } from '../helpers/deployments.js';
 import { docker, httpText, ownPortRange, provisionDocker } from '../helpers/docker.js';
@@ -222,7 +222,9 @@ describe('an install after others on the same host', () => {
     const instance = /"instanceId":"([a-z0-9]+)"/.exec(server.output())![1]!;
     const said = `SLOT_SUBNET ${namedOnly} overlaps ${namedOnly}, which the packet-filter rules of the install of the network ${liveNetwork} name; choose another SLOT_SUBNET, or auto`;
     for (let i = 0; i < 100 && !server.output().includes(said); i++) await new Promise((r) => setTimeout(r, 200));
-    expect(server.output()).toContain(`"msg":"traffic slots unavailable: cutovers reload the proxy until they are","error":"${said}"`);
+    expect(server.output()).toContain(
+      `"msg":"traffic slots unavailable: the proxy dials containers directly until they are","error":"${said}"`,
+    );
     expect(await docker('network', 'inspect', `slipway-slots-${instance}`).catch(() => 'none')).toBe('none');
 
     // The live install kept everything.

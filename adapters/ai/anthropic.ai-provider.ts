@@ -9,7 +9,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
  * structured answer is a forced tool call: one tool whose `input_schema` is the schema, and
  * `tool_choice` naming it, so the answer is the tool_use block's `input`.
  */
-export class AnthropicAdapter implements AiProvider {
+export class AnthropicProvider implements AiProvider {
   readonly kind = 'anthropic' as const;
 
   async complete(request: AiRequest): Promise<unknown> {

@@ -24,7 +24,7 @@ interface RawStats {
  * open per container between ticks), up to CONCURRENCY at a time. CPU % is computed by the sampler from
  * two ticks' cumulative counters.
  */
-export class DockerStatsSource implements ContainerStatsSource {
+export class DockerContainerStatsSource implements ContainerStatsSource {
   private readonly restarts = new Map<string, { count: number; at: number }>();
 
   constructor(

@@ -1,7 +1,6 @@
-import type { ContainerEngine, ContainerState } from '../deployments/container-engine.port.js';
+import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
 import type { OpenSlot, TrafficGate } from './traffic-gate.port.js';
-import type { PlatformConfig } from '../settings/platform-config.js';
-import { LABELS } from '../deployments/runtime-deps.js';
+import type { PlatformConfig } from '../platform/platform-config.js';
 import { slotSubnetCandidates } from './slot-subnets.js';
 
 /** The gate responder's port is held by someone else: this install's responder cannot listen there. */

@@ -1,6 +1,22 @@
 import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
-import { DEFAULT_ANALYZER_IMAGES, type AnalyzerImages } from '../deployments/analyzer/analyzer.js';
 import { STORAGE_SERVER } from '../domain/storage-server.js';
+
+/** Base images per language; the platform configuration may pin others (a mirror, a digest). */
+export interface AnalyzerImages {
+  node: string;
+  python: string;
+  go: string;
+  goRuntime: string;
+  static: string;
+}
+
+export const DEFAULT_ANALYZER_IMAGES: Readonly<AnalyzerImages> = Object.freeze({
+  node: 'node:22-bookworm-slim',
+  python: 'python:3.12-slim-bookworm',
+  go: 'golang:1.23-bookworm',
+  goRuntime: 'debian:bookworm-slim',
+  static: 'caddy:2',
+});
 
 /** How deployments are run. */
 export interface DeployConfig {

@@ -4,7 +4,7 @@ import type { RuntimeLogEvent, RuntimeLogLine, RuntimeLogSource } from '../../sr
 import { DockerFrameParser, splitTimestamp } from './docker-log-frames.js';
 
 /** Follows the log of the running container labelled with the service id. */
-export class DockerRuntimeLogs implements RuntimeLogSource {
+export class DockerRuntimeLogSource implements RuntimeLogSource {
   constructor(private readonly docker: Docker) {}
 
   async *follow(serviceId: string, opts: { tail: number; since?: Date | undefined; signal: AbortSignal }): AsyncGenerator<RuntimeLogEvent> {

@@ -1,28 +1,85 @@
-import type { DeploymentLogRecord, DeploymentRecord, DomainRecord, ProjectRecord, ServiceRecord, ServiceSource } from '../domain/types.js';
+import { z } from 'zod';
+import {
+  BUILD_METHODS,
+  DETECTED_BUILD_METHODS,
+  PROJECT_STATUSES,
+  RUNTIME_MODES,
+  SERVICE_STATUSES,
+  type DomainRecord,
+  type ProjectRecord,
+  type ServiceRecord,
+  type ServiceSource,
+} from '../domain/types.js';
+import { generatedHostname } from '../domain/environments.js';
 import { routesGeneratedHostname } from '../domain/storage-server.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
-import type { PlatformConfig } from '../settings/platform-config.js';
-import type { DeploymentLogView, DeploymentView, DomainView, ProjectView, ServiceView } from './views.js';
+import { iso, isoOrNull, timestamp } from '../platform/view-fields.js';
+import type { PlatformConfig } from '../platform/platform-config.js';
 
-const iso = (d: Date) => d.toISOString();
-const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
+/** Projects and their services on the wire, and how a record becomes one (presentService, presentProject). */
 
-/**
- * `<service_slug>-<scope>.<rootDomain>`: the hostname a web service gets without asking, `scope`
- * being its environment's (`<project_slug>`, or `<environment>-<project_slug>`: see hostnameScope);
- * none when the label would pass DNS's 63 characters (no certificate could be issued for it).
- */
-export function generatedHostname(service: Pick<ServiceRecord, 'slug'>, scope: string, rootDomain: string | null): string | null {
-  const label = generatedLabel(service, scope);
-  if (!rootDomain || label === null) return null;
-  return `${label}.${rootDomain}`;
-}
+export const serviceView = z
+  .object({
+    id: z.string(),
+    projectId: z.string(),
+    environmentId: z.string().meta({ description: "The project's environment the service lives in" }),
+    name: z.string(),
+    slug: z.string(),
+    repoFullName: z.string().nullable(),
+    repoUrl: z.string().nullable(),
+    containerImage: z.string().nullable(),
+    branch: z.string(),
+    rootDir: z.string().nullable(),
+    hasGitToken: z.boolean(),
+    installCommand: z.string().nullable(),
+    buildCommand: z.string().nullable(),
+    startCommand: z.string().nullable(),
+    staticOutput: z.string().nullable(),
+    buildMethod: z.enum(BUILD_METHODS),
+    dockerfilePath: z.string().nullable(),
+    detectedBuildMethod: z.enum(DETECTED_BUILD_METHODS).nullable(),
+    runtimeMode: z.enum(RUNTIME_MODES),
+    internalPort: z.number().int(),
+    hostPort: z.number().int(),
+    databasePublicEnabled: z.boolean(),
+    databasePublicHostname: z.string().nullable(),
+    postgresLogicalReplicationEnabled: z.boolean(),
+    status: z.enum(SERVICE_STATUSES),
+    reachable: z.boolean(),
+    localUrl: z.string(),
+    primaryUrl: z.string(),
+    preferredDomain: z.string().nullable(),
+    framework: z.string().nullable(),
+    lastDeployedAt: timestamp.nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Service' });
+export type ServiceView = z.infer<typeof serviceView>;
 
-/** The first label of a generated hostname, or null when it would pass 63 characters. */
-export function generatedLabel(service: Pick<ServiceRecord, 'slug'>, scope: string): string | null {
-  const label = `${service.slug}-${scope}`;
-  return label.length > 63 ? null : label;
-}
+export const projectView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string(),
+    status: z.enum(PROJECT_STATUSES),
+    serviceCount: z.number().int(),
+    lastUpdatedAt: timestamp,
+    services: z.array(serviceView),
+  })
+  .meta({ id: 'Project' });
+export type ProjectView = z.infer<typeof projectView>;
+
+/** A page of GET /api/projects: nextCursor is null on the last page. */
+export const projectPage = z.object({
+  projects: z.array(projectView),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+});
+export type ProjectPage = z.infer<typeof projectPage>;
+
+export const suggestionView = z.object({ key: z.string(), value: z.string().optional(), label: z.string() }).meta({ id: 'Suggestion' });
+export type SuggestionView = z.infer<typeof suggestionView>;
 
 export interface ServiceContext {
   /** The service's environment's hostname scope (hostnameScope). */
@@ -123,35 +180,4 @@ export function presentProject(project: ProjectRecord, services: ServiceView[]):
     lastUpdatedAt: lastUpdated,
     services,
   };
-}
-
-export function presentDomain(domain: DomainRecord): DomainView {
-  return {
-    id: domain.id,
-    serviceId: domain.serviceId,
-    hostname: domain.hostname,
-    status: domain.status,
-    createdAt: iso(domain.createdAt),
-    updatedAt: iso(domain.updatedAt),
-  };
-}
-
-export function presentDeployment(deployment: DeploymentRecord): DeploymentView {
-  return {
-    id: deployment.id,
-    serviceId: deployment.serviceId,
-    commitSha: deployment.commitSha,
-    status: deployment.status,
-    trigger: deployment.trigger,
-    imageTag: deployment.imageTag,
-    containerName: deployment.containerName,
-    rollbackOf: deployment.rollbackOf,
-    startedAt: isoOrNull(deployment.startedAt),
-    finishedAt: isoOrNull(deployment.finishedAt),
-    createdAt: iso(deployment.createdAt),
-  };
-}
-
-export function presentLogLine(line: DeploymentLogRecord): DeploymentLogView {
-  return { id: line.id, deploymentId: line.deploymentId, line: line.line, stream: line.stream, createdAt: iso(line.createdAt) };
 }

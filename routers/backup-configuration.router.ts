@@ -13,7 +13,7 @@ const base = '/api/backups';
 const configurationParam = { configurationId: idParam };
 const configurationAnswer = z.object({ configuration: backupConfigurationView });
 
-export const backupScheduleRouter = router({
+export const backupConfigurationRouter = router({
   list: readProcedure
     .meta({
       scope: 'db:manage',

@@ -13,7 +13,7 @@ const MAX_LINE_BYTES = 64 * 1024;
  * starting a new one: a new inode (or a file shorter than the offset) is read from its start, and
  * what the old file got after the last drain is not counted.
  */
-export class CaddyAccessLog implements RequestLogSource {
+export class CaddyRequestLogSource implements RequestLogSource {
   private position: { inode: number; offset: number } | null = null;
 
   constructor(private readonly file: string) {}

@@ -1,5 +1,5 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
+import type { PortForwarder } from '../../src/deployments/port-forwarder.port.js';
 
 interface Target {
   host: string;

@@ -8,7 +8,7 @@ export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
  * with structured output as `response_format: {type: "json_schema", json_schema: {name, strict, schema}}`.
  * Compatible servers (local ones included) take the same request at their own base URL.
  */
-export class OpenAiAdapter implements AiProvider {
+export class OpenAiProvider implements AiProvider {
   readonly kind = 'openai' as const;
 
   async complete(request: AiRequest): Promise<unknown> {
