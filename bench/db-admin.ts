@@ -39,10 +39,10 @@ import { type BenchRow, cpuSeconds, recordRows, rssMb, table, TINY } from './ben
 
 const run = promisify(execFile);
 
-const ROWS = TINY ? 10_000 : 1_000_000;
+const ROWS = TINY ? 2_000 : 1_000_000;
 const PAGE = 500;
 const PAGES = ROWS / PAGE;
-const SAMPLE_PAGES = TINY ? 10 : 200;
+const SAMPLE_PAGES = TINY ? 2 : 200;
 const PAGERS = Number(process.env.BENCH_PAGERS ?? 4);
 const POOL_SIZE = 3; // SQL_ADMIN_DEFAULTS.maxConnections: the adapter's pool per service
 const ROUNDS = TINY ? 1 : Number(process.env.BENCH_ROUNDS ?? 3);

@@ -37,12 +37,14 @@ import { autocannon } from './autocannon.js';
 import { median } from './bench-support.js';
 
 const CONNECTIONS = 50;
-const DURATION_S = TINY ? 1 : Number(process.env.BENCH_DURATION_S ?? 10);
+const DURATION_S = TINY ? 0.3 : Number(process.env.BENCH_DURATION_S ?? 10);
 /** Rounds of (a) and (b), in alternating order so that neither always runs on a warmer machine. */
 const ROUNDS = TINY ? 1 : Number(process.env.BENCH_ROUNDS ?? 3);
-const WARMUP_S = TINY ? 0.5 : 2;
+const WARMUP_S = TINY ? 0.1 : 2;
 const WARMUP_CONNECTIONS = 8;
-const DOMAINS = TINY ? 10 : 500;
+/** At the tiny size each load is this many requests (autocannon's least duration is a whole second). */
+const SMOKE_REQUESTS = 100;
+const DOMAINS = TINY ? 4 : 500;
 const FILL_SERVICES = 3;
 const FILL_BATCH = 25;
 const DOMAIN_ROUNDS = TINY ? 1 : 5;
@@ -91,6 +93,7 @@ async function load(url: string, host?: string): Promise<Load> {
     url,
     connections: CONNECTIONS,
     duration: DURATION_S,
+    ...(TINY ? { amount: SMOKE_REQUESTS } : {}),
     timeout: 30,
     ...(host ? { headers: { host } } : {}),
   });
@@ -197,7 +200,7 @@ async function main(): Promise<void> {
       [viaCaddy, hostname],
       [direct, undefined],
     ] as const) {
-      await autocannon({ url, connections: WARMUP_CONNECTIONS, duration: WARMUP_S, ...(host ? { headers: { host } } : {}) });
+      await autocannon({ url, connections: WARMUP_CONNECTIONS, duration: WARMUP_S, ...(TINY ? { amount: SMOKE_REQUESTS } : {}), ...(host ? { headers: { host } } : {}) });
     }
     const caddyRuns: Load[] = [];
     const directRuns: Load[] = [];
