@@ -1,18 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AnyTRPCProcedure } from '@trpc/server';
+import type { OpenApiMethod } from 'trpc-to-openapi';
 import {
   acceptsRequestBody,
   coerceSchema,
-  getInputOutputParsers,
   getPathRegExp,
+  inputParserOf,
   instanceofZodTypeLikeVoid,
   instanceofZodTypeObject,
   instanceofZodTypeOptional,
   normalizePath,
-  type OpenApiMethod,
   unwrapZodType,
-  zodSupportsCoerce,
-} from 'trpc-to-openapi';
+} from './rest-inputs.js';
 import { ZodArray, type ZodObject } from 'zod';
 import { createCaller, type AppRouter } from '../../routers/app.router.js';
 import { proceduresOf, unreadableBody, type Context } from '../../routers/trpc.js';
@@ -94,8 +93,8 @@ function inputOf(
   body: Record<PropertyKey, unknown> | undefined,
   pathInput: Record<string, string>,
 ): unknown {
-  const schema = unwrapZodType(getInputOutputParsers(procedure).inputParser, true);
-  if (instanceofZodTypeLikeVoid(schema)) return undefined;
+  const shape = inputShapeOf(procedure);
+  if (shape === null) return undefined;
   const useBody = acceptsRequestBody(method);
   // A DELETE names what it deletes in the query; DELETE .../database/rows names its row by a JSON body, which joins it.
   const query =
@@ -103,16 +102,39 @@ function inputOf(
       ? { ...Object.fromEntries(url.searchParams), ...body }
       : Object.fromEntries(queryValues(url));
   const input: Record<string, unknown> = { ...(useBody ? body : firstValues(query)), ...pathInput };
-  if (zodSupportsCoerce && instanceofZodTypeObject(schema)) {
-    if (!useBody) {
-      for (const [key, field] of Object.entries((schema as ZodObject).shape)) {
-        const isArray = field instanceof ZodArray || (instanceofZodTypeOptional(field) && field.unwrap() instanceof ZodArray);
-        if (isArray && input[key] !== undefined && !Array.isArray(input[key])) input[key] = [input[key]];
-      }
-    }
-    coerceSchema(schema);
+  if (!useBody) {
+    for (const key of shape.arrayKeys) if (input[key] !== undefined && !Array.isArray(input[key])) input[key] = [input[key]];
   }
   return input;
+}
+
+interface InputShape {
+  /** The fields that take a list: a query parameter given once is still one. */
+  arrayKeys: string[];
+}
+
+/** What REST needs of a procedure's input schema, worked out (and its fields marked coerced) once per procedure. */
+const inputShapes = new WeakMap<AnyTRPCProcedure, InputShape | null>();
+
+/** null: the procedure takes no input. */
+function inputShapeOf(procedure: AnyTRPCProcedure): InputShape | null {
+  let shape = inputShapes.get(procedure);
+  if (shape !== undefined) return shape;
+  const schema = unwrapZodType(inputParserOf(procedure), true);
+  if (instanceofZodTypeLikeVoid(schema)) shape = null;
+  else if (!instanceofZodTypeObject(schema)) shape = { arrayKeys: [] };
+  else {
+    const arrayKeys = Object.entries((schema as ZodObject).shape)
+      .filter(
+        ([, field]) =>
+          field instanceof ZodArray || (instanceofZodTypeOptional(field) && (field as { unwrap(): unknown }).unwrap() instanceof ZodArray),
+      )
+      .map(([key]) => key);
+    coerceSchema(schema);
+    shape = { arrayKeys };
+  }
+  inputShapes.set(procedure, shape);
+  return shape;
 }
 
 /** Each query parameter with every value it was given. */
