@@ -91,7 +91,7 @@ export class BackupRestore {
    * The stored bytes, hashed and compared with the backup's checksum and size; an object is first
    * fetched to a scratch file, so what is restored is exactly what was checked.
    */
-  private async verifiedSource(
+  async verifiedSource(
     backup: BackupRecord,
     signal: AbortSignal,
     log: JobLogWriter,

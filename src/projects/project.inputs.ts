@@ -12,6 +12,7 @@ import {
   strictBoolean,
   text,
 } from '../platform/input-schemas.js';
+import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
 
 /*
  * What creating and changing projects and services takes, declared once: the router adds the
@@ -60,6 +61,7 @@ const serviceSettings = {
   databasePublicEnabled: strictBoolean().optional(),
   databasePublicHostname: nullableLine(253),
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
+  ...deployTriggerInputs,
 };
 
 /**
@@ -88,6 +90,11 @@ export const updateServiceInput = createServiceInput.pick({
   dockerfilePath: true,
   runtimeMode: true,
   internalPort: true,
+  autoDeploy: true,
+  watchPaths: true,
+  pollIntervalSeconds: true,
+  cancelInProgress: true,
+  previews: true,
 });
 export type UpdateServiceInput = z.output<typeof updateServiceInput>;
 
