@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { EVENT_ENTITIES } from './event-entities.js';
 import type {
   BackupFormat,
   BackupLogRecord,
@@ -621,6 +622,8 @@ export const ALL_ENTITIES = [
   BackupLog,
   BackupSettings,
   BackupSchedule,
+  // Events, notifications and the audit log (event-entities.ts).
+  ...EVENT_ENTITIES,
   AuthRateHit,
   SigninBackoffEntry,
   ProjectWebhook,

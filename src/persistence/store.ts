@@ -14,6 +14,10 @@ import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
 import { GitHookRepository } from '../git-hooks/git-hook.repository.js';
 import { PreviewRepository } from '../previews/preview.repository.js';
+import { EventRepository } from '../events/event.repository.js';
+import { NotificationRepository } from '../notifications/notification.repository.js';
+import { AuditRepository } from '../audit/audit.repository.js';
+import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
 import type * as Entities from './entities.js';
 import { type Session, WriteCounter } from './repository.js';
 
@@ -40,11 +44,18 @@ export class Store {
   readonly backupSchedules: BackupScheduleRepository;
   readonly gitHooks: GitHookRepository;
   readonly previews: PreviewRepository;
+  readonly events: EventRepository;
+  readonly notifications: NotificationRepository;
+  readonly audit: AuditRepository;
+  readonly signinAddresses: SigninAddressRepository;
   readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
+  /** Inside a transaction: what runs once it committed (never after a rollback). */
+  private readonly committed: Array<() => void> | null;
 
   constructor(em: EntityManager, inTransaction = false, writes: WriteCounter = new WriteCounter()) {
     this.session = { em, inTransaction, writes };
+    this.committed = inTransaction ? [] : null;
     this.projects = new ProjectRepository(this.session);
     this.environments = new EnvironmentRepository(this.session);
     this.env = new EnvRepository(this.session);
@@ -59,7 +70,17 @@ export class Store {
     this.backupSchedules = new BackupScheduleRepository(this.session);
     this.gitHooks = new GitHookRepository(this.session);
     this.previews = new PreviewRepository(this.session);
+    this.events = new EventRepository(this.session);
+    this.notifications = new NotificationRepository(this.session);
+    this.audit = new AuditRepository(this.session);
+    this.signinAddresses = new SigninAddressRepository(this.session);
     this.authLimits = new AuthLimitRepository(this.session);
+  }
+
+  /** Runs `fn` once this store's transaction has committed; outside one, right away (after the current call stack). */
+  afterCommit(fn: () => void): void {
+    if (this.committed) this.committed.push(fn);
+    else queueMicrotask(fn);
   }
 
   /**
@@ -82,8 +103,14 @@ export class Store {
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.session.inTransaction) return fn(this);
     const writes = new WriteCounter(this.session.writes);
+    let inner: Store | undefined;
     try {
-      return await this.session.em.fork({ clear: true }).transactional((em) => fn(new Store(em, true, writes)));
+      const result = await this.session.em.fork({ clear: true }).transactional((em) => {
+        inner = new Store(em, true, writes);
+        return fn(inner);
+      });
+      for (const committed of inner?.committed ?? []) queueMicrotask(committed);
+      return result;
     } finally {
       // Reads made meanwhile may have seen rows the transaction wrote (or then rolled back): once
       // more for each table it wrote, so nothing cached during it outlives it.
