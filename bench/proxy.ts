@@ -200,7 +200,13 @@ async function main(): Promise<void> {
       [viaCaddy, hostname],
       [direct, undefined],
     ] as const) {
-      await autocannon({ url, connections: WARMUP_CONNECTIONS, duration: WARMUP_S, ...(TINY ? { amount: SMOKE_REQUESTS } : {}), ...(host ? { headers: { host } } : {}) });
+      await autocannon({
+        url,
+        connections: WARMUP_CONNECTIONS,
+        duration: WARMUP_S,
+        ...(TINY ? { amount: SMOKE_REQUESTS } : {}),
+        ...(host ? { headers: { host } } : {}),
+      });
     }
     const caddyRuns: Load[] = [];
     const directRuns: Load[] = [];
