@@ -8,6 +8,8 @@
  *   npm run bench                  every part
  *   npm run bench -- api db-admin  some parts
  *   BENCH_SIZE=tiny npm run bench  each part at a tiny size (what `npm test` runs: proof that it runs, no figures)
+ *   BENCH_JOBS=3                   three parts at once, the longest first (for a tiny run only: parts side by side
+ *                                  measure each other, so a measuring run keeps the default of one)
  *
  * Exits 1 when a part crashes (a crashing bench is a failing test); never because of a figure.
  */
@@ -18,6 +20,9 @@ import path from 'node:path';
 import { type BenchRow, type BenchPart, BENCH_PARTS as PARTS, rowsTable } from './bench-support.js';
 
 type Part = BenchPart;
+
+/** The parts by how long each takes at any size, longest first (bench:deploy builds images four times). */
+const LONGEST_FIRST: readonly Part[] = ['deploy', 'db-admin', 'proxy', 'api'];
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -45,13 +50,22 @@ async function main(): Promise<number> {
   const loads: string[] = [];
   const failed: string[] = [];
   const started = performance.now();
+  const jobs = Math.max(1, Math.min(parts.length, Number(process.env.BENCH_JOBS ?? 1) || 1));
+  // Longest first, so that with several jobs the others fill in beside it.
+  const queue = jobs > 1 ? [...parts].sort((a, b) => LONGEST_FIRST.indexOf(a) - LONGEST_FIRST.indexOf(b)) : [...parts];
   try {
-    for (const part of parts) {
-      loads.push(`${part} ${loadavg()[0]!.toFixed(2)}`);
-      process.stderr.write(`\n== bench ${part}\n`);
-      const code = await runPart(part, results);
-      if (code !== 0) failed.push(`${part} (exit ${code})`);
-    }
+    await Promise.all(
+      Array.from({ length: jobs }, async () => {
+        for (let part = queue.shift(); part !== undefined; part = queue.shift()) {
+          const load = loadavg()[0]!.toFixed(2);
+          const began = performance.now();
+          process.stderr.write(`\n== bench ${part}\n`);
+          const code = await runPart(part, results);
+          loads.push(`${part} ${load} (${((performance.now() - began) / 1000).toFixed(0)} s)`);
+          if (code !== 0) failed.push(`${part} (exit ${code})`);
+        }
+      }),
+    );
     let text = '';
     try {
       text = readFileSync(results, 'utf8');
@@ -59,10 +73,12 @@ async function main(): Promise<number> {
       // no part recorded anything
     }
     const rows: BenchRow[] = [];
-    for (const line of text.split('\n').filter(Boolean)) {
-      const { part, rows: partRows } = JSON.parse(line) as { part: string; rows: BenchRow[] };
-      for (const row of partRows) rows.push({ ...row, measure: `${part}: ${row.measure}` });
-    }
+    const recorded = text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { part: Part; rows: BenchRow[] })
+      .sort((a, b) => PARTS.indexOf(a.part) - PARTS.indexOf(b.part));
+    for (const { part, rows: partRows } of recorded) for (const row of partRows) rows.push({ ...row, measure: `${part}: ${row.measure}` });
     const met = rows.filter((r) => r.met === true).length;
     const targets = rows.filter((r) => r.met !== null).length;
     const out = [
@@ -73,7 +89,7 @@ async function main(): Promise<number> {
       rows.length > 0 ? rowsTable(rows) : '(no rows)',
       '',
       `targets met: ${met} of ${targets}; ratio > 1 is better than the baseline for throughput, the baseline's share for times`,
-      `machine: ${cpus().length} CPUs; load average (1 min) as each part began: ${loads.join(', ')}; now ${loadavg()[0]!.toFixed(2)}`,
+      `machine: ${cpus().length} CPUs; load average (1 min) as each part began (and its time): ${loads.join(', ')}; now ${loadavg()[0]!.toFixed(2)}`,
       `total ${((performance.now() - started) / 1000).toFixed(0)} s`,
       ...(failed.length > 0 ? [`FAILED: ${failed.join(', ')}`] : []),
     ];
