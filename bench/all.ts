@@ -30,7 +30,7 @@ function runPart(part: Part, results: string): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', `${part}.ts`)], {
       cwd: ROOT,
-      env: { ...process.env, BENCH_RESULTS: results },
+      env: { ...process.env, BENCH_RESULTS: results, BENCH_PORT_SLOT: String(PARTS.indexOf(part)) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));

@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import { ownPortRange } from '../test/helpers/docker.js';
 
 /** The middle value; the mean of the two middle ones for an even count. */
 export function median(values: number[]): number {
@@ -66,3 +67,17 @@ export const TINY = process.env.BENCH_SIZE === 'tiny';
 /** The parts of `npm run bench` (bench/all.ts), each bench/<part>.ts. */
 export const BENCH_PARTS = ['api', 'deploy', 'proxy', 'db-admin'] as const;
 export type BenchPart = (typeof BENCH_PARTS)[number];
+
+/**
+ * A host port window for a part's server. Parts run side by side (bench/all.ts with BENCH_JOBS) each get a
+ * slot (BENCH_PORT_SLOT) and pick only among its windows, so two parts of one run never share a window;
+ * run alone, any window of the test installs' (ownPortRange).
+ */
+export function benchPortRange(size = 200): string {
+  const slot = Number(process.env.BENCH_PORT_SLOT ?? Number.NaN);
+  if (!Number.isInteger(slot) || slot < 0 || slot >= BENCH_PARTS.length) return ownPortRange(size);
+  // ownPortRange's windows (14000-19999, `size` each), those whose index falls to this slot.
+  const mine = Array.from({ length: Math.floor(6_000 / size) }, (_, i) => i).filter((i) => i % BENCH_PARTS.length === slot);
+  const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
+  return `${base}-${base + size - 1}`;
+}

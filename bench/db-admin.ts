@@ -35,7 +35,7 @@ import { provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { LABELS } from '../src/deployments/container-engine.port.js';
 import { runBench } from './run-bench.js';
-import { type BenchRow, cpuSeconds, recordRows, rssMb, table, TINY } from './bench-support.js';
+import { type BenchRow, benchPortRange, cpuSeconds, recordRows, rssMb, table, TINY } from './bench-support.js';
 
 const run = promisify(execFile);
 
@@ -112,6 +112,7 @@ async function main(): Promise<void> {
   log('provisioning Docker and the stand-in images');
   await provisionDocker({ images: 'busybox,debian,postgres' });
   const server: ServerProcess = await startServerProcess({
+    HOST_PORT_RANGE: benchPortRange(),
     BUILD_CONCURRENCY: '2',
     HEALTH_TIMEOUT_MS: '120000',
     STOP_GRACE_SECONDS: '5',

@@ -16,7 +16,7 @@ import { httpText, provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
 import { startGitServer } from '../test/helpers/git-server.js';
 import { readSse } from '../test/helpers/sse.js';
-import { median, recordRows, rowsTable, TINY } from './bench-support.js';
+import { benchPortRange, median, recordRows, rowsTable, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
 
 const run = promisify(execFile);
@@ -94,7 +94,12 @@ async function baseline(cloneUrl: string, message: string): Promise<number> {
 async function main(): Promise<void> {
   await provisionDocker();
   const git = await startGitServer();
-  const server = await startServerProcess({ BUILD_CONCURRENCY: '2', GIT_BASE_URL: git.url, STOP_GRACE_SECONDS: '1' });
+  const server = await startServerProcess({
+    HOST_PORT_RANGE: benchPortRange(),
+    BUILD_CONCURRENCY: '2',
+    GIT_BASE_URL: git.url,
+    STOP_GRACE_SECONDS: '1',
+  });
   const call = api(server.url, server.token);
   try {
     const project = (await call('POST', '/api/projects', { name: `bench-${Date.now()}` })).json.project;

@@ -20,7 +20,7 @@
  *
  * It is informational: whatever the figures, it exits 0 unless it crashes.
  */
-import { recordRows, TINY } from './bench-support.js';
+import { benchPortRange, recordRows, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -142,6 +142,23 @@ async function routedHostnames(routesDir: string): Promise<number> {
   return (await readdir(path.join(routesDir, stamp.digest, '_all'))).length;
 }
 
+/**
+ * The hostnames Caddy routes once it routes `expected` (or whatever it routes after `timeoutMs`). The stamp
+ * is absent while an apply is under way (a background pass may run one just after the last write answered):
+ * that is read as "not yet", not as a crash.
+ */
+async function routedHostnamesSettled(routesDir: string, expected: number, timeoutMs = 30_000): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const routed = await routedHostnames(routesDir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' && performance.now() < deadline) return Number.NaN;
+      throw error;
+    });
+    if (routed === expected || (!Number.isNaN(routed) && performance.now() >= deadline)) return routed;
+    await sleep(50);
+  }
+}
+
 async function main(): Promise<void> {
   const watchdog = setTimeout(() => {
     console.error(`bench/proxy.ts: no result after ${WATCHDOG_MS / 1000} s; giving up`);
@@ -162,6 +179,7 @@ async function main(): Promise<void> {
     caddy = await startCaddy();
     server = await startServerProcess({
       ...caddy.platformEnv,
+      HOST_PORT_RANGE: benchPortRange(),
       BUILD_CONCURRENCY: '2',
       STOP_GRACE_SECONDS: '1',
       RATE_LIMIT_PER_MINUTE: '0',
@@ -257,7 +275,7 @@ async function main(): Promise<void> {
     for (const id of fillServices) domainCount += (await call('GET', `/api/services/${id}/overview`)).json.domains.length as number;
     // Hostnames are files of the routes directory, not configuration: counted there.
     const routesDir = path.join(server.dataDir, 'caddy-routes');
-    const loadedRoutes = await routedHostnames(routesDir);
+    const loadedRoutes = await routedHostnamesSettled(routesDir, DOMAINS - 1);
     if (loadedRoutes !== DOMAINS - 1) throw new Error(`Caddy routes ${loadedRoutes} hostnames, expected ${DOMAINS - 1}`);
 
     const slipwayMs: number[] = [];

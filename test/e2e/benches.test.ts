@@ -31,6 +31,8 @@ describe('npm run bench, every part at a tiny size', () => {
       return { stdout: error.stdout ?? '' };
     });
     stdout = result.stdout;
+    // The one table in the test's log: which parts ran, with the load and each part's time beside them.
+    console.log(stdout.slice(stdout.indexOf('== slipway benchmarks')));
   }, 600_000);
 
   it('prints the one table', () => {
