@@ -8,7 +8,7 @@
  *   npm run bench                  every part
  *   npm run bench -- api db-admin  some parts
  *   BENCH_SIZE=tiny npm run bench  each part at a tiny size (what `npm test` runs: proof that it runs, no figures)
- *   BENCH_JOBS=3                   three parts at once, the longest first (for a tiny run only: parts side by side
+ *   BENCH_JOBS=2                   two parts at once, the longest first (for a tiny run only: parts side by side
  *                                  measure each other, so a measuring run keeps the default of one)
  *
  * Exits 1 when a part crashes (a crashing bench is a failing test); never because of a figure.
