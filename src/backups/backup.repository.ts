@@ -23,7 +23,7 @@ export class BackupRepository extends Repository {
   }
   /** The compare-and-set of the job queue: moves the row only if it is still in `from`. */
   async transition(id: string, from: BackupStatus[], patch: Patch<BackupRecord>): Promise<boolean> {
-    this.written();
+    this.written(Backup);
     return (await this.fork().nativeUpdate(Backup, { id, status: { $in: from } }, patch as never)) > 0;
   }
   async listAbortRequested(ids: string[]): Promise<string[]> {
@@ -57,7 +57,7 @@ export class BackupRepository extends Repository {
     return this.row(BackupSettings, { serviceId });
   }
   async putSettings(settings: BackupSettingsRecord): Promise<void> {
-    this.written();
+    this.written(BackupSettings);
     await this.fork().upsert(BackupSettings, settings as BackupSettingsRow);
   }
 
