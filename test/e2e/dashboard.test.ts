@@ -515,7 +515,7 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('button', { name: 'Add channel' }).click();
     expect((await page.getByTestId('secret-once').innerText()).trim()).toMatch(/^whsec_/);
     await page.getByRole('button', { name: 'Done' }).click();
-    await page.getByRole('button', { name: 'Send a test to ops' }).click();
+    await page.getByRole('button', { name: 'Send test to ops' }).click();
     await page.getByText(/^Test to ops: delivered/).waitFor();
     expect(received.length).toBeGreaterThan(0);
     await check('notifications-channels');

@@ -85,7 +85,7 @@ export default function Channels() {
                           <div className="row">
                             <button
                               type="button"
-                              aria-label={`Send a test to ${c.name}`}
+                              aria-label={`Send test to ${c.name}`}
                               disabled={test.isPending}
                               onClick={async () => {
                                 setTested(null);

@@ -55,7 +55,8 @@ export default function Deliveries() {
                 {pages.page > 1 ? 'No more deliveries.' : 'Nothing delivered yet: a channel’s test or an event a rule routes shows here.'}
               </Empty>
             ) : (
-              <div className="table-wrap">
+              // biome-ignore lint/a11y/noNoninteractiveTabindex: a table wider than a phone scrolls sideways, by keyboard too
+              <section className="table-wrap" tabIndex={0} aria-label="Deliveries table">
                 <table>
                   <caption className="visually-hidden">Deliveries, newest first</caption>
                   <thead>
@@ -103,7 +104,7 @@ export default function Deliveries() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </section>
             )}
             <Pager page={pages.page} onPrevious={pages.previous} onNext={nextCursor ? () => pages.next(nextCursor) : undefined} />
           </>
