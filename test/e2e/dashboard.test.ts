@@ -339,11 +339,21 @@ describe('the dashboard, step by step', () => {
     await tab('Settings');
     await page.getByRole('heading', { name: 'Build and run' }).waitFor();
     await check('service-settings');
+    // Replicas and resources: the API's refusal beside the field it names, then a valid save.
+    const memory = page.getByLabel('Memory limit (MB)');
+    await memory.fill('3');
+    await page.getByRole('button', { name: 'Save scale' }).click();
+    await expect.poll(() => memory.getAttribute('aria-invalid'), POLL).toBe('true');
+    await check('service-settings-scale-error');
+    await memory.fill('');
+    await page.getByRole('button', { name: 'Save scale' }).click();
+    await page.getByText('Saved. Deploy to apply.').waitFor();
+    expect(await memory.getAttribute('aria-invalid')).toBeNull();
   }, 60_000);
 
   it('7. creates a PostgreSQL database, browses a table, edits a row, runs a query', async () => {
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
-    await page.getByRole('link', { name: 'Shop' }).click();
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
     await page.getByRole('button', { name: 'Create service' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel('Database').check();
@@ -535,7 +545,7 @@ describe('the dashboard, step by step', () => {
     const audit = page.getByRole('table', { name: 'Audit log, newest first' });
     await audit.getByText('notifications.rules.create').first().waitFor();
     await page.getByLabel('Operation').fill('projects.create');
-    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
     await expect
       .poll(async () => [...new Set(await audit.locator('tbody td.mono:nth-child(3)').allInnerTexts())].join(','), POLL)
       .toBe('projects.create');
@@ -587,10 +597,10 @@ describe('the dashboard, step by step', () => {
     await page.getByText('No storage instances yet.').waitFor();
     await check('storage-empty');
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
-    await page.getByRole('link', { name: 'Shop' }).waitFor();
+    await page.getByRole('link', { name: 'Shop', exact: true }).waitFor();
     await check('projects');
-    await page.getByRole('link', { name: 'Shop' }).click();
-    await page.getByRole('link', { name: 'web' }).waitFor();
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // Shared variables: a plain one shown, a secret one never shown again.
     await page.getByLabel('Shared key').fill('LOG_LEVEL');
     await page.getByLabel('Shared value').fill('debug');
@@ -612,7 +622,7 @@ describe('the dashboard, step by step', () => {
     await page.getByText('Queued 2 deployments.').waitFor();
     // The service's screen follows the deployments live: the event stream, not a reload (its own reads
     // fall to every 30 s while the stream is up).
-    await page.getByRole('link', { name: 'web' }).click();
+    await page.getByRole('link', { name: 'web', exact: true }).click();
     await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
     await page.getByRole('status').filter({ hasText: 'Live updates on' }).waitFor();
     const call = api(server.url, server.token);
@@ -644,13 +654,13 @@ describe('the dashboard, step by step', () => {
       .toBe('succeeded');
     // The rule sends deployment events to the channel's webhook.
     await expect.poll(() => received.some((body) => body.includes('deployment.succeeded')), POLL).toBe(true);
-    await page.getByRole('link', { name: 'Shop' }).click();
-    await page.getByRole('link', { name: 'web' }).waitFor();
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // The dark palette (the system's choice) meets the same contrast rules.
     await page.emulateMedia({ colorScheme: 'dark' });
     try {
       await check('project-dark');
-      await page.getByRole('link', { name: 'web' }).click();
+      await page.getByRole('link', { name: 'web', exact: true }).click();
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
       await check('service-overview-dark');
       await tab('Variables');
