@@ -115,7 +115,9 @@ describe('start, restart and stop', () => {
     const ids = new Set<string>();
     let cursor: string | null = null;
     do {
-      const page = (await api(second.url, second.token)('GET', `/api/projects?limit=100${cursor ? `&cursor=${cursor}` : ''}`)).json;
+      const page: { projects: Array<{ id: string }>; nextCursor: string | null } = (
+        await api(second.url, second.token)('GET', `/api/projects?limit=100${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json;
       for (const p of page.projects as Array<{ id: string }>) ids.add(p.id);
       cursor = page.nextCursor;
     } while (cursor);
