@@ -38,3 +38,8 @@ export function resourceNames(prefix: string, serviceId: string, deploymentId: s
     imagePrefix: `${prefix}-${serviceId}-`,
   };
 }
+
+/** A replica's container: the first keeps the deployment's name (its row names it), the others add their index. */
+export function replicaName(container: string, index: number): string {
+  return index === 0 ? container : `${container}-r${index}`;
+}
