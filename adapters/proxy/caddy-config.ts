@@ -427,11 +427,10 @@ function balancingProxy(dials: string[]): Record<string, unknown> {
   return {
     handler: 'reverse_proxy',
     upstreams: dials.map((dial) => ({ dial })),
-    // A request retried on the next replica after a failed dial keeps its body (Caddy 2.6 sends a POST's
-    // retry empty unless the body was read first); a larger body is buffered in part.
-    buffer_requests: true,
-    max_buffer_size: 1024 * 1024,
-    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+    // A connection per request, closed by the replica: a replica that dies (its network namespace gone,
+    // no FIN sent) never leaves a kept-alive connection that a POST would be sent on and lost; every
+    // failure to reach it is then a failed dial, which is retried on the next replica.
+    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { enabled: false } },
     load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
   };
 }

@@ -12,6 +12,8 @@ import type { Rollout } from './rollout.js';
 import type { RuntimeDeps } from './runtime-deps.js';
 
 const RECONCILE_MS = 10_000;
+/** A replica that does not answer its health check within this is left out of the routes until it does. */
+const REPLICA_CHECK_TIMEOUT_MS = 1_000;
 /** While the engine is down, it is asked again at most this often (the claim loop ticks every 500 ms). */
 const ENGINE_RETRY_MS = 2_000;
 const ENGINE_PING_TIMEOUT_MS = 3_000;
@@ -102,7 +104,7 @@ export class Reconciler {
     const services = await this.deps.store.projects.listAllServices();
     const deploying = this.underWay.services();
     if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
-    this.routeCurrents(services, replicas, deploying);
+    this.routeCurrents(services, await this.answering(services, replicas), deploying);
     for (const service of services) {
       if (deploying.has(service.id)) continue;
       const current = currents.get(service.id);
@@ -125,6 +127,52 @@ export class Reconciler {
       this.routeTo(service, replicas.get(service.id) ?? []);
     }
     this.routing.markUpstreamsKnown();
+  }
+
+  /**
+   * The platform's active health check of a web service's replicas, when it runs several: each pass
+   * asks every replica (GET the health path, as a deployment's check does) and routes only those that
+   * answer, so one that Docker restarted gets traffic once it serves again. When none answers, all stay
+   * routed: the proxy's own retries then decide, rather than a 503 for the hostname.
+   */
+  private async answering(services: ServiceRecord[], replicas: Map<string, ContainerState[]>): Promise<Map<string, ContainerState[]>> {
+    const byId = new Map(services.map((s) => [s.id, s]));
+    const { healthPath } = this.deps.config.deploy;
+    const checked = new Map(replicas);
+    await Promise.all(
+      [...replicas].map(async ([serviceId, list]) => {
+        const service = byId.get(serviceId);
+        if (!service || !isWeb(service) || list.length < 2) return;
+        const answers = await Promise.all(
+          list.map((c) =>
+            c.ip
+              ? this.runtime.health
+                  .http(c.ip, service.internalPort, healthPath, AbortSignal.timeout(REPLICA_CHECK_TIMEOUT_MS))
+                  .catch(() => null)
+              : Promise.resolve(null),
+          ),
+        );
+        const live = list.filter((_, i) => answers[i] !== null);
+        if (live.length > 0) checked.set(serviceId, live);
+      }),
+    );
+    return checked;
+  }
+
+  /**
+   * A replica's container died (Docker's event): it leaves the routes at once, before the next pass
+   * replaces it (or routes it again once Docker restarted it and it answers).
+   */
+  async replicaExited(serviceId: string, containerId: string): Promise<void> {
+    if (this.underWay.services().has(serviceId)) return;
+    const service = await this.deps.store.projects.getService(serviceId);
+    if (!service || !isWeb(service) || service.replicas < 2) return;
+    const replicas = (await this.containers.pickReplicas(await this.containers.ofService(serviceId))).get(serviceId) ?? [];
+    const live = replicas.filter((c) => c.id !== containerId && !containerId.startsWith(c.id) && !c.id.startsWith(containerId));
+    // Docker may list it as exited already: what runs is what stays routed.
+    if (live.length === 0) return;
+    this.routeTo(service, live);
+    await this.routing.reload();
   }
 
   private routeTo(service: ServiceRecord, replicas: ContainerState[]): void {

@@ -34,7 +34,7 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     return finished(await queue(serviceId));
   }
 
-  const route = () => h.proxy.last.find((r) => r.hostname === HOST);
+  const route = () => h.proxy.last?.find((r) => r.hostname === HOST);
   const running = (serviceId: string) =>
     h.engine
       .containersOf(serviceId)
@@ -112,6 +112,22 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     expect(again.running).toBe(true);
     expect(again.id).not.toBe(r1.id);
     expect(route()?.replicaUpstreams).toContain(`${again.ip}:80`);
+
+    // The active check: a replica that stops answering leaves the routes, and comes back when it answers.
+    const r2 = h.engine.byName(`${d.containerName}-r2`)!;
+    r2.silent = true;
+    await h.runner.reconcile();
+    await h.services.routing.reload();
+    expect(route()?.replicaUpstreams).toEqual([`${again.ip}:80`]);
+    r2.silent = false;
+    await h.runner.reconcile();
+    await h.services.routing.reload();
+    expect(route()?.replicaUpstreams).toEqual([`${again.ip}:80`, `${r2.ip}:80`]);
+    // Docker's `die`: out of the routes at once.
+    r2.running = false;
+    await h.runner.containerExited(serviceId, r2.id);
+    expect(route()?.replicaUpstreams).toEqual([`${again.ip}:80`]);
+    await until(async () => (running(serviceId).length === 3 ? true : null), 5_000, 'r2 replaced');
 
     await h.services.serviceChanges.update(admin, serviceId, { replicas: 1 });
     await until(async () => (running(serviceId).length === 1 ? true : null), 5_000, 'scale to 1');
