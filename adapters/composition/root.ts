@@ -243,6 +243,8 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
       health: new NetHealthProbe(),
       databaseReadiness: databaseAdmin,
       storageServer: new S3StorageServer(),
+      // A replica that dies leaves the routes at once, not at the next reconcile pass.
+      exits: new DockerContainerExits(docker, config.platform.instanceId),
       // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
       ...(config.proxy.kind !== 'none'
         ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }

@@ -403,7 +403,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     environments,
     serviceCreation,
     serviceReader,
-    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing, capacity),
+    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing, capacity, runner ? () => runner.passNow() : undefined),
     suggestions: new ServiceSuggestions(deps),
     removal,
     env,

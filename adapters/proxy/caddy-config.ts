@@ -427,7 +427,10 @@ function balancingProxy(dials: string[]): Record<string, unknown> {
   return {
     handler: 'reverse_proxy',
     upstreams: dials.map((dial) => ({ dial })),
-    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+    // A connection per request, closed by the replica: a replica that dies (its network namespace gone,
+    // no FIN sent) never leaves a kept-alive connection that a POST would be sent on and lost; every
+    // failure to reach it is then a failed dial, which is retried on the next replica.
+    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { enabled: false } },
     load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
   };
 }

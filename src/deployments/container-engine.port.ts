@@ -129,4 +129,6 @@ export const LABELS = {
   role: 'slipway.role',
   /** `on` on a database container started with the platform's TLS certificate. */
   tls: 'slipway.tls',
+  /** A service's replica index, from 1; its first replica (index 0) carries none, as before replicas. */
+  replica: 'slipway.replica',
 } as const;

@@ -4,7 +4,7 @@ import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { LABELS, type ContainerState } from './container-engine.port.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
-import type { resourceNames, RuntimeDeps } from './runtime-deps.js';
+import { replicaName, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
 
 type Names = ReturnType<typeof resourceNames>;
@@ -74,8 +74,12 @@ export class ContainerLaunch {
     env: Record<string, string>,
     names: Names,
     tls: TlsMount | null = null,
+    /** A replica after the first: its own name and label, no traffic slot, and the deployment's row keeps naming the first. */
+    replica = 0,
   ): Promise<ContainerState> {
     const { service, log } = ctx;
+    const name = replicaName(names.container, replica);
+    const slot = replica === 0 ? ctx.slot : undefined;
     const engine = databaseEngineOf(service);
     const spec = engine ? ENGINE_SPECS[engine] : null;
     const storage = storageOf(service);
@@ -95,12 +99,13 @@ export class ContainerLaunch {
           : null;
     // TLS arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
     const cmd = tls ? [...(engineCmd ?? ['postgres']), ...tls.args] : engineCmd;
-    log.write(`Starting container ${names.container}`);
-    ctx.created.container = names.container;
+    log.write(`Starting container ${name}`);
+    if (replica === 0) ctx.created.container = name;
+    else ctx.created.replicas = [...(ctx.created.replicas ?? []), name];
     let container: ContainerState;
     try {
       container = await this.runtime.engine.runContainer({
-        name: names.container,
+        name,
         image,
         env: { PORT: String(service.internalPort), ...env },
         cmd,
@@ -111,12 +116,13 @@ export class ContainerLaunch {
           [LABELS.deployment]: ctx.deployment.id,
           [LABELS.project]: service.projectId,
           [LABELS.environment]: service.environmentId,
-          ...(ctx.slot ? { [LABELS.slot]: ctx.slot.ip } : {}),
+          ...(slot ? { [LABELS.slot]: slot.ip } : {}),
+          ...(replica > 0 ? { [LABELS.replica]: String(replica) } : {}),
           ...(tls ? { [LABELS.tls]: 'on' } : {}),
         },
         network: names.network,
         aliases: [service.slug],
-        ...(ctx.slot ? { slot: ctx.slot } : {}),
+        ...(slot ? { slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
         volumes: dataDir ? [{ name: names.volume, target: dataDir }] : [],
         ...(tls ? { files: tls.files } : {}),
@@ -127,7 +133,7 @@ export class ContainerLaunch {
       throwIfAborted(ctx.signal);
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
-    await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
+    if (replica === 0) await this.recorder.recordContainer(ctx.deployment.id, { containerName: name, imageTag: image });
     const admin = this.runtime.databaseReadiness;
     if (engine && admin)
       return this.waitUntilReady(ctx, container, 'database', (host, signal) =>

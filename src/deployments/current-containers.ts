@@ -61,19 +61,42 @@ export class CurrentContainers {
   /**
    * The current container of every service among `containers`, in one look-up of their deployments:
    * the reconcile loop runs every 10 s, and must not cost a Docker call and a query per service.
+   * With several replicas, the lowest index (the one with the traffic slot, when it runs).
    */
   async pick(containers: ContainerState[]): Promise<Map<string, ContainerState>> {
+    return new Map([...(await this.pickReplicas(containers))].map(([serviceId, replicas]) => [serviceId, replicas[0]!]));
+  }
+
+  /**
+   * Every running replica of each service's current deployment (the latest successful one that runs
+   * a container), lowest index first.
+   */
+  async pickReplicas(containers: ContainerState[]): Promise<Map<string, ContainerState[]>> {
     const running = containers.filter((c) => c.running && c.labels[LABELS.deployment]);
     const deployments = await this.deps.store.deployments.listByIds([...new Set(running.map((c) => c.labels[LABELS.deployment]!))]);
     const succeeded = new Map(deployments.filter((d) => d.status === 'succeeded').map((d) => [d.id, d.createdAt.getTime()]));
-    const current = new Map<string, { container: ContainerState; at: number }>();
+    const current = new Map<string, { deploymentId: string; at: number }>();
     for (const container of running) {
-      const at = succeeded.get(container.labels[LABELS.deployment]!);
+      const deploymentId = container.labels[LABELS.deployment]!;
+      const at = succeeded.get(deploymentId);
       const serviceId = container.labels[LABELS.service];
       if (at === undefined || !serviceId) continue;
       const best = current.get(serviceId);
-      if (!best || at > best.at) current.set(serviceId, { container, at });
+      if (!best || at > best.at) current.set(serviceId, { deploymentId, at });
     }
-    return new Map([...current].map(([serviceId, { container }]) => [serviceId, container]));
+    const replicas = new Map<string, ContainerState[]>();
+    for (const container of running) {
+      const serviceId = container.labels[LABELS.service] ?? '';
+      if (current.get(serviceId)?.deploymentId !== container.labels[LABELS.deployment]) continue;
+      replicas.set(serviceId, [...(replicas.get(serviceId) ?? []), container]);
+    }
+    for (const list of replicas.values()) list.sort((a, b) => replicaIndex(a) - replicaIndex(b));
+    return replicas;
   }
+}
+
+/** A container's replica index (0 for the first, which carries no label). */
+export function replicaIndex(container: ContainerState): number {
+  const index = Number(container.labels[LABELS.replica] ?? 0);
+  return Number.isInteger(index) && index >= 0 ? index : 0;
 }

@@ -24,10 +24,11 @@ export class DeployRunner {
   private readonly jobs: JobRunner<DeploymentRecord, JobLogWriter>;
   private readonly reconciler: Reconciler;
   private readonly loop: ReconcileLoop;
+  private stopWatching: (() => void) | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
-    runtime: RuntimeDeps,
+    private readonly runtime: RuntimeDeps,
     deployments: DeploymentService,
     env: EnvService,
     routing: RoutingService,
@@ -80,11 +81,21 @@ export class DeployRunner {
     this.jobs.start();
     await this.loop.maintain();
     this.loop.start();
+    this.stopWatching ??=
+      this.runtime.exits?.watch(
+        (exit) =>
+          void this.containerExited(exit.serviceId, exit.containerId).catch((error: Error) =>
+            this.log('a replica that died could not be taken out of the routes', { error: error.message }),
+          ),
+        this.log,
+      ) ?? null;
     this.jobs.wake();
   }
 
   /** Stops taking work and interrupts what runs; those deployments end `failed`, saying why. */
   async stop(): Promise<void> {
+    this.stopWatching?.();
+    this.stopWatching = null;
     const loopStopped = this.loop.stop();
     await this.jobs.stop();
     await loopStopped;
@@ -97,6 +108,12 @@ export class DeployRunner {
 
   reconcile(): Promise<void> {
     return this.reconciler.reconcile();
+  }
+
+  /** A service's container died (Docker's `die`): a replica leaves the routes now, and the next pass replaces it. */
+  async containerExited(serviceId: string, containerId: string): Promise<void> {
+    await this.reconciler.replicaExited(serviceId, containerId);
+    void this.loop.passNow().catch(() => {});
   }
 
   /** A maintenance pass now, in turn with the loop's (see ReconcileLoop.passNow). */

@@ -11,6 +11,8 @@ export { DeploymentFailure } from './pipeline-context.js';
 
 export interface PipelineResult extends BuiltImage {
   container: ContainerState;
+  /** What the container was started with: the service's other replicas get the same. */
+  env: Record<string, string>;
 }
 
 /**
@@ -34,14 +36,8 @@ export class DeploymentPipeline {
   }
 
   async run(ctx: PipelineContext): Promise<PipelineResult> {
-    const { service, log } = ctx;
-    const resolved = await this.env.resolvedFor(service);
-    if (resolved.problems.length > 0) {
-      for (const problem of resolved.problems) log.write(`Unresolved variable reference: ${problem}`, 'stderr');
-      throw new DeploymentFailure('Fix the variable references above, then deploy again');
-    }
-    log.mask(...(await this.env.secretValues(service)));
-    const env = this.serverEnv(ctx, resolved.env);
+    const { service } = ctx;
+    const { resolved, env } = await this.envOf(ctx);
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId);
     await this.runtime.engine.ping(ctx.signal).catch((error: Error) => {
       throw new DeploymentFailure(`The Docker engine is unreachable: ${error.message}`);
@@ -63,7 +59,25 @@ export class DeploymentPipeline {
     if (keepsData(service)) await this.stopPreviousServer(ctx);
 
     const container = await this.launch.start(ctx, built.imageTag, env, names, tls);
-    return { ...built, container };
+    return { ...built, container, env };
+  }
+
+  /** The service's variables as a container gets them; unresolved references fail, secrets are masked in the log. */
+  async envOf(ctx: PipelineContext): Promise<{ resolved: { env: Record<string, string> }; env: Record<string, string> }> {
+    const { service, log } = ctx;
+    const resolved = await this.env.resolvedFor(service);
+    if (resolved.problems.length > 0) {
+      for (const problem of resolved.problems) log.write(`Unresolved variable reference: ${problem}`, 'stderr');
+      throw new DeploymentFailure('Fix the variable references above, then deploy again');
+    }
+    log.mask(...(await this.env.secretValues(service)));
+    return { resolved, env: this.serverEnv(ctx, resolved.env) };
+  }
+
+  /** One more replica (index from 1) of a stateless service, from the deployment's image; resolves once it is checked. */
+  startReplica(ctx: PipelineContext, imageTag: string, env: Record<string, string>, index: number): Promise<ContainerState> {
+    const names = resourceNames(this.deps.config.resourcePrefix, ctx.service.id, ctx.deployment.id, ctx.service.environmentId);
+    return this.launch.start(ctx, imageTag, env, names, null, index);
   }
 
   /** A storage instance's server gets its key pair and port from the platform, not from variables: the secret is no variable. */

@@ -144,6 +144,8 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha'>,
     firstLine: string,
   ): Promise<DeploymentView> {
+    if (service.replicas === 0)
+      throw new ConflictError('The service is scaled to 0 replicas: set replicas to 1 or more, then deploy', { replicas: 0 });
     return presentDeployment(await this.enqueueRecord(service.id, { ...what, origin: null }, firstLine, newId(), service));
   }
 

@@ -8,6 +8,8 @@ export class DeploymentFailure extends Error {}
 export interface CreatedResources {
   image?: string;
   container?: string;
+  /** The containers of the replicas after the first (see Rollout). */
+  replicas?: string[];
   /** A database's previous containers, stopped before the new one took the data volume: started again if it fails. */
   stopped?: string[];
   /** When the previous database server stopped: how long the database was unavailable is logged from it. */

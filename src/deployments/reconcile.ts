@@ -5,11 +5,15 @@ import type { RoutingService } from '../routing/routing.service.js';
 import type { OpenSlot } from './traffic-gate.port.js';
 import type { TrafficSlots } from './traffic-slots.js';
 import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
-import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
+import { keepsData } from '../domain/storage-server.js';
+import { JobLogWriter } from '../jobs/job-log-writer.js';
+import { isWeb, replicaIndex, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { Rollout } from './rollout.js';
 import type { RuntimeDeps } from './runtime-deps.js';
 
 const RECONCILE_MS = 10_000;
+/** A replica that does not answer its health check within this is left out of the routes until it does. */
+const REPLICA_CHECK_TIMEOUT_MS = 1_000;
 /** While the engine is down, it is asked again at most this often (the claim loop ticks every 500 ms). */
 const ENGINE_RETRY_MS = 2_000;
 const ENGINE_PING_TIMEOUT_MS = 3_000;
@@ -51,13 +55,14 @@ export class Reconciler {
     const services = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s]));
     const snapshot = this.slots?.snapshot() ?? 0;
     const all = await this.containers.ofInstance();
-    const picked = await this.containers.pick(all);
+    const replicas = await this.containers.pickReplicas(all);
+    const picked = new Map([...replicas].map(([id, list]) => [id, list[0]!]));
     const currents = [...picked.values()];
-    const keep = new Set(currents.map((c) => c.id));
+    const keep = new Set([...replicas.values()].flat().map((c) => c.id));
     // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes:
     // the routes first (they may name the stray's slot), then the gate. Written even when memory says
     // nothing changed: the kernel's rules are the truth to restore.
-    this.routeCurrents([...services.values()], picked, new Set());
+    this.routeCurrents([...services.values()], replicas, new Set());
     await this.routing.reload();
     if (this.slots?.ready) {
       await this.slots.reconcile(
@@ -91,13 +96,15 @@ export class Reconciler {
     await this.collectImages();
     await this.prepareSlots();
     // Taken before the containers are read: a cutover after this makes the slot write below give way.
+    await this.keepReplicas();
     const snapshot = this.slots?.snapshot() ?? 0;
     const containers = await this.containers.ofInstance();
-    const currents = await this.containers.pick(containers);
+    const replicas = await this.containers.pickReplicas(containers);
+    const currents = new Map([...replicas].map(([id, list]) => [id, list[0]!]));
     const services = await this.deps.store.projects.listAllServices();
     const deploying = this.underWay.services();
     if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
-    this.routeCurrents(services, currents, deploying);
+    this.routeCurrents(services, await this.answering(services, replicas), deploying);
     for (const service of services) {
       if (deploying.has(service.id)) continue;
       const current = currents.get(service.id);
@@ -107,17 +114,131 @@ export class Reconciler {
       if (serves(service) && !!current !== service.reachable)
         await this.deps.store.projects.updateService(service.id, { reachable: !!current });
     }
-    await this.retireLeftovers(services, containers, currents, deploying);
+    await this.retireLeftovers(services, containers, replicas, deploying);
   }
 
-  /** Each service's route goes to its current container (deployments under way keep theirs); routes may load from then on. */
-  private routeCurrents(services: ServiceRecord[], currents: Map<string, ContainerState>, deploying: Set<string>): void {
+  /**
+   * Each service's route goes to its current replicas (deployments under way keep theirs); routes may
+   * load from then on. A replica that has no address (it is restarting) is left out until it has one.
+   */
+  private routeCurrents(services: ServiceRecord[], replicas: Map<string, ContainerState[]>, deploying: Set<string>): void {
     for (const service of services) {
       if (deploying.has(service.id)) continue;
-      const current = currents.get(service.id);
-      this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, serves(service) && current?.ip ? current : undefined));
+      this.routeTo(service, replicas.get(service.id) ?? []);
     }
     this.routing.markUpstreamsKnown();
+  }
+
+  /**
+   * The platform's active health check of a web service's replicas, when it runs several: each pass
+   * asks every replica (GET the health path, as a deployment's check does) and routes only those that
+   * answer, so one that Docker restarted gets traffic once it serves again. When none answers, all stay
+   * routed: the proxy's own retries then decide, rather than a 503 for the hostname.
+   */
+  private async answering(services: ServiceRecord[], replicas: Map<string, ContainerState[]>): Promise<Map<string, ContainerState[]>> {
+    const byId = new Map(services.map((s) => [s.id, s]));
+    const { healthPath } = this.deps.config.deploy;
+    const checked = new Map(replicas);
+    await Promise.all(
+      [...replicas].map(async ([serviceId, list]) => {
+        const service = byId.get(serviceId);
+        if (!service || !isWeb(service) || list.length < 2) return;
+        const answers = await Promise.all(
+          list.map((c) =>
+            c.ip
+              ? this.runtime.health
+                  .http(c.ip, service.internalPort, healthPath, AbortSignal.timeout(REPLICA_CHECK_TIMEOUT_MS))
+                  .catch(() => null)
+              : Promise.resolve(null),
+          ),
+        );
+        const live = list.filter((_, i) => answers[i] !== null);
+        if (live.length > 0) checked.set(serviceId, live);
+      }),
+    );
+    return checked;
+  }
+
+  /**
+   * A replica's container died (Docker's event): it leaves the routes at once, before the next pass
+   * replaces it (or routes it again once Docker restarted it and it answers).
+   */
+  async replicaExited(serviceId: string, containerId: string): Promise<void> {
+    if (this.underWay.services().has(serviceId)) return;
+    const service = await this.deps.store.projects.getService(serviceId);
+    if (!service || !isWeb(service) || service.replicas < 2) return;
+    const replicas = (await this.containers.pickReplicas(await this.containers.ofService(serviceId))).get(serviceId) ?? [];
+    const live = replicas.filter((c) => c.id !== containerId && !containerId.startsWith(c.id) && !c.id.startsWith(containerId));
+    // Docker may list it as exited already: what runs is what stays routed.
+    if (live.length === 0) return;
+    this.routeTo(service, live);
+    await this.routing.reload();
+  }
+
+  private routeTo(service: ServiceRecord, replicas: ContainerState[]): void {
+    const live = serves(service) ? replicas.filter((c) => c.ip) : [];
+    this.routing.setUpstream(
+      service.id,
+      this.rollout.upstreamFor(service, live[0]),
+      this.rollout.replicaUpstreamsFor(service, live.slice(1)),
+    );
+  }
+
+  /**
+   * Keeps `replicas` of each stateless service running from its live deployment, outside deployments:
+   * a replica that died is started again, a scale up starts the missing ones (one at a time, each
+   * checked before it is routed), a scale down (0 included) takes the highest indexes out of the routes,
+   * then drains and stops them. Databases and storage instances are the deployments' and ServicePower's.
+   */
+  private async keepReplicas(): Promise<void> {
+    const deploying = this.underWay.services();
+    const services = (await this.deps.store.projects.listAllServices()).filter(
+      (s) => !deploying.has(s.id) && !keepsData(s) && (s.status === 'active' || s.status === 'stopped'),
+    );
+    if (services.length === 0) return;
+    const replicas = await this.containers.pickReplicas(await this.containers.ofInstance());
+    for (const service of services) {
+      if (this.underWay.stopping() || this.underWay.services().has(service.id)) continue;
+      const running = replicas.get(service.id) ?? [];
+      const target = service.status === 'stopped' ? 0 : service.replicas;
+      const extra = running.filter((c) => replicaIndex(c) >= target);
+      if (extra.length > 0) {
+        const staying = running.filter((c) => replicaIndex(c) < target);
+        this.routeTo(service, staying);
+        await this.routing.reload();
+        for (const container of extra.reverse()) {
+          this.log('scaling down: stopping a replica', { name: container.name, replicas: target });
+          await this.rollout.retire(service, container);
+        }
+        if (staying.length === 0 && serves(service))
+          await this.runtime.forwarder.set(service.hostPort, null, exposureOf(service)).catch(() => {});
+      }
+      const present = new Set(running.map(replicaIndex));
+      const missing = Array.from({ length: target }, (_, i) => i).filter((i) => !present.has(i));
+      if (missing.length === 0) continue;
+      const deploymentId = running[0]?.labels[LABELS.deployment];
+      const deployment = deploymentId
+        ? await this.deps.store.deployments.get(deploymentId)
+        : (await this.deps.store.deployments.listLive(service.id, 1))[0];
+      if (!deployment) continue;
+      const log = new JobLogWriter(async (stream, lines) => {
+        if (stream === 'stderr') for (const line of lines) this.log(`replica of ${service.name}: ${line}`);
+      });
+      let live = running.filter((c) => replicaIndex(c) < target);
+      for (const index of missing) {
+        if (this.underWay.stopping() || this.underWay.services().has(service.id)) break;
+        this.log('starting a replica', { service: service.name, replica: index + 1, replicas: target });
+        try {
+          const started = await this.rollout.startReplica(service, deployment, index, log);
+          live = [...live, started].sort((a, b) => replicaIndex(a) - replicaIndex(b));
+          this.routeTo(service, live);
+          await this.routing.reload();
+        } catch (error) {
+          this.log('a replica did not start', { service: service.name, replica: index + 1, error: (error as Error).message });
+          break;
+        }
+      }
+    }
   }
 
   /** Creates the slot network and the gate's rules; until then the proxy dials containers' own addresses. Said once per cause. */
@@ -160,14 +281,17 @@ export class Reconciler {
   private async retireLeftovers(
     services: ServiceRecord[],
     containers: ContainerState[],
-    currents: Map<string, ContainerState>,
+    replicas: Map<string, ContainerState[]>,
     deploying: Set<string>,
   ): Promise<void> {
     const byId = new Map(services.map((s) => [s.id, s]));
     const leftovers = containers.filter((c) => {
       const serviceId = c.labels[LABELS.service] ?? '';
-      const current = currents.get(serviceId);
-      return current && current.id !== c.id && !deploying.has(serviceId) && !this.underWay.holds(c.labels[LABELS.deployment] ?? '');
+      const current = replicas.get(serviceId);
+      // A dead replica of the live deployment is keepReplicas' to replace, not a leftover, unless scaled away.
+      const live = current && c.labels[LABELS.deployment] === current[0]!.labels[LABELS.deployment];
+      const scaledAway = live && !c.running && replicaIndex(c) >= (byId.get(serviceId)?.replicas ?? 1);
+      return current && (!live || scaledAway) && !deploying.has(serviceId) && !this.underWay.holds(c.labels[LABELS.deployment] ?? '');
     });
     if (leftovers.length === 0 || !(await this.routing.settled())) return;
     for (const container of leftovers) {

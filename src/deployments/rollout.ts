@@ -8,7 +8,7 @@ import { LABELS, type ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';
 import { DeploymentFailure, throwIfAborted, type CreatedResources } from './pipeline-context.js';
-import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { replicaName, resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 const DRAIN_POLL_MS = 100;
 /** When a container's connections cannot be counted: long enough for a typical request to finish. */
@@ -56,11 +56,21 @@ export class Rollout {
   /** Start, check, switch, drain: resolves once the new container serves and the old ones are gone (or kept, see switchTo). */
   async run(attempt: RolloutAttempt, target: RolloutTarget): Promise<PipelineResult> {
     const { service, deployment, log, signal } = target;
+    if (service.replicas === 0) throw new DeploymentFailure('The service is scaled to 0 replicas: set replicas to 1 or more, then deploy');
     attempt.slot = await this.assignSlot(service);
     if (attempt.slot) this.held.add(attempt.slot.ip);
-    const result = await this.pipeline.run({ ...target, created: attempt.created, ...(attempt.slot ? { slot: attempt.slot } : {}) });
+    const ctx = { ...target, created: attempt.created, ...(attempt.slot ? { slot: attempt.slot } : {}) };
+    const result = await this.pipeline.run(ctx);
     throwIfAborted(signal);
-    await this.switchTo(service, deployment, result.container, log, attempt.slot);
+    const replicas = [result.container];
+    // One at a time, each checked before any traffic reaches it; the live replicas serve meanwhile, and a
+    // failure leaves them exactly as they were (abandon removes the new ones).
+    for (let index = 1; index < service.replicas; index++) {
+      log.write(`Starting replica ${index + 1} of ${service.replicas}`);
+      replicas.push(await this.pipeline.startReplica(ctx, result.imageTag, result.env, index));
+      throwIfAborted(signal);
+    }
+    await this.switchTo(service, deployment, replicas, log, attempt.slot);
     return result;
   }
 
@@ -70,6 +80,7 @@ export class Rollout {
     if (slot)
       await this.slots?.close([slot.ip]).catch((e: Error) => log.write(`Could not close traffic slot ${slot.ip}: ${e.message}`, 'stderr'));
     try {
+      for (const replica of attempt.created.replicas ?? []) await this.runtime.engine.stopAndRemove(replica, 0);
       if (attempt.created.container) await this.runtime.engine.stopAndRemove(attempt.created.container, 0);
       if (attempt.created.image) await this.runtime.engine.removeImage(attempt.created.image);
       // A database's previous server was stopped to free its volume: it serves again.
@@ -98,6 +109,39 @@ export class Rollout {
     const slotIp = container.labels[LABELS.slot];
     if (slotIp && this.slots?.ready) return `${slotIp}:${SLOT_DIAL_PORT}`;
     return `${container.ip}:${service.internalPort}`;
+  }
+
+  /** The upstreams of a service's replicas after the first: their own addresses (only the first has a slot). */
+  replicaUpstreamsFor(service: ServiceRecord, replicas: ContainerState[]): string[] {
+    if (!isWeb(service)) return [];
+    return replicas.flatMap((c) => (c.ip ? [`${c.ip}:${service.internalPort}`] : []));
+  }
+
+  /**
+   * Starts replica `index` of the deployment that is live, outside any deployment (a replica that died,
+   * or a scale up): the deployment's image, the service's variables as they are now, checked before the
+   * caller routes to it. What it started goes again when the check fails.
+   */
+  async startReplica(service: ServiceRecord, deployment: DeploymentRecord, index: number, log: JobLogWriter): Promise<ContainerState> {
+    const project = await this.deps.store.projects.get(service.projectId);
+    if (!project) throw new DeploymentFailure('The project is gone');
+    if (!deployment.imageTag || !(await this.runtime.engine.imageExists(deployment.imageTag)))
+      throw new DeploymentFailure(`The image of deployment ${deployment.id} is no longer kept; deploy again`);
+    const signal = AbortSignal.timeout(this.deps.config.deploy.healthTimeoutMs + 30_000);
+    const ctx = { deployment, service, project, log, signal, created: {} as CreatedResources };
+    const names = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.environmentId);
+    // A dead container of the same name holds the name: it goes first.
+    await this.runtime.engine.stopAndRemove(replicaName(names.container, index), 0);
+    try {
+      const { env } = await this.pipeline.envOf(ctx);
+      const started = await this.pipeline.startReplica(ctx, deployment.imageTag, env, index);
+      await this.runtime.engine.keepRunning(started.id);
+      return started;
+    } catch (error) {
+      for (const name of [ctx.created.container, ...(ctx.created.replicas ?? [])])
+        if (name) await this.runtime.engine.stopAndRemove(name, 0).catch(() => {});
+      throw error;
+    }
   }
 
   /** Lets requests in flight to a replaced container finish (up to the drain timeout), then stops it. */
@@ -147,11 +191,12 @@ export class Rollout {
   private async switchTo(
     service: ServiceRecord,
     deployment: DeploymentRecord,
-    container: ContainerState,
+    replicas: ContainerState[],
     log: JobLogWriter,
     slot?: SlotAssignment,
   ): Promise<void> {
-    await this.runtime.engine.keepRunning(container.id);
+    const container = replicas[0]!;
+    for (const replica of replicas) await this.runtime.engine.keepRunning(replica.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
     const exposure = exposureOf(service);
@@ -165,15 +210,21 @@ export class Rollout {
     });
     if (upstream)
       log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
-    const old = (await this.containers.ofService(service.id)).filter((c) => c.id !== container.id);
+    const fresh = new Set(replicas.map((c) => c.id));
+    const old = (await this.containers.ofService(service.id)).filter((c) => !fresh.has(c.id));
     // The new slot opens before any route names it; nothing closes yet.
     if (slot && this.slots) await this.slots.switchTo({ ip: slot.ip, port: service.internalPort }, [], { wait: false });
-    this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
+    this.routing.setUpstream(
+      service.id,
+      this.upstreamFor(service, upstream ? container : undefined),
+      upstream ? this.replicaUpstreamsFor(service, replicas.slice(1)) : [],
+    );
     const proxy = await this.routing.reload();
     const routed = await this.routing.routesTo(service.id);
     if (routed) {
       const how = slot ? `traffic slot ${slot.ip} opened; ${proxy.detail}` : proxy.detail;
-      log.write(proxy.ok ? `Routes switched to ${container.name}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
+      const to = replicas.length > 1 ? `${replicas.length} replicas (${replicas.map((c) => c.name).join(', ')})` : container.name;
+      log.write(proxy.ok ? `Routes switched to ${to}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
     }
     const keepOld = old.length > 0 && routed && !proxy.ok;
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');

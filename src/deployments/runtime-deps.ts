@@ -3,6 +3,7 @@ import type { GitSource } from './git-source.port.js';
 import type { HealthProbe } from './health-probe.port.js';
 import type { PortForwarder } from './port-forwarder.port.js';
 import type { TrafficGate } from './traffic-gate.port.js';
+import type { ContainerExits } from '../monitoring/monitoring.ports.js';
 import type { DatabaseReadiness } from '../domain/database-engines.js';
 import type { StorageServer } from './storage-server.port.js';
 import type { ServiceRecord } from '../domain/types.js';
@@ -20,6 +21,8 @@ export interface RuntimeDeps {
   databaseReadiness?: DatabaseReadiness;
   /** Present: a storage instance is ready when its bucket answers an S3 call (made first when missing), not at its first HTTP answer. */
   storageServer?: StorageServer;
+  /** Present: a replica whose container dies leaves the routes as Docker says so (see DeployRunner.containerExited). */
+  exits?: ContainerExits;
   /** Present: Postgres-compatible databases start with the platform's TLS certificate (see DatabaseTlsService). */
   databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
 }
@@ -37,4 +40,9 @@ export function resourceNames(prefix: string, serviceId: string, deploymentId: s
     volume: `${prefix}-${serviceId}-data`,
     imagePrefix: `${prefix}-${serviceId}-`,
   };
+}
+
+/** A replica's container: the first keeps the deployment's name (its row names it), the others add their index. */
+export function replicaName(container: string, index: number): string {
+  return index === 0 ? container : `${container}-r${index}`;
 }

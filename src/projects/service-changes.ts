@@ -25,6 +25,8 @@ export class ServiceChanges {
     private readonly routing: RoutingService,
     /** The servers' free room: a reservation no server can hold is refused at once. */
     private readonly capacity?: CapacityOf,
+    /** A new number of replicas: the runtime starts or stops replicas now rather than at its next pass. */
+    private readonly onScaled?: () => Promise<void>,
   ) {}
 
   async update(actor: Actor, serviceId: string, input: UpdateServiceInput): Promise<ServiceView> {
@@ -62,8 +64,14 @@ export class ServiceChanges {
         },
       );
       Object.assign(patch, scale);
+      const stateful = service.source.kind === 'database' || service.source.kind === 'storage';
+      // 0 stops the service and keeps it (its live deployment starts again when scaled up); no redeploy either way.
+      if (!stateful && scale.replicas === 0 && service.status !== 'stopped') Object.assign(patch, { status: 'stopped', reachable: false });
+      if (!stateful && scale.replicas > 0 && service.status === 'stopped')
+        patch.status = (await this.deps.store.deployments.listLive(service.id, 1)).length > 0 ? 'active' : 'idle';
     }
     await this.deps.store.projects.updateService(service.id, patch);
+    if (patch.replicas !== undefined && patch.replicas !== service.replicas) void this.onScaled?.().catch(() => {});
     return this.reader.view(service.id);
   }
 

@@ -20,6 +20,8 @@ const NOT_READY: ProxyResult = {
 export class RoutingService {
   /** serviceId -> `ip:port` of the container that serves it (its traffic slot, when it has one), kept by the deploy runner. */
   private readonly upstreams = new Map<string, string>();
+  /** serviceId -> the upstreams of its replicas after the first, when it runs several. */
+  private readonly replicaUpstreams = new Map<string, string[]>();
   private upstreamVersion = 0;
   /** Until the runner has listed the running containers, a table would send every hostname to 503. */
   private upstreamsKnown: boolean;
@@ -48,11 +50,22 @@ export class RoutingService {
     return this.proxy.enabled;
   }
 
-  setUpstream(serviceId: string, upstream: string | null): void {
-    if ((this.upstreams.get(serviceId) ?? null) === upstream) return;
+  /** `replicas`: the upstreams of the service's other replicas, balanced over with the first (none without a first). */
+  setUpstream(serviceId: string, upstream: string | null, replicas: string[] = []): void {
+    const others = upstream ? replicas : [];
+    const had = this.replicaUpstreams.get(serviceId) ?? [];
+    if ((this.upstreams.get(serviceId) ?? null) === upstream && had.length === others.length && had.every((u, i) => u === others[i]))
+      return;
     if (upstream) this.upstreams.set(serviceId, upstream);
     else this.upstreams.delete(serviceId);
+    if (others.length) this.replicaUpstreams.set(serviceId, [...others]);
+    else this.replicaUpstreams.delete(serviceId);
     this.upstreamVersion++;
+  }
+
+  private targetOf(hostname: string, serviceId: string): RouteTarget {
+    const replicas = this.replicaUpstreams.get(serviceId);
+    return { hostname, serviceId, upstream: this.upstreamOf(serviceId), ...(replicas?.length ? { replicaUpstreams: replicas } : {}) };
   }
 
   upstreamOf(serviceId: string): string | null {
@@ -87,20 +100,14 @@ export class RoutingService {
     const web = new Map(services.filter((s) => s.runtimeMode === 'web' && !databaseEngineOf(s)).map((s) => [s.id, s]));
     const routes = new Map<string, RouteTarget>();
     for (const domain of domains) {
-      if (web.has(domain.serviceId))
-        routes.set(domain.hostname, {
-          hostname: domain.hostname,
-          serviceId: domain.serviceId,
-          upstream: this.upstreamOf(domain.serviceId),
-        });
+      if (web.has(domain.serviceId)) routes.set(domain.hostname, this.targetOf(domain.hostname, domain.serviceId));
     }
     for (const service of web.values()) {
       // A private storage instance is reached by name on its environment's network, and by its custom domains only.
       if (!routesGeneratedHostname(service)) continue;
       const hostname = generatedHostname(service, scopes.get(service.environmentId) ?? '', this.deps.config.rootDomain);
       // A custom domain of the same name wins: it was asked for.
-      if (hostname && !routes.has(hostname))
-        routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
+      if (hostname && !routes.has(hostname)) routes.set(hostname, this.targetOf(hostname, service.id));
     }
     const sorted = [...routes.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
     const version = createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
@@ -152,7 +159,7 @@ export class RoutingService {
 
   private took(table: RoutingTable): void {
     this.loadedVersion = table.version;
-    this.served = new Set(table.routes.flatMap((route) => (route.upstream ? [route.upstream] : [])));
+    this.served = new Set(table.routes.flatMap((route) => (route.upstream ? [route.upstream, ...(route.replicaUpstreams ?? [])] : [])));
   }
 
   /** True when the proxy is known to serve the current table (or there is no proxy to wait for). */

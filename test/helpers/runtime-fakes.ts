@@ -124,6 +124,8 @@ export interface RunBehaviour {
   exitAtOnce?: { code: number; tail: string[] } | null;
   /** Containers start but never answer the health probe. */
   silent?: boolean;
+  /** Those containers that this says start but never answer the health probe. */
+  silentWhen?: (request: RunRequest) => boolean;
   /** runContainer itself rejects. */
   fail?: string | null;
 }
@@ -319,7 +321,7 @@ export class FakeContainerEngine implements ContainerEngine {
       ip: exit ? null : this.allocateIp(),
       logs: exit ? [...exit.tail] : ['listening'],
       restartPolicy: false,
-      silent: this.run.silent ?? false,
+      silent: (this.run.silent ?? false) || (this.run.silentWhen?.(request) ?? false),
       connections: 0,
       seq: ++this.seq,
     };

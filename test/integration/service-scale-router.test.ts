@@ -34,3 +34,40 @@ describe('changing a service’s resources', () => {
     expect(after?.source).toEqual(before?.source);
   });
 });
+
+describe('changing a service’s replicas', () => {
+  it('takes 0 to SERVICE_MAX_REPLICAS (0: stopped and kept, no deployment), refuses the rest naming replicas; a database keeps one', async () => {
+    const api = h.caller();
+    const { project } = await api.projects.create({ name: 'Replicas' });
+    const { service } = await api.services.create({
+      projectId: project.id,
+      name: 'web',
+      repoUrl: 'container-image',
+      containerImage: 'busybox:latest',
+      internalPort: 3000,
+      replicas: 3,
+    });
+    expect(service.replicas).toBe(3);
+    const stopped = (await api.services.update({ serviceId: service.id, replicas: 0 })).service;
+    expect(stopped).toMatchObject({ replicas: 0, status: 'stopped' });
+    await expect(api.deployments.create({ serviceId: service.id })).rejects.toMatchObject({ code: 'CONFLICT' });
+    // Never deployed: back to idle, not active.
+    expect((await api.services.update({ serviceId: service.id, replicas: 2 })).service).toMatchObject({ replicas: 2, status: 'idle' });
+    for (const replicas of [-1, 11, 1.5]) {
+      const error = await api.services.update({ serviceId: service.id, replicas }).catch((e: unknown) => e);
+      expect(error, String(replicas)).toMatchObject({ code: 'BAD_REQUEST' });
+      expect(JSON.stringify(error), String(replicas)).toContain('replicas');
+    }
+    const { service: db } = await api.services.create({
+      projectId: project.id,
+      name: 'db',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+      branch: 'main',
+      internalPort: 5432,
+    });
+    const refused = await api.services.update({ serviceId: db.id, replicas: 2 }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'BAD_REQUEST', cause: { details: { field: 'replicas' } } });
+    expect((refused as Error).message).toContain('exactly one replica');
+  });
+});

@@ -108,7 +108,7 @@ describe('buildCaddyConfig', () => {
       {
         handler: 'reverse_proxy',
         upstreams: [{ dial: '{http.regexp.slipway_upstream.1}' }, { dial: '{http.regexp.slipway_replica_1.1}' }],
-        transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+        transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { enabled: false } },
         load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
       },
     ]);

@@ -23,16 +23,22 @@ async function rejection(promise: Promise<unknown>): Promise<Error & { code?: st
 describe('replicas and resources: the rules', () => {
   const config = DEFAULT_PLATFORM_CONFIG;
 
-  it('keeps one replica; refuses more than SERVICE_MAX_REPLICAS, several, and 0 until the replica rollout, naming replicas', async () => {
+  it('takes 0 to SERVICE_MAX_REPLICAS replicas; refuses more, fewer, and more than one for a database, naming replicas', async () => {
     expect(await scaleAfter(DEFAULT_SCALE, {}, { config, stateful: false })).toEqual(DEFAULT_SCALE);
     const over = await rejection(scaleAfter(DEFAULT_SCALE, { replicas: 11 }, { config, stateful: false }));
     expect(over).toMatchObject({ code: 'validation_error', details: { field: 'replicas' } });
     expect(over.message).toContain('At most 10');
-    expect(await rejection(scaleAfter(DEFAULT_SCALE, { replicas: 3 }, { config, stateful: false }))).toMatchObject({
+    expect((await scaleAfter(DEFAULT_SCALE, { replicas: 3 }, { config, stateful: false })).replicas).toBe(3);
+    expect((await scaleAfter(DEFAULT_SCALE, { replicas: 0 }, { config, stateful: false })).replicas).toBe(0);
+    expect(await rejection(scaleAfter(DEFAULT_SCALE, { replicas: -1 }, { config, stateful: false }))).toMatchObject({
       details: { field: 'replicas' },
     });
     const database = await rejection(scaleAfter(DEFAULT_SCALE, { replicas: 2 }, { config, stateful: true }));
+    expect(database).toMatchObject({ details: { field: 'replicas' } });
     expect(database.message).toContain('exactly one replica');
+    expect(await rejection(scaleAfter(DEFAULT_SCALE, { replicas: 0 }, { config, stateful: true }))).toMatchObject({
+      details: { field: 'replicas' },
+    });
   });
 
   it('keeps CPUs to the thousandth, merges a partial change (null clears), and holds a reservation within its limit', async () => {
@@ -61,6 +67,18 @@ describe('replicas and resources: the rules', () => {
     const fits = await scaleAfter(DEFAULT_SCALE, { resources: { memoryReservationMb: 2048 } }, { config, stateful: false, capacity });
     const grown = await scaleAfter(fits, { resources: { memoryReservationMb: 4000 } }, { config, stateful: false, capacity });
     expect(grown.memoryReservationMb).toBe(4000);
+    // Per replica: each must fit one server, all of them the servers together.
+    const three = await scaleAfter(
+      DEFAULT_SCALE,
+      { replicas: 3, resources: { memoryReservationMb: 1024 } },
+      { config, stateful: false, capacity },
+    );
+    expect(three.replicas).toBe(3);
+    const four = await rejection(
+      scaleAfter(DEFAULT_SCALE, { replicas: 4, resources: { memoryReservationMb: 1024 } }, { config, stateful: false, capacity }),
+    );
+    expect(four).toMatchObject({ details: { field: 'replicas' } });
+    expect(four.message).toBe('The servers cannot hold 4 replicas: they need 4096 MB reserved, 3072 MB is free');
   });
 
   it("gives the engine Docker's units: NanoCPUs, bytes, and a CPU weight for a reservation", () => {
@@ -91,7 +109,7 @@ describe('replicas and resources on a service', () => {
     expect(created.resources).toEqual({ cpuLimit: 0.25, memoryLimitMb: 128, cpuReservation: null, memoryReservationMb: null });
     const changed = await h.services.serviceChanges.update(admin, created.id, { resources: { memoryReservationMb: 64 } });
     expect(changed.resources).toEqual({ cpuLimit: 0.25, memoryLimitMb: 128, cpuReservation: null, memoryReservationMb: 64 });
-    expect(await rejection(h.services.serviceChanges.update(admin, created.id, { replicas: 2 }))).toMatchObject({
+    expect(await rejection(h.services.serviceChanges.update(admin, created.id, { replicas: 11 }))).toMatchObject({
       details: { field: 'replicas' },
     });
 

@@ -1,0 +1,255 @@
+import { Agent, request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { docker, ownPortRange, provisionDocker } from '../helpers/docker.js';
+import { deploy } from '../helpers/deployments.js';
+import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+
+/**
+ * Several replicas of one service on one server (issue 31), through a real Caddy and the real engine:
+ * requests reach every replica; a redeploy under load, a replica killed under load, and scaling down
+ * to 1 and to 0 drop no request. One platform, one Node service with 3 replicas. Names carry a random
+ * suffix and ports are the file's own, so it runs beside other files.
+ */
+let caddy: CaddyProcess;
+let server: ServerProcess;
+let call: ReturnType<typeof api>;
+let projectId: string;
+let serviceId: string;
+const hostname = `web-${randomBytes(4).toString('hex')}.replicas.test`;
+
+/** Answers `version $VERSION <container hostname> <body>`: which replica answered, and that a POST's body arrived. */
+const NODE_SERVER = [
+  'const http = require("http"); const os = require("os");',
+  'const server = http.createServer((req, res) => { let body = ""; req.on("data", (c) => (body += c));',
+  'req.on("end", () => { res.setHeader("content-type", "text/plain"); res.end("version " + process.env.VERSION + " " + os.hostname() + " " + body + "\\n"); }); });',
+  'server.listen(Number(process.env.PORT));',
+  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
+].join(' ');
+
+/** `clients` keep-alive clients, half of them POSTing, each sending one request after the other; every non-200 or error is a failure. */
+class Load {
+  total = 0;
+  readonly failures: string[] = [];
+  readonly hosts = new Set<string>();
+  private running = false;
+  private done: Promise<void>[] = [];
+  private readonly agent: Agent;
+
+  constructor(private readonly clients = 6) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: clients });
+  }
+
+  start(): void {
+    this.running = true;
+    this.done = Array.from({ length: this.clients }, (_, i) => this.loop(i % 2 === 1 ? 'POST' : 'GET'));
+  }
+
+  async stop(label: string): Promise<void> {
+    this.running = false;
+    await Promise.all(this.done);
+    this.agent.destroy();
+    console.log(`replicas: ${label}: ${this.total} requests, ${this.failures.length} failed`, this.failures.slice(0, 10));
+    if (this.failures.length > 0)
+      console.log(
+        caddy
+          .output()
+          .split('\n')
+          .filter((l) => /"level":"error"|502/.test(l))
+          .slice(-6)
+          .join('\n'),
+      );
+  }
+
+  private async loop(method: 'GET' | 'POST'): Promise<void> {
+    while (this.running) {
+      const body = method === 'POST' ? `order=${randomBytes(3).toString('hex')}` : '';
+      const answer = await this.once(method, body);
+      this.total++;
+      const match = 'text' in answer ? /^version \d+ (\S+) ?(.*)$/.exec(answer.text.trim()) : null;
+      if ('error' in answer || answer.status !== 200 || !match || (match[2] ?? '') !== body) {
+        this.failures.push(`${method}: ${'error' in answer ? answer.error : `${answer.status} ${answer.text.slice(0, 120)}`}`);
+        await new Promise((r) => setTimeout(r, 10));
+        continue;
+      }
+      this.hosts.add(match[1]!);
+    }
+  }
+
+  private once(method: string, body: string): Promise<{ status: number; text: string } | { error: string }> {
+    return new Promise((resolve) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: caddy.httpPort,
+          path: '/',
+          method,
+          headers: { Host: hostname, 'content-type': 'text/plain' },
+          agent: this.agent,
+          timeout: 10_000,
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on('error', (error) => resolve({ error: `response: ${error.message}` }));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('timed out after 10 s')));
+      req.on('error', (error) => resolve({ error: error.message }));
+      req.end(body || undefined);
+    });
+  }
+}
+
+/** The service's running containers: name -> short id (what os.hostname() answers inside). */
+async function running(): Promise<Map<string, string>> {
+  const out = await docker('ps', '--filter', `label=slipway.service=${serviceId}`, '--format', '{{.Names}} {{.ID}}');
+  return new Map(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split(' ') as [string, string]),
+  );
+}
+
+async function untilRunning(count: number, timeoutMs: number, ready?: (names: string[]) => boolean): Promise<Map<string, string>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const now = await running();
+    if (now.size === count && (!ready || ready([...now.keys()]))) return now;
+    if (Date.now() > deadline) throw new Error(`expected ${count} running replicas within ${timeoutMs} ms; have ${[...now.keys()]}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Distinct replicas answering through the proxy over `n` requests on new connections. */
+async function hostsOver(n: number): Promise<Set<string>> {
+  const hosts = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const answer = await requestVia(caddy.httpPort, hostname);
+    const match = answer ? /^version \d+ (\S+)/.exec(answer.text.trim()) : null;
+    if (match) hosts.add(match[1]!);
+  }
+  return hosts;
+}
+
+beforeAll(async () => {
+  await provisionDocker();
+  caddy = await startCaddy();
+  server = await startServerProcess({
+    ...caddy.platformEnv,
+    BUILD_CONCURRENCY: '1',
+    STOP_GRACE_SECONDS: '1',
+    HEALTH_TIMEOUT_MS: '20000',
+    HOST_PORT_RANGE: ownPortRange(),
+  });
+  call = api(server.url, server.token);
+  projectId = (await call('POST', '/api/projects', { name: `replicas-${randomBytes(3).toString('hex')}` })).json.project.id;
+  const created = await call('POST', `/api/projects/${projectId}/services`, {
+    name: 'web',
+    repoUrl: 'container-image',
+    containerImage: 'node:22-bookworm-slim',
+    startCommand: `exec node -e '${NODE_SERVER}'`,
+    internalPort: 3000,
+    replicas: 3,
+    env: [{ key: 'VERSION', value: '1' }],
+  });
+  expect(created.status, created.text).toBe(201);
+  serviceId = created.json.service.id;
+  expect(created.json.service.replicas).toBe(3);
+}, 10 * 60_000);
+
+afterAll(async () => {
+  if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
+  await server?.dispose();
+  if (server) {
+    rmSync(server.dataDir, { recursive: true, force: true });
+    await removeInstanceLeftovers(server.output());
+  }
+  await caddy?.stop();
+});
+
+it('runs 3 replicas, named by index, and requests through the proxy reach all three', async () => {
+  const first = await deploy(call, serviceId, 60_000);
+  expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
+  const name = first.deployment.containerName!;
+  const domain = await call('POST', `/api/services/${serviceId}/domains`, { hostname });
+  expect(domain.status, domain.text).toBe(201);
+  await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 1 / });
+  const replicas = await running();
+  expect([...replicas.keys()].sort()).toEqual([name, `${name}-r1`, `${name}-r2`]);
+  expect(name.startsWith('slipway-')).toBe(true);
+  expect([...(await hostsOver(30))].sort()).toEqual([...replicas.values()].sort());
+}, 90_000);
+
+it('redeploys under load, one replica at a time, with no failed request', async () => {
+  const set = await call('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: '2' });
+  expect(set.status, set.text).toBeLessThan(300);
+  const load = new Load();
+  load.start();
+  let result!: Awaited<ReturnType<typeof deploy>>;
+  try {
+    result = await deploy(call, serviceId, 90_000);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await load.stop('a redeploy of 3 replicas');
+  }
+  expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
+  expect(result.logs.some((l) => l.startsWith('Routes switched to 3 replicas'))).toBe(true);
+  expect(load.failures).toEqual([]);
+  expect(load.total).toBeGreaterThan(50);
+  const name = result.deployment.containerName!;
+  expect([...(await running()).keys()].sort()).toEqual([name, `${name}-r1`, `${name}-r2`]);
+  expect((await requestVia(caddy.httpPort, hostname))?.text).toMatch(/^version 2 /);
+}, 120_000);
+
+it('a killed replica costs no GET and no POST but those dialed to it as it died (a 502, see docs/cluster.md), and comes back', async () => {
+  const before = await running();
+  const victim = [...before.keys()].find((n) => n.endsWith('-r1'))!;
+  const load = new Load();
+  load.start();
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    await docker('kill', victim);
+    // Back (started again by Docker or replaced by the platform's pass) and serving.
+    await untilRunning(3, 30_000, (names) => names.includes(victim));
+    await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 2 / });
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    await load.stop('one replica killed');
+  }
+  expect(load.failures.filter((f) => !f.startsWith('POST'))).toEqual([]);
+  // Known limit (docs/cluster.md): Caddy 2.6.2 retries a request whose dial failed on the next replica, but
+  // sends a POST's retry with its body already closed, so a POST dialed to the replica in the moment
+  // between its death and Docker's `die` event (which takes it out of the routes) is answered 502: never
+  // sent twice, never with another request's body.
+  expect(load.failures.every((f) => f === 'POST: 502 ')).toBe(true);
+  console.log(`replicas: POSTs answered 502 after the kill: ${load.failures.length} of ${load.total} requests`);
+}, 60_000);
+
+it('scales to 1 and to 0 without a redeploy: no failed request while scaling down, then stopped and kept', async () => {
+  const load = new Load();
+  load.start();
+  try {
+    const one = await call('PATCH', `/api/services/${serviceId}`, { replicas: 1 });
+    expect(one.status, one.text).toBe(200);
+    await untilRunning(1, 30_000);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await load.stop('scaled from 3 to 1');
+  }
+  expect(load.failures).toEqual([]);
+  expect(await hostsOver(5)).toHaveProperty('size', 1);
+
+  const zero = await call('PATCH', `/api/services/${serviceId}`, { replicas: 0 });
+  expect(zero.status, zero.text).toBe(200);
+  expect(zero.json.service).toMatchObject({ replicas: 0, status: 'stopped' });
+  await untilRunning(0, 30_000);
+  await waitUntilServed(caddy.httpPort, hostname, { status: 503 });
+  const refused = await call('POST', `/api/services/${serviceId}/deployments`);
+  expect(refused.status, refused.text).toBe(409);
+}, 90_000);
