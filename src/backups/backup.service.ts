@@ -35,6 +35,7 @@ import {
   type BackupSettingsRecord,
   type BackupStorage,
   type BackupTrigger,
+  DEFAULT_DRILL,
 } from './backup.records.js';
 import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
 import type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './object-store.port.js';
@@ -154,6 +155,12 @@ export class BackupService {
       startedAt: null,
       finishedAt: null,
       scheduleId,
+      kind: 'dump',
+      volume: null,
+      volumeMode: null,
+      walStart: null,
+      counts: null,
+      drill: null,
     };
   }
 
@@ -301,6 +308,7 @@ export class BackupService {
       weeklyEnabled: true,
       monthlyEnabled: true,
       ...DEFAULT_RETENTION,
+      drill: DEFAULT_DRILL,
       createdAt: now,
       updatedAt: now,
     };
