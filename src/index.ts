@@ -337,7 +337,7 @@ export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFormat } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
-export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';
+export type { CountTarget, DatabaseDump, DumpTarget, EngineCounts, RunningDump } from './backups/database-dump.port.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';
