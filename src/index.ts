@@ -359,3 +359,15 @@ export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
 export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';
+// Data safety (docs/backups.md): point-in-time recovery, restore drills, volume backups.
+export { WAL_FILE_NAME, WAL_SPOOL_DIR, ARCHIVE_COMMAND, archiveMount, type ArchiveMount } from './pitr/wal-spool.js';
+export type {
+  ArchivedFile,
+  PointInTimeRecovery,
+  RecoveryRequest,
+  RecoveryResult,
+  SpooledFile,
+  WalSpool,
+} from './pitr/wal-archive.port.js';
+export type { VolumeArchive, VolumeStats } from './volumes/volume-archive.port.js';
+export type { ScratchDatabase, ScratchDatabaseSpec, ScratchDatabases } from './backups/scratch-database.port.js';

@@ -29,7 +29,8 @@ export async function countMysql(exec: ContainerExec, env: Record<string, string
     for (let i = 0; i < tables.length; i += 100) {
       const batch = tables.slice(i, i + 100);
       const sql = batch.map((t, j) => `SELECT ${i + j}, COUNT(*) FROM ${quoted(t)}`).join(' UNION ALL ');
-      for (const [index, count] of Object.entries(tabSeparatedCounts(await client(sql)))) counts[`${database}.${tables[Number(index)]}`] = count;
+      for (const [index, count] of Object.entries(tabSeparatedCounts(await client(sql))))
+        counts[`${database}.${tables[Number(index)]}`] = count;
     }
     return { unit: 'rows', counts };
   } finally {

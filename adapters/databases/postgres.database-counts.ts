@@ -17,7 +17,23 @@ ORDER BY 1`;
 /** PostgreSQL and TimescaleDB: `psql` in the container, as the service's user, the password in PGPASSWORD. */
 export async function countPostgres(exec: ContainerExec, env: Record<string, string>): Promise<EngineCounts> {
   const out = await exec.run(
-    ['psql', '-X', '-q', '-A', '-t', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-U', env.POSTGRES_USER ?? 'postgres', '-d', env.POSTGRES_DB ?? 'postgres', '-c', COUNT_TABLES],
+    [
+      'psql',
+      '-X',
+      '-q',
+      '-A',
+      '-t',
+      '-F',
+      '\t',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-U',
+      env.POSTGRES_USER ?? 'postgres',
+      '-d',
+      env.POSTGRES_DB ?? 'postgres',
+      '-c',
+      COUNT_TABLES,
+    ],
     { env: { PGPASSWORD: env.POSTGRES_PASSWORD ?? '' } },
   );
   return { unit: 'rows', counts: tabSeparatedCounts(out) };

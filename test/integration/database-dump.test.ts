@@ -251,8 +251,12 @@ describe('MySQL (mysqldump --single-transaction / mysql; MariaDB 10.11 here)', (
     await conn.query('CREATE VIEW items_view AS SELECT id FROM items');
     const logs = logged();
     const counted = await dumps.count({ ...target, host: null }, AbortSignal.timeout(60_000), logs.log);
-    const count = async (table: string) => Number(((await conn.query(`SELECT count(*) AS n FROM ${table}`)) as never as [[{ n: number }]])[0][0].n);
-    expect(counted).toEqual({ unit: 'rows', counts: { 'shop.audit': await count('audit'), 'shop.items': await count('items'), 'shop.odd `name': 3 } });
+    const count = async (table: string) =>
+      Number(((await conn.query(`SELECT count(*) AS n FROM ${table}`)) as never as [[{ n: number }]])[0][0].n);
+    expect(counted).toEqual({
+      unit: 'rows',
+      counts: { 'shop.audit': await count('audit'), 'shop.items': await count('items'), 'shop.odd `name': 3 },
+    });
     await expectNoSecretsLeft(target.containerId, logs);
   });
 
@@ -458,8 +462,10 @@ describe('ClickHouse (clickhouse-client: SHOW CREATE + FORMAT Native, framed)', 
     const expected: Record<string, number> = {};
     for (const { name, engine } of listed) {
       if (!/MergeTree$|^(TinyLog|StripeLog|Log|Memory)$/.test(engine) || name.startsWith('.inner')) continue;
-      const [{ n }] = (await (await ch.query({ query: `SELECT count() AS n FROM \`${name}\``, format: 'JSONEachRow' })).json()) as Array<{ n: string }>;
-      expected[`shop.${name}`] = Number(n);
+      const [row] = (await (await ch.query({ query: `SELECT count() AS n FROM \`${name}\``, format: 'JSONEachRow' })).json()) as Array<{
+        n: string;
+      }>;
+      expected[`shop.${name}`] = Number(row?.n);
     }
     expect(Object.keys(expected).length).toBeGreaterThan(0);
     expect(counted.counts).toEqual(expected);
