@@ -147,12 +147,17 @@ export class BackupLabelReader extends Transform {
     if (head.length >= 512) {
       const name = head.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
       const size = Number.parseInt(head.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim(), 8);
-      if (name !== 'backup_label' && name !== './backup_label')
-        return this.fail(new Error(`the base backup does not start with backup_label (${name})`));
+      if (name !== 'backup_label' && name !== './backup_label') {
+        this.fail(new Error(`the base backup does not start with backup_label (${name})`));
+        return;
+      }
       if (head.length >= 512 + size) {
         const label = head.subarray(512, 512 + size).toString('utf8');
         const file = /START WAL LOCATION: [0-9A-F]+\/[0-9A-F]+ \(file ([0-9A-F]{24})\)/.exec(label)?.[1];
-        if (!file) return this.fail(new Error('backup_label names no start WAL file'));
+        if (!file) {
+          this.fail(new Error('backup_label names no start WAL file'));
+          return;
+        }
         this.settled = true;
         this.head = [];
         this.resolveStart(file);
