@@ -250,7 +250,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
       options.backups?.locate ??
       (async (service) => {
         const container = current ? await current.currentOf(service) : null;
-        return container ? { containerId: container.id } : null;
+        return container ? { containerId: container.id, host: container.ip } : null;
       }),
     objectStoreConfig: (storageId) => (storageId ? storage.objectStoreConfig(storageId) : settings.objectStore()),
     repoint: options.backups?.repoint ?? (runner ? () => runner.passNow() : undefined),

@@ -9,9 +9,7 @@ import { FanOut, HashingStream } from './backup-streams.js';
 import { BACKUP_FILE_EXTENSIONS, type BackupRecord } from './backup.records.js';
 import { errorText, maskIn, missingObjectStore, type BackupService } from './backup.service.js';
 import type { ObjectStore } from './object-store.port.js';
-
-/** A failure the user can act on: its message is the backup's `error` as is. */
-class BackupFailure extends Error {}
+import { BackupFailure, dumpSource, type BackupSources, type OpenedSource } from './backup-sources.js';
 
 /**
  * Backups as a kind of durable job: the backups table is the queue, one backup runs at a time per
@@ -19,11 +17,17 @@ class BackupFailure extends Error {}
  * for. A backup that did not reach each of them is `failed`, and what it left is removed.
  */
 export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue<BackupRecord> {
+  private readonly sources: BackupSources;
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly backups: BackupService,
     private readonly env: EnvService,
-  ) {}
+    /** Volumes' tars and base backups; a database's dump is the dump port's. */
+    sources: BackupSources = {},
+  ) {
+    this.sources = { dump: dumpSource(backups.ports.dump, (service) => backups.ports.locate(service)), ...sources };
+  }
 
   get queue(): JobQueue<BackupRecord> {
     return this;
@@ -86,10 +90,12 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       localPath: wantsDisk ? ports.files.pathOf(backup.serviceId, name) : null,
       objectKey: wantsObject ? `backups/${backup.serviceId}/${name}` : null,
     };
+    let opened: OpenedSource | null = null;
     try {
       const service = await this.deps.store.projects.getService(backup.serviceId);
       if (!service) throw new BackupFailure('The service was deleted');
-      if (!ports.dump) throw new BackupFailure('This platform has no container engine to run the dump in');
+      const source = this.sources[backup.kind];
+      if (!source) throw new BackupFailure(`This platform cannot make ${backup.kind} backups`);
       let store: ObjectStore | null = null;
       if (wantsObject) {
         const config = await ports.objectStoreConfig(backup.storageId);
@@ -98,13 +104,15 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
         log.mask(config.secretAccessKey);
         store = ports.objectStores(config);
       }
-      const container = await ports.locate(service);
-      if (!container) throw new BackupFailure(`${service.name} is not running: deploy it before backing up`);
       const { env } = await this.env.resolvedFor(service);
       secrets = { ...secrets, ...env };
       log.mask(...Object.values(env));
       await this.deps.store.backups.update(backup.id, { localPath: placed.localPath, objectKey: placed.objectKey });
-      log.write(`Backup ${backup.id} started: ${backup.engine}, format ${backup.format}, to ${backup.storage}`);
+      log.write(
+        backup.kind === 'volume'
+          ? `Backup ${backup.id} started: volume ${backup.volume} (${backup.volumeMode}), format ${backup.format}, to ${backup.storage}`
+          : `Backup ${backup.id} started: ${backup.engine}${backup.kind === 'base' ? ' base backup' : ''}, format ${backup.format}, to ${backup.storage}`,
+      );
 
       // Every destination is open before the dump starts: a dump nobody reads would hold its server.
       const targets: Writable[] = [];
@@ -122,9 +130,8 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
         uploads.push(upload);
         log.write(`Uploading to the object store as ${placed.objectKey}`);
       }
-      const dump = await ports.dump.dump({ engine: backup.engine, containerId: container.containerId, env }, work.signal, (line) =>
-        log.write(line, 'stderr'),
-      );
+      opened = await source.open({ backup, service, env, signal: work.signal, log });
+      const dump = opened;
       const hasher = new HashingStream();
       const tasks: Array<Promise<unknown>> = [dump.done, ...uploads];
       tasks.push(pipeline(dump.stream, hasher, new FanOut(targets), { signal: work.signal }));
@@ -142,7 +149,8 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (failed) throw failed.reason;
       if (placed.localPath) await ports.files.commit(placed.localPath);
       const checksum = hasher.checksum();
-      await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null });
+      const recorded = await opened.finish();
+      await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null, ...recorded });
       log.write(`Backup succeeded: ${hasher.bytes} bytes, ${checksum}`);
       return 'succeeded';
     } catch (error) {
@@ -161,6 +169,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       return 'failed';
     } finally {
       signal.removeEventListener('abort', stop);
+      await opened?.release?.().catch((error: Error) => log.write(`After the backup: ${error.message}`, 'stderr'));
     }
   }
 

@@ -48,8 +48,8 @@ export interface BackupPorts {
   dump: DatabaseDump | null;
   files: BackupFiles;
   objectStores: ObjectStoreFactory;
-  /** The container of a database service's current deployment; null when none runs. */
-  locate(service: ServiceRecord): Promise<{ containerId: string } | null>;
+  /** The container of a database service's current deployment (and its address); null when none runs. */
+  locate(service: ServiceRecord): Promise<{ containerId: string; host?: string | null } | null>;
   /**
    * A backup's object store, its secret decrypted: the storage instance `storageId` names, or with
    * null the one set in the platform settings; null when there is none.
