@@ -52,6 +52,7 @@ import type { ObjectStoreFactory } from './backups/object-store.port.js';
 import type { DatabaseDump } from './backups/database-dump.port.js';
 import { JobAborted } from './jobs/job-kind.js';
 import type { BackupRecord } from './backups/backup.records.js';
+import { DEFAULT_DRILL_LIMITS, DrillService, type DrillLimits, type DrillPorts } from './backups/drill.service.js';
 import { DatabaseCatalog } from './databases/database-catalog.service.js';
 import { ServicePower } from './deployments/service-power.js';
 import { assertStorageRemovable, StorageCatalog } from './storage/storage-catalog.service.js';
@@ -91,6 +92,8 @@ export interface ServicesOptions {
     locate?: (service: ServiceRecord) => Promise<{ containerId: string } | null>;
     /** A reconcile pass after a restore (router tests); else the deploy runner's. */
     repoint?: () => Promise<void>;
+    /** Restore drills: the scratch databases they restore into, the disk's fill, where their outcomes go. */
+    drills?: Partial<DrillPorts> & { limits?: Partial<DrillLimits> };
   };
 }
 
@@ -263,6 +266,25 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   backupJobs = backupRunner;
   backups.onCreated(() => backupRunner.wake());
   const backupScheduler = new BackupScheduler(deps, backups, options.log);
+  const drillOptions = options.backups?.drills;
+  const drillAdmin = options.databases?.admin ?? options.runtime?.databaseAdmin ?? null;
+  const drills = new DrillService(
+    deps,
+    backups,
+    env,
+    {
+      scratch: drillOptions?.scratch ?? null,
+      volumes: drillOptions?.volumes ?? null,
+      ready: drillOptions?.ready ?? (drillAdmin ? (endpoint, signal) => drillAdmin.checkReady(endpoint, signal) : null),
+      disk: drillOptions?.disk ?? (async () => null),
+      publish:
+        drillOptions?.publish ??
+        (async (event) =>
+          options.log?.(`restore ${event.type}`, { backupId: event.backupId, serviceId: event.serviceId, reason: event.reason })),
+    },
+    { ...DEFAULT_DRILL_LIMITS, ...drillOptions?.limits },
+    options.log,
+  );
   const system = new SystemService(
     settings,
     {
@@ -301,6 +323,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
     backups,
     backupRunner,
     backupScheduler,
+    drills,
     backupSchedules: new BackupScheduleService(deps, backups),
     teardown,
     health: new HealthService(deps, options.runtime?.engine ?? null, routing),
@@ -371,3 +394,4 @@ export type {
 } from './pitr/wal-archive.port.js';
 export type { VolumeArchive, VolumeStats } from './volumes/volume-archive.port.js';
 export type { ScratchDatabase, ScratchDatabaseSpec, ScratchDatabases } from './backups/scratch-database.port.js';
+export type { DrillEvent, DrillLimits, DrillPorts } from './backups/drill.service.js';

@@ -21,6 +21,8 @@ import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-impor
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
+import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
+import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
 import { S3ObjectStore } from '../object-store/s3.object-store.js';
 import { S3StorageServer } from '../object-store/s3.storage-server.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
@@ -144,6 +146,12 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         files: new DiskBackupFiles(config.platform.backups.dir),
         objectStores: (store) => new S3ObjectStore(store),
         ...(overrides.runtime ? {} : { dump: new DockerExecDatabaseDump(docker) }),
+        drills: {
+          ...(overrides.runtime
+            ? {}
+            : { scratch: new DockerScratchDatabases(docker, config.platform.instanceId, config.platform.resourcePrefix) }),
+          disk: statfsDiskUsage(config.platform.backups.dir),
+        },
         ...overrides.backups,
       },
       dnsProviders: [
@@ -233,6 +241,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
         // Terminals' processes are killed before the platform exits (Docker would keep them running).
         await terminals.closeAll();
         await services.backupScheduler.stop();
+        await services.drills.stop();
         await services.backupRunner.stop();
         await services.runner?.stop();
         await services.imports.stop();
@@ -264,7 +273,14 @@ function startBackups(services: Services): void {
   const recover = () => {
     if (services.backupRunner.stopping) return;
     services.backupRunner.recover().then(
-      () => services.backupScheduler.start(),
+      () => {
+        services.backupScheduler.start();
+        // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
+        services.drills
+          .recover()
+          .catch((error: Error) => log('drill recovery failed', { error: error.message }))
+          .finally(() => services.drills.start());
+      },
       (error: Error) => {
         log('backup recovery failed; trying again', { error: error.message });
         setTimeout(recover, 5_000).unref();

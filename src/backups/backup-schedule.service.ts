@@ -92,7 +92,7 @@ export class BackupScheduleService {
       lastError: null,
       volume: null,
       volumeMode: null,
-      drill: DEFAULT_DRILL,
+      drill: input.drill ?? DEFAULT_DRILL,
       lastDrillAt: null,
       createdAt: now,
       updatedAt: now,

@@ -88,6 +88,13 @@ export class BackupRepository extends Repository {
     const patch = backupRowPatch({ drill });
     return (await this.fork().nativeUpdate(Backup, { id, drillStatus: { $in: from } }, patch as never)) > 0;
   }
+  /** Queues a drill unless one is queued or running (a backup never drilled, or whose last drill ended). */
+  async queueDrill(id: string, drill: NonNullable<BackupRecord['drill']>): Promise<boolean> {
+    this.written();
+    const patch = backupRowPatch({ drill });
+    const where = { id, $or: [{ drillStatus: null }, { drillStatus: { $in: ['passed', 'failed', 'skipped'] } }] };
+    return (await this.fork().nativeUpdate(Backup, where as never, patch as never)) > 0;
+  }
   /** Per service: backups (of `kind`) that succeeded and were never drilled, and those whose last drill failed. */
   async drillSummary(serviceId: string, kind: BackupKind, volume: string | null = null): Promise<{ neverDrilled: number; failed: number }> {
     const of: Where<BackupRow> = { serviceId, kind, status: 'succeeded', ...(kind === 'volume' ? { volume } : {}) };

@@ -98,12 +98,13 @@ export class BackupService {
 
   async list(actor: Actor, serviceId: string, signal?: AbortSignal): Promise<BackupListView> {
     const { service } = await this.databaseOf(actor, serviceId);
-    const [backups, [settings, objectStore]] = await Promise.all([
-      this.deps.store.backups.list(service.id, 500),
+    const [backups, drills, [settings, objectStore]] = await Promise.all([
+      this.deps.store.backups.listOf(service.id, 'dump', null, 500),
+      this.deps.store.backups.drillSummary(service.id, 'dump'),
       // The store this database's backups go to: its storage instance, or the platform's.
       this.settingsOf(service.id).then(async (s) => [s, await this.objectStoreConnection(s.storageId, signal)] as const),
     ]);
-    return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore };
+    return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore, drills };
   }
 
   async create(actor: Actor, serviceId: string, storage: BackupStorage): Promise<BackupView> {
@@ -377,7 +378,7 @@ export class BackupService {
    * The stored bytes, hashed and compared with the backup's checksum and size; an object is first
    * fetched to a scratch file, so what is restored is exactly what was checked.
    */
-  private async verifiedSource(
+  async verifiedSource(
     backup: BackupRecord,
     signal: AbortSignal,
     log: JobLogWriter,

@@ -938,6 +938,15 @@ const rows: Row[] = [
     check: (res) => expect(res.json.error).toBe('conflict'),
   },
   {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/backups/{backupId}/drill',
+    access: 'write',
+    // A failed backup has no file to drill: 409, after authentication, access and scope.
+    success: 409,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/${f.backupId}/drill` }),
+    check: (res) => expect(res.json.error).toBe('conflict'),
+  },
+  {
     method: 'GET',
     template: '/api/services/{serviceId}/database/backups/{backupId}/download',
     access: 'read',
