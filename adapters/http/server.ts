@@ -78,7 +78,7 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
 }
 
 /** One adapter per engine family; PostgreSQL's serves TimescaleDB too. */
-function databaseAdmin(): EngineDatabaseAdmin {
+export function databaseAdmin(): EngineDatabaseAdmin {
   const postgres = lazyDatabaseAdmin(async () => new (await import('../databases/postgres.database-admin.js')).PostgresDatabaseAdmin());
   return new EngineDatabaseAdmin({
     postgres,

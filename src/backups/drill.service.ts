@@ -211,15 +211,21 @@ export class DrillService {
     const log = this.backups.openLog(queued.id);
     const signal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.limits.timeoutMs)]);
     let outcome: Pick<DrillRecord, 'status' | 'reason' | 'counts' | 'checksumOk'>;
+    const progress: { checksumOk: boolean | null } = { checksumOk: null };
     try {
-      outcome = await this.drill(queued, signal, log);
+      outcome = await this.drill(queued, signal, log, progress);
     } catch (error) {
       const reason = signal.aborted
         ? this.controller.signal.aborted
           ? 'The drill was cut off: the platform is stopping'
           : `The drill took longer than ${Math.round(this.limits.timeoutMs / 60_000)} minutes`
         : (error as Error).message;
-      outcome = { status: 'failed', reason, counts: null, checksumOk: error instanceof ChecksumMismatchError ? false : null };
+      outcome = {
+        status: 'failed',
+        reason,
+        counts: null,
+        checksumOk: error instanceof ChecksumMismatchError ? false : progress.checksumOk,
+      };
     }
     const finishedAt = this.deps.clock.now();
     const seconds = ((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(1);
@@ -243,6 +249,7 @@ export class DrillService {
     backup: BackupRecord,
     signal: AbortSignal,
     log: JobLogWriter,
+    progress: { checksumOk: boolean | null },
   ): Promise<Pick<DrillRecord, 'status' | 'reason' | 'counts' | 'checksumOk'>> {
     log.write(`Restore drill of backup ${backup.id} started`);
     const skipped = await this.diskWouldFill(backup);
@@ -256,6 +263,7 @@ export class DrillService {
     // The checksum first: a changed or truncated file fails the drill before anything is started.
     const source = await this.backups.verifiedSource(backup, signal, log);
     log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
+    progress.checksumOk = true;
     const { env } = await this.env.resolvedFor(service);
     log.mask(...Object.values(env));
     const spec = ENGINE_SPECS[backup.engine];
