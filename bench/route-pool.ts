@@ -1,20 +1,21 @@
 /**
  * What routing by files costs Caddy per request: `npm run bench:route-pool`.
  *
- * Caddy's routes are matched in order, each by one `stat` of `<route dir>/<Host>`, so a hostname pays
- * for every route tried before its own. In one run this starts a real Caddy (test/helpers/caddy.ts)
- * and loads, in turn, (a) the configuration of 16 services with one route each (the design before the
- * pool: a hostname of the 16th service tries 16 directories) and (b) the one the platform builds now
- * for a pool of 16 slot pairs (then the waiting route), every handler replaced by a
- * static 200 so that only the matching is measured. autocannon loads a hostname of each position in
- * alternating rounds; the table gives req/s (median of the rounds) and the ratio to the first route of
- * (a), one `stat`. Informational: exits 0 unless it crashes.
+ * The configuration holds no hostname: a request's Host is looked up in the routes directory
+ * (`_upstream/<hostname>/*`, one directory read and one `stat`; then `_waiting/<hostname>`), after a
+ * lower-casing step that only mixed-case names take (a request Caddy sends itself). In one run this
+ * starts a real Caddy (test/helpers/caddy.ts) and loads, in turn, (a) the baseline: one route with
+ * Caddy's own `host` matcher, the cheapest routing Caddy has (but every hostname change is a load),
+ * and (b) the configuration the platform builds, with 1 and with 500 routed hostnames; every upstream
+ * is replaced by a static 200 so that only the matching is measured. autocannon loads each case in
+ * alternating rounds; the table gives req/s (median of the rounds) and the ratio to the baseline.
+ * Informational: exits 0 unless it crashes.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildCaddyConfig } from '../adapters/proxy/caddy-config.js';
+import { buildCaddyConfig, planFiles } from '../adapters/proxy/caddy-config.js';
 import { RoutesDirectory } from '../adapters/proxy/routes-directory.js';
 import type { RoutingTable } from '../src/routing/reverse-proxy.port.js';
 import { startCaddy, waitUntilServed } from '../test/helpers/caddy.js';
@@ -25,7 +26,7 @@ import { median } from './bench-support.js';
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const POOL = 16;
+const MANY = Number(process.env.BENCH_HOSTNAMES ?? 500);
 
 function post(url: string, body: unknown): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -43,13 +44,16 @@ function post(url: string, body: unknown): Promise<number> {
   });
 }
 
-/** Every handler answers 200 at once: the figures are Caddy's routing, not an upstream. */
+const OK = { handler: 'static_response', status_code: 200, body: 'ok' };
+
+/** The upstreams and the 503 answer 200 at once: the figures are Caddy's routing, not an upstream (the lower-casing step stays). */
 function staticHandlers(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(staticHandlers);
   if (!value || typeof value !== 'object') return value;
   const object = value as Record<string, unknown>;
-  if (object.handler === 'reverse_proxy' || (object.handler === 'static_response' && object.status_code === 503))
-    return { handler: 'static_response', status_code: 200, body: 'ok' };
+  const dial = (object.upstreams as Array<{ dial: string }> | undefined)?.[0]?.dial ?? '';
+  if ((object.handler === 'reverse_proxy' && dial.startsWith('{')) || (object.handler === 'static_response' && object.status_code === 503))
+    return OK;
   return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, staticHandlers(inner)]));
 }
 
@@ -57,43 +61,61 @@ async function main(): Promise<void> {
   const caddy = await startCaddy();
   const root = await mkdtemp(path.join(tmpdir(), 'slipway-bench-routes-'));
   try {
-    const pool = Array.from({ length: POOL }, (_, i): [string, string] => [`10.254.0.${2 + 2 * i}:80`, `10.254.0.${3 + 2 * i}:80`]);
-    const options = { httpPort: caddy.httpPort, httpsPort: 0, autoHttps: false, acmeEmail: null, gatePort: 1, healthIntervalMs: 60_000 };
+    const options = { httpPort: caddy.httpPort, httpsPort: 0, autoHttps: false, acmeEmail: null };
     const admin = { listen: `127.0.0.1:${caddy.adminPort}` };
-    const name = (prefix: string, i: number) => `${prefix}${String(i).padStart(2, '0')}`;
-    const services: RoutingTable = {
-      version: 'per-service',
-      routes: pool.map((pair, i) => ({ hostname: `${name('s', i)}.bench.test`, serviceId: name('s', i), upstream: pair[0] })),
-    };
-    const pooled: RoutingTable = {
-      version: 'pool',
-      slotPool: pool,
+    const table = (n: number): RoutingTable => ({
+      version: `n${n}`,
       routes: [
-        ...pool.map((pair, i) => ({ hostname: `${name('p', i)}.bench.test`, serviceId: name('p', i), upstream: pair })),
+        ...Array.from({ length: n }, (_, i) => ({
+          hostname: `s${String(i).padStart(3, '0')}.bench.test`,
+          serviceId: `s${i}`,
+          upstream: `10.254.${Math.floor(i / 250)}.${(i % 250) + 2}:80`,
+        })),
         { hostname: 'waiting.bench.test', serviceId: 'w', upstream: null },
       ],
+    });
+    const one = table(1);
+    const many = table(MANY);
+    const baseline = {
+      admin,
+      apps: {
+        http: {
+          servers: {
+            bench: {
+              listen: [`:${caddy.httpPort}`],
+              automatic_https: { disable: true },
+              routes: [{ match: [{ host: ['s000.bench.test'] }], handle: [OK], terminal: true }],
+            },
+          },
+        },
+      },
     };
+    const last = `s${String(MANY - 1).padStart(3, '0')}.bench.test`;
     const cases = [
-      { label: 'per service (before): 1st of 16 (1 stat, baseline)', table: services, host: 's00.bench.test' },
-      { label: `per service (before): 16th of 16 (${POOL} stats)`, table: services, host: 's15.bench.test' },
-      { label: 'pool of 16 pairs: 1st pair (1 stat)', table: pooled, host: 'p00.bench.test' },
-      { label: 'pool of 16 pairs: 16th pair (16 stats)', table: pooled, host: 'p15.bench.test' },
-      { label: 'pool of 16 pairs: waiting (17 stats)', table: pooled, host: 'waiting.bench.test' },
-    ];
+      { label: 'Caddy `host` matcher, 1 hostname in the configuration (baseline)', config: 'host', host: 's000.bench.test' },
+      { label: 'routes directory, 1 hostname', config: one, host: 's000.bench.test' },
+      { label: `routes directory, ${MANY} hostnames: the last`, config: many, host: last },
+      { label: `routes directory, ${MANY} hostnames: the last, sent in upper case`, config: many, host: last.toUpperCase() },
+      { label: `routes directory, ${MANY} hostnames: one waiting for a container`, config: many, host: 'waiting.bench.test' },
+    ] as const;
     const directory = new RoutesDirectory(root);
-    let loaded: RoutingTable | null = null;
+    let loaded: unknown = null;
     const results = cases.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) {
       const order = cases.map((_, i) => i);
       if (round % 2) order.reverse();
       for (const i of order) {
-        const { table, host } = cases[i]!;
-        if (loaded !== table) {
-          const built = buildCaddyConfig(table, options, admin, { routesDir: root });
-          await directory.sync(built.digest, built.routes);
-          const status = await post(`${caddy.adminUrl}/load`, staticHandlers(built.config));
+        const { config, host } = cases[i]!;
+        if (loaded !== config) {
+          let body: unknown = baseline;
+          if (config !== 'host') {
+            const built = buildCaddyConfig(options, admin, { routesDir: root });
+            await directory.sync(built.digest, planFiles(config));
+            body = staticHandlers(built.config);
+          }
+          const status = await post(`${caddy.adminUrl}/load`, body);
           if (status !== 200) throw new Error(`Caddy refused the configuration: ${status}`);
-          loaded = table;
+          loaded = config;
         }
         await waitUntilServed(caddy.httpPort, host, { status: 200, text: /^ok$/ });
         const result = await autocannon({
@@ -111,7 +133,7 @@ async function main(): Promise<void> {
     console.log(
       `\n${CONNECTIONS} keep-alive connections, ${ROUNDS} rounds of ${DURATION_S} s each, Caddy ${caddy.output().match(/v2[\d.]+/)?.[0] ?? '(version not logged)'}\n`,
     );
-    console.log('| hostname of | req/s (median) | ratio to baseline |');
+    console.log('| hostname routed by | req/s (median) | ratio to baseline |');
     console.log('|---|---|---|');
     for (const [label, value] of rows) console.log(`| ${label} | ${Math.round(value)} | ${(value / base).toFixed(2)}x |`);
   } finally {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { insertedRowView, queryResultView, rowsView, tablesView } from '../src/index.js';
+import { insertedRowView, queryResultView, ROWS_PAGE_LIMIT, rowsView, tablesView } from '../src/index.js';
 import { idParam, line, okTrue, queryInt, text } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -43,7 +43,9 @@ export const databaseRouter = router({
       z.strictObject({
         serviceId: idParam,
         table: tableId,
-        limit: queryInt(1, 500).default(50).meta({ description: '1..500, default 50' }),
+        limit: queryInt(1, ROWS_PAGE_LIMIT.max)
+          .default(ROWS_PAGE_LIMIT.default)
+          .meta({ description: `1..${ROWS_PAGE_LIMIT.max}, default ${ROWS_PAGE_LIMIT.default}` }),
         offset: queryInt(0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: '>= 0, default 0' }),
       }),
     )

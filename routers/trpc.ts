@@ -10,12 +10,12 @@ export type AuthRateKind = 'signup' | 'signin' | 'password-reset';
 
 /** Per-request limits the edge enforces; the routers only ask. */
 export interface RequestLimiter {
-  /** Counts a failed authentication; throws a rate_limited DomainError once this client (IP) failed too often. */
-  recordAuthFailure(ip: string): void;
+  /** Counts a failed authentication; rejects with a rate_limited DomainError once this client (IP) failed too often. */
+  recordAuthFailure(ip: string): Promise<void>;
   /** Throws a rate_limited DomainError when this key sent too many requests. */
   assertRequestAllowed(keyId: string): void;
-  /** Throws a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
-  assertAuthAttempt(kind: AuthRateKind, ip: string): void;
+  /** Rejects with a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
+  assertAuthAttempt(kind: AuthRateKind, ip: string): Promise<void>;
 }
 
 /** The session cookie, set and cleared by the HTTP edge; absent for server-side callers. */
@@ -190,7 +190,7 @@ const mapDomainErrors = t.middleware(async ({ next }) => {
 
 /** Authentication endpoints spend their per-address budget first, whatever the body holds. */
 export const publicProcedure = t.procedure.use(mapDomainErrors).use(async ({ ctx, meta, next }) => {
-  if (meta?.rateLimit) ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+  if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
   return next();
 });
 
@@ -208,7 +208,7 @@ async function authenticated(ctx: Context): Promise<Actor> {
     return await ctx.services.accounts.authenticate(ctx.token);
   } catch (error) {
     // Guessing keys gets 429 after a while; a valid key from the same address still works.
-    if (ctx.token) ctx.limiter.recordAuthFailure(ctx.ip);
+    if (ctx.token) await ctx.limiter.recordAuthFailure(ctx.ip);
     throw error;
   }
 }

@@ -135,8 +135,7 @@ export function createServices(startupDeps: ServiceDeps, options: ServicesOption
   });
   const runtime: RuntimeDeps | undefined = options.runtime && { ...options.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
-  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config) : null;
-  if (slots) routing.useSlotPool((inUse) => (slots.ready ? slots.pool(inUse) : null));
+  const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log: options.log }) : null;
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, options.log) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const runnerLocator: DatabaseLocator | null = current

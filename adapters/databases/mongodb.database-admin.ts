@@ -32,6 +32,7 @@ import type {
 import { DomainError, NotFoundError, NotRunningError, QueryError, ValidationError } from '../../src/domain/errors.js';
 import { toCell, toRow } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import { abortable } from './abortable.js';
 
 /**
@@ -137,20 +138,16 @@ export class MongoDatabaseAdmin implements DatabaseAdmin {
   }
 
   async readRows(db: DatabaseEndpoint, table: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
-    const { limit, offset } = page;
-    if (!Number.isInteger(limit) || limit < 0) throw new ValidationError('limit', 'limit is a whole number from 0.');
-    if (!Number.isInteger(offset) || offset < 0) throw new ValidationError('offset', 'offset is a whole number from 0.');
+    const { limit, offset } = checkPage(page);
     return this.run(db, signal, async (client) => {
       await requireCollection(client, table, signal);
       const collection = client.db(table.schema).collection(table.name);
-      let docs: Document[] = [];
-      if (limit > 0) {
-        const cursor = collection.find({}, { sort: { _id: 1 }, skip: offset, limit, signal, ...EXACT_TYPES });
-        try {
-          docs = await cursor.toArray();
-        } finally {
-          await cursor.close().catch(() => undefined);
-        }
+      const cursor = collection.find({}, { sort: { _id: 1 }, skip: offset, limit, signal, ...EXACT_TYPES });
+      let docs: Document[];
+      try {
+        docs = await cursor.toArray();
+      } finally {
+        await cursor.close().catch(() => undefined);
       }
       const total = await collection.countDocuments({}, { signal });
       const columns: ColumnInfo[] = columnsOf(docs).map((c) => ({ ...c, primary: c.name === '_id' }));

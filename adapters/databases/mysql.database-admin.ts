@@ -11,36 +11,39 @@ import type {
   TableEntry,
   TableRef,
 } from '../../src/databases/database-admin.port.js';
-import { DomainError, NotFoundError, QueryError } from '../../src/domain/errors.js';
+import { DomainError, QueryError } from '../../src/domain/errors.js';
 import { toCell } from './cell-values.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import {
   type CatalogColumn,
-  type CatalogTable,
-  EXACT_COUNT_LIMIT,
   RowCap,
   SQL_ADMIN_DEFAULTS,
   type SqlAdminOptions,
   binaryParam,
-  checkColumns,
-  checkPage,
-  checkPrimaryKey,
   checkQuery,
   checkTableRef,
-  checkUpdateValues,
   connectionFailureCode,
-  keyId,
   notRunning,
   onAbort,
-  primaryKeyColumns,
   redact,
   requireTable,
-  rowId,
   rowOf,
   timer,
   uniqueNames,
   untilAborted,
 } from './sql-admin-support.js';
+import {
+  type EstimatedTable,
+  type SqlConnection,
+  type SqlDialect,
+  TableCache,
+  countMany,
+  deleteRow,
+  insertRow,
+  readRows,
+  updateRow,
+} from './sql-rows.js';
 
 /**
  * MySQL and MariaDB through one `mysql2` pool per service. Values are bound through server-side
@@ -55,7 +58,7 @@ interface MysqlColumn extends CatalogColumn {
   autoIncrement: boolean;
 }
 
-interface MysqlTable extends CatalogTable {
+interface MysqlTable extends EstimatedTable<MysqlColumn> {
   columns: MysqlColumn[];
   estimate: number;
 }
@@ -67,6 +70,8 @@ interface MysqlService {
   flavor: 'mariadb' | 'mysql' | null;
   /** Connections whose session is set up (UTC, the internal timeout); a reset one is set up again. */
   ready: WeakSet<object>;
+  /** Tables as the catalog described them a moment ago (pages read them from here). */
+  tables: TableCache<MysqlTable>;
 }
 
 interface ConnectionKey {
@@ -82,10 +87,6 @@ const WATCHDOG_SLACK_MS = 1_000;
 
 export function quoteMysql(identifier: string): string {
   return `\`${identifier.replaceAll('`', '``')}\``;
-}
-
-function qualified(table: TableRef): string {
-  return `${quoteMysql(table.schema)}.${quoteMysql(table.name)}`;
 }
 
 // ---- values -------------------------------------------------------------------------------------
@@ -121,6 +122,19 @@ function param(column: MysqlColumn, value: CellValue): string | number | boolean
   }
   return value;
 }
+
+/** MySQL's side of the shared row operations (sql-rows.ts). */
+const MYSQL_DIALECT: SqlDialect<MysqlColumn, MysqlTable> = {
+  quote: quoteMysql,
+  placeholder: () => '?',
+  param: (column, value) => param(column, value),
+  // LIMIT placeholders are bound as strings: MySQL 8 refuses a JS number there (it arrives as a DOUBLE).
+  pageParam: (n) => String(n),
+  // Without a key InnoDB reads in the order of its hidden row id, stable while the table does not change.
+  orderWithoutKey: () => [],
+  insertDefaults: '() VALUES ()',
+  returning: false,
+};
 
 /** Result column type names from the protocol's column definitions, as close to COLUMN_TYPE as they say. */
 const TYPE_NAMES: Record<number, string> = {
@@ -262,7 +276,7 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
       waitForConnections: true,
       queueLimit: 0,
     });
-    return { pool, key, flavor: null, ready: new WeakSet() };
+    return { pool, key, flavor: null, ready: new WeakSet(), tables: new TableCache() };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
@@ -364,56 +378,15 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
 
   async listTables(db: DatabaseEndpoint, _options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]> {
     const schema = this.database(db);
-    return this.withConnection(db, signal, async (conn) => {
+    return this.withConnection(db, signal, async (conn, service) => {
       const [rows] = await conn.execute<mysql.RowDataPacket[]>(
         'SELECT TABLE_NAME AS name, TABLE_ROWS AS estimate FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
         [schema],
       );
       const tables = rows.map((r) => ({ schema, name: String(r.name), estimate: Number(r.estimate ?? 0) }));
-      const counts = await this.countMany(conn, tables);
+      const counts = await countMany(MYSQL_DIALECT, this.connection(conn, service, db), tables);
       return tables.map((t, i) => ({ id: `${schema}.${t.name}`, name: t.name, schema, rowCount: counts[i]! }));
     });
-  }
-
-  /**
-   * Exact counts up to EXACT_COUNT_LIMIT (a scan stopped after that many rows), InnoDB's estimate
-   * (information_schema TABLE_ROWS) above it; batches of one UNION ALL, a failing batch table by table.
-   */
-  private async countMany(conn: mysql.PoolConnection, tables: Array<TableRef & { estimate: number }>): Promise<number[]> {
-    const counts = tables.map((t) => t.estimate);
-    const toCount = tables.map((t, i) => ({ t, i })).filter(({ t }) => t.estimate <= EXACT_COUNT_LIMIT);
-    for (let start = 0; start < toCount.length; start += 50) {
-      const batch = toCount.slice(start, start + 50);
-      const sql = batch
-        .map(({ t, i }) => `SELECT ${i} AS i, COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`)
-        .join(' UNION ALL ');
-      try {
-        const [rows] = await conn.query<mysql.RowDataPacket[]>(sql);
-        for (const r of rows) counts[Number(r.i)] = this.countOrEstimate(Number(r.n), tables[Number(r.i)]!.estimate);
-      } catch (error) {
-        if (!isEngineError(error)) throw error;
-        for (const { t, i } of batch) {
-          try {
-            counts[i] = await this.boundedCount(conn, t, t.estimate);
-          } catch (inner) {
-            if (!isEngineError(inner)) throw inner;
-          }
-        }
-      }
-    }
-    return counts;
-  }
-
-  private countOrEstimate(counted: number, estimate: number): number {
-    return counted > EXACT_COUNT_LIMIT ? Math.max(counted, estimate) : counted;
-  }
-
-  private async boundedCount(conn: mysql.PoolConnection, table: TableRef, estimate: number): Promise<number> {
-    if (estimate > EXACT_COUNT_LIMIT) return estimate;
-    const [rows] = await conn.query<mysql.RowDataPacket[]>(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT ${EXACT_COUNT_LIMIT + 1}) x`,
-    );
-    return this.countOrEstimate(Number(rows[0]?.n ?? 0), estimate);
   }
 
   /**
@@ -454,34 +427,15 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
   }
 
   async readRows(db: DatabaseEndpoint, ref: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
-    const { limit, offset } = checkPage(page);
-    return this.withConnection(db, signal, async (conn) => {
-      const table = await this.table(conn, db, ref);
-      const key = primaryKeyColumns(table);
-      // Stable paging: the key. Without one InnoDB reads in the order of its hidden row id, stable while the table does not change.
-      const order = key.length ? ` ORDER BY ${key.map((c) => quoteMysql(c.name)).join(', ')}` : '';
-      const names = table.columns.map((c) => c.name);
-      // LIMIT placeholders are bound as strings: MySQL 8 refuses a JS number there (it arrives as a DOUBLE).
-      const [rows] = await conn.execute<mysql.RowDataPacket[]>(
-        {
-          sql: `SELECT ${names.map(quoteMysql).join(', ')} FROM ${qualified(table)}${order} LIMIT ? OFFSET ?`,
-          rowsAsArray: true,
-        },
-        [String(limit), String(offset)],
-      );
-      const total = await this.boundedCount(conn, table, table.estimate);
-      const out = (rows as unknown as unknown[][]).map((values) => rowOf(names, values, toCell));
-      return {
-        columns: table.columns.map((c) => ({ name: c.name, type: c.type, primary: c.keyPosition !== null })),
-        rows: out,
-        total: Math.max(total, offset + out.length),
-      };
-    });
+    const checked = checkPage(page);
+    return this.withConnection(db, signal, (conn, service) => readRows(MYSQL_DIALECT, this.connection(conn, service, db), ref, checked));
   }
 
   async query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult> {
     checkQuery(text, limits);
     return this.withConnection(db, signal, async (conn, service, drop) => {
+      // The statement may change tables (DDL): pages read the catalog afresh after it.
+      service.tables.clear();
       await this.setTimeout(conn, service, limits.timeoutMs);
       // The user may change anything of the session (variables, database, locks, a transaction): it is
       // reset (COM_RESET_CONNECTION) before the connection goes back, and set up again on next use.
@@ -557,51 +511,44 @@ export class MysqlDatabaseAdmin implements DatabaseAdmin {
   }
 
   async insertRow(db: DatabaseEndpoint, ref: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
-    return this.withConnection(db, signal, async (conn) => {
-      const table = await this.table(conn, db, ref);
-      const given = checkColumns(table, values, 'values');
-      const sql = `INSERT INTO ${qualified(table)} (${given.map(([c]) => quoteMysql(c.name)).join(', ')}) VALUES (${given.map(() => '?').join(', ')})`;
-      const [result] = await conn.execute<ResultSetHeader>(
-        sql,
-        given.map(([c, v]) => param(c as MysqlColumn, v)),
-      );
-      // The key as given, or the AUTO_INCREMENT value the server assigned; a key filled by a default
-      // expression cannot be known without a second read and stays null.
-      const givenByName = new Map(given.map(([c, v]) => [c.name, v]));
-      const key = primaryKeyColumns(table) as MysqlColumn[];
-      const row: Row = {};
-      for (const c of key)
-        row[c.name] = givenByName.has(c.name) ? givenByName.get(c.name)! : c.autoIncrement ? toCell(result.insertId) : null;
-      return { id: keyId(key, row) };
-    });
+    return this.withConnection(db, signal, (conn, service) => insertRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, values));
   }
 
   async updateRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void> {
-    await this.withConnection(db, signal, async (conn) => {
-      const table = await this.table(conn, db, ref);
-      const key = checkPrimaryKey(table, primaryKey);
-      const set = checkUpdateValues(table, values);
-      const sql = `UPDATE ${qualified(table)} SET ${set.map(([c]) => `${quoteMysql(c.name)} = ?`).join(', ')} WHERE ${key.map(([c]) => `${quoteMysql(c.name)} = ?`).join(' AND ')}`;
-      // The driver's FOUND_ROWS flag makes affectedRows count matched rows, also when nothing changed.
-      const [result] = await conn.execute<ResultSetHeader>(
-        sql,
-        [...set, ...key].map(([c, v]) => param(c as MysqlColumn, v)),
-      );
-      if (result.affectedRows === 0) throw new NotFoundError('row', rowId(table, key));
-    });
+    await this.withConnection(db, signal, (conn, service) =>
+      updateRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, primaryKey, values),
+    );
   }
 
   async deleteRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void> {
-    await this.withConnection(db, signal, async (conn) => {
-      const table = await this.table(conn, db, ref);
-      const key = checkPrimaryKey(table, primaryKey);
-      const sql = `DELETE FROM ${qualified(table)} WHERE ${key.map(([c]) => `${quoteMysql(c.name)} = ?`).join(' AND ')}`;
-      const [result] = await conn.execute<ResultSetHeader>(
-        sql,
-        key.map(([c, v]) => param(c as MysqlColumn, v)),
-      );
-      if (result.affectedRows === 0) throw new NotFoundError('row', rowId(table, key));
-    });
+    await this.withConnection(db, signal, (conn, service) => deleteRow(MYSQL_DIALECT, this.connection(conn, service, db), ref, primaryKey));
+  }
+
+  /**
+   * One pooled connection as the shared row operations use it: the catalog, rows as arrays (prepared
+   * statements where values are bound), affected rows. The driver's FOUND_ROWS flag makes affectedRows
+   * count matched rows, also when an UPDATE changed nothing.
+   */
+  private connection(conn: mysql.PoolConnection, service: MysqlService, db: DatabaseEndpoint): SqlConnection<MysqlTable> {
+    return {
+      table: (ref, options) => service.tables.get(ref, () => this.table(conn, db, ref), options?.fresh),
+      select: async (sql, values) => {
+        const [rows] = values.length
+          ? await conn.execute<mysql.RowDataPacket[]>(
+              { sql, rowsAsArray: true },
+              values as Array<string | number | boolean | null | Buffer>,
+            )
+          : await conn.query<mysql.RowDataPacket[]>({ sql, rowsAsArray: true });
+        return rows as unknown as unknown[][];
+      },
+      write: async (sql, values) => {
+        const [result] = await conn.execute<ResultSetHeader>(sql, values as Array<string | number | boolean | null | Buffer>);
+        return { affected: result.affectedRows, returned: null, insertId: result.insertId };
+      },
+      refused: isEngineError,
+      // ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR
+      stale: (error) => isEngineError(error) && (error.errno === 1146 || error.errno === 1054),
+    };
   }
 
   async release(serviceId: string): Promise<void> {

@@ -11,34 +11,37 @@ import type {
   TableEntry,
   TableRef,
 } from '../../src/databases/database-admin.port.js';
-import { DomainError, NotFoundError, QueryError } from '../../src/domain/errors.js';
-import { toCell } from './cell-values.js';
+import { DomainError, QueryError } from '../../src/domain/errors.js';
 import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
 import {
   type CatalogColumn,
-  type CatalogTable,
-  EXACT_COUNT_LIMIT,
   SQL_ADMIN_DEFAULTS,
   type SqlAdminOptions,
-  checkColumns,
-  checkPage,
-  checkPrimaryKey,
   checkQuery,
   checkTableRef,
-  checkUpdateValues,
   connectionFailureCode,
-  keyId,
   notRunning,
   onAbort,
-  primaryKeyColumns,
   redact,
   requireTable,
-  rowId,
   rowOf,
   timer,
   uniqueNames,
   untilAborted,
 } from './sql-admin-support.js';
+import {
+  type EstimatedTable,
+  type SqlConnection,
+  type SqlDialect,
+  TableCache,
+  countMany,
+  deleteRow,
+  insertRow,
+  readRows,
+  updateRow,
+} from './sql-rows.js';
+import { toCell } from './cell-values.js';
 
 /**
  * PostgreSQL (and TimescaleDB, which is PostgreSQL) through one `pg` pool per service.
@@ -52,7 +55,7 @@ interface PgColumn extends CatalogColumn {
   json: boolean;
 }
 
-interface PgTable extends CatalogTable {
+interface PgTable extends EstimatedTable<PgColumn> {
   columns: PgColumn[];
   relkind: string;
   estimate: number;
@@ -64,6 +67,8 @@ interface PgService {
   port: number;
   /** `format_type` names by `oid:typmod`, for the columns of query results: asked once per service. */
   typeNames: Map<string, string>;
+  /** Tables as the catalog described them a moment ago (pages read them from here). */
+  tables: TableCache<PgTable>;
 }
 
 interface ConnectionKey {
@@ -85,10 +90,6 @@ export function quotePg(identifier: string): string {
   return `"${identifier.replaceAll('"', '""')}"`;
 }
 
-function qualified(table: TableRef): string {
-  return `${quotePg(table.schema)}.${quotePg(table.name)}`;
-}
-
 // ---- values -------------------------------------------------------------------------------------
 
 /**
@@ -99,7 +100,8 @@ function qualified(table: TableRef): string {
  */
 const SCALAR_PARSERS: Record<number, (text: string) => unknown> = {
   16: (t) => t === 't',
-  20: (t) => BigInt(t),
+  // Up to 15 digits a double holds the value exactly: no BigInt to make and convert back per row.
+  20: (t) => (t.length < 16 ? Number(t) : BigInt(t)),
   21: Number,
   23: Number,
   26: Number,
@@ -143,6 +145,12 @@ function mapNested(value: unknown, parse: (text: string) => unknown): unknown {
 
 /** `2024-01-02 03:04:05.123456+00` -> `2024-01-02T03:04:05.123456Z`; infinity and BC dates keep the server's text. */
 export function isoTimestamp(text: string, zoned: boolean): string {
+  // The common shape, `YYYY-MM-DD hh:mm:ss[.ffffff][+00]`, by position; anything else through the pattern.
+  if (text.length >= 19 && text.charCodeAt(10) === 32 && text.charCodeAt(4) === 45 && text.charCodeAt(13) === 58) {
+    const end = text.endsWith('+00') ? text.length - 3 : text.length;
+    const rest = text.slice(19, end);
+    if (rest === '' || /^\.\d+$/.test(rest)) return `${text.slice(0, 10)}T${text.slice(11, end)}${zoned && end < text.length ? 'Z' : ''}`;
+  }
   const m = /^(\d{4,}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)(\+00(?::00)?)?$/.exec(text);
   if (!m) return text;
   return `${m[1]}T${m[2]}${zoned && m[3] ? 'Z' : ''}`;
@@ -169,6 +177,20 @@ function param(column: PgColumn, value: CellValue): unknown {
   if (column.json) return JSON.stringify(value);
   return value;
 }
+
+/** PostgreSQL's side of the shared row operations (sql-rows.ts). */
+const PG_DIALECT: SqlDialect<PgColumn, PgTable> = {
+  quote: quotePg,
+  placeholder: (n) => `$${n}`,
+  param: (column, value) => param(column, value),
+  pageParam: (n) => n,
+  // Stable paging without a key: the physical row address (ctid, with the partition for a partitioned
+  // table), which holds while rows are not updated; views and foreign tables have neither.
+  orderWithoutKey: (table) =>
+    table.relkind === 'r' || table.relkind === 'm' ? ['ctid'] : table.relkind === 'p' ? ['tableoid', 'ctid'] : [],
+  insertDefaults: 'DEFAULT VALUES',
+  returning: true,
+};
 
 // ---- errors -------------------------------------------------------------------------------------
 
@@ -348,7 +370,7 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
     // A connection that dies while idle (server restarted) must not crash the process: the pool drops it.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    return { pool, host: key.host, port: key.port, typeNames: new Map() };
+    return { pool, host: key.host, port: key.port, typeNames: new Map(), tables: new TableCache() };
   }
 
   private endpointKey(db: DatabaseEndpoint): ConnectionKey {
@@ -416,61 +438,16 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
   }
 
   async listTables(db: DatabaseEndpoint, _options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]> {
-    return this.withClient(db, signal, async (client) => {
+    return this.withClient(db, signal, async (client, service) => {
       const { rows } = await client.query<{ schema: string; name: string; estimate: number; readable: boolean }>(
         `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS estimate, has_table_privilege(c.oid, 'SELECT') AS readable
            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
           WHERE ${READABLE_KINDS} AND NOT c.relispartition AND ${USER_SCHEMA}
           ORDER BY 1, 2`,
       );
-      const counts = await this.countMany(client, rows);
+      const counts = await countMany(PG_DIALECT, this.connection(client, service), rows);
       return rows.map((t, i) => ({ id: `${t.schema}.${t.name}`, name: t.name, schema: t.schema, rowCount: counts[i]! }));
     });
-  }
-
-  /**
-   * Row counts for many tables: exact up to EXACT_COUNT_LIMIT (a scan stopped after that many rows),
-   * the planner's estimate (pg_class.reltuples) above it. Counted in batches of one UNION ALL each;
-   * a batch that fails (a view that errors) is counted table by table, a failure standing at the estimate.
-   */
-  private async countMany(
-    client: pg.PoolClient,
-    tables: Array<{ schema: string; name: string; estimate: number; readable: boolean }>,
-  ): Promise<number[]> {
-    const counts = tables.map((t) => Math.max(0, Math.round(t.estimate)));
-    const toCount = tables.map((t, i) => ({ t, i })).filter(({ t }) => t.readable && t.estimate <= EXACT_COUNT_LIMIT);
-    for (let start = 0; start < toCount.length; start += 50) {
-      const batch = toCount.slice(start, start + 50);
-      const sql = batch
-        .map(({ t, i }) => `SELECT ${i} AS i, count(*)::int AS n FROM (SELECT 1 FROM ${qualified(t)} LIMIT $1) x`)
-        .join(' UNION ALL ');
-      try {
-        const { rows } = await client.query<{ i: number; n: number }>(sql, [EXACT_COUNT_LIMIT + 1]);
-        for (const r of rows) counts[r.i] = this.countOrEstimate(r.n, tables[r.i]!.estimate);
-      } catch (error) {
-        if (!(error instanceof pg.DatabaseError)) throw error;
-        for (const { t, i } of batch) {
-          try {
-            counts[i] = await this.boundedCount(client, t, t.estimate);
-          } catch (inner) {
-            if (!(inner instanceof pg.DatabaseError)) throw inner;
-          }
-        }
-      }
-    }
-    return counts;
-  }
-
-  private countOrEstimate(counted: number, estimate: number): number {
-    return counted > EXACT_COUNT_LIMIT ? Math.max(counted, Math.round(estimate)) : counted;
-  }
-
-  private async boundedCount(client: pg.PoolClient, table: TableRef, estimate: number): Promise<number> {
-    if (estimate > EXACT_COUNT_LIMIT) return Math.round(estimate);
-    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${qualified(table)} LIMIT $1) x`, [
-      EXACT_COUNT_LIMIT + 1,
-    ]);
-    return this.countOrEstimate(rows[0]!.n, estimate);
   }
 
   /** The table with its columns, from pg_catalog by bound name; outside the user's schemas it does not exist. */
@@ -510,40 +487,15 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
   }
 
   async readRows(db: DatabaseEndpoint, ref: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
-    const { limit, offset } = checkPage(page);
-    return this.withClient(db, signal, async (client) => {
-      const table = await this.table(client, ref);
-      const key = primaryKeyColumns(table);
-      // Stable paging: the key; without one the physical row address (ctid, with the partition for a
-      // partitioned table), which holds while rows are not updated; views and foreign tables have neither.
-      const order = key.length
-        ? key.map((c) => quotePg(c.name))
-        : table.relkind === 'r' || table.relkind === 'm'
-          ? ['ctid']
-          : table.relkind === 'p'
-            ? ['tableoid', 'ctid']
-            : [];
-      const columns = table.columns.map((c) => quotePg(c.name)).join(', ') || '*';
-      const result = await client.query({
-        text: `SELECT ${columns} FROM ${qualified(table)}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT $1 OFFSET $2`,
-        values: [limit, offset],
-        rowMode: 'array',
-      });
-      const names = table.columns.map((c) => c.name);
-      const rows = result.rows.map((values: unknown[]) => rowOf(names, values, toCell));
-      const total = await this.boundedCount(client, table, table.estimate);
-      return {
-        columns: table.columns.map((c) => ({ name: c.name, type: c.type, primary: c.keyPosition !== null })),
-        rows,
-        // A page read past an estimate's end still shows the rows it found.
-        total: Math.max(total, offset + rows.length),
-      };
-    });
+    const checked = checkPage(page);
+    return this.withClient(db, signal, (client, service) => readRows(PG_DIALECT, this.connection(client, service), ref, checked));
   }
 
   async query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult> {
     checkQuery(text, limits);
     return this.withClient(db, signal, async (client, service, dropConnection) => {
+      // The statement may change tables (DDL): pages read the catalog afresh after it.
+      service.tables.clear();
       await client.query("SELECT set_config('statement_timeout', $1, false)", [String(limits.timeoutMs)]);
       const statement = new CappedStatement(text, limits.rowCap);
       let clean = false;
@@ -594,48 +546,36 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
   }
 
   async insertRow(db: DatabaseEndpoint, ref: TableRef, values: Row, signal: AbortSignal): Promise<{ id: CellValue }> {
-    return this.withClient(db, signal, async (client) => {
-      const table = await this.table(client, ref);
-      const given = checkColumns(table, values, 'values');
-      const key = primaryKeyColumns(table);
-      const returning = key.length ? ` RETURNING ${key.map((c) => quotePg(c.name)).join(', ')}` : '';
-      const text = given.length
-        ? `INSERT INTO ${qualified(table)} (${given.map(([c]) => quotePg(c.name)).join(', ')}) VALUES (${given.map((_, i) => `$${i + 1}`).join(', ')})${returning}`
-        : `INSERT INTO ${qualified(table)} DEFAULT VALUES${returning}`;
-      const result = await client.query(
-        text,
-        given.map(([c, v]) => param(c as PgColumn, v)),
-      );
-      const inserted = result.rows[0] as Record<string, unknown> | undefined;
-      return { id: inserted ? keyId(key, Object.fromEntries(Object.entries(inserted).map(([k, v]) => [k, toCell(v)]))) : null };
-    });
+    return this.withClient(db, signal, (client, service) => insertRow(PG_DIALECT, this.connection(client, service), ref, values));
   }
 
   async updateRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, values: Row, signal: AbortSignal): Promise<void> {
-    await this.withClient(db, signal, async (client) => {
-      const table = await this.table(client, ref);
-      const key = checkPrimaryKey(table, primaryKey);
-      const set = checkUpdateValues(table, values);
-      const params = [...set, ...key].map(([c, v]) => param(c as PgColumn, v));
-      const text =
-        `UPDATE ${qualified(table)} SET ${set.map(([c], i) => `${quotePg(c.name)} = $${i + 1}`).join(', ')}` +
-        ` WHERE ${key.map(([c], i) => `${quotePg(c.name)} = $${set.length + i + 1}`).join(' AND ')}`;
-      const result = await client.query(text, params);
-      if (result.rowCount === 0) throw new NotFoundError('row', rowId(table, key));
-    });
+    await this.withClient(db, signal, (client, service) =>
+      updateRow(PG_DIALECT, this.connection(client, service), ref, primaryKey, values),
+    );
   }
 
   async deleteRow(db: DatabaseEndpoint, ref: TableRef, primaryKey: Row, signal: AbortSignal): Promise<void> {
-    await this.withClient(db, signal, async (client) => {
-      const table = await this.table(client, ref);
-      const key = checkPrimaryKey(table, primaryKey);
-      const text = `DELETE FROM ${qualified(table)} WHERE ${key.map(([c], i) => `${quotePg(c.name)} = $${i + 1}`).join(' AND ')}`;
-      const result = await client.query(
-        text,
-        key.map(([c, v]) => param(c as PgColumn, v)),
-      );
-      if (result.rowCount === 0) throw new NotFoundError('row', rowId(table, key));
-    });
+    await this.withClient(db, signal, (client, service) => deleteRow(PG_DIALECT, this.connection(client, service), ref, primaryKey));
+  }
+
+  /** One pooled connection as the shared row operations use it: the catalog, rows as arrays, affected rows. */
+  private connection(client: pg.PoolClient, service: PgService): SqlConnection<PgTable> {
+    return {
+      table: (ref, options) => service.tables.get(ref, () => this.table(client, ref), options?.fresh),
+      select: async (text, values) => (await client.query({ text, values, rowMode: 'array' })).rows as unknown[][],
+      write: async (text, values) => {
+        const result = await client.query(text, values);
+        return {
+          affected: result.rowCount ?? 0,
+          returned: (result.rows[0] as Record<string, unknown> | undefined) ?? null,
+          insertId: null,
+        };
+      },
+      refused: (error) => error instanceof pg.DatabaseError,
+      // undefined_table, undefined_column
+      stale: (error) => error instanceof pg.DatabaseError && (error.code === '42P01' || error.code === '42703'),
+    };
   }
 
   async release(serviceId: string): Promise<void> {

@@ -1,6 +1,5 @@
-import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type {
   CellValue,
   ColumnInfo,
@@ -13,11 +12,13 @@ import type {
   TableEntry,
   TableRef,
 } from '../../src/databases/database-admin.port.js';
-import { DomainError, NotFoundError, NotRunningError, QueryError, ValidationError } from '../../src/domain/errors.js';
-import { binaryCell, toCell } from './cell-values.js';
-import { PooledClients } from './pooled-clients.js';
-import { SCRIPT_KILL, checkCommand, splitCommandLine } from './redis-command-line.js';
+import { NotFoundError, ValidationError } from '../../src/domain/errors.js';
 import { abortable } from './abortable.js';
+import { PooledClients } from './pooled-clients.js';
+import { checkPage } from './rows-page.js';
+import { checkCommand, splitCommandLine } from './redis-command-line.js';
+import { type Address, RedisService, domainError, isReplyError, pipelined, transaction } from './redis-connection.js';
+import { bytesCell, fieldsCell, numberCell, queryResult, scoredPairs } from './redis-replies.js';
 
 /**
  * Redis through the DatabaseAdmin port (see docs/decisions.md, "Redis admin").
@@ -37,11 +38,8 @@ import { abortable } from './abortable.js';
  * or Redis's `inf` / `-inf`), `stream-id` `<ms>-<seq>`, `hash` an object of field -> string. Query results add
  * `boolean`, `array`, `map`, `error`, `nil` (no value) and `mixed` (values of several of these kinds).
  *
- * Connections (ioredis, RESP3, user `default`, password REDIS_PASSWORD): one pooled client per service holds
- * one shared connection per logical database it was asked about (chosen with the connection's `db` option, so
- * no SELECT is ever sent on a shared connection), and a few connections for the query console, each running
- * one command at a time: a blocking or slow command is cut by closing its own connection. Connections do
- * not reconnect by themselves: a dead one is replaced at the next call, so a stopped server fails fast.
+ * One RedisService per service holds its connections (redis-connection.ts); replies become the API's values
+ * in redis-replies.ts; a console line is split and checked in redis-command-line.ts.
  */
 export interface RedisDatabaseAdminOptions {
   /**
@@ -90,8 +88,6 @@ const INSERT_COLUMNS: Record<Exclude<Kind, 'string'>, { required: string[]; opti
 };
 
 const LENGTH_COMMAND: Record<string, string> = { hash: 'hlen', list: 'llen', set: 'scard', zset: 'zcard', stream: 'xlen' };
-
-const DEFAULT_DATABASES = 16;
 
 /** Updates that check and write in one step (a script runs atomically). Results: 1 done, 0 no such row, -1 the new name exists. */
 const HASH_UPDATE = `
@@ -201,16 +197,10 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
   }
 
   async readRows(db: DatabaseEndpoint, table: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage> {
-    const { limit, offset } = page;
-    if (!Number.isInteger(limit) || limit < 0) throw new ValidationError('limit', 'limit is a whole number from 0.');
-    if (!Number.isInteger(offset) || offset < 0) throw new ValidationError('offset', 'offset is a whole number from 0.');
+    const { limit, offset } = checkPage(page);
     return this.run(db, signal, async (service) => {
       const { client, key, kind } = await this.resolveTable(service, table);
       const columns = COLUMNS[kind];
-      if (limit === 0) {
-        // Only the count: a range of offset..offset-1 would read the whole key (0..-1 is "all").
-        return { columns, rows: [], total: Number(await client.call(LENGTH_COMMAND[kind] ?? 'exists', key)) };
-      }
       switch (kind) {
         case 'string': {
           const value = (await client.callBuffer('get', key)) as Buffer | null;
@@ -486,323 +476,7 @@ export class RedisDatabaseAdmin implements DatabaseAdmin {
   }
 }
 
-interface Address {
-  host: string;
-  port: number;
-  password: string | null;
-}
-
-/**
- * One service's connections. Shared connections (one per logical database asked about) carry the browser's
- * short commands; query connections run one console command each, so closing one (timeout, abort) cuts only
- * that command.
- */
-class RedisService {
-  private readonly shared = new Map<number, { promise: Promise<Redis>; client: Redis | null }>();
-  private readonly idleQuery: Redis[] = [];
-  private queryCount = 0;
-  private readonly waiting = new Set<() => void>();
-  private databaseCount: Promise<number> | null = null;
-  private closed = false;
-
-  constructor(
-    private readonly address: Address,
-    private readonly settings: { connectTimeoutMs: number; maxQueryConnections: number },
-  ) {}
-
-  /** The shared connection of logical database `n`, replaced when it has died. */
-  connection(n: number): Promise<Redis> {
-    if (this.closed) return Promise.reject(new Error('Connection is closed.'));
-    const entry = this.shared.get(n);
-    if (entry && (entry.client === null || entry.client.status === 'ready')) return entry.promise;
-    entry?.client?.disconnect();
-    const fresh: { promise: Promise<Redis>; client: Redis | null } = { promise: this.open(n, 'slipway-admin'), client: null };
-    this.shared.set(n, fresh);
-    fresh.promise.then(
-      (client) => {
-        fresh.client = client;
-        if (this.closed) client.disconnect();
-      },
-      () => {
-        if (this.shared.get(n) === fresh) this.shared.delete(n);
-      },
-    );
-    return fresh.promise;
-  }
-
-  /** How many logical databases the server has (`CONFIG GET databases`; 16 when CONFIG is not allowed). */
-  databases(): Promise<number> {
-    this.databaseCount ??= (async () => {
-      const client = await this.connection(0);
-      try {
-        const reply = await client.call('config', 'get', 'databases');
-        const value = Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.databases;
-        const count = Number(value);
-        return Number.isInteger(count) && count > 0 ? count : DEFAULT_DATABASES;
-      } catch (error) {
-        if (isReplyError(error)) return DEFAULT_DATABASES;
-        throw error;
-      }
-    })();
-    this.databaseCount.catch(() => (this.databaseCount = null));
-    return this.databaseCount;
-  }
-
-  /**
-   * Runs one console command on database 0 on a connection of its own, cut after `timeoutMs` (from the call,
-   * waiting for a connection included) or at abort by closing that connection: the server then drops a
-   * blocked command; a running script is stopped with SCRIPT KILL / FUNCTION KILL (a script that has
-   * written cannot be killed, as in redis-cli).
-   */
-  async query(command: string, args: Buffer[], timeoutMs: number, signal: AbortSignal): Promise<unknown> {
-    const deadline = AbortSignal.any([signal, AbortSignal.timeout(Math.min(timeoutMs, 2_147_483_647))]);
-    const failure = () =>
-      signal.aborted ? signal.reason : new QueryError(`${command} timed out after ${timeoutMs} ms: its connection was closed.`);
-    let client: Redis;
-    try {
-      client = await this.acquireQueryConnection(deadline);
-    } catch (error) {
-      throw deadline.aborted ? failure() : error;
-    }
-    const running = client.callBuffer(args[0]!.toString('utf8'), ...args.slice(1));
-    try {
-      const reply = await abortable(deadline, running);
-      this.returnQueryConnection(client, true);
-      return reply;
-    } catch (error) {
-      if (deadline.aborted) {
-        running.catch(() => undefined);
-        this.returnQueryConnection(client, false);
-        const kill = SCRIPT_KILL[command];
-        if (kill)
-          void this.connection(0)
-            .then((c) => c.call(kill, 'KILL'))
-            .catch(() => undefined);
-        throw failure();
-      }
-      // A reply error leaves the connection as it was; anything else has broken it.
-      this.returnQueryConnection(client, isReplyError(error));
-      throw error;
-    }
-  }
-
-  private async acquireQueryConnection(signal: AbortSignal): Promise<Redis> {
-    for (;;) {
-      signal.throwIfAborted();
-      if (this.closed) throw new Error('Connection is closed.');
-      const idle = this.idleQuery.pop();
-      if (idle) {
-        if (idle.status === 'ready') return idle;
-        this.queryCount--;
-        idle.disconnect();
-        continue;
-      }
-      if (this.queryCount < this.settings.maxQueryConnections) {
-        this.queryCount++;
-        const opening = this.open(0, 'slipway-query');
-        try {
-          return await abortable(signal, opening);
-        } catch (error) {
-          if (signal.aborted)
-            opening.then(
-              (c) => this.returnQueryConnection(c, true),
-              () => this.returnQueryConnection(null, false),
-            );
-          else this.returnQueryConnection(null, false);
-          throw error;
-        }
-      }
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal.removeEventListener('abort', stop);
-          resolve();
-        };
-        const stop = () => {
-          this.waiting.delete(wake);
-          reject(signal.reason);
-        };
-        this.waiting.add(wake);
-        signal.addEventListener('abort', stop, { once: true });
-      });
-    }
-  }
-
-  /** Back to the idle list when `reusable`, else closed (null: one that never opened). Wakes one waiter. */
-  private returnQueryConnection(client: Redis | null, reusable: boolean): void {
-    if (client && reusable && !this.closed && client.status === 'ready') this.idleQuery.push(client);
-    else {
-      this.queryCount--;
-      client?.disconnect();
-    }
-    const [next] = this.waiting;
-    if (next) {
-      this.waiting.delete(next);
-      next();
-    }
-  }
-
-  private async open(db: number, name: string): Promise<Redis> {
-    const client = new Redis({
-      host: this.address.host,
-      port: this.address.port,
-      // No REDIS_PASSWORD: no AUTH at all (a server with a password then answers NOAUTH).
-      username: this.address.password ? 'default' : undefined,
-      password: this.address.password ?? undefined,
-      db,
-      connectionName: name,
-      disableClientInfo: true,
-      lazyConnect: true,
-      connectTimeout: this.settings.connectTimeoutMs,
-      // No reconnecting and no queueing: a command on a dead connection fails at once, and the next call
-      // opens a new connection (or finds the server gone: NotRunningError).
-      retryStrategy: () => null,
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      autoResubscribe: false,
-      // LOADING and the like answer at once as errors rather than holding the connection back.
-      enableReadyCheck: false,
-      // RESP3 with plain maps (HGETALL, CONFIG GET are field -> value); integers as their digits (64-bit safe).
-      replyMapping: 'resp3',
-      stringNumbers: true,
-    });
-    let lastError: unknown = null;
-    client.on('error', (error: unknown) => {
-      lastError = error;
-    });
-    try {
-      await client.connect();
-    } catch (error) {
-      client.disconnect();
-      // ioredis rejects with "Connection is closed."; the cause (WRONGPASS, ECONNREFUSED) came as an event.
-      throw lastError ?? error;
-    }
-    return client;
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    const shared = [...this.shared.values()];
-    this.shared.clear();
-    for (const client of this.idleQuery.splice(0)) client.disconnect();
-    for (const wake of this.waiting) wake();
-    this.waiting.clear();
-    await Promise.all(
-      shared.map((entry) =>
-        entry.promise.then(
-          (client) => client.disconnect(),
-          () => undefined,
-        ),
-      ),
-    );
-  }
-}
-
-/* ---------- values ---------- */
-
-/** Redis bytes as the API carries them: UTF-8 text when valid, else `\x` + hex. */
-function bytesCell(bytes: Buffer): string {
-  return isUtf8(bytes) ? bytes.toString('utf8') : binaryCell(bytes);
-}
-
-/** A numeric reply (ioredis `stringNumbers`: integers and doubles arrive as their text). */
-function numberCell(text: string): CellValue {
-  if (/^-?\d+$/.test(text)) return toCell(BigInt(text));
-  const value = Number(text);
-  return Number.isFinite(value) ? value : text; // inf, -inf, nan as Redis writes them
-}
-
-/** Any reply as a cell: bulk strings through bytesCell, numbers through numberCell, nested replies recursively. */
-function replyCell(reply: unknown): CellValue {
-  if (reply === null || reply === undefined) return null;
-  if (Buffer.isBuffer(reply)) return bytesCell(reply);
-  if (typeof reply === 'string') return numberCell(reply);
-  if (reply instanceof String) return String(reply); // a RESP3 verbatim string
-  if (typeof reply === 'number') return Number.isFinite(reply) ? reply : reply > 0 ? 'inf' : reply < 0 ? '-inf' : 'nan';
-  if (typeof reply === 'bigint' || typeof reply === 'boolean') return toCell(reply);
-  if (reply instanceof Error) return reply.message;
-  if (Array.isArray(reply)) return reply.map(replyCell);
-  if (reply instanceof Set) return [...reply].map(replyCell);
-  if (reply instanceof Map) return Object.fromEntries([...reply].map(([k, v]) => [keyText(k), replyCell(v)]));
-  if (typeof reply === 'object') return Object.fromEntries(Object.entries(reply).map(([k, v]) => [k, replyCell(v)]));
-  return String(reply);
-}
-
-function keyText(key: unknown): string {
-  return Buffer.isBuffer(key) ? bytesCell(key) : String(key);
-}
-
-/** The kind of a reply, for the query result's column type (see the vocabulary above). */
-function replyKind(reply: unknown): string {
-  if (reply === null || reply === undefined) return 'nil';
-  if (Buffer.isBuffer(reply) || reply instanceof String) return 'string';
-  if (typeof reply === 'string') return /^-?\d+$/.test(reply) ? 'integer' : 'double';
-  if (typeof reply === 'number') return Number.isInteger(reply) ? 'integer' : 'double';
-  if (typeof reply === 'bigint') return 'integer';
-  if (typeof reply === 'boolean') return 'boolean';
-  if (reply instanceof Error) return 'error';
-  if (Array.isArray(reply) || reply instanceof Set) return 'array';
-  return 'map';
-}
-
-function columnKind(replies: unknown[]): string {
-  const kinds = new Set(replies.map(replyKind).filter((k) => k !== 'nil'));
-  return kinds.size === 0 ? 'nil' : kinds.size === 1 ? [...kinds][0]! : 'mixed';
-}
-
-/**
- * A reply as rows: a map (HGETALL, CONFIG GET, HELLO...) is one `{field, value}` row per entry; an array
- * (LRANGE, KEYS, SMEMBERS, XRANGE...) one `{value}` row per element, nested replies as arrays/objects; any
- * other reply, nil included, one `{value}` row (nil is `null`; an empty array is no rows). At most `rowCap`
- * rows, `truncated` when the reply had more. The reply itself is read whole: Redis sends it in one piece.
- */
-function queryResult(reply: unknown, rowCap: number): QueryResult {
-  if (
-    reply !== null &&
-    typeof reply === 'object' &&
-    !Buffer.isBuffer(reply) &&
-    !(reply instanceof String) &&
-    !(reply instanceof Error) &&
-    !Array.isArray(reply) &&
-    !(reply instanceof Set)
-  ) {
-    const entries = reply instanceof Map ? [...reply] : Object.entries(reply);
-    const kept = entries.slice(0, rowCap);
-    return {
-      columns: [
-        { name: 'field', type: 'string' },
-        { name: 'value', type: columnKind(kept.map(([, v]) => v)) },
-      ],
-      rows: kept.map(([k, v]) => ({ field: keyText(k), value: replyCell(v) })),
-      rowCount: kept.length,
-      truncated: entries.length > kept.length,
-    };
-  }
-  const items = Array.isArray(reply) ? reply : reply instanceof Set ? [...reply] : [reply];
-  const kept = items.slice(0, rowCap);
-  return {
-    columns: [{ name: 'value', type: columnKind(kept) }],
-    rows: kept.map((v) => ({ value: replyCell(v) })),
-    rowCount: kept.length,
-    truncated: items.length > kept.length,
-  };
-}
-
-/** ZRANGE ... WITHSCORES: pairs under RESP3, a flat member, score, ... list under RESP2. */
-function scoredPairs(reply: unknown): Array<[Buffer, unknown]> {
-  const items = reply as unknown[];
-  if (items.length > 0 && Array.isArray(items[0])) return items as Array<[Buffer, unknown]>;
-  const pairs: Array<[Buffer, unknown]> = [];
-  for (let i = 0; i + 1 < items.length; i += 2) pairs.push([items[i] as Buffer, items[i + 1]]);
-  return pairs;
-}
-
-/** A stream entry's flat field, value, ... list as an object (a repeated field name keeps its last value). */
-function fieldsCell(flat: Buffer[]): Record<string, CellValue> {
-  const out: Record<string, CellValue> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[bytesCell(flat[i]!)] = bytesCell(flat[i + 1]!);
-  return out;
-}
+// ---- rows: names and values given -------------------------------------------------------------
 
 /** A key (or member) name as given, then, when no such one exists and it is of the `\x`+hex form, its bytes. */
 function candidates(name: string): Buffer[] {
@@ -872,61 +546,4 @@ function updateOutcome(result: unknown, shown: string, exists: string): void {
   const code = Number(result);
   if (code === 0) throw new NotFoundError('row', shown);
   if (code === -1) throw new ValidationError('values', exists);
-}
-
-/* ---------- commands ---------- */
-
-type Arg = string | number | Buffer;
-
-async function pipelined(client: Redis, commands: Array<[string, ...Arg[]]>): Promise<unknown[]> {
-  const pipeline = client.pipeline();
-  for (const [name, ...args] of commands) pipeline.callBuffer(name, ...args);
-  return unwrap((await pipeline.exec()) ?? []);
-}
-
-async function transaction(client: Redis, commands: Array<[string, ...Arg[]]>): Promise<unknown[]> {
-  const multi = client.multi();
-  for (const [name, ...args] of commands) multi.callBuffer(name, ...args);
-  return unwrap((await multi.exec()) ?? []);
-}
-
-function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
-  return results.map(([error, value]) => {
-    if (error) throw error;
-    return value;
-  });
-}
-
-/* ---------- errors ---------- */
-
-function isReplyError(error: unknown): error is Error {
-  return error instanceof Error && error.name === 'ReplyError';
-}
-
-/** A failure as the port's errors: Redis's refusals are QueryError, a connection that fails NotRunningError. */
-function domainError(error: unknown, address: Address): unknown {
-  if (error instanceof DomainError) return error;
-  const hide = (text: string) => (address.password ? text.split(address.password).join('***') : text);
-  if (isReplyError(error)) {
-    if (/^(WRONGPASS|NOAUTH)\b/.test(error.message)) {
-      const what = address.password
-        ? 'Redis refused the password in REDIS_PASSWORD (user default)'
-        : 'Redis asks for a password and the service has no REDIS_PASSWORD';
-      return new QueryError(hide(`${what}: ${error.message}`));
-    }
-    return new QueryError(hide(error.message));
-  }
-  if (error instanceof Error && isConnectionError(error)) {
-    return new NotRunningError(hide(`Redis at ${address.host}:${address.port} does not answer: ${error.message}`));
-  }
-  return error;
-}
-
-function isConnectionError(error: Error): boolean {
-  const code = (error as { code?: unknown }).code;
-  return (
-    (typeof code === 'string' && /^E[A-Z]+$/.test(code)) ||
-    error.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|enableOfflineQueue|Stream isn't writeable|connect ETIMEDOUT|RESP|Protocol error/i.test(error.message)
-  );
 }

@@ -32,8 +32,7 @@ export const SQL_ADMIN_DEFAULTS = {
  */
 export const EXACT_COUNT_LIMIT = 100_000;
 
-/** Bounds of what a caller may ask for: one page or one query result is held in memory whole. */
-export const MAX_PAGE_LIMIT = 10_000;
+/** Bounds of what a caller may ask for: one query result is held in memory whole (a page's bound: rows-page.ts). */
 export const MAX_ROW_CAP = 100_000;
 export const MAX_QUERY_TIMEOUT_MS = 10 * 60_000;
 
@@ -69,16 +68,6 @@ export function checkTableRef(ref: TableRef): TableRef {
     throw new NotFoundError('table', `${String(ref?.schema)}.${String(ref?.name)}`);
   }
   return ref;
-}
-
-export function checkPage(page: { limit: number; offset: number }): { limit: number; offset: number } {
-  if (!Number.isSafeInteger(page.limit) || page.limit < 1 || page.limit > MAX_PAGE_LIMIT) {
-    throw new ValidationError('limit', `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}`);
-  }
-  if (!Number.isSafeInteger(page.offset) || page.offset < 0) {
-    throw new ValidationError('offset', 'offset must be an integer of 0 or more');
-  }
-  return { limit: page.limit, offset: page.offset };
 }
 
 export function checkQuery(text: string, limits: QueryLimits): void {

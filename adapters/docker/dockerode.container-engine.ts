@@ -10,6 +10,7 @@ import {
   type ContainerState,
   type DaemonRequest,
   type LineSink,
+  type NetworkState,
   type RunRequest,
 } from '../../src/deployments/container-engine.port.js';
 import { DockerFrameParser } from './docker-log-frames.js';
@@ -109,25 +110,27 @@ export class DockerodeContainerEngine implements ContainerEngine {
     }
   }
 
-  async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
+  async ensureSlotNetwork(name: string, labels: Record<string, string>, candidates: string[]): Promise<string> {
     const previous = this.networkLocks.get(name) ?? Promise.resolve();
-    const next = previous.catch(() => {}).then(() => this.createSlotNetworkOnce(name, labels, subnet));
+    const next = previous.catch(() => {}).then(() => this.createSlotNetworkOnce(name, labels, candidates));
+    // Settled either way: a refused network is the caller's to report, never an unhandled rejection (which ends the process).
     this.networkLocks.set(
       name,
-      next.then(() => {}),
+      next.then(
+        () => {},
+        () => {},
+      ),
     );
     return next;
   }
 
-  private async createSlotNetworkOnce(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
+  private async createSlotNetworkOnce(name: string, labels: Record<string, string>, candidates: string[]): Promise<string> {
     const existing = (await this.networksNamed(name))[0];
     if (existing) {
       const found = existing.IPAM?.Config?.[0]?.Subnet;
       if (!found) throw new Error(`network ${name} exists without a subnet of its own; remove it (docker network rm ${name})`);
       return found;
     }
-    // 172.16.0.0/16 lies outside Docker's default address pools: /22 blocks of it, 510 slot pairs each.
-    const candidates = subnet === 'auto' ? Array.from({ length: 64 }, (_, i) => `172.16.${i * 4}.0/22`) : [subnet];
     let lastError: unknown = null;
     for (const candidate of candidates) {
       try {
@@ -143,13 +146,22 @@ export class DockerodeContainerEngine implements ContainerEngine {
         return candidate;
       } catch (error) {
         lastError = error;
-        if (statusOf(error) === 409 && (await this.networksNamed(name)).length > 0) return this.createSlotNetworkOnce(name, labels, subnet);
+        if (statusOf(error) === 409 && (await this.networksNamed(name)).length > 0)
+          return this.createSlotNetworkOnce(name, labels, candidates);
         if (!/overlap/i.test((error as Error).message)) throw error;
       }
     }
     throw new Error(
-      `no free subnet for the slot network ${name}: ${(lastError as Error | null)?.message ?? 'none tried'} (set SLOT_SUBNET)`,
+      `no free subnet for the slot network ${name}: ${(lastError as Error | null)?.message ?? 'every candidate is named by live packet-filter rules'} (set SLOT_SUBNET)`,
     );
+  }
+
+  async listNetworks(label: { key: string; value?: string }): Promise<NetworkState[]> {
+    const found: Docker.NetworkInspectInfo[] = await this.docker.listNetworks({
+      filters: { label: [label.value === undefined ? label.key : `${label.key}=${label.value}`] },
+      abortSignal: timeout(),
+    } as Docker.NetworkListOptions);
+    return found.map((n) => ({ name: n.Name, labels: n.Labels ?? {}, subnet: n.IPAM?.Config?.[0]?.Subnet ?? null }));
   }
 
   /** Exact-name matches: Docker's name filter also matches substrings. */

@@ -1,3 +1,5 @@
+import type { AuthLimitStore } from '../../src/accounts/auth-limits.port.js';
+import { FixedMinuteCounter, limitKey, SlidingMinuteCounter } from '../../src/accounts/auth-rate-counters.js';
 import { RateLimitedError } from '../../src/domain/errors.js';
 import type { AuthRateKind, RequestLimiter } from '../../routers/trpc.js';
 
@@ -25,33 +27,6 @@ class WindowCounter {
   }
 }
 
-/**
- * The last minute exactly, per address: "the 6th request within a minute gets 429" holds whenever
- * the minute starts, which fixed windows would not promise. Refused requests are not counted, so
- * Retry-After is when the oldest counted one leaves the window.
- */
-class SlidingCounter {
-  private readonly hits = new Map<string, number[]>();
-
-  constructor(private readonly perMinute: number) {}
-
-  hit(key: string, now = Date.now()): number {
-    if (this.hits.size > 10_000) this.prune(now);
-    const recent = (this.hits.get(key) ?? []).filter((t) => t > now - 60_000);
-    if (recent.length >= this.perMinute) {
-      this.hits.set(key, recent);
-      return Math.max(1, Math.ceil((recent[0]! + 60_000 - now) / 1000));
-    }
-    recent.push(now);
-    this.hits.set(key, recent);
-    return 0;
-  }
-
-  private prune(now: number): void {
-    for (const [key, times] of this.hits) if ((times.at(-1) ?? 0) <= now - 60_000) this.hits.delete(key);
-  }
-}
-
 /** Requests per minute per client address on the authentication endpoints (spec, Limits item 1). */
 export const AUTH_RATE_LIMITS: Record<AuthRateKind, number> = { signup: 5, signin: 10, 'password-reset': 3 };
 
@@ -59,22 +34,26 @@ export function createRateLimiter(opts: {
   requestsPerMinute: number;
   authFailuresPerMinute: number;
   authLimits?: Record<AuthRateKind, number>;
+  /** Where the authentication counters live: the database, shared by every platform process. */
+  store: () => AuthLimitStore;
+  now?: () => number;
 }): RequestLimiter {
+  const now = opts.now ?? Date.now;
+  // A key's request budget guards this process's throughput: counted here, per process (see docs/decisions.md).
   const requests = new WindowCounter(opts.requestsPerMinute);
-  const failures = new WindowCounter(opts.authFailuresPerMinute);
+  const failures = new FixedMinuteCounter(opts.store, opts.authFailuresPerMinute, now);
   const authLimits = opts.authLimits ?? AUTH_RATE_LIMITS;
-  const auth = Object.fromEntries(Object.entries(authLimits).map(([kind, limit]) => [kind, new SlidingCounter(limit)])) as Record<
-    AuthRateKind,
-    SlidingCounter
-  >;
+  const auth = Object.fromEntries(
+    Object.entries(authLimits).map(([kind, limit]) => [kind, new SlidingMinuteCounter(opts.store, limit, now)]),
+  ) as Record<AuthRateKind, SlidingMinuteCounter>;
   return {
-    assertAuthAttempt(kind, ip) {
-      const wait = auth[kind].hit(ip);
+    async assertAuthAttempt(kind, ip) {
+      const wait = await auth[kind].hit(limitKey('auth-attempt', kind, ip));
       if (wait > 0)
         throw new RateLimitedError(`More than ${authLimits[kind]} ${kind} requests in a minute from this address; try again later`, wait);
     },
-    recordAuthFailure(ip) {
-      const wait = failures.hit(ip);
+    async recordAuthFailure(ip) {
+      const wait = await failures.hit(limitKey('auth-failure', ip));
       if (wait > 0) throw new RateLimitedError('Too many failed authentication attempts from this address; try again later', wait);
     },
     assertRequestAllowed(keyId) {

@@ -15,8 +15,8 @@ import { GitCliSource } from '../git/git-cli.git-source.js';
 import { NetHealthProbe } from '../net/net-health-probe.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { TcpPortForwarder } from '../net/tcp-port-forwarder.js';
-import { EngineDatabaseAdmin } from '../databases/engine-database-admin.js';
-import { lazyDatabaseAdmin } from '../databases/lazy-database-admin.js';
+import { EngineDatabaseAdmin } from '../databases/by-engine.database-admin.js';
+import { lazyDatabaseAdmin } from '../databases/lazy.database-admin.js';
 import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
@@ -96,7 +96,7 @@ function dataImporter(docker: Docker): DataImporter {
   return {
     importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),
     importRedis: async (source, target, work) =>
-      new (await import('../databases/redis-url.importer.js')).RedisUrlImporter().importRedis(source, target, work),
+      new (await import('../databases/redis-url.data-importer.js')).RedisUrlImporter().importRedis(source, target, work),
   };
 }
 
@@ -183,6 +183,7 @@ export async function startServer(config: AppConfig, overrides: Overrides = {}):
     requestsPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     authLimits: config.accounts.authLimits,
+    store: () => database.store.authLimits,
   });
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => ({
     services,

@@ -98,7 +98,7 @@ export class TerminalSockets {
       try {
         actor = ctx.services.terminals.redeemTicket(ticket, url.pathname);
       } catch (error) {
-        ctx.limiter.recordAuthFailure(ctx.ip);
+        await ctx.limiter.recordAuthFailure(ctx.ip);
         throw error;
       }
       ctx.limiter.assertRequestAllowed(actor.keyId);

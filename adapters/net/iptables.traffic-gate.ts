@@ -1,7 +1,12 @@
 import { spawn } from 'node:child_process';
-import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import { createServer } from 'node:net';
+import { type GateInstall, SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/routing/traffic-gate.port.js';
 
 const CALL_TIMEOUT_MS = 10_000;
+const FILTER_PREFIX = 'SLIPWAY-EDGE-';
+const NAT_PREFIX = 'SLIPWAY-GATE-';
+/** A chain of an install: its table's prefix, then the install's id. */
+const CHAIN = /^SLIPWAY-(EDGE|GATE)-([A-Z0-9]{1,12})$/;
 
 export interface IptablesGateOptions {
   /** Tells this installation's chains from another's on the same host (at most 12 characters). */
@@ -23,12 +28,16 @@ export class IptablesTrafficGate implements TrafficGate {
   private legacyJumpGone = false;
 
   constructor(private readonly options: IptablesGateOptions) {
-    const id = options.instanceId
+    const id = this.idOf(options.instanceId);
+    this.filterChain = `${FILTER_PREFIX}${id}`;
+    this.natChain = `${NAT_PREFIX}${id}`;
+  }
+
+  idOf(instanceId: string): string {
+    return instanceId
       .replace(/[^a-zA-Z0-9]/g, '')
       .slice(0, 12)
       .toUpperCase();
-    this.filterChain = `SLIPWAY-EDGE-${id}`;
-    this.natChain = `SLIPWAY-GATE-${id}`;
   }
 
   async sync(subnet: string, open: OpenSlot[], signal?: AbortSignal): Promise<void> {
@@ -70,9 +79,37 @@ export class IptablesTrafficGate implements TrafficGate {
   }
 
   async remove(signal?: AbortSignal): Promise<void> {
+    await this.removeInstall(this.idOf(this.options.instanceId), signal);
+  }
+
+  /** The installs whose chains the filter and nat tables hold, with the subnets their jumps from OUTPUT name. */
+  async installs(signal?: AbortSignal): Promise<GateInstall[]> {
+    const found = new Map<string, Set<string>>();
+    for (const table of ['filter', 'nat']) {
+      for (const rule of (await run('iptables', ['--wait', '-t', table, '-S'], '', signal)).split('\n')) {
+        const words = rule.trim().split(/\s+/);
+        if (words[0] === '-N') {
+          const id = CHAIN.exec(words[1] ?? '')?.[2];
+          if (id && !found.has(id)) found.set(id, new Set());
+        } else if (words[0] === '-A' && words[1] === 'OUTPUT') {
+          const id = CHAIN.exec(words[words.indexOf('-j') + 1] ?? '')?.[2];
+          const subnet = words[words.indexOf('-d') + 1];
+          if (!id || !words.includes('-d') || !subnet) continue;
+          const subnets = found.get(id) ?? new Set<string>();
+          // iptables prints a /32 destination without its length.
+          subnets.add(subnet.includes('/') ? subnet : `${subnet}/32`);
+          found.set(id, subnets);
+        }
+      }
+    }
+    return [...found].map(([id, subnets]) => ({ id, subnets: [...subnets].sort() }));
+  }
+
+  async removeInstall(id: string, signal?: AbortSignal): Promise<void> {
+    if (!/^[A-Z0-9]{1,12}$/.test(id)) throw new Error(`not a gate id: ${id}`);
     for (const [table, chain] of [
-      ['filter', this.filterChain],
-      ['nat', this.natChain],
+      ['filter', `${FILTER_PREFIX}${id}`],
+      ['nat', `${NAT_PREFIX}${id}`],
     ] as const) {
       const rules = await run('iptables', ['--wait', '-t', table, '-S', 'OUTPUT'], '', signal).catch(() => '');
       for (const rule of rules.split('\n')) {
@@ -82,6 +119,15 @@ export class IptablesTrafficGate implements TrafficGate {
       await run('iptables', ['--wait', '-t', table, '-F', chain], '', signal).catch(() => '');
       await run('iptables', ['--wait', '-t', table, '-X', chain], '', signal).catch(() => '');
     }
+  }
+
+  /** Binds the responder's address for a moment, as its httpd will. */
+  portFree(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen({ port: this.options.gatePort, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve(true)));
+    });
   }
 
   /** Adds the jump from OUTPUT once; `-C` tells whether it is there. */

@@ -81,9 +81,9 @@ function count(counts: Map<string, RequestCount>, line: Buffer): void {
   if (entry.status >= 500 && entry.status < 600) tally.errors5xx++;
 }
 
-/** The Host header without its port (`[v6]:port` keeps the brackets' content). */
+/** The Host header without its port (`[v6]:port` keeps the brackets' content), as the routes match it: lower case, no root dot. */
 function hostnameOf(host: string): string {
   const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(host);
   if (bracket) return bracket[1]!.toLowerCase();
-  return host.replace(/:\d+$/, '').toLowerCase();
+  return host.replace(/:\d+$/, '').replace(/\.$/, '').toLowerCase();
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RouteTarget, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
+import type { RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 
 export interface CaddyServeOptions {
   httpPort: number;
@@ -8,12 +8,6 @@ export interface CaddyServeOptions {
   autoHttps: boolean;
   /** The ACME account's email; Caddy's default issuers when null. */
   acmeEmail: string | null;
-  /**
-   * The traffic gate's responder listens on 127.0.0.1:<gatePort>; Caddy checks each slot's gate every
-   * <healthIntervalMs> (see TrafficGate). Without it, routes to slots are refused.
-   */
-  gatePort?: number;
-  healthIntervalMs?: number;
 }
 
 /**
@@ -26,28 +20,45 @@ export interface CaddyServeOptions {
 export type OnDemandForm = 'permission' | 'ask';
 
 /**
- * One Caddy route per upstream: a slot pair, "no container yet", or a service's plain address. Its
- * hostnames are not in the configuration: each is an empty file in the route's directory, which Caddy's
- * `file` matcher looks up per request (`<dir>/{http.request.host}`), so adding, removing or moving a
- * hostname changes files and never reloads Caddy.
+ * The table as files, by directory (relative to the generation directory): `_all/<hostname>` for every
+ * routed hostname, `_waiting/<hostname>` for those of services with no container yet, and
+ * `_upstream/<hostname>/<ip:port>` naming where each of the others goes. Caddy reads them per request
+ * (see buildCaddyConfig), so no table ever changes the configuration: a hostname added, moved or
+ * removed, a new service, a service's new address (a cutover) are all file changes.
  */
-export interface ServiceRoute {
-  /** The route's directory, under the generation directory. */
+export interface RouteFiles {
   dir: string;
-  /** Empty for the routes shared by whichever services hold them (slot pairs, waiting). */
-  serviceId: string;
-  upstream: RouteTarget['upstream'];
-  hostnames: string[];
+  names: string[];
 }
 
 /** Every routed hostname, flat: what the TLS permission route and the HTTP redirect look up. */
 export const ALL_HOSTNAMES_DIR = '_all';
 
+/** Hostnames of services with no container yet: one route for all of them (a 503), whatever their number. */
+export const WAITING_DIR = '_waiting';
+
+/** `<dir>/<hostname>/<ip:port>`: the one file in a hostname's directory names its upstream. */
+export const UPSTREAMS_DIR = '_upstream';
+
 /** Where Caddy asks whether a hostname may have a certificate: answered by Caddy itself, from the directory. */
 export const TLS_PERMISSION_PATH = '/slipway/tls-permission';
 
+/**
+ * Where Caddy asks itself for a hostname in lower case (see lowerCaseHost): Caddy 2.6 has no
+ * placeholder that changes case, its templates (Sprig's `lower`) do.
+ */
+export const HOST_CASE_PATH = '/slipway/host-case';
+const HOST_CASE_HEADER = 'X-Slipway-Host';
+
+/** The variable every route matches its files by: the request's hostname, lower-cased when it was not. */
+const HOST_VAR = 'slipway_host';
+const HOSTNAME = `{http.vars.${HOST_VAR}}`;
+
 /** A hostname as a file name: lower-case labels, no empty one (so never `.`, `..` or a path). */
 const FILE_NAME_HOSTNAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/;
+/** An upstream as a file name: `host:port`, an IPv6 host in brackets; never a path. */
+const FILE_NAME_UPSTREAM = /^([a-zA-Z0-9_-]+(\.[a-zA-Z0-9_-]+)*|\[[0-9a-fA-F:.]+\]):[0-9]{1,5}$/;
+const LOOPBACK = ['127.0.0.1/32', '::1/128'];
 
 /**
  * The `@id` Caddy knows the loaded configuration by: `GET /id/<it>` answers 404 once another
@@ -58,64 +69,39 @@ export function tableMarker(digest: string): string {
 }
 
 /**
- * The `@id` of how the table is served (ports, HTTPS, the gate): a platform restarted with other
- * settings finds the same table served the old way, and must load it again.
+ * The `@id` of how the table is served (ports, HTTPS): a platform restarted with other settings finds
+ * the same table served the old way, and must load it again.
  */
 export function servingMarker(options: CaddyServeOptions): string {
-  const { httpPort, httpsPort, autoHttps, acmeEmail, gatePort, healthIntervalMs } = options;
+  const { httpPort, httpsPort, autoHttps, acmeEmail } = options;
   const digest = createHash('sha256')
-    .update(JSON.stringify([httpPort, httpsPort, autoHttps, acmeEmail, gatePort ?? null, healthIntervalMs ?? null]))
+    .update(JSON.stringify([httpPort, httpsPort, autoHttps, acmeEmail]))
     .digest('hex');
   return `slipway-serving-${digest.slice(0, 16)}`;
 }
 
-/** Hostnames of services with no container yet: one route for all of them (a 503), whatever their number. */
-export const WAITING_DIR = '_waiting';
-
-/**
- * The table as routes, in a stable order (by directory): one per slot pair of the pool (used or
- * not), one for every service still waiting for a container, and one per service routed to a plain
- * address. A table that differs only in hostnames, in which service holds which pair, or in which
- * services are waiting gives the same routes, hence the same configuration.
- */
-export function planRoutes(table: RoutingTable): ServiceRoute[] {
-  const byKey = new Map<string, ServiceRoute>();
-  const perService = new Map<string, number>();
-  (table.slotPool ?? []).forEach((pair, i) => {
-    byKey.set(JSON.stringify(pair), { dir: `_pair-${String(i).padStart(3, '0')}`, serviceId: '', upstream: pair, hostnames: [] });
-  });
-  byKey.set('null', { dir: WAITING_DIR, serviceId: '', upstream: null, hostnames: [] });
+/** The files of a table, `_all` first (see RouteFiles); throws on a hostname or upstream that cannot be a file name. */
+export function planFiles(table: RoutingTable): RouteFiles[] {
+  const all: string[] = [];
+  const waiting: string[] = [];
+  const upstreams: RouteFiles[] = [];
   for (const route of table.routes) {
     if (!FILE_NAME_HOSTNAME.test(route.hostname) || route.hostname.length > 253) {
       throw new Error(`${JSON.stringify(route.hostname)} cannot be routed: Caddy's routes directory holds lower-case hostnames only`);
     }
-    const shared = byKey.get(JSON.stringify(route.upstream));
-    if (shared && (shared.upstream === null || shared.dir.startsWith('_pair-'))) {
-      shared.hostnames.push(route.hostname);
+    all.push(route.hostname);
+    if (route.upstream === null) {
+      waiting.push(route.hostname);
       continue;
     }
-    // A service has one upstream in a table; should it ever have two, each gets a route of its own.
-    const key = `${route.serviceId}\n${JSON.stringify(route.upstream)}`;
-    let service = byKey.get(key);
-    if (!service) {
-      const n = (perService.get(route.serviceId) ?? 0) + 1;
-      perService.set(route.serviceId, n);
-      service = {
-        dir: `${serviceDirName(route.serviceId)}${n > 1 ? `.${n}` : ''}`,
-        serviceId: route.serviceId,
-        upstream: route.upstream,
-        hostnames: [],
-      };
-      byKey.set(key, service);
-    }
-    service.hostnames.push(route.hostname);
+    if (!FILE_NAME_UPSTREAM.test(route.upstream)) throw new Error(`${JSON.stringify(route.upstream)} is not an upstream Caddy can dial`);
+    upstreams.push({ dir: `${UPSTREAMS_DIR}/${route.hostname}`, names: [route.upstream] });
   }
-  return [...byKey.values()].sort((a, b) => (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0));
-}
-
-/** Service ids are 16 lower-case alphanumerics; anything else is named by its hash (never `_all`, never a path). */
-function serviceDirName(serviceId: string): string {
-  return /^[a-z0-9][a-z0-9-]{0,62}$/.test(serviceId) ? serviceId : `h-${createHash('sha256').update(serviceId).digest('hex').slice(0, 24)}`;
+  return [
+    { dir: ALL_HOSTNAMES_DIR, names: all },
+    { dir: WAITING_DIR, names: waiting },
+    ...upstreams.sort((a, b) => (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0)),
+  ];
 }
 
 export interface CaddyLayout {
@@ -133,55 +119,71 @@ export interface BuiltCaddyConfig {
   config: Record<string, unknown>;
   /** Names the configuration and its directory of hostnames (`<routesDir>/<digest>`). */
   digest: string;
-  routes: ServiceRoute[];
 }
 
 /**
- * Caddy's native JSON configuration for a routing table: one route per service (to its container,
- * its two slots, or a 503 without a container) matching the hostnames listed in its directory, and
- * a 404 for hostnames nobody configured. The digest covers everything but the hostnames and
- * `admin`, which is whatever the running Caddy has, so a load never moves its admin endpoint.
+ * Caddy's native JSON configuration: the same whatever the table, since the routes directory says
+ * where each hostname goes. A hostname with a file in `_upstream/<hostname>/` goes to the address the
+ * file is named by (a placeholder `dial`), one in `_waiting/` gets a 503, any other a 404. The digest
+ * covers everything but `admin`, which is whatever the running Caddy has, so a load never moves its
+ * admin endpoint: it changes with how the table is served and where its files are, never with the table.
  */
-export function buildCaddyConfig(table: RoutingTable, options: CaddyServeOptions, admin: unknown, layout: CaddyLayout): BuiltCaddyConfig {
-  const routes = planRoutes(table);
+export function buildCaddyConfig(options: CaddyServeOptions, admin: unknown, layout: CaddyLayout): BuiltCaddyConfig {
   // Named by what it holds (and where): built once with placeholders, and always with the same
   // on-demand form, so the Caddy version that decided the form does not change the name.
   const routesDir = layout.routesDir.replace(/\/+$/, '');
   const accessLog = layout.accessLog ? { accessLog: layout.accessLog } : {};
   const neutral = JSON.stringify([
     routesDir,
-    configFor(routes, options, { root: '\0root', marker: '\0marker', onDemand: 'permission', ...accessLog }),
+    configFor(options, { root: '\0root', marker: '\0marker', onDemand: 'permission', ...accessLog }),
   ]);
   const digest = createHash('sha256').update(neutral).digest('hex').slice(0, 16);
-  const config = configFor(routes, options, {
+  const config = configFor(options, {
     root: `${routesDir}/${digest}`,
     marker: tableMarker(digest),
     onDemand: layout.onDemand ?? 'permission',
     ...accessLog,
   });
-  return { config: { ...(admin ? { admin } : {}), ...config }, digest, routes };
+  return { config: { ...(admin ? { admin } : {}), ...config }, digest };
 }
 
 function configFor(
-  routes: ServiceRoute[],
   options: CaddyServeOptions,
   at: { root: string; marker: string; onDemand: OnDemandForm; accessLog?: string },
 ): Record<string, unknown> {
-  const serviceRoutes = routes.map((route) => ({
-    match: [hostnameIn(`${at.root}/${route.dir}`, '{http.request.host}')],
-    handle: [
-      route.upstream
-        ? reverseProxy(route.upstream, options)
-        : plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] }),
-    ],
-    terminal: true,
-  }));
-  const fallback = { '@id': at.marker, handle: [notFound()] };
-
   const server: Record<string, unknown> = {
     '@id': servingMarker(options),
     listen: [`:${options.autoHttps ? options.httpsPort : options.httpPort}`],
-    routes: [...serviceRoutes, fallback],
+    routes: [
+      // The lower-casing answer lives on the port-80 server, this one when it is that.
+      ...(options.autoHttps ? [] : [hostCaseAnswer()]),
+      setHostname('{http.request.host}'),
+      lowerCaseHost(options.httpPort),
+      {
+        match: [hostnameIn(`${at.root}/${UPSTREAMS_DIR}`, `${HOSTNAME}/*`)],
+        handle: [
+          {
+            handler: 'subroute',
+            routes: [
+              {
+                // The one file of the hostname's directory: `/<hostname>/<ip:port>`.
+                match: [{ vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } }],
+                handle: [reverseProxy('{http.regexp.slipway_upstream.1}')],
+                terminal: true,
+              },
+              { handle: [notFound()] },
+            ],
+          },
+        ],
+        terminal: true,
+      },
+      {
+        match: [hostnameIn(`${at.root}/${WAITING_DIR}`, HOSTNAME)],
+        handle: [plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
+        terminal: true,
+      },
+      { '@id': at.marker, handle: [notFound()] },
+    ],
   };
   const servers: Record<string, unknown> = { slipway: server };
   const apps: Record<string, unknown> = { http: { http_port: options.httpPort, https_port: options.httpsPort, servers } };
@@ -208,11 +210,9 @@ function configFor(
     };
   }
   const logs: Record<string, unknown> = {};
-  // A closed slot fails its check every interval by design: not worth a log line each time.
-  const exclude = options.gatePort ? ['http.handlers.reverse_proxy.health_checker.active'] : [];
   if (at.accessLog) {
     server.logs = { default_logger_name: ACCESS_LOGGER };
-    exclude.push(`http.log.access.${ACCESS_LOGGER}`);
+    logs.default = { exclude: [`http.log.access.${ACCESS_LOGGER}`] };
     logs[ACCESS_LOGGER] = {
       // Bounded: one file of 16 MB and one rolled one. The platform reads the host and the status; the
       // rest that could identify a visitor or carry a credential (URI, headers, addresses) is dropped.
@@ -229,36 +229,35 @@ function configFor(
       include: [`http.log.access.${ACCESS_LOGGER}`],
     };
   }
-  if (exclude.length) logs.default = { exclude };
   const logging = Object.keys(logs).length ? { logging: { logs } } : {};
   return { ...logging, apps };
 }
 
 /**
  * Port 80 with automatic HTTPS: ACME HTTP-01 challenges are answered by Caddy before any route; then
- * the permission question Caddy asks itself (from loopback only: 200 for a routed hostname, else
- * 403), a redirect to HTTPS for routed hostnames, and 404 for the rest.
+ * the lower-casing answer, the permission question Caddy asks itself (from loopback only: 200 for a
+ * routed hostname in any case, else 403), a redirect to HTTPS (to the hostname as stored) for routed
+ * hostnames, and 404 for the rest.
  */
 function httpServer(root: string, options: CaddyServeOptions): Record<string, unknown> {
   const all = `${root}/${ALL_HOSTNAMES_DIR}`;
-  const httpsAuthority = options.httpsPort === 443 ? '{http.request.host}' : `{http.request.host}:${options.httpsPort}`;
+  const httpsAuthority = options.httpsPort === 443 ? HOSTNAME : `${HOSTNAME}:${options.httpsPort}`;
   return {
     listen: [`:${options.httpPort}`],
     routes: [
+      hostCaseAnswer(),
+      setHostname('{http.request.host}'),
       {
-        match: [{ path: [TLS_PERMISSION_PATH], remote_ip: { ranges: ['127.0.0.1/32', '::1/128'] } }],
+        match: [{ path: [TLS_PERMISSION_PATH], remote_ip: { ranges: LOOPBACK } }],
         handle: [
           {
             handler: 'subroute',
             routes: [
+              setHostname('{http.request.uri.query.domain}'),
+              lowerCaseHost(options.httpPort),
               {
                 // The regular expression keeps an empty or odd `domain` from naming the directory itself.
-                match: [
-                  {
-                    vars_regexp: { '{http.request.uri.query.domain}': { pattern: '^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$' } },
-                    ...hostnameIn(all, '{http.request.uri.query.domain}'),
-                  },
-                ],
+                match: [{ vars_regexp: { [HOSTNAME]: { pattern: '^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$' } }, ...hostnameIn(all, HOSTNAME) }],
                 handle: [{ handler: 'static_response', status_code: 200 }],
                 terminal: true,
               },
@@ -268,8 +267,9 @@ function httpServer(root: string, options: CaddyServeOptions): Record<string, un
         ],
         terminal: true,
       },
+      lowerCaseHost(options.httpPort),
       {
-        match: [hostnameIn(all, '{http.request.host}')],
+        match: [hostnameIn(all, HOSTNAME)],
         handle: [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://${httpsAuthority}{http.request.uri}`] } }],
         terminal: true,
       },
@@ -278,39 +278,82 @@ function httpServer(root: string, options: CaddyServeOptions): Record<string, un
   };
 }
 
-/** Matches when `<dir>/<name>` is a file: hostnames are compared as they are sent, so case matters (see docs/decisions.md). */
+/** Sets the name the next routes look up (the Host without its port, or what the permission question asks about). */
+function setHostname(value: string): Record<string, unknown> {
+  return { handle: [{ handler: 'vars', [HOST_VAR]: value }] };
+}
+
+/**
+ * A hostname with an upper-case letter or a trailing dot is the same name (RFC 4343, and the root's
+ * empty label): its files are looked up lower-cased, without the dot. Caddy 2.6 cannot change case in
+ * a placeholder, so it asks itself, the way `forward_auth` asks an authority: a GET with no body to its
+ * own port-80 listener, whose template answers the name lower-cased in a header, copied into the
+ * variable before the request goes on to the next routes with its method, body and Host as sent.
+ * Names already in lower case (what browsers send) skip it.
+ */
+function lowerCaseHost(httpPort: number): Record<string, unknown> {
+  return {
+    match: [{ vars_regexp: { [HOSTNAME]: { pattern: '[A-Z]|\\.$' } } }],
+    handle: [
+      {
+        handler: 'reverse_proxy',
+        upstreams: [{ dial: `127.0.0.1:${httpPort}` }],
+        rewrite: { method: 'GET', uri: HOST_CASE_PATH },
+        headers: { request: { set: { [HOST_CASE_HEADER]: [HOSTNAME] } } },
+        transport: { protocol: 'http', keep_alive: { idle_timeout: '30s', max_idle_conns_per_host: 64 } },
+        handle_response: [
+          {
+            match: { status_code: [200] },
+            routes: [{ handle: [{ handler: 'vars', [HOST_VAR]: `{http.reverse_proxy.header.${HOST_CASE_HEADER}}` }] }],
+          },
+          { routes: [{ handle: [plainResponse(502, 'The hostname could not be read.\n')] }] },
+        ],
+      },
+    ],
+  };
+}
+
+/** The answer lowerCaseHost asks for: loopback only, never logged, the name in the same header. */
+function hostCaseAnswer(): Record<string, unknown> {
+  return {
+    match: [{ path: [HOST_CASE_PATH], remote_ip: { ranges: LOOPBACK }, header: { [HOST_CASE_HEADER]: [] } }],
+    handle: [
+      { handler: 'vars', skip_log: true },
+      // Other delimiters than `{{ }}`, which Caddy would read as placeholders in the body.
+      { handler: 'templates', delimiters: ['[[', ']]'] },
+      {
+        handler: 'static_response',
+        status_code: 200,
+        headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
+        body: `[[ .RespHeader.Set "${HOST_CASE_HEADER}" (.Req.Header.Get "${HOST_CASE_HEADER}" | lower | trimSuffix ".") ]]`,
+      },
+    ],
+    terminal: true,
+  };
+}
+
+/**
+ * Matches when `<dir>/<name>` is a file (`name` may end with a glob: placeholders' values are escaped,
+ * so only the configuration's own `*` expands).
+ */
 function hostnameIn(dir: string, name: string): { file: Record<string, unknown> } {
   return { file: { root: dir, try_files: [name], try_policy: 'first_exist' } };
 }
 
-function reverseProxy(upstream: string | string[], options: CaddyServeOptions): Record<string, unknown> {
-  const slots = Array.isArray(upstream) ? upstream : null;
-  if (slots && !options.gatePort) throw new Error('routes to traffic slots need the gate port');
+/**
+ * To the address a file named: a placeholder `dial`, so Caddy's upstream is whatever the directory says
+ * at each request (no active health checks run on such an upstream; none are needed: a cutover moves
+ * the file).
+ */
+function reverseProxy(dial: string): Record<string, unknown> {
   return {
     handler: 'reverse_proxy',
-    upstreams: (slots ?? [upstream as string]).map((dial) => ({ dial })),
-    ...(slots
-      ? {
-          // The gate decides which slot is open; `first` sends everything to the first open one, so
-          // a client never goes back from the new container to the old one.
-          health_checks: {
-            active: {
-              port: options.gatePort,
-              uri: '/',
-              interval: `${options.healthIntervalMs ?? 500}ms`,
-              timeout: '1s',
-              expect_status: 200,
-            },
-          },
-        }
-      : {}),
+    upstreams: [{ dial }],
     // Idle connections to a container being retired close soon, so its drain ends soon after its last request.
     // Setting keep_alive at all drops Go's idle pool to 2 per host unless the pool size is given too.
     transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
     // A request that could not reach the container is retried for a moment (it never got there).
-    load_balancing: slots
-      ? { selection_policy: { policy: 'first' }, try_duration: '5s', try_interval: '100ms' }
-      : { try_duration: '5s', try_interval: '250ms' },
+    load_balancing: { try_duration: '5s', try_interval: '100ms' },
   };
 }
 

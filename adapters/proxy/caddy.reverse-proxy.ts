@@ -2,8 +2,16 @@ import { mkdir } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ProxyResult, ProxyState, ReverseProxy, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
-import { buildCaddyConfig, servingMarker, tableMarker, type CaddyServeOptions, type OnDemandForm } from './caddy-config.js';
-import { RoutesDirectory } from './routes-directory.js';
+import {
+  buildCaddyConfig,
+  planFiles,
+  servingMarker,
+  tableMarker,
+  type CaddyServeOptions,
+  type OnDemandForm,
+  type RouteFiles,
+} from './caddy-config.js';
+import { RoutesDirectory, type RoutesStamp } from './routes-directory.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 
@@ -27,12 +35,12 @@ export interface CaddyAdminOptions extends CaddyServeOptions {
 }
 
 /**
- * Keeps a Caddy configured through its admin API and the routes directory. Which hostnames go to
- * which service is files only: a table that differs from the served one in hostnames alone changes
- * files, and Caddy is not reloaded (a load closes its idle client connections, whatever hostname they
- * are for). A load replaces the whole configuration, which Caddy applies atomically (a rejected one
- * leaves the previous one serving): when services come or go, an upstream changes, or how the table
- * is served does.
+ * Keeps a Caddy configured through its admin API and the routes directory. The table is files only:
+ * which hostnames are routed, and where each goes (see RouteFiles), so a table that differs from the
+ * served one changes files and Caddy is not reloaded (a load closes its idle client connections,
+ * whatever hostname they are for). A load replaces the whole configuration, which Caddy applies
+ * atomically (a rejected one leaves the previous one serving): when Caddy does not serve this
+ * platform's configuration (it started empty, or lost it) or how the table is served changed.
  */
 export class CaddyReverseProxy implements ReverseProxy {
   readonly enabled = true;
@@ -57,6 +65,34 @@ export class CaddyReverseProxy implements ReverseProxy {
   }
 
   private async applyNow(table: RoutingTable, signal?: AbortSignal): Promise<ProxyResult> {
+    let files: RouteFiles[];
+    try {
+      files = planFiles(table);
+    } catch (error) {
+      return { ok: false, detail: messageOf(error) };
+    }
+    const accessLogDir = this.options.caddyAccessLogDir ?? this.options.accessLogDir;
+    const layout = () => ({
+      routesDir: this.caddyRoutesDir,
+      onDemand: this.onDemand,
+      ...(accessLogDir ? { accessLog: `${accessLogDir.replace(/\/+$/, '')}/access.log` } : {}),
+    });
+    const { digest } = buildCaddyConfig(this.options, null, layout());
+    let synced = false;
+    let previous: RoutesStamp | null;
+    try {
+      previous = await this.directory.stamp();
+      // The generation of this configuration exists, so Caddy most likely serves it: the files are the
+      // whole change, made before any call to Caddy (traffic follows them even if its admin API is slow
+      // or down for a moment). From here until the new stamp, check() says stale.
+      if (await this.directory.has(digest)) {
+        await this.directory.clearStamp();
+        await this.directory.sync(digest, files);
+        synced = true;
+      }
+    } catch (error) {
+      return { ok: false, detail: messageOf(error) };
+    }
     try {
       if (this.options.host) await this.options.host.ensure(withTimeout(signal, 120_000));
     } catch (error) {
@@ -66,36 +102,30 @@ export class CaddyReverseProxy implements ReverseProxy {
       const admin = await this.call('GET', '/config/admin', signal);
       if (admin.status !== 200)
         return { ok: false, detail: `Caddy's admin API at ${this.adminUrl} answered ${admin.status} to GET /config/admin` };
-      const accessLogDir = this.options.caddyAccessLogDir ?? this.options.accessLogDir;
-      const layout = () => ({
-        routesDir: this.caddyRoutesDir,
-        onDemand: this.onDemand,
-        ...(accessLogDir ? { accessLog: `${accessLogDir.replace(/\/+$/, '')}/access.log` } : {}),
-      });
-      let built = buildCaddyConfig(table, this.options, admin.body, layout());
       await this.directory.ensureRoot();
       if (this.options.accessLogDir) await mkdir(this.options.accessLogDir, { recursive: true, mode: 0o755 });
-      const served = await this.serves(built.digest, signal);
-      const previous = await this.directory.stamp();
-      // From here until the new stamp, check() says stale: the files are between two tables.
-      await this.directory.clearStamp();
-      await this.directory.sync(built.digest, built.routes);
+      const served = await this.serves(digest, signal);
+      if (!synced) {
+        await this.directory.clearStamp();
+        await this.directory.sync(digest, files);
+      }
       if (served) {
-        await this.directory.prune(built.digest);
-        await this.directory.writeStamp({ version: table.version, digest: built.digest });
+        await this.directory.prune(digest);
+        await this.directory.writeStamp({ version: table.version, digest });
         return { ok: true, detail: this.describe(table, false) };
       }
 
+      let built = buildCaddyConfig(this.options, admin.body, layout());
       let loaded = await this.call('POST', '/load', signal, built.config);
       if (loaded.status !== 200 && this.onDemand === 'permission' && /unknown field \\?"permission\\?"/.test(reasonOf(loaded))) {
         // Caddy 2.6/2.7: the same configuration with the `ask` URL (same digest, same directory).
         this.onDemand = 'ask';
-        built = buildCaddyConfig(table, this.options, admin.body, layout());
+        built = buildCaddyConfig(this.options, admin.body, layout());
         loaded = await this.afterRejection(() => this.call('POST', '/load', signal, built.config));
       }
       if (loaded.status === 200) {
-        await this.directory.prune(built.digest);
-        await this.directory.writeStamp({ version: table.version, digest: built.digest });
+        await this.directory.prune(digest);
+        await this.directory.writeStamp({ version: table.version, digest });
         return { ok: true, detail: this.describe(table, true) };
       }
       // Caddy still serves the previous configuration, which reads the previous generation, untouched. The

@@ -79,7 +79,10 @@ export class AccountService {
     private readonly twoFactor: TwoFactorService,
     private readonly options: AccountOptions,
   ) {
-    this.backoff = new SigninBackoff(() => this.deps.clock.now().getTime());
+    this.backoff = new SigninBackoff(
+      () => this.deps.store.authLimits,
+      () => this.deps.clock.now().getTime(),
+    );
     // Made now, so the first sign-in with an unknown email does not also pay for making it.
     void dummyPasswordHash();
   }
@@ -136,15 +139,15 @@ export class AccountService {
 
   async signin(input: SigninInput): Promise<SigninResult> {
     const email = normalizeEmail(input.email);
-    this.backoff.assertAllowed(email);
+    const run = await this.backoff.assertAllowed(email);
     const user = await this.store.getUserByEmail(email);
     // The same argon2id work whether or not the account exists.
     const valid = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), input.password);
     if (!user || !valid) {
-      this.backoff.failed(email);
+      await this.backoff.failed(email);
       throw new InvalidCredentialsError();
     }
-    this.backoff.clear(email);
+    if (run) await this.backoff.clear(email);
     if (user.totpEnabled) {
       this.pruneChallenges();
       const challengeId = randomBytes(24).toString('base64url');
@@ -167,14 +170,14 @@ export class AccountService {
       throw new InvalidCredentialsError('Unknown or expired sign-in challenge; sign in again');
     }
     const key = `2fa:${user.id}`;
-    this.backoff.assertAllowed(key);
+    const run = await this.backoff.assertAllowed(key);
     if (!(await this.twoFactor.consumeCode(user, code))) {
-      this.backoff.failed(key);
+      await this.backoff.failed(key);
       // A challenge dies after a few wrong codes: guessing goes back through the password.
       if (++challenge.attempts >= CHALLENGE_ATTEMPTS) this.challenges.delete(challengeId);
       throw new InvalidCredentialsError('Invalid two-factor code');
     }
-    this.backoff.clear(key);
+    if (run) await this.backoff.clear(key);
     this.challenges.delete(challengeId);
     return { user: presentUser(user), session: await this.openSession(user) };
   }
@@ -184,14 +187,14 @@ export class AccountService {
     if (!actor) throw new UnauthorizedError('Send the challengeId of a sign-in, or sign in to confirm a two-factor setup');
     assertProcedureScope(actor, 'session');
     const key = `2fa:${actor.userId}`;
-    this.backoff.assertAllowed(key);
+    const run = await this.backoff.assertAllowed(key);
     try {
       await this.twoFactor.confirm(actor, code);
     } catch (error) {
-      if (error instanceof InvalidCredentialsError) this.backoff.failed(key);
+      if (error instanceof InvalidCredentialsError) await this.backoff.failed(key);
       throw error;
     }
-    this.backoff.clear(key);
+    if (run) await this.backoff.clear(key);
   }
 
   async logout(actor: Actor): Promise<void> {
@@ -268,7 +271,7 @@ export class AccountService {
       await store.accounts.deleteSessionsOf(found.id);
       return found;
     });
-    this.backoff.clear(user.email);
+    await this.backoff.clear(user.email);
     this.options.log?.('password reset', { userId: user.id });
   }
 

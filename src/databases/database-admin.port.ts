@@ -1,4 +1,8 @@
 import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { ColumnInfo, QueryResultView, RowsView, TableEntry } from './database-views.js';
+
+/** The shapes the API answers are declared once, as zod views (database-views.ts); the port uses their types. */
+export type { ColumnInfo, TableEntry };
 
 /** How to reach one running database service, with the credentials from its own env. */
 export interface DatabaseEndpoint {
@@ -19,31 +23,13 @@ export interface DatabaseEndpoint {
 export type CellValue = string | number | boolean | null | CellValue[] | { [key: string]: CellValue };
 export type Row = Record<string, CellValue>;
 
-/** `id` is `<schema>.<name>`: a table is named by splitting its id at the first dot. */
-export interface TableEntry {
-  id: string;
-  name: string;
-  schema: string;
-  rowCount: number;
-}
-
 export interface TableRef {
   schema: string;
   name: string;
 }
 
-/** `type` is the engine's own type name (`integer`, `varchar(255)`, `String`, `hash`...). */
-export interface ColumnInfo {
-  name: string;
-  type: string;
-  primary: boolean;
-}
-
-export interface RowsPage {
-  columns: ColumnInfo[];
-  rows: Row[];
-  total: number;
-}
+/** A page as an adapter reads it: the view's columns and total, its rows as the adapter's cells. */
+export type RowsPage = Pick<RowsView, 'columns' | 'total'> & { rows: Row[] };
 
 export interface QueryLimits {
   /** The statement is cancelled by the engine after this long. */
@@ -52,12 +38,8 @@ export interface QueryLimits {
   rowCap: number;
 }
 
-export interface QueryResult {
-  columns: Array<{ name: string; type: string }>;
-  rows: Row[];
-  rowCount: number;
-  truncated: boolean;
-}
+/** A statement's result as an adapter reads it: the view's shape, its rows as the adapter's cells. */
+export type QueryResult = Omit<QueryResultView, 'rows'> & { rows: Row[] };
 
 /**
  * Administration of a user's database, one adapter per engine family. Identifiers are checked against
@@ -70,6 +52,7 @@ export interface DatabaseAdmin {
   checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string>;
   /** `logicalDatabase`: Redis's database number (default 0); other engines ignore it. */
   listTables(db: DatabaseEndpoint, options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]>;
+  /** `limit` from 1 to ROWS_PAGE_LIMIT.max (database-views.ts), `offset` from 0: anything else is `ValidationError`. */
   readRows(db: DatabaseEndpoint, table: TableRef, page: { limit: number; offset: number }, signal: AbortSignal): Promise<RowsPage>;
   /** One statement (SQL), one command line (Redis) or one JSON command document (MongoDB). */
   query(db: DatabaseEndpoint, text: string, limits: QueryLimits, signal: AbortSignal): Promise<QueryResult>;

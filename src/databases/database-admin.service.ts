@@ -41,7 +41,7 @@ export class DatabaseAdminService {
   );
 
   /** Calls under way per service: a deleted database ends them at once rather than when its server goes. */
-  private readonly inFlight = new Map<string, Set<AbortController>>();
+  private readonly inFlight = new Map<string, Map<AbortController, (reason: unknown) => void>>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -127,8 +127,8 @@ export class DatabaseAdminService {
    */
   async release(serviceIds: string[]): Promise<void> {
     for (const id of serviceIds) {
-      for (const controller of this.inFlight.get(id) ?? [])
-        controller.abort(new NotRunningError('The database was deleted while this request ran', { serviceId: id }));
+      for (const release of this.inFlight.get(id)?.values() ?? [])
+        release(new NotRunningError('The database was deleted while this request ran', { serviceId: id }));
       this.inFlight.delete(id);
       void this.admin?.release(id).catch(() => undefined);
     }
@@ -158,19 +158,35 @@ export class DatabaseAdminService {
 
   /** Every call ends by the statement timeout (plus a margin for the engine to cancel), with the request, or when its database is deleted. */
   private async bounded<T>(serviceId: string, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const released = new AbortController();
-    const calls = this.inFlight.get(serviceId) ?? new Set<AbortController>();
-    calls.add(released);
+    // One controller per call, its timer and listener removed when the call ends: AbortSignal.timeout and
+    // AbortSignal.any would keep a timer and a signal per page of rows alive for the whole timeout.
+    const call = new AbortController();
+    let released = false;
+    const calls = this.inFlight.get(serviceId) ?? new Map<AbortController, (reason: unknown) => void>();
+    calls.set(call, (reason) => {
+      released = true;
+      call.abort(reason);
+    });
     this.inFlight.set(serviceId, calls);
-    const signals = [released.signal, AbortSignal.timeout(this.limits.timeoutMs + 5_000), ...(signal ? [signal] : [])];
+    const timeoutMs = this.limits.timeoutMs + 5_000;
+    const timer = setTimeout(
+      () => call.abort(new DOMException(`The operation was aborted due to timeout after ${timeoutMs} ms`, 'TimeoutError')),
+      timeoutMs,
+    );
+    timer.unref();
+    const onAbort = () => call.abort(signal!.reason);
+    if (signal?.aborted) call.abort(signal.reason);
+    else signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await work(AbortSignal.any(signals));
+      return await work(call.signal);
     } catch (error) {
       // However the adapter reports its abort, a deleted database reads as one.
-      if (released.signal.aborted) throw released.signal.reason;
+      if (released) throw call.signal.reason;
       throw error;
     } finally {
-      calls.delete(released);
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      calls.delete(call);
       if (calls.size === 0 && this.inFlight.get(serviceId) === calls) this.inFlight.delete(serviceId);
     }
   }

@@ -3,8 +3,21 @@ import { DATABASE_ENGINES } from '../domain/database-engines.js';
 
 /** The spec's Databases shapes (Table entry, Column, rows), as the routers answer them. */
 const engine = z.enum(DATABASE_ENGINES);
-/** A cell: JSON's own values, or the documented string form of what JSON cannot carry (docs/decisions.md). */
-const row = z.record(z.string(), z.unknown());
+/**
+ * A row: cells by column name, each JSON's own value or the documented string form of what JSON cannot
+ * carry (docs/decisions.md). The adapters build rows, so at run time a row is only checked to be an
+ * object: validating a page's cells one by one (and copying them) cost more than reading the page. The
+ * document shows the schema `z.record(z.string(), z.unknown())` would.
+ */
+const row = z
+  .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value))
+  .meta({ override: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} } });
+
+/**
+ * A page of rows (GET rows): `limit` from 1 to `max`, `default` when not given. The one bound of a page:
+ * the router takes it from here, and every adapter checks the same (a page is held in memory whole).
+ */
+export const ROWS_PAGE_LIMIT = { max: 500, default: 50 } as const;
 
 export const tableEntryView = z.object({
   id: z.string().meta({ description: '`<schema>.<name>`: the table is named by splitting at the first dot' }),
@@ -31,8 +44,11 @@ export const rowsView = z.object({
   total: z.number().int(),
 });
 
+/** A column of a statement's result: its name (made unique) and the engine's type name. */
+export const resultColumnView = z.object({ name: z.string(), type: z.string() });
+
 export const queryResultView = z.object({
-  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  columns: z.array(resultColumnView),
   rows: z.array(row),
   rowCount: z.number().int().meta({ description: 'Rows returned (at most the row cap)' }),
   truncated: z.boolean().meta({ description: 'True when the result had more rows than the cap and was cut' }),
@@ -40,6 +56,9 @@ export const queryResultView = z.object({
 
 export const insertedRowView = z.object({ ok: z.literal(true), table: z.string(), id: z.unknown() });
 
+/** The port's shapes (database-admin.port.ts) are these views' types: each declared once, here. */
+export type TableEntry = z.infer<typeof tableEntryView>;
+export type ColumnInfo = z.infer<typeof columnView>;
 export type TablesView = z.infer<typeof tablesView>;
 export type RowsView = z.infer<typeof rowsView>;
 export type QueryResultView = z.infer<typeof queryResultView>;

@@ -60,6 +60,12 @@ export interface ContainerState {
   image: string;
 }
 
+export interface NetworkState {
+  name: string;
+  labels: Record<string, string>;
+  subnet: string | null;
+}
+
 /** What the platform needs of a container engine. Implemented over dockerode. */
 export interface ContainerEngine {
   ping(signal?: AbortSignal): Promise<void>;
@@ -70,10 +76,13 @@ export interface ContainerEngine {
   ensureNetwork(name: string, labels: Record<string, string>): Promise<void>;
   /**
    * The network that holds traffic slots: fixed addresses need a subnet of our choosing, and its
-   * containers must not reach each other through it (projects stay apart). `subnet` is a CIDR, or
-   * `auto` for the first free one the engine accepts; resolves with the subnet it has.
+   * containers must not reach each other through it (projects stay apart). When it does not exist,
+   * it is made on the first of `candidates` (CIDRs) that no other network overlaps; resolves with the
+   * subnet it has.
    */
-  ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string>;
+  ensureSlotNetwork(name: string, labels: Record<string, string>, candidates: string[]): Promise<string>;
+  /** Networks carrying a label (any value when `value` is absent), with their subnet when they have one. */
+  listNetworks(label: { key: string; value?: string }): Promise<NetworkState[]>;
   /** Starts with no restart policy, so a container that dies while it is being checked stays dead and keeps its log. */
   runContainer(request: RunRequest): Promise<ContainerState>;
   /** Once it serves, Docker brings it back after a crash or a reboot. */

@@ -51,10 +51,14 @@ export class Reconciler {
     const services = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s]));
     const snapshot = this.slots?.snapshot() ?? 0;
     const all = await this.containers.ofInstance();
-    const currents = [...(await this.containers.pick(all)).values()];
+    const picked = await this.containers.pick(all);
+    const currents = [...picked.values()];
     const keep = new Set(currents.map((c) => c.id));
-    // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes.
-    // Written even when memory says nothing changed: the kernel's rules are the truth to restore.
+    // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes:
+    // the routes first (they may name the stray's slot), then the gate. Written even when memory says
+    // nothing changed: the kernel's rules are the truth to restore.
+    this.routeCurrents([...services.values()], picked, new Set());
+    await this.routing.reload();
     if (this.slots?.ready) {
       await this.slots.reconcile(
         currents.flatMap((c) => {
@@ -93,31 +97,40 @@ export class Reconciler {
     const services = await this.deps.store.projects.listAllServices();
     const deploying = this.underWay.services();
     if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
+    this.routeCurrents(services, currents, deploying);
     for (const service of services) {
       if (deploying.has(service.id)) continue;
       const current = currents.get(service.id);
       const target = serves(service) && current?.ip ? { host: current.ip, port: service.internalPort } : null;
-      this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, target ? current : undefined));
       if (service.status !== 'active') continue;
       await this.runtime.forwarder.set(service.hostPort, target, exposureOf(service)).catch(() => {});
       if (serves(service) && !!current !== service.reachable)
         await this.deps.store.projects.updateService(service.id, { reachable: !!current });
     }
-    this.routing.markUpstreamsKnown();
     await this.retireLeftovers(services, containers, currents, deploying);
   }
 
-  /** Creates the slot network and the gate's rules; until then cutovers reload the proxy. Said once per cause. */
+  /** Each service's route goes to its current container (deployments under way keep theirs); routes may load from then on. */
+  private routeCurrents(services: ServiceRecord[], currents: Map<string, ContainerState>, deploying: Set<string>): void {
+    for (const service of services) {
+      if (deploying.has(service.id)) continue;
+      const current = currents.get(service.id);
+      this.routing.setUpstream(service.id, this.rollout.upstreamFor(service, serves(service) && current?.ip ? current : undefined));
+    }
+    this.routing.markUpstreamsKnown();
+  }
+
+  /** Creates the slot network and the gate's rules; until then the proxy dials containers' own addresses. Said once per cause. */
   private async prepareSlots(): Promise<void> {
     if (!this.slots || this.slots.ready) return;
     try {
       await this.slots.prepare();
-      if (this.slotsProblem) this.log('traffic slots are ready: cutovers no longer reload the proxy');
+      if (this.slotsProblem) this.log('traffic slots are ready: the proxy dials them from now on');
       this.slotsProblem = '';
     } catch (error) {
       const message = (error as Error).message;
       if (message !== this.slotsProblem)
-        this.log('traffic slots unavailable: cutovers reload the proxy until they are', { error: message });
+        this.log('traffic slots unavailable: the proxy dials containers directly until they are', { error: message });
       this.slotsProblem = message;
     }
   }
@@ -135,7 +148,9 @@ export class Reconciler {
       const ip = currents.get(service.id)?.labels[LABELS.slot];
       if (ip && isWeb(service) && !deploying.has(service.id)) wanted.push({ ip, port: service.internalPort });
     }
+    // A slot the routes the proxy has still name stays open: its requests get through until the routes move.
     const keep = new Set([
+      ...[...this.routing.servedUpstreams()].map((upstream) => upstream.replace(/:\d+$/, '')),
       ...this.rollout.heldSlots,
       ...containers.filter((c) => deploying.has(c.labels[LABELS.service] ?? '')).map((c) => c.labels[LABELS.slot] ?? ''),
     ]);

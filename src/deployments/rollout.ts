@@ -2,6 +2,7 @@ import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/t
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
+import { SLOT_DIAL_PORT } from '../routing/traffic-gate.port.js';
 import type { SlotAssignment, TrafficSlots } from '../routing/traffic-slots.js';
 import type { ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
@@ -40,7 +41,7 @@ export class Rollout {
     private readonly deps: ServiceDeps,
     private readonly runtime: RuntimeDeps,
     private readonly routing: RoutingService,
-    /** Null without a traffic gate or a proxy: switches then reload the proxy with the new address. */
+    /** Null without a traffic gate or a proxy: the proxy then dials the containers' own addresses. */
     private readonly slots: TrafficSlots | null,
     private readonly containers: CurrentContainers,
     private readonly pipeline: DeploymentPipeline,
@@ -88,11 +89,14 @@ export class Rollout {
     this.held.delete(attempt.slot.ip);
   }
 
-  /** The upstream the proxy gets for a service's current container: its slot pair, or its address. */
-  upstreamFor(service: ServiceRecord, container: ContainerState | undefined): string | string[] | null {
+  /**
+   * The upstream the proxy gets for a service's current container: its traffic slot (the gate sends
+   * the slot's dial port on to the service's port, and refuses closed slots), or its address.
+   */
+  upstreamFor(service: ServiceRecord, container: ContainerState | undefined): string | null {
     if (!isWeb(service) || !container?.ip) return null;
     const slotIp = container.labels[LABELS.slot];
-    if (slotIp && this.slots?.ready) return this.slots.dialPair(slotIp);
+    if (slotIp && this.slots?.ready) return `${slotIp}:${SLOT_DIAL_PORT}`;
     return `${container.ip}:${service.internalPort}`;
   }
 
@@ -135,8 +139,10 @@ export class Rollout {
 
   /**
    * The new container takes the host port and the routes; the old ones stop once what they were
-   * serving has finished. When the proxy did not take the new routes, it may still send traffic to
-   * the old container, which then keeps running until the reconcile loop sees the routes loaded.
+   * serving has finished. Behind the proxy, the routes are files Caddy reads per request: the new
+   * container's slot opens, the routes name it, and the old slot closes once its container is gone, so
+   * Caddy is not reloaded. When the proxy did not take the new routes, it may still send traffic to
+   * the old container, which then keeps running (its slot open) until the reconcile loop sees the routes loaded.
    */
   private async switchTo(
     service: ServiceRecord,
@@ -159,29 +165,24 @@ export class Rollout {
     });
     if (upstream)
       log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
-    this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
-    // Between slots the table stays the same and the proxy is not reloaded: the gate moves the traffic.
-    const proxy = slot ? await this.routing.reloadIfChanged() : { ...(await this.routing.reload()), loaded: true };
-    const routed = await this.routing.routesTo(service.id);
     const old = (await this.containers.ofService(service.id)).filter((c) => c.id !== container.id);
-    if (slot && this.slots) {
-      const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip);
-      await this.slots.switchTo({ ip: slot.ip, port: service.internalPort }, closing, { wait: routed });
-      if (routed) {
-        const how = proxy.loaded
-          ? proxy.detail
-          : `traffic slot ${slot.ip} opened${closing.length ? `, ${closing.join(', ')} closed` : ''}; the proxy was not reloaded`;
-        log.write(proxy.ok ? `Routes switched to ${container.name}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
-      }
-    } else if (routed) {
-      log.write(
-        proxy.ok ? `Routes switched to ${container.name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`,
-        proxy.ok ? 'stdout' : 'stderr',
-      );
+    // The new slot opens before any route names it; nothing closes yet.
+    if (slot && this.slots) await this.slots.switchTo({ ip: slot.ip, port: service.internalPort }, [], { wait: false });
+    this.routing.setUpstream(service.id, this.upstreamFor(service, upstream ? container : undefined));
+    const proxy = await this.routing.reload();
+    const routed = await this.routing.routesTo(service.id);
+    if (routed) {
+      const how = slot ? `traffic slot ${slot.ip} opened; ${proxy.detail}` : proxy.detail;
+      log.write(proxy.ok ? `Routes switched to ${container.name}: ${how}` : `Proxy: ${proxy.detail}`, proxy.ok ? 'stdout' : 'stderr');
     }
     const keepOld = old.length > 0 && routed && !proxy.ok;
     if (keepOld) log.write(`The previous container keeps running until the proxy has the new routes; it is stopped then`, 'stderr');
-    else for (const previous of old) await this.retire(service, previous, log);
+    else {
+      for (const previous of old) await this.retire(service, previous, log);
+      // Closed once its container is gone: a request Caddy routed just before the switch still got through.
+      const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip && ip !== slot?.ip);
+      if (closing.length) await this.slots?.close(closing);
+    }
     const prefix = resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.environmentId).imagePrefix;
     // Rollback targets: the images of the newest live deployments, this one counted as the first.
     const others = this.deps.config.deploy.rollbackKeep - 1;

@@ -328,6 +328,40 @@ export const MetricSample = defineEntity({
   },
 });
 
+/**
+ * The authentication endpoints' counters, kept where every platform process sees them: hits of a
+ * key (a SHA-256 of what is counted and for whom: an address, never in clear) in one window (its
+ * start in epoch milliseconds: a hit's own millisecond for a sliding minute, or a fixed minute's start). Rows are written with one
+ * upsert each (see AuthLimitRepository); old windows are pruned. Writes do not change the store's version.
+ */
+export const AuthRateHit = defineEntity({
+  name: 'AuthRateHit',
+  tableName: 'auth_rate_hits',
+  indexes: [{ properties: ['windowStart'] }],
+  properties: {
+    counterKey: p.string().length(64).primary(),
+    windowStart: p.bigint('number').primary(),
+    hits: p.integer(),
+  },
+});
+
+/**
+ * An account's run of failed sign-ins (or second-factor codes), keyed by a SHA-256 of the normalized
+ * email (or `2fa:<user>`), whether or not the account exists: epoch milliseconds until which further
+ * attempts are refused, and of the last failure (a run untouched for a day is pruned).
+ */
+export const SigninBackoffEntry = defineEntity({
+  name: 'SigninBackoffEntry',
+  tableName: 'signin_backoffs',
+  indexes: [{ properties: ['lastFailureMs'] }],
+  properties: {
+    accountKey: p.string().length(64).primary(),
+    failures: p.integer(),
+    untilMs: p.bigint('number'),
+    lastFailureMs: p.bigint('number'),
+  },
+});
+
 /** Data imports into database services; the source's URL is not a column: only its label is. */
 export const DatabaseImport = defineEntity({
   name: 'DatabaseImport',
@@ -486,6 +520,8 @@ export const ALL_ENTITIES = [
   BackupLog,
   BackupSettings,
   BackupSchedule,
+  AuthRateHit,
+  SigninBackoffEntry,
   // Point-in-time recovery and services' named volumes (data-safety-entities.ts).
   ...DATA_SAFETY_ENTITIES,
 ];

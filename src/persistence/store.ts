@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/sql';
 import { AccountRepository } from '../accounts/account.repository.js';
 import { ApiKeyRepository } from '../accounts/api-key.repository.js';
+import { AuthLimitRepository } from '../accounts/auth-limit.repository.js';
 import { BackupRepository } from '../backups/backup.repository.js';
 import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
@@ -31,6 +32,7 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
+  readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
@@ -47,6 +49,7 @@ export class Store {
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
+    this.authLimits = new AuthLimitRepository(this.session);
   }
 
   /**

@@ -8,11 +8,11 @@ export interface RouteTarget {
   hostname: string;
   serviceId: string;
   /**
-   * `ip:port` of the service's current container, or the `ip:port` of both its traffic slots (the
-   * gate tells the proxy which one is open: a cutover then changes nothing here); null while it has
-   * none, and the proxy answers 503 for the hostname rather than another site's content or a connection error.
+   * `ip:port` of the service's current container (its traffic slot, when it has one); null while it
+   * has none, and the proxy answers 503 for the hostname rather than another site's content or a
+   * connection error.
    */
-  upstream: string | string[] | null;
+  upstream: string | null;
 }
 
 /** The whole routing table, as one value: the proxy never gets a partial update. */
@@ -20,11 +20,6 @@ export interface RoutingTable {
   /** Changes whenever anything in the table does: lets the proxy say whether it still serves it. */
   version: string;
   routes: RouteTarget[];
-  /**
-   * Slot pairs (as dialled) the proxy keeps a route for whether a service holds them or not: a
-   * service that takes one is then routed by hostname alone, with no load.
-   */
-  slotPool?: [string, string][];
 }
 
 /** Whether the proxy serves a table: `unreachable` carries the reason. */

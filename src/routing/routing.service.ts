@@ -17,13 +17,15 @@ const NOT_READY: ProxyResult = {
  * restarted empty, came back, or lost the table. Always the whole table, so any load converges.
  */
 export class RoutingService {
-  /** serviceId -> `ip:port` of the container that serves it (or of its two slots), kept by the deploy runner. */
-  private readonly upstreams = new Map<string, string | string[]>();
+  /** serviceId -> `ip:port` of the container that serves it (its traffic slot, when it has one), kept by the deploy runner. */
+  private readonly upstreams = new Map<string, string>();
   private upstreamVersion = 0;
   /** Until the runner has listed the running containers, a table would send every hostname to 503. */
   private upstreamsKnown: boolean;
   private cached: { key: string; table: RoutingTable } | null = null;
   private loadedVersion: string | null = null;
+  /** The upstreams of the last table the proxy took: where it may still send requests. */
+  private served = new Set<string>();
   private inFlight: Promise<ProxyResult> | null = null;
   private queued: Promise<ProxyResult> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -31,8 +33,6 @@ export class RoutingService {
   private lastLogged = '';
   /** The proxy was unreachable since the last load: says why the next load happens. */
   private lost = false;
-  /** The traffic slots' pool of pairs (see TrafficSlots.pool), once there are slots. */
-  private slotPool: ((inUse: string[]) => [string, string][] | null) | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -46,21 +46,23 @@ export class RoutingService {
     return this.deps.proxy.enabled;
   }
 
-  setUpstream(serviceId: string, upstream: string | string[] | null): void {
-    if (JSON.stringify(this.upstreams.get(serviceId) ?? null) === JSON.stringify(upstream)) return;
+  setUpstream(serviceId: string, upstream: string | null): void {
+    if ((this.upstreams.get(serviceId) ?? null) === upstream) return;
     if (upstream) this.upstreams.set(serviceId, upstream);
     else this.upstreams.delete(serviceId);
     this.upstreamVersion++;
   }
 
-  upstreamOf(serviceId: string): string | string[] | null {
+  upstreamOf(serviceId: string): string | null {
     return this.upstreams.get(serviceId) ?? null;
   }
 
-  /** Routes for slot pairs nobody uses yet go into every table, so that taking one is no proxy load. */
-  useSlotPool(pool: (inUse: string[]) => [string, string][] | null): void {
-    this.slotPool = pool;
-    this.cached = null;
+  /**
+   * The upstreams of the last table the proxy took (empty until one was): a traffic slot among them
+   * may still get requests, and stays open until a table without it is served.
+   */
+  servedUpstreams(): ReadonlySet<string> {
+    return this.served;
   }
 
   markUpstreamsKnown(): void {
@@ -68,10 +70,7 @@ export class RoutingService {
   }
 
   async table(): Promise<RoutingTable> {
-    const inUse = [...this.upstreams.values()].flatMap((upstream) => (Array.isArray(upstream) ? upstream : []));
-    const pool = this.slotPool?.(inUse) ?? null;
-    const poolKey = pool ? `${pool.length}:${pool[0]?.[0] ?? ''}` : '';
-    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}|${poolKey}`;
+    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
     if (this.cached?.key === key) return this.cached.table;
     const [domains, services, scopes] = await Promise.all([
       this.deps.store.domains.list(null),
@@ -97,11 +96,8 @@ export class RoutingService {
         routes.set(hostname, { hostname, serviceId: service.id, upstream: this.upstreamOf(service.id) });
     }
     const sorted = [...routes.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
-    const version = createHash('sha256')
-      .update(JSON.stringify(pool ? [sorted, pool] : sorted))
-      .digest('hex')
-      .slice(0, 16);
-    const table: RoutingTable = pool ? { version, routes: sorted, slotPool: pool } : { version, routes: sorted };
+    const version = createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
+    const table: RoutingTable = { version, routes: sorted };
     this.cached = { key, table };
     return table;
   }
@@ -127,14 +123,6 @@ export class RoutingService {
     return this.queued;
   }
 
-  /** Loads only when the table differs from the one the proxy has: a cutover between slots changes nothing. */
-  async reloadIfChanged(): Promise<ProxyResult & { loaded: boolean }> {
-    if (this.upstreamsKnown && !this.queued && !this.inFlight && this.loadedVersion === (await this.table()).version) {
-      return { ok: true, detail: 'routes unchanged', loaded: false };
-    }
-    return { ...(await this.reload()), loaded: true };
-  }
-
   private loadNow(): Promise<ProxyResult> {
     const run = this.load().finally(() => {
       if (this.inFlight === run) this.inFlight = null;
@@ -148,11 +136,16 @@ export class RoutingService {
     try {
       const table = await this.table();
       const result = await this.deps.proxy.apply(table, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
-      if (result.ok) this.loadedVersion = table.version;
+      if (result.ok) this.took(table);
       return result;
     } catch (error) {
       return { ok: false, detail: `proxy reload failed: ${error instanceof Error ? error.message : String(error)}` };
     }
+  }
+
+  private took(table: RoutingTable): void {
+    this.loadedVersion = table.version;
+    this.served = new Set(table.routes.flatMap((route) => (route.upstream ? [route.upstream] : [])));
   }
 
   /** True when the proxy is known to serve the current table (or there is no proxy to wait for). */
@@ -180,7 +173,7 @@ export class RoutingService {
       if (this.loadedVersion === null && !this.lost) {
         const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
         if (state.state === 'current') {
-          this.loadedVersion = table.version;
+          this.took(table);
           return;
         }
       }

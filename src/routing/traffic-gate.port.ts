@@ -27,4 +27,20 @@ export interface TrafficGate {
   sync(subnet: string, open: OpenSlot[], signal?: AbortSignal): Promise<void>;
   /** Removes every rule of this installation (tests, uninstall). */
   remove(signal?: AbortSignal): Promise<void>;
+  /**
+   * Every install's rules on this host, this one's included: the id they carry (see idOf) and the
+   * subnets they name. An install's rules outlive it: its data directory gone, they stay.
+   */
+  installs(signal?: AbortSignal): Promise<GateInstall[]>;
+  /** The id an install's rules carry, from its instance id. */
+  idOf(instanceId: string): string;
+  /** Removes the rules of the install with this id (one whose slot network is gone). */
+  removeInstall(id: string, signal?: AbortSignal): Promise<void>;
+  /** Whether the gate responder's port on 127.0.0.1 can be bound (before this install's responder takes it). */
+  portFree(): Promise<boolean>;
+}
+
+export interface GateInstall {
+  id: string;
+  subnets: string[];
 }

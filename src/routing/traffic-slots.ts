@@ -1,7 +1,20 @@
 import type { ContainerEngine, ContainerState } from '../deployments/container-engine.port.js';
-import { SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from './traffic-gate.port.js';
+import type { OpenSlot, TrafficGate } from './traffic-gate.port.js';
 import type { PlatformConfig } from '../settings/platform-config.js';
 import { LABELS } from '../deployments/runtime-deps.js';
+import { slotSubnetCandidates } from './slot-subnets.js';
+
+/** The gate responder's port is held by someone else: this install's responder cannot listen there. */
+export class GatePortTakenError extends Error {}
+
+export interface SlotsOptions {
+  log?: (message: string, extra?: Record<string, unknown>) => void;
+  /**
+   * How long a gate without a network is given before it counts as left behind: an install of an
+   * earlier release starts its responder before it makes its network.
+   */
+  gateGraceMs?: number;
+}
 
 /** Where a new container of a service goes: its fixed address, and the pair the proxy routes to. */
 export interface SlotAssignment {
@@ -10,8 +23,8 @@ export interface SlotAssignment {
   pair: [string, string];
 }
 
-/** Routes the proxy holds for slot pairs before any is used (see TrafficSlots.pool). */
-const MIN_POOL = 16;
+/** See SlotsOptions.gateGraceMs. */
+const GATE_GRACE_MS = 3_000;
 
 function toInt(ip: string): number {
   return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0) >>> 0;
@@ -23,11 +36,12 @@ function toIp(n: number): string {
 
 /**
  * Zero-downtime cutovers without a proxy reload. Every web service behind the proxy owns two fixed
- * addresses (a pair of slots) on one network of the install; the proxy routes each hostname to both,
- * health-checks them through the traffic gate, and sends everything to the first open one. A cutover
- * starts the new container in the free slot, opens its gate, closes the old one's, and waits two
- * health intervals each time: the proxy moves new requests over by itself, finishes those in flight,
- * and lets its idle connections to the old container expire, which the drain then sees.
+ * addresses (a pair of slots) on one network of the install; the proxy dials the slot its routes
+ * directory names for the service, and the gate lets it through to open slots only. A cutover starts
+ * the new container in the free slot, opens its gate, points the routes at it (files, see
+ * RoutingService), and closes the old slot once the old container has drained: the proxy sends new
+ * requests to the new slot from the moment the file changes, finishes those in flight, and lets its
+ * idle connections to the old container expire, which the drain then sees.
  */
 export class TrafficSlots {
   private subnet: string | null = null;
@@ -43,7 +57,12 @@ export class TrafficSlots {
     private readonly engine: ContainerEngine,
     private readonly gate: TrafficGate,
     private readonly config: PlatformConfig,
+    private readonly options: SlotsOptions = {},
   ) {}
+
+  private log(message: string, extra?: Record<string, unknown>): void {
+    this.options.log?.(message, extra);
+  }
 
   get network(): string {
     return `${this.config.resourcePrefix}-slots-${this.config.instanceId}`;
@@ -53,18 +72,102 @@ export class TrafficSlots {
     return `${this.config.resourcePrefix}-gate-${this.config.instanceId}`;
   }
 
+  /**
+   * At start, before anything listens: removes what installs that are gone left behind (see sweep),
+   * then resolves with why this install's gate cannot listen (its port is someone else's), or null.
+   * A packet filter it cannot read is the slots' problem (prepare says so), not a reason to refuse.
+   */
+  async preflight(signal: AbortSignal = AbortSignal.timeout(60_000)): Promise<string | null> {
+    await this.sweep(signal).catch((error: Error) =>
+      this.log('could not look for the traffic gates of earlier installs', { error: error.message }),
+    );
+    if (await this.ownResponderListens()) return null;
+    return this.portHolder();
+  }
+
   /** Creates the network and the responder once; throws when the engine or the packet filter cannot be used. */
   async prepare(signal: AbortSignal = AbortSignal.timeout(120_000)): Promise<void> {
     if (this.subnet) return;
-    await this.ensureResponder(signal);
+    const taken = await this.sweep(signal);
+    // The network before the responder: another install's sweep, reading gates before networks, then
+    // never takes this one's responder for a leftover.
     const subnet = await this.engine.ensureSlotNetwork(
       this.network,
       { [LABELS.managed]: 'true', [LABELS.instance]: this.config.instanceId, [LABELS.role]: 'slots' },
-      this.config.routing.slotSubnet,
+      slotSubnetCandidates(this.config.routing.slotSubnet, taken),
     );
+    await this.ensureResponder(signal);
     // No sync here: a platform that restarts knows no open slot yet, and writing none would close every
     // one of them; the first reconcile writes what the containers say.
     this.subnet = subnet;
+  }
+
+  /**
+   * An install's gate rules and responder outlive it (a reinstall with a new DATA_DIR is a new
+   * install): those whose slot network is gone are removed, since their REJECT closes the slots of any
+   * later network on their subnet. Resolves with the subnets the rules of live installs name, which a
+   * new slot network must not take. Rules and gates are read before the networks: an install makes
+   * its network first, so one starting beside this one is never taken for a leftover.
+   */
+  private async sweep(signal: AbortSignal): Promise<Array<{ subnet: string; by: string }>> {
+    const installs = await this.gate.installs(signal);
+    const gates = (await this.engine.listContainers({ key: LABELS.managed, value: 'true' })).filter(
+      (c) => c.labels[LABELS.role]?.startsWith('gate:') && c.name.includes('-gate-'),
+    );
+    const live = await this.liveInstalls();
+    const own = this.gate.idOf(this.config.instanceId);
+    const taken: Array<{ subnet: string; by: string }> = [];
+    for (const install of installs) {
+      const network = live.get(install.id);
+      if (network) {
+        if (install.id !== own) taken.push(...install.subnets.map((subnet) => ({ subnet, by: `the install of the network ${network}` })));
+        continue;
+      }
+      await this.gate.removeInstall(install.id, signal);
+      this.log('removed the packet-filter rules of an install whose slot network is gone', {
+        install: install.id,
+        subnets: install.subnets,
+      });
+    }
+    const idOfGate = (name: string) => this.gate.idOf(name.slice(name.lastIndexOf('-gate-') + '-gate-'.length));
+    let orphans = gates.filter((gate) => !live.has(idOfGate(gate.name)));
+    if (orphans.length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, this.options.gateGraceMs ?? GATE_GRACE_MS));
+      const still = await this.liveInstalls();
+      orphans = orphans.filter((gate) => !still.has(idOfGate(gate.name)));
+    }
+    for (const gate of orphans) {
+      await this.engine.stopAndRemove(gate.id, 0);
+      this.log('removed the traffic gate of an install whose slot network is gone', { container: gate.name });
+    }
+    return taken;
+  }
+
+  /** Gate id -> slot network name, of every install whose slot network exists. */
+  private async liveInstalls(): Promise<Map<string, string>> {
+    const live = new Map<string, string>();
+    for (const network of await this.engine.listNetworks({ key: LABELS.role, value: 'slots' })) {
+      const instance = network.labels[LABELS.instance];
+      if (instance) live.set(this.gate.idOf(instance), network.name);
+    }
+    return live;
+  }
+
+  private async ownResponderListens(): Promise<boolean> {
+    const { gateImage: image, gatePort: port } = this.config.routing;
+    const state = await this.engine.inspect(this.responderName);
+    return !!state?.running && state.image === image && state.labels[LABELS.role] === `gate:${port}`;
+  }
+
+  /** Null when the gate port is free; otherwise one line saying who holds it and what to do. */
+  private async portHolder(): Promise<string | null> {
+    if (await this.gate.portFree()) return null;
+    const port = this.config.routing.gatePort;
+    const gates = (await this.engine.listContainers({ key: LABELS.role, value: `gate:${port}` })).filter(
+      (c) => c.running && c.name !== this.responderName,
+    );
+    const holder = gates[0] ? `the traffic gate of another Slipway install on this host (container ${gates[0].name})` : 'another process';
+    return `PROXY_GATE_PORT ${port} on 127.0.0.1 is taken by ${holder}: each install on a host needs a gate port of its own; set PROXY_GATE_PORT to a free port`;
   }
 
   /**
@@ -72,13 +175,16 @@ export class TrafficSlots {
    * network, on 127.0.0.1, in a container of its own so that it keeps answering while the platform
    * is down and while the proxy reloads (a listener inside the proxy was refused for a moment at each
    * load, and closed every slot at once). It answers each request on a new connection and closes it.
+   * A port someone else holds is refused: its httpd would crash-loop, and the slots' checks reach
+   * whatever answers there.
    */
   private async ensureResponder(signal: AbortSignal): Promise<void> {
     const { gateImage: image, gatePort: port } = this.config.routing;
-    const state = await this.engine.inspect(this.responderName);
+    if (await this.ownResponderListens()) return;
+    if (await this.engine.inspect(this.responderName)) await this.engine.stopAndRemove(this.responderName, 1);
+    const holder = await this.portHolder();
+    if (holder) throw new GatePortTakenError(holder);
     const cmd = ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/tmp'];
-    if (state?.running && state.image === image && state.labels[LABELS.role] === `gate:${port}`) return;
-    if (state) await this.engine.stopAndRemove(this.responderName, 1);
     if (!(await this.engine.imageExists(image))) await this.engine.pullImage(image, () => {}, signal);
     await this.engine.runDaemon({
       name: this.responderName,
@@ -103,29 +209,6 @@ export class TrafficSlots {
     const base = toInt(this.subnet.split('/')[0]!);
     const first = base + 2 + 2 * Math.floor((toInt(ip) - base - 2) / 2);
     return [toIp(first), toIp(first + 1)];
-  }
-
-  /** The pair as the proxy dials it (see SLOT_DIAL_PORT). */
-  dialPair(ip: string): [string, string] {
-    const [a, b] = this.pairOf(ip);
-    return [`${a}:${SLOT_DIAL_PORT}`, `${b}:${SLOT_DIAL_PORT}`];
-  }
-
-  /**
-   * The pairs the proxy keeps a route for, used or not (as it dials them): the first 16, or the first
-   * power of two that covers every pair in use. A new service, or a service's first container, takes a
-   * pair whose route exists, so the proxy is loaded only when the pool doubles.
-   */
-  pool(inUse: Iterable<string>): [string, string][] {
-    if (!this.subnet) throw new Error('the slot network is not ready');
-    const [network, bits] = this.subnet.split('/') as [string, string];
-    const base = toInt(network);
-    const pairs = Math.floor((2 ** (32 - Number(bits)) - 3) / 2);
-    let highest = 0;
-    for (const address of inUse) highest = Math.max(highest, Math.floor((toInt(address.split(':')[0]!) - base - 2) / 2));
-    let size = MIN_POOL;
-    while (size <= highest) size *= 2;
-    return Array.from({ length: Math.min(size, pairs) }, (_, i) => this.dialPair(toIp(base + 2 + 2 * i)));
   }
 
   /** The other slot of the service's current pair, or a free pair when it has none. */
@@ -239,7 +322,7 @@ export class TrafficSlots {
     return run;
   }
 
-  /** Two health intervals: the proxy checks every slot once per interval. */
+  /** Two health intervals (PROXY_HEALTH_INTERVAL_MS): how long a gate change is given before the next step. */
   get settleMs(): number {
     return 2 * this.config.routing.healthIntervalMs + 100;
   }

@@ -140,10 +140,12 @@ it('serves a deployed service through the proxy port by its hostname', async () 
 
   const result = await deploy(call, serviceId);
   expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
-  // The first container takes a slot pair whose route the configuration already has: files, no load.
+  // The first container's slot is a file in the routes directory: no load.
   expect(
     result.logs.some((l) =>
-      new RegExp(`^Routes switched to ${result.deployment.containerName}: Caddy serves .*; hostnames updated without a reload$`).test(l),
+      new RegExp(
+        `^Routes switched to ${result.deployment.containerName}: traffic slot [\\d.]+ opened; Caddy serves .*; hostnames updated without a reload$`,
+      ).test(l),
     ),
     result.logs.join('\n'),
   ).toBe(true);

@@ -117,8 +117,12 @@ const CASES: EngineCase[] = [
     seed: (env) => [`CREATE TABLE ${env.CLICKHOUSE_DB}.events (id UInt64, name String) ENGINE = MergeTree ORDER BY id`],
     table: (env) => `${env.CLICKHOUSE_DB}.events`,
     insert: { id: 1, name: 'first' },
-    primaryKey: (id) => ({ id }),
-    update: null,
+    primaryKey: (id) => {
+      // The key as ClickHouse declares it (ORDER BY id), not null.
+      expect(id).toBe(1);
+      return { id };
+    },
+    update: { name: 'changed' },
     textColumn: 'name',
     peer: null,
     peerCheck: (env) => `SELECT count() AS n FROM ${env.CLICKHOUSE_DB}.events`,
@@ -280,6 +284,32 @@ describe.each(CASES)('$engine', (c) => {
       expect(seen).toContain('from-peer');
       await call('DELETE', `/api/services/${peerId}`);
     });
+});
+
+describe('clickhouse rows by key', () => {
+  it('marks the declared key primary and refuses an edit of a key that several rows share with 409', async () => {
+    const db = created.get('clickhouse')!;
+    const table = `${db.env.CLICKHOUSE_DB}.shared_keys`;
+    const sql = (statement: string) => call('POST', `/api/services/${db.id}/database/query`, { sql: statement });
+    ok(await sql(`CREATE TABLE ${table} (id UInt32, at DateTime, v String) ENGINE = MergeTree PRIMARY KEY id ORDER BY (id, at)`), 'create');
+    ok(await sql(`INSERT INTO ${table} VALUES (1, now(), 'a'), (1, now(), 'b'), (2, now(), 'c')`), 'seed');
+    const page = (await call('GET', `/api/services/${db.id}/database/rows?table=${encodeURIComponent(table)}`)).json;
+    expect(page.columns.map((c: { name: string; primary: boolean }) => [c.name, c.primary])).toEqual([
+      ['id', true],
+      ['at', false],
+      ['v', false],
+    ]);
+    const shared = await call('PATCH', `/api/services/${db.id}/database/rows`, { table, primaryKey: { id: 1 }, values: { v: 'x' } });
+    expectErrorShape(shared, 409, 'shared key');
+    expect(shared.json.error).toBe('conflict');
+    expect(shared.json.message).toMatch(/^2 rows of table "shared_keys" have the key/);
+    expect(shared.json.details).toMatchObject({ rows: 2 });
+    expectErrorShape(await call('DELETE', `/api/services/${db.id}/database/rows`, { table, primaryKey: { id: 1 } }), 409, 'shared key');
+    expectErrorShape(await call('DELETE', `/api/services/${db.id}/database/rows`, { table, primaryKey: { id: 3 } }), 404, 'no row');
+    ok(await call('DELETE', `/api/services/${db.id}/database/rows`, { table, primaryKey: { id: 2 } }), 'delete one');
+    const left = (await sql(`SELECT v FROM ${table} ORDER BY v`)).json.rows;
+    expect(left).toEqual([{ v: 'a' }, { v: 'b' }]);
+  });
 });
 
 describe('across redeploys and restarts', () => {

@@ -20,8 +20,9 @@ export async function freePort(): Promise<number> {
 /**
  * A port for something that binds it only later (Caddy's routes bind at the first load, seconds
  * after the port is chosen): outside the kernel's ephemeral range, where freePort() and every
- * `PORT=0` server pick theirs, and outside HOST_PORT_RANGE's default (20000-29999). A port from
- * freePort() was once taken meanwhile by another test process's Caddy admin API.
+ * `PORT=0` server pick theirs, outside HOST_PORT_RANGE's default (20000-29999), and outside the
+ * test installs' own host port windows (ownPortRange: 14000-19999). A port from freePort() was once
+ * taken meanwhile by another test process's Caddy admin API.
  */
 export async function quietPort(): Promise<number> {
   const canListen = (port: number, host: string) =>
@@ -31,10 +32,10 @@ export async function quietPort(): Promise<number> {
       probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
     });
   for (let attempt = 0; attempt < 100; attempt++) {
-    const port = 11_000 + Math.floor(Math.random() * 7_000);
+    const port = 10_000 + Math.floor(Math.random() * 4_000);
     if ((await canListen(port, '0.0.0.0')) && (await canListen(port, '127.0.0.1')) && (await canListen(port, '::'))) return port;
   }
-  throw new Error('no unused port in 11000-17999');
+  throw new Error('no unused port in 10000-13999');
 }
 
 export interface CaddyProcess {

@@ -37,12 +37,14 @@ export async function httpText(url: string, timeoutMs = 5000): Promise<{ status:
 }
 
 /**
- * A host port range of its own for a test install, below the ephemeral ports and away from the
- * default 20000-29999 that every other install on this host allocates from: two installs probing
- * the same free port at once would both take it, and the second deployment fail with EADDRINUSE.
- * A platform that never deploys (API tests) binds none of its ports: a large window costs nobody.
+ * A host port range of its own for a test install, in 14000-19999: below the ephemeral ports, away
+ * from the default 20000-29999 that every other install on this host allocates from (two installs
+ * probing the same free port at once would both take it, and the second deployment fail with
+ * EADDRINUSE), and away from quietPort's 10000-13999 (another test's Caddy took a port of a killed
+ * platform's window before it restarted). A platform that never deploys (API tests) binds none of
+ * its ports: a large window costs nobody.
  */
 export function ownPortRange(size = 200): string {
-  const base = 10_000 + size * Math.floor(Math.random() * Math.floor(10_000 / size));
+  const base = 14_000 + size * Math.floor(Math.random() * Math.floor(6_000 / size));
   return `${base}-${base + size - 1}`;
 }

@@ -9,9 +9,9 @@ import type { RequestLimiter } from '../../routers/trpc.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
 export const unlimited: RequestLimiter = {
-  recordAuthFailure() {},
+  async recordAuthFailure() {},
   assertRequestAllowed() {},
-  assertAuthAttempt() {},
+  async assertAuthAttempt() {},
 };
 
 export interface Harness {

@@ -13,12 +13,14 @@ import type {
   ContainerState,
   DaemonRequest,
   LineSink,
+  NetworkState,
   RunRequest,
 } from '../../src/deployments/container-engine.port.js';
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
 import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
-import type { OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import type { GateInstall, OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import { overlaps } from '../../src/routing/slot-subnets.js';
 import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
 import type { StorageServer, StorageServerTarget } from '../../src/storage/storage-server.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
@@ -130,6 +132,8 @@ export class FakeContainerEngine implements ContainerEngine {
   readonly images = new Set<string>();
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, Record<string, string>>();
+  /** Subnets of the networks that have one (slot networks). */
+  readonly subnets = new Map<string, string>();
   readonly volumes = new Set<string>();
 
   readonly builds: BuildRecord[] = [];
@@ -271,9 +275,22 @@ export class FakeContainerEngine implements ContainerEngine {
     if (!this.networks.has(name)) this.networks.set(name, labels);
   }
 
-  async ensureSlotNetwork(name: string, labels: Record<string, string>, subnet: string): Promise<string> {
-    if (!this.networks.has(name)) this.networks.set(name, labels);
-    return subnet === 'auto' ? '172.16.0.0/22' : subnet;
+  /** As Docker: an existing network keeps its subnet; a new one takes the first candidate no other network overlaps. */
+  async ensureSlotNetwork(name: string, labels: Record<string, string>, candidates: string[]): Promise<string> {
+    const existing = this.subnets.get(name);
+    if (this.networks.has(name) && existing) return existing;
+    const others = [...this.subnets].filter(([other]) => other !== name).map(([, subnet]) => subnet);
+    const subnet = candidates.find((candidate) => !others.some((other) => overlaps(candidate, other)));
+    if (!subnet) throw new Error(`no free subnet for the slot network ${name} (set SLOT_SUBNET)`);
+    this.networks.set(name, labels);
+    this.subnets.set(name, subnet);
+    return subnet;
+  }
+
+  async listNetworks(label: { key: string; value?: string }): Promise<NetworkState[]> {
+    return [...this.networks]
+      .filter(([, labels]) => (label.value === undefined ? label.key in labels : labels[label.key] === label.value))
+      .map(([name, labels]) => ({ name, labels: { ...labels }, subnet: this.subnets.get(name) ?? null }));
   }
 
   async runContainer(request: RunRequest): Promise<ContainerState> {
@@ -392,6 +409,7 @@ export class FakeContainerEngine implements ContainerEngine {
   async removeNetwork(name: string): Promise<void> {
     this.removedNetworks.push(name);
     this.networks.delete(name);
+    this.subnets.delete(name);
   }
 
   private find(idOrName: string): FakeContainer | undefined {
@@ -601,6 +619,25 @@ export class FakeTrafficGate implements TrafficGate {
     this.journal.add(`gate.sync ${open.map((slot) => slot.ip).join(',')}`);
   }
   async remove(): Promise<void> {}
+  /** Other installs' rules on the "host", as installs() reports them; removeInstall deletes from here. */
+  readonly installed = new Map<string, string[]>();
+  readonly removedInstalls: string[] = [];
+  /** Whether someone holds the responder's port. */
+  portTaken = false;
+  async installs(): Promise<GateInstall[]> {
+    return [...this.installed].map(([id, subnets]) => ({ id, subnets: [...subnets] }));
+  }
+  idOf(instanceId: string): string {
+    return instanceId.toUpperCase();
+  }
+  async removeInstall(id: string): Promise<void> {
+    this.journal.add(`gate.removeInstall ${id}`);
+    this.removedInstalls.push(id);
+    this.installed.delete(id);
+  }
+  async portFree(): Promise<boolean> {
+    return !this.portTaken;
+  }
   get open(): string[] {
     return this.syncs.at(-1)?.open ?? [];
   }

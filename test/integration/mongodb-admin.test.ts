@@ -167,8 +167,13 @@ describe('reading', () => {
     const second = await admin.readRows(db, { schema: 'shop', name: 'big' }, { limit: 2, offset: 3 }, never);
     expect(second.rows.map((r) => r.i)).toEqual([3, 4]);
     expect(second.total).toBe(2_500);
-    const none = await admin.readRows(db, { schema: 'shop', name: 'users' }, { limit: 0, offset: 0 }, never);
-    expect(none).toEqual({ columns: [{ name: '_id', type: 'objectId', primary: true }], rows: [], total: 3 });
+    const past = await admin.readRows(db, { schema: 'shop', name: 'users' }, { limit: 5, offset: 10 }, never);
+    expect(past).toEqual({ columns: [{ name: '_id', type: 'objectId', primary: true }], rows: [], total: 3 });
+    // The API's bound of a page (ROWS_PAGE_LIMIT), the same in every adapter.
+    for (const limit of [0, 501])
+      expect(await rejection(admin.readRows(db, { schema: 'shop', name: 'users' }, { limit, offset: 0 }, never))).toBeInstanceOf(
+        ValidationError,
+      );
     const only = await admin.readRows(db, { schema: 'shop', name: 'orders' }, { limit: 5, offset: 0 }, never);
     expect(only.columns).toEqual([
       { name: '_id', type: 'string', primary: true },

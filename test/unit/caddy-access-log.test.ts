@@ -23,14 +23,17 @@ const line = (host: string, status: number) =>
   `${JSON.stringify({ logger: 'http.log.access.slipway_access', request: { host }, status })}\n`;
 
 describe('CaddyAccessLog', () => {
-  it('starts at the end, then counts what each drain finds: per hostname, 5xx apart, ports and case ignored', async () => {
+  it("starts at the end, then counts what each drain finds: per hostname, 5xx apart, ports, case and the root's dot ignored", async () => {
     const file = path.join(dir, 'a.log');
     await writeFile(file, line('old.test', 200));
     const log = new CaddyAccessLog(file);
     expect(await log.drain()).toEqual([]);
-    await appendFile(file, `${line('a.test', 200) + line('A.test:8080', 502) + line('b.test', 404)}not json\n${line('a.test', 503)}`);
+    await appendFile(
+      file,
+      `${line('a.test', 200) + line('A.test:8080', 502) + line('b.test', 404)}not json\n${line('a.test', 503)}${line('A.Test.', 200)}`,
+    );
     expect(await log.drain()).toEqual([
-      { hostname: 'a.test', requests: 3, errors5xx: 2 },
+      { hostname: 'a.test', requests: 4, errors5xx: 2 },
       { hostname: 'b.test', requests: 1, errors5xx: 0 },
     ]);
     expect(await log.drain()).toEqual([]);

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countEstablished } from '../../adapters/docker/dockerode.container-engine.js';
 import {
   buildCaddyConfig,
-  planRoutes,
+  HOST_CASE_PATH,
+  planFiles,
   tableMarker,
   TLS_PERMISSION_PATH,
   type CaddyLayout,
@@ -34,17 +35,14 @@ const layout = { routesDir: '/srv/routes' };
 type Json = Record<string, any>;
 
 describe('buildCaddyConfig', () => {
-  const routes = table('abc123', [
-    { hostname: 'app.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
-    { hostname: 'idle.example.com', serviceId: 's2', upstream: null },
-  ]);
-  const build = (t: RoutingTable, options: CaddyServeOptions, admin: unknown = null, extra: Partial<CaddyLayout> = {}) => {
-    const built = buildCaddyConfig(t, options, admin, { ...layout, ...extra });
+  const build = (options: CaddyServeOptions, admin: unknown = null, extra: Partial<CaddyLayout> = {}) => {
+    const built = buildCaddyConfig(options, admin, { ...layout, ...extra });
     return { ...built, config: built.config as Json };
   };
+  const slot = (hostname: string, upstream: string | null, serviceId = 's1') => ({ hostname, serviceId, upstream });
 
   it('without automatic HTTPS: plain HTTP on the HTTP port, automatic HTTPS disabled, no tls app even with an email', () => {
-    const { config } = build(routes, { ...plain, acmeEmail: 'ops@example.com' });
+    const { config } = build({ ...plain, acmeEmail: 'ops@example.com' });
     const server = config.apps.http.servers.slipway;
     expect(Object.keys(config.apps.http.servers)).toEqual(['slipway']);
     expect(server.listen).toEqual([':8080']);
@@ -53,28 +51,51 @@ describe('buildCaddyConfig', () => {
     expect(config.apps.http).toMatchObject({ http_port: 8080, https_port: 8443 });
   });
 
-  it('one terminal route per upstream, matching the files of its directory: reverse_proxy to the upstream, or one 503 for every service without one; a 404 catch-all carries the marker', () => {
-    const { config, digest } = build(routes, plain);
+  it('routes by files: the hostname (lower-cased when it is not) in _upstream/ goes where its one file says, in _waiting/ gets a 503, else 404 with the marker', () => {
+    const { config, digest } = build(plain);
     expect(digest).toMatch(/^[0-9a-f]{16}$/);
-    const [idle, app, fallback, ...rest] = config.apps.http.servers.slipway.routes;
+    const [answer, name, lower, upstream, waiting, fallback, ...rest] = config.apps.http.servers.slipway.routes;
     expect(rest).toEqual([]);
-    expect(app).toEqual({
-      match: [{ file: { root: `/srv/routes/${digest}/s1`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }],
-      handle: [
-        {
-          handler: 'reverse_proxy',
-          upstreams: [{ dial: '172.18.0.5:3000' }],
-          transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
-          load_balancing: { try_duration: '5s', try_interval: '250ms' },
-        },
-      ],
-      terminal: true,
-    });
-    expect(idle.match).toEqual([
-      { file: { root: `/srv/routes/${digest}/_waiting`, try_files: ['{http.request.host}'], try_policy: 'first_exist' } },
+    // The plain HTTP server is the port-80 one: it answers the lower-casing question itself.
+    expect(answer.match).toEqual([
+      { path: [HOST_CASE_PATH], remote_ip: { ranges: ['127.0.0.1/32', '::1/128'] }, header: { 'X-Slipway-Host': [] } },
     ]);
-    expect(idle.terminal).toBe(true);
-    expect(idle.handle).toEqual([
+    expect(answer.handle.map((h: Json) => h.handler)).toEqual(['vars', 'templates', 'static_response']);
+    expect(answer.handle[0]).toEqual({ handler: 'vars', skip_log: true });
+    expect(name).toEqual({ handle: [{ handler: 'vars', slipway_host: '{http.request.host}' }] });
+    expect(lower.match).toEqual([{ vars_regexp: { '{http.vars.slipway_host}': { pattern: '[A-Z]|\\.$' } } }]);
+    expect(lower.handle[0]).toMatchObject({
+      handler: 'reverse_proxy',
+      upstreams: [{ dial: '127.0.0.1:8080' }],
+      rewrite: { method: 'GET', uri: HOST_CASE_PATH },
+      headers: { request: { set: { 'X-Slipway-Host': ['{http.vars.slipway_host}'] } } },
+    });
+    expect(lower.handle[0].handle_response[0]).toEqual({
+      match: { status_code: [200] },
+      routes: [{ handle: [{ handler: 'vars', slipway_host: '{http.reverse_proxy.header.X-Slipway-Host}' }] }],
+    });
+    expect(lower.terminal).toBeUndefined();
+    expect(upstream.match).toEqual([
+      { file: { root: `/srv/routes/${digest}/_upstream`, try_files: ['{http.vars.slipway_host}/*'], try_policy: 'first_exist' } },
+    ]);
+    expect(upstream.terminal).toBe(true);
+    const [dialled, odd] = upstream.handle[0].routes;
+    expect(dialled.match).toEqual([
+      { vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } },
+    ]);
+    expect(dialled.handle).toEqual([
+      {
+        handler: 'reverse_proxy',
+        upstreams: [{ dial: '{http.regexp.slipway_upstream.1}' }],
+        transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+        load_balancing: { try_duration: '5s', try_interval: '100ms' },
+      },
+    ]);
+    expect(odd.handle[0].status_code).toBe(404);
+    expect(waiting.match).toEqual([
+      { file: { root: `/srv/routes/${digest}/_waiting`, try_files: ['{http.vars.slipway_host}'], try_policy: 'first_exist' } },
+    ]);
+    expect(waiting.handle).toEqual([
       {
         handler: 'static_response',
         status_code: 503,
@@ -93,95 +114,60 @@ describe('buildCaddyConfig', () => {
         body: 'No service is configured for this hostname.\n',
       },
     ]);
-    // No hostname anywhere in the configuration: they are files.
-    expect(JSON.stringify(config)).not.toContain('example.com');
   });
 
-  it('the digest ignores hostnames and the version: a table that differs only in hostnames is the same configuration', () => {
-    const base = build(routes, plain);
-    const more = build(
-      table('other-version', [
-        { hostname: 'app.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
-        { hostname: 'www.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
-        { hostname: 'aaa.example.com', serviceId: 's2', upstream: null },
-      ]),
-      plain,
-    );
-    expect(more.digest).toBe(base.digest);
-    expect(more.config).toEqual(base.config);
-    expect(more.routes.map((r) => [r.dir, r.hostnames])).toEqual([
-      ['_waiting', ['aaa.example.com']],
-      ['s1', ['app.example.com', 'www.example.com']],
-    ]);
-    // Services waiting for a container share one route: one more is a file too.
-    expect(build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: null }]), plain).digest).toBe(
-      base.digest,
-    );
-    // A hostname moving to the other service is a file change too.
-    const moved = build(
-      table('v', [
-        { hostname: 'app.example.com', serviceId: 's2', upstream: null },
-        { hostname: 'idle.example.com', serviceId: 's1', upstream: '172.18.0.5:3000' },
-      ]),
-      plain,
-    );
-    expect(moved.digest).toBe(base.digest);
-  });
-
-  it('the digest changes with the services, their upstreams, and how they are served', () => {
-    const base = build(routes, plain).digest;
+  it('the digest names how the table is served and where its files are, never the table', () => {
+    const base = build(plain).digest;
     const digests = [
-      build(table('v', [...routes.routes, { hostname: 'new.example.com', serviceId: 's3', upstream: '172.18.0.7:3000' }]), plain).digest,
-      build(table('v', [routes.routes[1]!]), plain).digest,
-      build(table('v', [{ ...routes.routes[0]!, upstream: '172.18.0.6:3000' }, routes.routes[1]!]), plain).digest,
-      build(routes, { ...plain, httpPort: 8081 }).digest,
-      build(routes, https).digest,
-      build(routes, plain, null, { routesDir: '/elsewhere' }).digest,
+      build({ ...plain, httpPort: 8081 }).digest,
+      build(https).digest,
+      build({ ...https, acmeEmail: 'ops@example.com' }).digest,
+      build(plain, null, { routesDir: '/elsewhere' }).digest,
+      build(plain, null, { accessLog: '/logs/access.log' }).digest,
     ];
     expect(new Set([base, ...digests]).size).toBe(digests.length + 1);
     // Neither admin nor the Caddy version's on-demand form names another configuration.
-    expect(build(routes, https, { listen: '127.0.0.1:2999' }, { onDemand: 'ask' }).digest).toBe(build(routes, https).digest);
+    expect(build(https, { listen: '127.0.0.1:2999' }, { onDemand: 'ask' }).digest).toBe(build(https).digest);
   });
 
-  it('routes each service once, ordered by directory, whatever the order of hostnames', () => {
+  it('plans the files: every hostname in _all, waiting ones in _waiting, each other in _upstream/<hostname>/ named by its upstream', () => {
     const t = table('v', [
-      { hostname: 'a.test', serviceId: 'zz', upstream: '172.18.0.5:80' },
-      { hostname: 'b.test', serviceId: 'aa', upstream: '172.18.0.6:80' },
-      { hostname: 'c.test', serviceId: 'zz', upstream: '172.18.0.5:80' },
+      slot('b.test', '172.16.0.3:80', 'zz'),
+      slot('a.test', '172.16.0.2:80', 'aa'),
+      slot('w.test', null, 'ww'),
+      slot('c.test', '[fd00::5]:3000', 'cc'),
     ]);
-    expect(planRoutes(t).map((r) => [r.dir, r.serviceId, r.hostnames])).toEqual([
-      ['_waiting', '', []],
-      ['aa', 'aa', ['b.test']],
-      ['zz', 'zz', ['a.test', 'c.test']],
+    expect(planFiles(t)).toEqual([
+      { dir: '_all', names: ['b.test', 'a.test', 'w.test', 'c.test'] },
+      { dir: '_waiting', names: ['w.test'] },
+      { dir: '_upstream/a.test', names: ['172.16.0.2:80'] },
+      { dir: '_upstream/b.test', names: ['172.16.0.3:80'] },
+      { dir: '_upstream/c.test', names: ['[fd00::5]:3000'] },
     ]);
-    // An id that is not a plain name gets a directory named by its hash, never a path.
-    const [, odd] = planRoutes(table('v', [{ hostname: 'a.test', serviceId: '../x', upstream: '172.18.0.5:80' }]));
-    expect(odd!.dir).toMatch(/^h-[0-9a-f]{24}$/);
+    expect(planFiles(table('empty', []))).toEqual([
+      { dir: '_all', names: [] },
+      { dir: '_waiting', names: [] },
+    ]);
   });
 
-  it('refuses a hostname that cannot be a file name in the routes directory', () => {
-    for (const hostname of ['UPPER.test', '../etc', 'a..test', '', '.', 'a/b.test']) {
-      expect(() => build(table('v', [{ hostname, serviceId: 's1', upstream: null }]), plain), hostname).toThrow(/cannot be routed/);
+  it('refuses a hostname or an upstream that cannot be a file name in the routes directory', () => {
+    for (const hostname of ['UPPER.test', '../etc', 'a..test', '', '.', 'a/b.test', 'a*.test']) {
+      expect(() => planFiles(table('v', [slot(hostname, null)])), hostname).toThrow(/cannot be routed/);
     }
-  });
-
-  it('an empty table still has the route of services waiting for a container, and the catch-all with its marker', () => {
-    const { config, digest } = build(table('empty0', []), plain);
-    expect(config.apps.http.servers.slipway.routes).toEqual([
-      expect.objectContaining({ handle: [expect.objectContaining({ status_code: 503 })] }),
-      expect.objectContaining({ '@id': `slipway-routes-${digest}` }),
-    ]);
+    for (const upstream of ['../x:80', '172.16.0.2', 'a/b:80', '', '172.16.0.2:80/x', '*:80']) {
+      expect(() => planFiles(table('v', [slot('a.test', upstream)])), upstream).toThrow(/not an upstream/);
+    }
   });
 
   it('keeps the admin section it is given, as is; none when Caddy has none', () => {
     const admin = { listen: '127.0.0.1:2999', enforce_origin: false, origins: ['127.0.0.1'] };
-    expect(build(routes, plain, admin).config.admin).toBe(admin);
-    expect('admin' in build(routes, plain).config).toBe(false);
+    expect(build(plain, admin).config.admin).toBe(admin);
+    expect('admin' in build(plain).config).toBe(false);
   });
 
   describe('with automatic HTTPS', () => {
     it('serves TLS on the HTTPS port for any hostname, with no automatic redirects, and knows both ports', () => {
-      const { config } = build(routes, https, { listen: '127.0.0.1:2019' });
+      const { config } = build(https, { listen: '127.0.0.1:2019' });
       expect(Object.keys(config).sort()).toEqual(['admin', 'apps']);
       expect(config.apps.http.http_port).toBe(80);
       expect(config.apps.http.https_port).toBe(443);
@@ -189,48 +175,66 @@ describe('buildCaddyConfig', () => {
       expect(server.listen).toEqual([':443']);
       expect(server.tls_connection_policies).toEqual([{}]);
       expect(server.automatic_https).toEqual({ disable_redirects: true });
+      // The same routes as plain HTTP, but the lower-casing answer is port 80's (asked on 127.0.0.1:80).
+      expect(server.routes.map((r: Json) => r.match?.[0]?.file?.root ?? r.handle[0].handler)).toEqual([
+        'vars',
+        'reverse_proxy',
+        expect.stringMatching(/\/_upstream$/),
+        expect.stringMatching(/\/_waiting$/),
+        'static_response',
+      ]);
+      expect(server.routes[1].handle[0].upstreams).toEqual([{ dial: '127.0.0.1:80' }]);
     });
 
     it('gets certificates on demand, asking Caddy’s own permission route (the `permission` module; `ask` for Caddy 2.6/2.7)', () => {
-      const { config } = build(routes, https);
+      const { config } = build(https);
       expect(config.apps.tls).toEqual({
         automation: {
           policies: [{ on_demand: true }],
           on_demand: { permission: { module: 'http', endpoint: `http://127.0.0.1:80${TLS_PERMISSION_PATH}` } },
         },
       });
-      expect(build(routes, https, null, { onDemand: 'ask' }).config.apps.tls.automation.on_demand).toEqual({
+      expect(build(https, null, { onDemand: 'ask' }).config.apps.tls.automation.on_demand).toEqual({
         ask: `http://127.0.0.1:80${TLS_PERMISSION_PATH}`,
       });
     });
 
     it('with ACME_EMAIL: the on-demand policy has an ACME issuer with that email', () => {
-      const { config } = build(routes, { ...https, acmeEmail: 'ops@example.com' });
+      const { config } = build({ ...https, acmeEmail: 'ops@example.com' });
       expect(config.apps.tls.automation.policies).toEqual([{ on_demand: true, issuers: [{ module: 'acme', email: 'ops@example.com' }] }]);
     });
 
-    it('port 80: the permission route (loopback only, from the flat directory of all hostnames), a redirect for routed hostnames, 404 for the rest', () => {
-      const { config, digest } = build(routes, { ...https, httpPort: 8080, httpsPort: 8443 });
+    it('port 80: the lower-casing answer, the permission route (loopback only, any case, from the flat directory of all hostnames), a redirect for routed hostnames, 404 for the rest', () => {
+      const { config, digest } = build({ ...https, httpPort: 8080, httpsPort: 8443 });
       const http = config.apps.http.servers['slipway-http'];
       expect(http.listen).toEqual([':8080']);
-      const [permission, redirect, rest, ...none] = http.routes;
+      const [answer, name, permission, lower, redirect, rest, ...none] = http.routes;
       expect(none).toEqual([]);
+      expect(answer.match[0].path).toEqual([HOST_CASE_PATH]);
+      expect(name.handle).toEqual([{ handler: 'vars', slipway_host: '{http.request.host}' }]);
       const all = `/srv/routes/${digest}/_all`;
       expect(permission.match).toEqual([{ path: [TLS_PERMISSION_PATH], remote_ip: { ranges: ['127.0.0.1/32', '::1/128'] } }]);
       expect(permission.terminal).toBe(true);
-      const [allowed, denied] = permission.handle[0].routes;
-      expect(allowed.match[0].file).toEqual({ root: all, try_files: ['{http.request.uri.query.domain}'], try_policy: 'first_exist' });
-      expect(allowed.match[0].vars_regexp['{http.request.uri.query.domain}'].pattern).toBe('^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$');
+      const [domain, lowered, allowed, denied] = permission.handle[0].routes;
+      expect(domain.handle).toEqual([{ handler: 'vars', slipway_host: '{http.request.uri.query.domain}' }]);
+      expect(lowered.handle[0].handler).toBe('reverse_proxy');
+      expect(allowed.match[0].file).toEqual({ root: all, try_files: ['{http.vars.slipway_host}'], try_policy: 'first_exist' });
+      expect(allowed.match[0].vars_regexp['{http.vars.slipway_host}'].pattern).toBe('^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$');
       expect(allowed.handle).toEqual([{ handler: 'static_response', status_code: 200 }]);
       expect(denied.handle).toEqual([{ handler: 'static_response', status_code: 403 }]);
-      expect(redirect.match).toEqual([{ file: { root: all, try_files: ['{http.request.host}'], try_policy: 'first_exist' } }]);
+      expect(lower.handle[0].upstreams).toEqual([{ dial: '127.0.0.1:8080' }]);
+      expect(redirect.match).toEqual([{ file: { root: all, try_files: ['{http.vars.slipway_host}'], try_policy: 'first_exist' } }]);
       expect(redirect.handle).toEqual([
-        { handler: 'static_response', status_code: 308, headers: { Location: ['https://{http.request.host}:8443{http.request.uri}'] } },
+        {
+          handler: 'static_response',
+          status_code: 308,
+          headers: { Location: ['https://{http.vars.slipway_host}:8443{http.request.uri}'] },
+        },
       ]);
       expect(rest.handle[0].status_code).toBe(404);
       // On 443 the redirect names no port.
-      const standard = build(routes, https).config.apps.http.servers['slipway-http'];
-      expect(standard.routes[1].handle[0].headers.Location).toEqual(['https://{http.request.host}{http.request.uri}']);
+      const standard = build(https).config.apps.http.servers['slipway-http'];
+      expect(standard.routes[4].handle[0].headers.Location).toEqual(['https://{http.vars.slipway_host}{http.request.uri}']);
     });
   });
 });
@@ -239,8 +243,8 @@ describe('RoutesDirectory', () => {
   let root: string;
   let dir: RoutesDirectory;
   const gen = 'aaaaaaaaaaaaaaaa';
-  const route = (d: string, hostnames: string[]) => ({ dir: d, serviceId: d, upstream: null, hostnames });
   const files = async (at: string) => (await readdir(at, { recursive: true })).map(String).sort();
+  const plan = (routes: RoutingTable['routes']) => planFiles(table('v', routes));
 
   beforeAll(async () => {
     root = await mkdtemp(path.join(tmpdir(), 'slipway-routes-test-'));
@@ -252,37 +256,69 @@ describe('RoutesDirectory', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it('writes one empty file per hostname in its route’s directory, and all of them in _all', async () => {
-    expect(await dir.sync(gen, [route('s1', ['a.test', 'b.test']), route('s2', ['c.test'])])).toEqual({ added: 6, removed: 0 });
+  it('writes one empty file per hostname: in _all, in _waiting, or in its own directory under _upstream named by its upstream', async () => {
+    const result = await dir.sync(
+      gen,
+      plan([
+        { hostname: 'a.test', serviceId: 's1', upstream: '172.16.0.2:80' },
+        { hostname: 'b.test', serviceId: 's1', upstream: '172.16.0.2:80' },
+        { hostname: 'c.test', serviceId: 's2', upstream: null },
+      ]),
+    );
+    expect(result).toEqual({ added: 6, removed: 0 });
     expect(await files(path.join(dir.root, gen))).toEqual([
       '_all',
       '_all/a.test',
       '_all/b.test',
       '_all/c.test',
-      's1',
-      's1/a.test',
-      's1/b.test',
-      's2',
-      's2/c.test',
+      '_upstream',
+      '_upstream/a.test',
+      '_upstream/a.test/172.16.0.2:80',
+      '_upstream/b.test',
+      '_upstream/b.test/172.16.0.2:80',
+      '_waiting',
+      '_waiting/c.test',
     ]);
-    expect((await stat(path.join(dir.root, gen, 's1', 'a.test'))).size).toBe(0);
+    expect((await stat(path.join(dir.root, gen, '_upstream', 'a.test', '172.16.0.2:80'))).size).toBe(0);
   });
 
-  it('brings the directory to the table: only what changed is created or removed, routes that are gone go whole', async () => {
-    // Added s3/b.test, s3/d.test, _all/d.test; removed s1/b.test, s2/c.test (s2 with it), _all/c.test.
-    expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 3, removed: 3 });
+  it('brings the directory to the table: only what changed is created or removed, hostnames that are gone go whole', async () => {
+    // a.test moves to another address, b.test goes, c.test gets a container, d.test comes.
+    const next = plan([
+      { hostname: 'a.test', serviceId: 's1', upstream: '172.16.0.3:80' },
+      { hostname: 'c.test', serviceId: 's2', upstream: '172.16.0.4:80' },
+      { hostname: 'd.test', serviceId: 's3', upstream: null },
+    ]);
+    // Added: _all/d.test, _upstream/a.test/…3, _upstream/c.test/…4, _waiting/d.test; removed: _all/b.test,
+    // _upstream/a.test/…2, _upstream/b.test/…2, _waiting/c.test.
+    expect(await dir.sync(gen, next)).toEqual({ added: 4, removed: 4 });
     expect(await files(path.join(dir.root, gen))).toEqual([
       '_all',
       '_all/a.test',
-      '_all/b.test',
+      '_all/c.test',
       '_all/d.test',
-      's1',
-      's1/a.test',
-      's3',
-      's3/b.test',
-      's3/d.test',
+      '_upstream',
+      '_upstream/a.test',
+      '_upstream/a.test/172.16.0.3:80',
+      '_upstream/c.test',
+      '_upstream/c.test/172.16.0.4:80',
+      '_waiting',
+      '_waiting/d.test',
     ]);
-    expect(await dir.sync(gen, [route('s1', ['a.test']), route('s3', ['b.test', 'd.test'])])).toEqual({ added: 0, removed: 0 });
+    expect(await dir.sync(gen, next)).toEqual({ added: 0, removed: 0 });
+    // What another writer left (a stray file, a directory of an older layout) goes.
+    await writeFile(path.join(dir.root, gen, 'stray'), '');
+    await writeFile(path.join(dir.root, gen, '_upstream', 'stray'), '');
+    await mkdir(path.join(dir.root, gen, '_pair-000'));
+    await writeFile(path.join(dir.root, gen, '_pair-000', 'a.test'), '');
+    expect(await dir.sync(gen, next)).toEqual({ added: 0, removed: 1 });
+    expect(await files(path.join(dir.root, gen))).toHaveLength(11);
+  });
+
+  it('has: whether a generation exists', async () => {
+    expect(await dir.has(gen)).toBe(true);
+    expect(await dir.has('cccccccccccccccc')).toBe(false);
+    expect(await dir.has('../routes')).toBe(false);
   });
 
   it('the stamp is written whole, read back, cleared; an unreadable one is none', async () => {
@@ -298,7 +334,7 @@ describe('RoutesDirectory', () => {
 
   it('prune keeps one generation and whatever is not a generation', async () => {
     const other = 'bbbbbbbbbbbbbbbb';
-    await dir.sync(other, [route('s1', ['a.test'])]);
+    await dir.sync(other, plan([{ hostname: 'a.test', serviceId: 's1', upstream: null }]));
     await mkdir(path.join(dir.root, 'not-ours'));
     await dir.prune(gen);
     expect((await readdir(dir.root)).sort()).toEqual([gen, 'not-ours', 'table.json']);
@@ -376,9 +412,15 @@ describe('countEstablished', () => {
 });
 
 /** One request through Caddy for `hostname`, with the response headers. */
-function fetchVia(port: number, hostname: string, path = '/'): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+function fetchVia(
+  port: number,
+  hostname: string,
+  path = '/',
+  body?: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { Host: hostname }, agent: false, timeout: 5_000 }, (res) => {
+    const method = body === undefined ? 'GET' : 'POST';
+    const req = request({ host: '127.0.0.1', port, path, method, headers: { Host: hostname }, agent: false, timeout: 5_000 }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
@@ -386,7 +428,7 @@ function fetchVia(port: number, hostname: string, path = '/'): Promise<{ status:
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -407,10 +449,17 @@ describe('CaddyReverseProxy against a real Caddy', () => {
 
   const serverSaying = async (name: string) => {
     const server = createHttpServer((req, res) => {
-      res.setHeader('Content-Type', 'text/plain');
-      res.end(`hello from ${name} host=${req.headers.host} url=${req.url}`);
+      let length = 0;
+      req.on('data', (chunk: Buffer) => (length += chunk.length));
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'text/plain');
+        res.end(
+          `hello from ${name} host=${req.headers.host} url=${req.url}${req.method === 'GET' ? '' : ` ${req.method} ${length} bytes`}`,
+        );
+      });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    // Every loopback address: upstreams at 127.0.0.2, .3, ... stand for containers at addresses of their own.
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
     return { server, port: (server.address() as { port: number }).port };
   };
   const options = async (extra: Partial<CaddyAdminOptions> = {}): Promise<CaddyAdminOptions> => ({
@@ -461,9 +510,29 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     const unknown = await fetchVia(caddy.httpPort, 'nobody.test');
     expect(unknown.status).toBe(404);
     expect(unknown.text).toBe('No service is configured for this hostname.\n');
-    // Hostnames are file names: the lower-case name the platform stores (what browsers send); a port is ignored.
+    // A port is ignored.
     expect((await requestVia(caddy.httpPort, `app.test:${caddy.httpPort}`))?.status).toBe(200);
-    expect((await requestVia(caddy.httpPort, 'APP.test'))?.status).toBe(404);
+  });
+
+  it('routes a hostname sent in any case (RFC 4343), with a trailing dot or a port, a POST with its body; waiting and unknown ones too; no load', async () => {
+    const before = (await adminGet(caddy, '/config/')).body;
+    for (const sent of ['APP.test', 'App.Test', 'app.test.', 'APP.TEST.', `App.test:${caddy.httpPort}`]) {
+      expect(await requestVia(caddy.httpPort, sent), sent).toEqual({ status: 200, text: `hello from upstream host=${sent} url=/` });
+    }
+    const body = 'x'.repeat(200_000);
+    expect(await fetchVia(caddy.httpPort, 'APP.Test', '/form?a=1', body)).toMatchObject({
+      status: 200,
+      text: `hello from upstream host=APP.Test url=/form?a=1 POST ${body.length} bytes`,
+    });
+    expect((await fetchVia(caddy.httpPort, 'IDLE.test')).status).toBe(503);
+    expect(await fetchVia(caddy.httpPort, 'Nobody.TEST.')).toMatchObject({
+      status: 404,
+      text: 'No service is configured for this hostname.\n',
+    });
+    // Still files: no name that is not a routed hostname once lower-cased gets anywhere.
+    for (const odd of ['*', 'A*.test', '[app].test', '..', 'APP.test..'])
+      expect((await fetchVia(caddy.httpPort, odd)).status, odd).toBe(404);
+    expect((await adminGet(caddy, '/config/')).body).toEqual(before);
   });
 
   it('check: current for the loaded version, stale for any other', async () => {
@@ -534,9 +603,58 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     expect((await proxy.apply(v1)).ok).toBe(true);
   });
 
-  it('a new service is a load: the new table replaces the old one whole', async () => {
+  it('a service whose address changes (no traffic slots) is files only: no load, and a kept-alive client connection carries on', async () => {
+    const before = (await adminGet(caddy, '/config/')).body;
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const viaAgent = (hostname: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: caddy.httpPort, path: '/', headers: { Host: hostname }, agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('socket', (socket) => sockets.add(socket));
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      expect((await viaAgent('app.test')).text).toMatch(/^hello from upstream /);
+      const moved = table('v5aaaaaaaaaaaaaa', [
+        { hostname: 'app.test', serviceId: 's1', upstream: `127.0.0.1:${otherPort}` },
+        { hostname: 'idle.test', serviceId: 's2', upstream: null },
+      ]);
+      expect((await proxy.apply(moved)).detail).toMatch(/without a reload$/);
+      expect((await viaAgent('app.test')).text).toMatch(/^hello from other /);
+      expect((await viaAgent('App.Test')).text).toMatch(/^hello from other /);
+      // Forty more services, each at an address of its own: files again.
+      const many = table('v6aaaaaaaaaaaaaa', [
+        ...moved.routes,
+        ...Array.from({ length: 40 }, (_, i) => ({
+          hostname: `s${i}.test`,
+          serviceId: `m${i}`,
+          upstream: `127.0.0.${2 + i}:${i % 2 ? otherPort : upstreamPort}`,
+        })),
+      ]);
+      expect((await proxy.apply(many)).detail).toMatch(/without a reload$/);
+      expect(await viaAgent('s39.test')).toEqual({ status: 200, text: 'hello from other host=s39.test url=/' });
+      expect(await viaAgent('S10.TEST')).toEqual({ status: 200, text: 'hello from upstream host=S10.TEST url=/' });
+      expect(sockets.size).toBe(1);
+      expect((await adminGet(caddy, '/config/')).body).toEqual(before);
+    } finally {
+      agent.destroy();
+    }
+    expect((await proxy.apply(v1)).ok).toBe(true);
+    expect((await requestVia(caddy.httpPort, 'app.test'))?.text).toMatch(/^hello from upstream /);
+  });
+
+  it('another table altogether is files too; a load (Caddy lost its configuration) fills a generation of its own first and drops the old one', async () => {
     const v2 = table('v2dddddddddddddd', [{ hostname: 'other.test', serviceId: 's3', upstream: `127.0.0.1:${otherPort}` }]);
-    expect(await proxy.apply(v2)).toEqual({ ok: true, detail: `Caddy loaded 1 route (plain HTTP on :${caddy.httpPort})` });
+    expect(await proxy.apply(v2)).toEqual({
+      ok: true,
+      detail: `Caddy serves 1 route (plain HTTP on :${caddy.httpPort}); hostnames updated without a reload`,
+    });
     expect(await requestVia(caddy.httpPort, 'other.test')).toMatchObject({
       status: 200,
       text: expect.stringMatching(/^hello from other /),
@@ -544,7 +662,6 @@ describe('CaddyReverseProxy against a real Caddy', () => {
     expect((await requestVia(caddy.httpPort, 'app.test'))?.status).toBe(404);
     expect(await proxy.check(v2.version)).toEqual({ state: 'current' });
     expect(await proxy.check(v1.version)).toEqual({ state: 'stale' });
-    // The generation of the configuration Caddy no longer serves is gone.
     expect((await readdir(routesDir)).filter((name) => /^[0-9a-f]{16}$/.test(name))).toHaveLength(1);
     expect((await proxy.apply(v1)).ok).toBe(true);
   });
@@ -676,11 +793,21 @@ describe('CaddyReverseProxy with a proxy host it starts', () => {
       const permission = async (domain: string) =>
         (await fetchVia(httpPort, `127.0.0.1:${httpPort}`, `${TLS_PERMISSION_PATH}?domain=${encodeURIComponent(domain)}`)).status;
       expect(await permission('a.test')).toBe(200);
-      for (const refused of ['b.test', 'A.test', '', '_all', '../s/a.test', '.']) expect(await permission(refused), refused).toBe(403);
+      // Any case: Caddy 2.6 asks with the lower-cased SNI name, newer ones may not; a trailing dot is the same name.
+      for (const granted of ['A.test', 'A.TEST', 'a.test.']) expect(await permission(granted), granted).toBe(200);
+      for (const refused of ['b.test', 'B.Test', '', '_all', '../s/a.test', '.', '..', '*', 'a*'])
+        expect(await permission(refused), refused).toBe(403);
       const redirect = await fetchVia(httpPort, 'a.test', '/path?q=1');
       expect(redirect.status).toBe(308);
       expect(redirect.headers.location).toBe(`https://a.test:${httpsPort}/path?q=1`);
+      // The redirect goes to the hostname as the platform stores it.
+      for (const sent of ['A.Test', 'A.TEST.', `a.Test:${httpPort}`]) {
+        const upper = await fetchVia(httpPort, sent, '/p');
+        expect(upper.status, sent).toBe(308);
+        expect(upper.headers.location, sent).toBe(`https://a.test:${httpsPort}/p`);
+      }
       expect((await fetchVia(httpPort, 'b.test')).status).toBe(404);
+      expect((await fetchVia(httpPort, 'B.test')).status).toBe(404);
 
       // A hostname more: a file in the service's directory and in _all, no load, for this proxy and for a
       // restarted platform's (which has not learnt the form, and needs no load to find out).

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { keyspaceOf } from '../../adapters/databases/redis-url.importer.js';
+import { keyspaceOf } from '../../adapters/databases/redis-url.data-importer.js';
 import { StdoutOnly } from '../../adapters/docker/docker-exec.postgres-importer.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 import type { DataImporter } from '../../src/imports/data-importer.port.js';

@@ -1,0 +1,26 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * The authentication endpoints' rate counters and the accounts' sign-in backoff, moved from each
+ * process's memory to the database: every platform process against one database shares them.
+ */
+export class Migration20261128025815 extends Migration {
+  override name = 'Migration20261128025815';
+
+  override up(): void | Promise<void> {
+    this.addSql(
+      `create table \`auth_rate_hits\` (\`counter_key\` text not null, \`window_start\` bigint not null, \`hits\` integer not null, primary key (\`counter_key\`, \`window_start\`));`,
+    );
+    this.addSql(`create index \`auth_rate_hits_window_start_index\` on \`auth_rate_hits\` (\`window_start\`);`);
+
+    this.addSql(
+      `create table \`signin_backoffs\` (\`account_key\` text not null primary key, \`failures\` integer not null, \`until_ms\` bigint not null, \`last_failure_ms\` bigint not null);`,
+    );
+    this.addSql(`create index \`signin_backoffs_last_failure_ms_index\` on \`signin_backoffs\` (\`last_failure_ms\`);`);
+  }
+
+  override down(): void | Promise<void> {
+    this.addSql(`drop table if exists \`auth_rate_hits\`;`);
+    this.addSql(`drop table if exists \`signin_backoffs\`;`);
+  }
+}
