@@ -159,24 +159,12 @@ function configFor(
       ...(options.autoHttps ? [] : [hostCaseAnswer()]),
       setHostname('{http.request.host}'),
       lowerCaseHost(options.httpPort),
-      {
-        match: [hostnameIn(`${at.root}/${UPSTREAMS_DIR}`, `${HOSTNAME}/*`)],
-        handle: [
-          {
-            handler: 'subroute',
-            routes: [
-              {
-                // The one file of the hostname's directory: `/<hostname>/<ip:port>`.
-                match: [{ vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } }],
-                handle: [reverseProxy('{http.regexp.slipway_upstream.1}')],
-                terminal: true,
-              },
-              { handle: [notFound()] },
-            ],
-          },
-        ],
-        terminal: true,
-      },
+      upstreamRoute(at.root),
+      // A second look, for the request that read the hostname's directory just as a cutover moved
+      // its file: Caddy lists the glob's matches and then checks each, so it can list only the old
+      // file and find it gone. The new file is created before the old one is removed, so once the
+      // old one is gone the new one is there to find; only another cutover could move it again.
+      upstreamRoute(at.root),
       {
         match: [hostnameIn(`${at.root}/${WAITING_DIR}`, HOSTNAME)],
         handle: [plainResponse(503, 'This service has no running container yet.\n', { 'Retry-After': ['10'] })],
@@ -326,6 +314,27 @@ function hostCaseAnswer(): Record<string, unknown> {
         status_code: 200,
         headers: { 'Content-Type': ['text/plain; charset=utf-8'] },
         body: `[[ .RespHeader.Set "${HOST_CASE_HEADER}" (.Req.Header.Get "${HOST_CASE_HEADER}" | lower | trimSuffix ".") ]]`,
+      },
+    ],
+    terminal: true,
+  };
+}
+
+/** To the address named by the one file of `_upstream/<hostname>/`: `/<hostname>/<ip:port>`. */
+function upstreamRoute(root: string): Record<string, unknown> {
+  return {
+    match: [hostnameIn(`${root}/${UPSTREAMS_DIR}`, `${HOSTNAME}/*`)],
+    handle: [
+      {
+        handler: 'subroute',
+        routes: [
+          {
+            match: [{ vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } }],
+            handle: [reverseProxy('{http.regexp.slipway_upstream.1}')],
+            terminal: true,
+          },
+          { handle: [notFound()] },
+        ],
       },
     ],
     terminal: true,

@@ -1790,7 +1790,7 @@ describe('/api/system/public', () => {
     for (const caller of CALLERS) {
       const res = await api(server.url, f.tokens[caller])('GET', '/api/system/public');
       expect(res.status, `${caller}: ${res.text}`).toBe(200);
-      expect(Object.keys(res.json as object).sort()).toEqual(['features', 'license', 'registrationOpen', 'version']);
+      expect(Object.keys(res.json as object).sort()).toEqual(['features', 'license', 'ownerExists', 'registrationOpen', 'version']);
       answers.push(res.json);
     }
     for (const answer of answers) expect(answer).toEqual(answers[0]);

@@ -222,7 +222,9 @@ describe('an install after others on the same host', () => {
     const instance = /"instanceId":"([a-z0-9]+)"/.exec(server.output())![1]!;
     const said = `SLOT_SUBNET ${namedOnly} overlaps ${namedOnly}, which the packet-filter rules of the install of the network ${liveNetwork} name; choose another SLOT_SUBNET, or auto`;
     for (let i = 0; i < 100 && !server.output().includes(said); i++) await new Promise((r) => setTimeout(r, 200));
-    expect(server.output()).toContain(`"msg":"traffic slots unavailable: cutovers reload the proxy until they are","error":"${said}"`);
+    expect(server.output()).toContain(
+      `"msg":"traffic slots unavailable: the proxy dials containers directly until they are","error":"${said}"`,
+    );
     expect(await docker('network', 'inspect', `slipway-slots-${instance}`).catch(() => 'none')).toBe('none');
 
     // The live install kept everything.

@@ -54,7 +54,7 @@ describe('buildCaddyConfig', () => {
   it('routes by files: the hostname (lower-cased when it is not) in _upstream/ goes where its one file says, in _waiting/ gets a 503, else 404 with the marker', () => {
     const { config, digest } = build(plain);
     expect(digest).toMatch(/^[0-9a-f]{16}$/);
-    const [answer, name, lower, upstream, waiting, fallback, ...rest] = config.apps.http.servers.slipway.routes;
+    const [answer, name, lower, upstream, secondLook, waiting, fallback, ...rest] = config.apps.http.servers.slipway.routes;
     expect(rest).toEqual([]);
     // The plain HTTP server is the port-80 one: it answers the lower-casing question itself.
     expect(answer.match).toEqual([
@@ -92,6 +92,8 @@ describe('buildCaddyConfig', () => {
       },
     ]);
     expect(odd.handle[0].status_code).toBe(404);
+    // The same route again: a request that listed the directory as a cutover moved its file looks once more.
+    expect(secondLook).toEqual(upstream);
     expect(waiting.match).toEqual([
       { file: { root: `/srv/routes/${digest}/_waiting`, try_files: ['{http.vars.slipway_host}'], try_policy: 'first_exist' } },
     ]);
@@ -179,6 +181,7 @@ describe('buildCaddyConfig', () => {
       expect(server.routes.map((r: Json) => r.match?.[0]?.file?.root ?? r.handle[0].handler)).toEqual([
         'vars',
         'reverse_proxy',
+        expect.stringMatching(/\/_upstream$/),
         expect.stringMatching(/\/_upstream$/),
         expect.stringMatching(/\/_waiting$/),
         'static_response',
