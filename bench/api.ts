@@ -24,6 +24,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { ownPortRange } from '../test/helpers/docker.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
 import { cpuSeconds, table } from './bench-support.js';
@@ -372,7 +373,11 @@ async function main(): Promise<void> {
     // 1. The real server, started as `npm start` does.
     log('starting slipway as `npm start` does and, idle until needed, the bare koa baseline');
     const bareStarting = startBareKoa().then((b) => (bare = b));
-    slipway = await startServerProcess({ RATE_LIMIT_PER_MINUTE: '0' }, { dataDir, token });
+    // The seed makes 1,000 services, each with a host port: the helper's default window of 200 runs out.
+    slipway = await startServerProcess(
+      { RATE_LIMIT_PER_MINUTE: '0', HOST_PORT_RANGE: ownPortRange(PROJECTS * SERVICES_PER_PROJECT * 2) },
+      { dataDir, token },
+    );
     await bareStarting;
     slipwayPid = serverPidUnder(slipway.child.pid!);
     await sleep(IDLE_SETTLE_MS);

@@ -8,7 +8,7 @@
  */
 import { rmSync } from 'node:fs';
 import Docker from 'dockerode';
-import { DockerStatsSource } from '../adapters/docker/docker-stats-source.js';
+import { DockerContainerStatsSource } from '../adapters/docker/docker.container-stats-source.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
@@ -77,7 +77,10 @@ async function main(): Promise<void> {
     const off = await idleCpu(server);
 
     // One pass as the sampler makes it, in this process.
-    const source = new DockerStatsSource(new Docker({ socketPath: process.env.DOCKER_SOCKET ?? '/var/run/docker.sock' }), instanceId);
+    const source = new DockerContainerStatsSource(
+      new Docker({ socketPath: process.env.DOCKER_SOCKET ?? '/var/run/docker.sock' }),
+      instanceId,
+    );
     await source.sample(AbortSignal.timeout(30_000)); // warms the restart-count cache, as the sampler's first tick does
     const passes: Array<{ wall: number; cpu: number; n: number }> = [];
     for (let i = 0; i < 5; i++) {

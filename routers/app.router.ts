@@ -5,14 +5,11 @@ import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
-import { backupScheduleRouter } from './backup-schedule.router.js';
-import { appsRouter } from './apps.router.js';
-import { databaseServicesRouter } from './databases-general.router.js';
-import { deployRouter } from './deploy.router.js';
-import { projectDomainsRouter } from './project-domains.router.js';
+import { backupConfigurationRouter } from './backup-configuration.router.js';
+// Here, not last: the document's components follow the order in which routers register trusted outputs (service.router's before project.router's).
+import { generalApi } from './general-api.js';
 import { storageRouter } from './storage.router.js';
 import { systemRouter } from './system.router.js';
-import { variablesRouter } from './variables.router.js';
 import { databaseRouter } from './database.router.js';
 import { databaseImportRouter } from './database-import.router.js';
 import { databaseTlsRouter } from './database-tls.router.js';
@@ -62,15 +59,15 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
-  // The general API's doors, over the same use cases.
-  apps: appsRouter,
-  deploy: deployRouter,
-  variables: variablesRouter,
-  projectDomains: projectDomainsRouter,
-  databaseServices: databaseServicesRouter,
+  // The general API's paths: second doors to the procedures above (general-api.ts).
+  apps: router(generalApi.apps),
+  deploy: router(generalApi.deploy),
+  variables: router(generalApi.variables),
+  projectDomains: router(generalApi.projectDomains),
+  databaseServices: router(generalApi.databaseServices),
   storage: storageRouter,
   system: systemRouter,
-  backupConfigurations: backupScheduleRouter,
+  backupConfigurations: backupConfigurationRouter,
 });
 
 export type AppRouter = typeof appRouter;

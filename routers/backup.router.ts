@@ -60,7 +60,7 @@ export const backupRouter = router({
     })
     .input(z.strictObject(backupParams))
     .output(restoreResultView)
-    .mutation(({ ctx, input, signal }) => ctx.services.backups.restore(ctx.actor, input.serviceId, input.backupId, signal)),
+    .mutation(({ ctx, input, signal }) => ctx.services.backupRestore.restore(ctx.actor, input.serviceId, input.backupId, signal)),
 
   drill: writeProcedure
     .meta({
@@ -121,7 +121,7 @@ export const backupRouter = router({
     .output(z.object({ settings: backupSettingsView }))
     .mutation(async ({ ctx, input }) => {
       const { serviceId, ...settings } = input;
-      return { settings: await ctx.services.backups.updateSettings(ctx.actor, serviceId, settings) };
+      return { settings: await ctx.services.backupSettings.update(ctx.actor, serviceId, settings) };
     }),
 
   /** The bytes are sent by adapters/http/download-bridge.ts; this checks the key and names the file. */

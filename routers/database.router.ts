@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { insertedRowView, queryResultView, ROWS_PAGE_LIMIT, rowsView, tablesView } from '../src/index.js';
+import {
+  createServiceInput,
+  DATABASE_ENGINES,
+  insertedRowView,
+  proxyResultView,
+  queryResultView,
+  ROWS_PAGE_LIMIT,
+  rowsView,
+  serviceView,
+  tablesView,
+} from '../src/index.js';
 import { idParam, line, okTrue, queryInt, text } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -132,3 +142,65 @@ export const databaseRouter = router({
       return { ok: true as const };
     }),
 });
+
+const catalogCreateInput = z.strictObject({
+  projectId: idParam,
+  engine: z.enum(DATABASE_ENGINES),
+  ...createServiceInput.pick({
+    name: true,
+    internalPort: true,
+    env: true,
+    databasePublicEnabled: true,
+    databasePublicHostname: true,
+    postgresLogicalReplicationEnabled: true,
+  }).shape,
+});
+const databaseAnswer = z.object({ database: serviceView });
+
+/**
+ * The database services themselves, across the projects a key sees (DatabaseCatalog): operations with
+ * no detailed path of their own; the general API opens them (general-api.ts).
+ */
+export const databaseCatalogOperations = {
+  list: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({}).optional())
+    .output(z.object({ databases: z.array(serviceView) }))
+    .query(async ({ ctx }) => ({ databases: await ctx.services.databaseCatalog.list(ctx.actor) })),
+
+  create: writeProcedure
+    .meta({ scope: 'db:manage', created: true })
+    .input(catalogCreateInput)
+    .output(databaseAnswer)
+    .mutation(async ({ ctx, input }) => {
+      const { projectId, ...rest } = input;
+      return { database: await ctx.services.databaseCatalog.create(ctx.actor, projectId, rest) };
+    }),
+
+  get: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({ databaseId: idParam }))
+    .output(databaseAnswer)
+    .query(async ({ ctx, input }) => ({ database: await ctx.services.databaseCatalog.get(ctx.actor, input.databaseId) })),
+
+  delete: writeProcedure
+    .meta({ scope: 'db:manage' })
+    .input(z.strictObject({ databaseId: idParam }))
+    .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      proxy: await ctx.services.databaseCatalog.delete(ctx.actor, input.databaseId),
+    })),
+
+  start: writeProcedure
+    .meta({ scope: 'db:manage' })
+    .input(z.strictObject({ databaseId: idParam }))
+    .output(databaseAnswer)
+    .mutation(async ({ ctx, input }) => ({ database: await ctx.services.databaseCatalog.start(ctx.actor, input.databaseId) })),
+
+  stop: writeProcedure
+    .meta({ scope: 'db:manage' })
+    .input(z.strictObject({ databaseId: idParam }))
+    .output(databaseAnswer)
+    .mutation(async ({ ctx, input }) => ({ database: await ctx.services.databaseCatalog.stop(ctx.actor, input.databaseId) })),
+};

@@ -1,7 +1,7 @@
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
-import { deploymentLogView, deploymentView } from '../src/index.js';
-import { idParam, strictInt } from './schemas.js';
+import { deploymentLogView, deploymentView, LOG_PAGE_MAX } from '../src/index.js';
+import { idParam, queryInt, strictInt } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Deployments'];
@@ -70,11 +70,27 @@ export const deploymentRouter = router({
   logs: readProcedure
     .meta({
       scope: 'logs:read',
-      openapi: { method: 'GET', path: '/api/deployments/{deploymentId}/logs', tags, summary: 'Every log line of a deployment so far' },
+      openapi: {
+        method: 'GET',
+        path: '/api/deployments/{deploymentId}/logs',
+        tags,
+        summary: 'Every log line of a deployment so far, or a page of them',
+        description: `Without a query string, every line. \`afterId\` (the id of the last line already read) and \`limit\` (1..${LOG_PAGE_MAX}) read the log in pages, oldest first: a page shorter than \`limit\` is the end so far.`,
+      },
     })
-    .input(z.strictObject({ deploymentId: idParam }))
+    .input(
+      z.strictObject({
+        deploymentId: idParam,
+        afterId: queryInt(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'lines with a greater id only; default 0' }),
+        limit: queryInt(1, LOG_PAGE_MAX)
+          .optional()
+          .meta({ description: `1..${LOG_PAGE_MAX}; default every line` }),
+      }),
+    )
     .output(z.object({ logs: z.array(deploymentLogView) }))
-    .query(async ({ ctx, input }) => ({ logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId) })),
+    .query(async ({ ctx, input }) => ({
+      logs: await ctx.services.deployments.logs(ctx.actor, input.deploymentId, { afterId: input.afterId, limit: input.limit }),
+    })),
 
   stream: readProcedure
     .meta({
@@ -128,3 +144,15 @@ export const deploymentRouter = router({
       })();
     }),
 });
+
+/** Operations on deployments with no detailed path of their own: the general API opens them (general-api.ts). */
+export const deploymentOperations = {
+  /** One deployment queued per service of the environment named, or of the project's default one. */
+  createForProject: writeProcedure
+    .meta({ scope: 'deploy:write', created: true })
+    .input(z.strictObject({ projectId: idParam, environmentId: idParam.optional() }))
+    .output(z.object({ deployments: z.array(deploymentView) }))
+    .mutation(async ({ ctx, input }) => ({
+      deployments: await ctx.services.deployments.createForProject(ctx.actor, input.projectId, input.environmentId),
+    })),
+};

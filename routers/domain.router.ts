@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { dnsRecordResultView, domainView, proxyResultView } from '../src/index.js';
 import { idParam, line } from './schemas.js';
-import { router, writeProcedure } from './trpc.js';
+import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Domains'];
 const hostname = line(253).min(1);
@@ -77,3 +77,27 @@ export const domainRouter = router({
       proxy: await ctx.services.domains.delete(ctx.actor, input.serviceId, input.domainId),
     })),
 });
+
+/** Operations on domains with no detailed path of their own: a project's, and one by its id. The general API opens them (general-api.ts). */
+export const domainOperations = {
+  listForProject: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({ projectId: idParam }))
+    .output(z.object({ domains: z.array(domainView) }))
+    .query(async ({ ctx, input }) => ({ domains: await ctx.services.domains.listForProject(ctx.actor, input.projectId) })),
+
+  createInProject: writeProcedure
+    .meta({ scope: 'project:write', created: true })
+    .input(z.strictObject({ projectId: idParam, serviceId: idParam, hostname }))
+    .output(z.object({ ok: z.literal(true), domain: domainView, proxy: proxyResultView }))
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      ...(await ctx.services.domains.createInProject(ctx.actor, input.projectId, input.serviceId, input.hostname)),
+    })),
+
+  deleteById: writeProcedure
+    .meta({ scope: 'project:write' })
+    .input(z.strictObject({ domainId: idParam }))
+    .output(proxyAnswer)
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.domains.deleteById(ctx.actor, input.domainId) })),
+};

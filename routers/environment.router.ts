@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { environmentCloneView, environmentInput, environmentPatchInput, environmentView, proxyResultView } from '../src/index.js';
+import {
+  environmentCloneView,
+  environmentInput,
+  environmentPatchInput,
+  environmentView,
+  proxyResultView,
+  serviceView,
+} from '../src/index.js';
 import { idParam } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -93,3 +100,12 @@ export const environmentRouter = router({
       return ctx.services.environments.clone(ctx.actor, environmentId, rest);
     }),
 });
+
+/** Operations on environments with no detailed path of their own: the general API opens them (general-api.ts). */
+export const environmentOperations = {
+  services: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({ environmentId: idParam }))
+    .output(z.object({ services: z.array(serviceView) }))
+    .query(async ({ ctx, input }) => ({ services: await ctx.services.environments.listApps(ctx.actor, input.environmentId) })),
+};

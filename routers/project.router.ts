@@ -75,6 +75,6 @@ export const projectRouter = router({
     .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ suggestions: z.array(suggestionView) }))
     .query(async ({ ctx, input }) => ({
-      suggestions: await ctx.services.projects.databaseVariableSuggestions(ctx.actor, input.projectId),
+      suggestions: await ctx.services.suggestions.forProject(ctx.actor, input.projectId),
     })),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Inputs shared by several routers (their building blocks live in src/platform/input-schemas.ts). Outputs live in src/platform/views.ts. */
+/** Inputs shared by several routers (their building blocks live in src/platform/input-schemas.ts). Outputs live with their capability (`src/<capability>/*-views.ts`). */
 
 export {
   buildMethod,

@@ -39,7 +39,7 @@ export const serviceRouter = router({
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { projectId, ...rest } = input;
-      return { service: await ctx.services.services.create(ctx.actor, projectId, rest) };
+      return { service: await ctx.services.serviceCreation.create(ctx.actor, projectId, rest) };
     }),
 
   overview: readProcedure
@@ -67,7 +67,7 @@ export const serviceRouter = router({
       ),
     )
     .query(async ({ ctx, input }) => {
-      const overview = await ctx.services.services.overview(ctx.actor, input.serviceId);
+      const overview = await ctx.services.serviceReader.overview(ctx.actor, input.serviceId);
       // A token without env:read sees which variables exist, never their values.
       if (hasScope(ctx.actor, 'env:read')) return overview;
       return { ...overview, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
@@ -82,7 +82,7 @@ export const serviceRouter = router({
     .output(z.object({ service: serviceView }))
     .mutation(async ({ ctx, input }) => {
       const { serviceId, ...patch } = input;
-      return { service: await ctx.services.services.update(ctx.actor, serviceId, patch) };
+      return { service: await ctx.services.serviceChanges.update(ctx.actor, serviceId, patch) };
     }),
 
   transfer: writeProcedure
@@ -97,7 +97,7 @@ export const serviceRouter = router({
     })
     .input(z.strictObject({ serviceId: idParam, targetProjectId: idParam }))
     .output(z.object({ service: serviceView, project: projectView, proxy: proxyResultView }))
-    .mutation(async ({ ctx, input }) => ctx.services.services.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
+    .mutation(async ({ ctx, input }) => ctx.services.serviceChanges.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
 
   delete: writeProcedure
     .meta({
@@ -111,7 +111,10 @@ export const serviceRouter = router({
     })
     .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ ok: z.literal(true), proxy: proxyResultView }))
-    .mutation(async ({ ctx, input }) => ({ ok: true as const, proxy: await ctx.services.services.delete(ctx.actor, input.serviceId) })),
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      proxy: await ctx.services.removal.deleteService(ctx.actor, input.serviceId),
+    })),
 
   suggestionKeys: readProcedure
     .meta({
@@ -127,5 +130,25 @@ export const serviceRouter = router({
     .output(
       z.object({ suggestions: z.array(z.object({ key: z.string(), label: z.string() })), databaseVariables: z.array(suggestionView) }),
     )
-    .query(async ({ ctx, input }) => ctx.services.services.suggestionKeys(ctx.actor, input.serviceId)),
+    .query(async ({ ctx, input }) => ctx.services.suggestions.forService(ctx.actor, input.serviceId)),
 });
+
+/** Operations on services with no detailed path of their own: the general API opens them (general-api.ts). */
+export const serviceOperations = {
+  /** One service, as the overview shows it. */
+  get: readProcedure
+    .meta({ scope: 'project:read' })
+    .input(z.strictObject({ serviceId: idParam }))
+    .output(z.object({ service: serviceView }))
+    .query(async ({ ctx, input }) => ({ service: await ctx.services.serviceReader.get(ctx.actor, input.serviceId) })),
+
+  /** A service in the environment named, instead of the project's default one. */
+  createInEnvironment: writeProcedure
+    .meta({ scope: 'project:write', created: true })
+    .input(z.strictObject({ environmentId: idParam, ...createServiceInput.shape }))
+    .output(z.object({ service: serviceView }))
+    .mutation(async ({ ctx, input }) => {
+      const { environmentId, ...rest } = input;
+      return { service: await ctx.services.serviceCreation.createInEnvironment(ctx.actor, environmentId, rest) };
+    }),
+};

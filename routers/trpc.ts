@@ -2,8 +2,16 @@ import { initTRPC, TRPCError, type AnyTRPCProcedure, type AnyTRPCRouter } from '
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { ZodError } from 'zod';
-import { assertProcedureScope, DomainError, type Actor, type ErrorCode, type ProcedureScope, type Services } from '../src/index.js';
+import { z, ZodError } from 'zod';
+import {
+  assertProcedureScope,
+  DomainError,
+  ERROR_CODES,
+  type Actor,
+  type ErrorCode,
+  type ProcedureScope,
+  type Services,
+} from '../src/index.js';
 
 /** The authentication endpoints' per-address budgets (spec, Limits item 1). */
 export type AuthRateKind = 'signup' | 'signin' | 'password-reset';
@@ -126,11 +134,14 @@ for (const [code, entry] of Object.entries(ERRORS) as Array<
 }
 
 /** The spec's error body, as both the typed client (in `data`) and REST and SSE see it. */
-export interface ErrorBody {
-  error: ErrorCode;
-  message: string;
-  details: Record<string, unknown>;
-}
+export const errorView = z
+  .object({
+    error: z.enum(ERROR_CODES),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'For validation errors, `field` names the first offending field' }),
+  })
+  .meta({ id: 'Error' });
+export type ErrorBody = z.infer<typeof errorView>;
 
 /** The one place errors become `{error, message, details}`: a domain error says it all; anything unknown is a 500. */
 export function toErrorBody(error: unknown): ErrorBody {

@@ -1,12 +1,6 @@
 import { parseArgs } from 'node:util';
-import { createServices } from '../../src/index.js';
-import { openDatabase } from '../../src/persistence/database.js';
-import { systemClock } from '../../src/platform/clock.port.js';
-import { LogBus } from '../../src/platform/log-bus.js';
-import { SecretBox } from '../../src/platform/secret-box.js';
-import { ConfigError, loadConfig } from '../http/config.js';
-import { NetPortProbe } from '../net/net-port-probe.js';
-import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
+import { ConfigError, loadConfig } from '../composition/config.js';
+import { composePlatform } from '../composition/root.js';
 
 const USAGE = `usage: npm run cli -- keys create --name <name> --access read|write [--project <id>]...
        npm run cli -- keys list
@@ -33,18 +27,10 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  // The platform without anything that runs: the database and its use cases.
+  const platform = await composePlatform(config, { operatorOnly: true });
   try {
-    const services = createServices({
-      store: database.store,
-      secrets: SecretBox.fromSecret(config.secretKey),
-      proxy: new UnconfiguredReverseProxy(),
-      runtimeLogs: { follow: async function* () {} },
-      portProbe: new NetPortProbe(),
-      clock: systemClock,
-      logBus: new LogBus(),
-      config: config.platform,
-    });
+    const services = platform.useCases;
     const operator = { keyId: 'cli', access: 'write' as const, projectIds: null };
     if (group === 'users') {
       if (command === 'list') {
@@ -95,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } finally {
-    await database.close();
+    await platform.close();
   }
 }
 

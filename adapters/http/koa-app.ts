@@ -29,14 +29,14 @@ export interface KoaAppOptions {
 }
 
 /**
- * Three doors onto one router: REST (trpc-to-openapi) and SSE under /api, tRPC for the typed
+ * Three doors onto one router: REST (each procedure's meta.openapi) and SSE under /api, tRPC for the typed
  * client under /trpc, plus the generated document and its reference page.
  */
 export function createKoaApp(opts: KoaAppOptions): Koa {
   const app = new Koa();
   // Never a database statement's values: see loggableError.
   const onInternalError = (error: unknown, path: string | undefined) => opts.log('internal error', { path, ...loggableError(error) });
-  const rest = createRestHandler({ router: opts.router, createContext: opts.createContext, bodyLimitBytes: opts.bodyLimitBytes });
+  const rest = createRestHandler({ router: opts.router, bodyLimitBytes: opts.bodyLimitBytes });
   const trpc = createHTTPHandler({
     router: opts.router,
     basePath: '/trpc/',
@@ -122,7 +122,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       ctx.body = documents().html;
       return;
     }
-    // tRPC and trpc-to-openapi write the raw response themselves; koa sets 404 before handlers run.
+    // The doors write the raw response themselves; koa sets 404 before handlers run.
     ctx.respond = false;
     res.statusCode = 200;
     if (pathname === '/trpc' || pathname.startsWith('/trpc/')) {
@@ -133,15 +133,16 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       await opts.mcp.handle(req, res, pathname);
       return;
     }
-    const sseRoute = opts.sse.match(ctx.method, pathname);
-    if (sseRoute) {
-      await opts.sse.serve(sseRoute, req, res, opts.createContext(req, res), new URL(ctx.href));
-      return;
-    }
-    if (await serveDownload(ctx.method, pathname, res, opts.createContext(req, res))) return;
     if (pathname.startsWith('/api/') || pathname === '/api') {
-      const matched = await rest(req, res);
-      if (matched || res.writableEnded) return;
+      // The procedures' context, once per request, whichever of the three doors below serves it.
+      const context = opts.createContext(req, res);
+      const sseRoute = opts.sse.match(ctx.method, pathname);
+      if (sseRoute) {
+        await opts.sse.serve(sseRoute, req, res, context, new URL(ctx.href));
+        return;
+      }
+      if (await serveDownload(ctx.method, pathname, res, context)) return;
+      if (await rest(req, res, context)) return;
     }
     // Last: the dashboard never shadows the API (it ignores /api and /trpc), and its misses stay the API's 404.
     if (dashboard?.serve(req, res, pathname)) return;

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { createSchema } from 'zod-openapi';
-import { deploymentLogView, errorView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
+import { deploymentLogView, runtimeLogView, SCOPE_DESCRIPTIONS, type ProcedureScope } from '../../src/index.js';
 import type { AppRouter } from '../../routers/app.router.js';
 import { DOCUMENTED_BODIES, TRUSTED_OUTPUTS } from '../../routers/schemas.js';
-import { proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
+import { errorView, proceduresOf, type DownloadMeta, type SseMeta } from '../../routers/trpc.js';
 import { BODY_METHODS } from './request-body.js';
+import { SESSION_COOKIE } from './session-cookie.js';
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Validation error: `details.field` names the first offending field',
@@ -92,7 +93,7 @@ const SECURITY_SCHEMES = {
         .map(([scope, what]) => `\`${scope}\` ${what}`)
         .join('; '),
   },
-  cookieAuth: { type: 'apiKey', in: 'cookie', name: 'slipway_session', description: 'The session cookie set by POST /api/auth/signin' },
+  cookieAuth: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'The session cookie set by POST /api/auth/signin' },
 } as const;
 
 /** The OpenAPI 3.1 document, generated from the routers, with the SSE paths their procedures declare. */

@@ -1,39 +1,22 @@
-import Docker from 'dockerode';
-import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
-import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
-import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
-import { TrafficSlots } from '../../src/routing/traffic-slots.js';
-import { ConfigError, loadConfig, type ProxyConfig } from './config.js';
+import { ConfigError, loadConfig, type ProxyConfig } from '../composition/config.js';
+import { ensureContainerEngine, trafficGatePreflight } from '../composition/root.js';
 import { log, startServer } from './server.js';
-
-const ENGINE_PING_TIMEOUT_MS = 3_000;
 
 /** Loaded by main.ts on a supported Node (`npm start`): read the environment, migrate, listen, and stop cleanly on SIGTERM or SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
-  const setup = await ensureEngine(config.dockerSocket, {
-    ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
-    ...hostFacts(),
-    provisionScript: findProvisionScript(),
-    provision: runProvisionScript,
-    log,
-    say: (line) => process.stderr.write(`${line}\n`),
-  });
+  const setup = await ensureContainerEngine(config, log, (line) => process.stderr.write(`${line}\n`));
   if (!setup.ok) {
     // One plain line, not a JSON record: this is for the person at the terminal.
     process.stderr.write(`${setup.line}\n`);
     process.exit(1);
   }
-  if (config.proxy.kind !== 'none') {
-    // Behind Caddy: what installs that are gone left in the packet filter goes, and a gate port that
-    // another install or process holds is refused here rather than found crash-looping later.
-    const gate = new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort });
-    const refusal = await new TrafficSlots(engine, gate, config.platform, { log }).preflight();
-    if (refusal) {
-      process.stderr.write(`slipway: ${refusal}.\n`);
-      process.exit(1);
-    }
+  // Behind Caddy: what installs that are gone left in the packet filter goes, and a gate port that
+  // another install or process holds is refused here rather than found crash-looping later.
+  const refusal = await trafficGatePreflight(config, log);
+  if (refusal) {
+    process.stderr.write(`slipway: ${refusal}.\n`);
+    process.exit(1);
   }
   const running = await startServer(config);
   log('slipway listening', {

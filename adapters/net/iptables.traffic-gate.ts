@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { type GateInstall, SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/routing/traffic-gate.port.js';
+import { type GateInstall, SLOT_DIAL_PORT, type OpenSlot, type TrafficGate } from '../../src/deployments/traffic-gate.port.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 const FILTER_PREFIX = 'SLIPWAY-EDGE-';

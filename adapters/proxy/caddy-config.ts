@@ -108,7 +108,7 @@ export interface CaddyLayout {
   /** The routes directory as Caddy reads it (inside its container, or the platform's own path). */
   routesDir: string;
   onDemand?: OnDemandForm;
-  /** Where Caddy writes its access log (as Caddy sees it): one JSON line per request, see CaddyAccessLog. */
+  /** Where Caddy writes its access log (as Caddy sees it): one JSON line per request, see CaddyRequestLogSource. */
   accessLog?: string;
 }
 

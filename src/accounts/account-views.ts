@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ROLES, SCOPES } from '../domain/scopes.js';
+import { ACCESS_LEVELS } from '../domain/types.js';
 import { line } from '../platform/input-schemas.js';
+import { timestamp } from '../platform/view-fields.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password.js';
 
 /** The account shapes, inputs and outputs, declared once: the routers use them, the use cases take the parsed types. */
-const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
 
 export const userView = z
   .object({
@@ -83,3 +84,16 @@ export const personalTokenInput = z.strictObject({
 });
 export type PersonalTokenInput = z.output<typeof personalTokenInput>;
 export const roleInput = z.enum(['admin', 'member']);
+
+export const apiKeyView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    access: z.enum(ACCESS_LEVELS),
+    projectIds: z.array(z.string()).nullable().meta({ description: 'null: all projects' }),
+    prefix: z.string(),
+    createdAt: timestamp,
+    lastUsedAt: timestamp.nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKeyView = z.infer<typeof apiKeyView>;

@@ -14,6 +14,7 @@ import {
 import { newId } from '../domain/ids.js';
 import type { Role } from '../domain/scopes.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { signedInUser } from './signed-in-user.js';
 import type { ApiKeyService } from './api-key.service.js';
 import type { SigninInput, SigninResult, SignupInput, UserView } from './account-views.js';
 import { newSecretToken, normalizeEmail, PERSONAL_TOKEN_PREFIX, RESET_PREFIX, SESSION_PREFIX, sha256 } from './account-tokens.js';
@@ -202,15 +203,7 @@ export class AccountService {
   }
 
   async me(actor: Actor): Promise<UserView> {
-    return presentUser(await this.userOf(actor));
-  }
-
-  /** The user behind a session or token; 403 for an API key, which has none. */
-  async userOf(actor: Actor): Promise<UserRecord> {
-    if (!actor.userId) throw new ForbiddenError('This operation needs a signed-in user; an API key has no account');
-    const user = await this.store.getUser(actor.userId);
-    if (!user) throw new UnauthorizedError('The account of this session no longer exists');
-    return user;
+    return presentUser(await signedInUser(this.deps.store, actor));
   }
 
   // Password reset

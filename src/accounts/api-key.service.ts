@@ -5,7 +5,7 @@ import type { Access, ApiKeyRecord } from '../domain/types.js';
 import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
-import type { ApiKeyView } from '../platform/views.js';
+import type { ApiKeyView } from './account-views.js';
 
 const TOKEN_PREFIX = 'slw_';
 /** lastUsedAt is a hint, not an audit log: writing it on every request would cost a write per read. */

@@ -1,8 +1,9 @@
-import type { PersonalTokenRecord, UserRecord } from '../domain/accounts.js';
+import type { PersonalTokenRecord } from '../domain/accounts.js';
 import type { Actor } from '../domain/access.js';
 import { NotFoundError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { signedInUser } from './signed-in-user.js';
 import { newSecretToken, PERSONAL_TOKEN_PREFIX, sha256 } from './account-tokens.js';
 import type { PersonalTokenInput, PersonalTokenView } from './account-views.js';
 
@@ -27,13 +28,10 @@ export function presentToken(token: PersonalTokenRecord): PersonalTokenView {
  * revoked at once (no cache).
  */
 export class PersonalTokenService {
-  constructor(
-    private readonly deps: ServiceDeps,
-    private readonly userOf: (actor: Actor) => Promise<UserRecord>,
-  ) {}
+  constructor(private readonly deps: ServiceDeps) {}
 
   async create(actor: Actor, input: PersonalTokenInput): Promise<{ token: string; personalToken: PersonalTokenView }> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     const now = this.deps.clock.now();
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && expiresAt.getTime() <= now.getTime()) throw new ValidationError('expiresAt', 'expiresAt must be in the future');
@@ -56,12 +54,12 @@ export class PersonalTokenService {
   }
 
   async list(actor: Actor): Promise<PersonalTokenView[]> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     return (await this.deps.store.accounts.listTokens(user.id)).map(presentToken);
   }
 
   async delete(actor: Actor, id: string): Promise<void> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     const token = await this.deps.store.accounts.getToken(id);
     // Another user's token does not exist for this one.
     if (!token || token.userId !== user.id) throw new NotFoundError('Personal token', id);

@@ -3,6 +3,7 @@ import type { UserRecord } from '../domain/accounts.js';
 import type { Actor } from '../domain/access.js';
 import { ConflictError, InvalidCredentialsError, ValidationError } from '../domain/errors.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { signedInUser } from './signed-in-user.js';
 import { newRecoveryCode, recoveryCodeHash } from './account-tokens.js';
 import type { TwoFactorSetupView } from './account-views.js';
 import { matchTotp, newTotpSecret, otpauthUri } from './totp.js';
@@ -19,13 +20,10 @@ export class TwoFactorService {
   /** Per user, the tail of the code checks in flight: two requests with one code are checked one after the other. */
   private readonly locks = new Map<string, Promise<unknown>>();
 
-  constructor(
-    private readonly deps: ServiceDeps,
-    private readonly userOf: (actor: Actor) => Promise<UserRecord>,
-  ) {}
+  constructor(private readonly deps: ServiceDeps) {}
 
   async setup(actor: Actor): Promise<TwoFactorSetupView> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     if (user.totpEnabled) throw new ConflictError('Two-factor authentication is already on; disable it first to set it up again');
     const secret = newTotpSecret();
     const recoveryCodes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
@@ -41,7 +39,7 @@ export class TwoFactorService {
 
   /** Confirms a setup with its first code: from now on, sign-in asks for one. */
   async confirm(actor: Actor, code: string): Promise<void> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     if (user.totpEnabled) throw new ConflictError('Two-factor authentication is already on');
     if (!user.totpSecretEncrypted) throw new ValidationError('code', 'Set up two-factor authentication first (POST /api/auth/2fa/setup)');
     await this.serialized(user.id, async () => {
@@ -53,7 +51,7 @@ export class TwoFactorService {
   }
 
   async disable(actor: Actor, code: string): Promise<void> {
-    const user = await this.userOf(actor);
+    const user = await signedInUser(this.deps.store, actor);
     if (!user.totpEnabled) throw new ConflictError('Two-factor authentication is not on');
     if (!(await this.consumeCode(user, code))) throw new InvalidCredentialsError('Invalid two-factor code');
     await this.deps.store.accounts.updateUser(user.id, {

@@ -2,9 +2,10 @@ import { ConflictError, NotFoundError, UpstreamError } from '../domain/errors.js
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
+import type { RuntimeLogSource } from '../deployments/runtime-logs.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { deploymentFor } from '../platform/lookup.js';
-import { failureExplanationView, type FailureExplanationView } from '../platform/views.js';
+import { failureExplanationView, type FailureExplanationView } from './ai-views.js';
 import type { SettingsService } from '../settings/settings.service.js';
 import { AiProviderError, type AiProvider } from './ai-provider.port.js';
 import { maskSecrets, secretEnvValues } from './secret-mask.js';
@@ -57,6 +58,7 @@ export class AiDiagnosticsService {
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
     private readonly settings: SettingsService,
+    private readonly runtimeLogs: RuntimeLogSource,
     providers: AiProvider[],
     private readonly latestMetrics: LatestMetrics = async () => null,
   ) {
@@ -176,7 +178,7 @@ export class AiDiagnosticsService {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), RUNTIME_LOG_WAIT_MS);
     try {
-      for await (const event of this.deps.runtimeLogs.follow(service.id, { tail: RUNTIME_LINES, signal: controller.signal })) {
+      for await (const event of this.runtimeLogs.follow(service.id, { tail: RUNTIME_LINES, signal: controller.signal })) {
         if (event.type === 'snapshot') return event.lines.map((l) => l.line).join('\n') || '(empty)';
         if (event.type === 'closed') return `(no running container: ${event.reason})`;
       }

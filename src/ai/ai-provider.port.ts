@@ -1,4 +1,4 @@
-import type { AiProviderKind } from '../platform/views.js';
+import type { AiProviderKind } from '../settings/settings-views.js';
 
 /** One request for a structured answer: the provider must answer with JSON that fits `schema`. */
 export interface AiRequest {

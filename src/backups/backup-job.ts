@@ -7,7 +7,11 @@ import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { FanOut, HashingStream } from './backup-streams.js';
 import { BACKUP_FILE_EXTENSIONS, type BackupRecord } from './backup.records.js';
-import { errorText, maskIn, missingObjectStore, type BackupService } from './backup.service.js';
+import type { BackupDestinations } from './backup-destinations.js';
+import { errorText, maskIn, missingObjectStore } from './backup-errors.js';
+import type { BackupLog } from './backup-log.js';
+import type { RestoreRuntime } from './backup-restore.js';
+import type { DatabaseDump } from './database-dump.port.js';
 import type { ObjectStore } from './object-store.port.js';
 import { BackupFailure, dumpSource, type BackupSources, type OpenedSource } from './backup-sources.js';
 
@@ -21,12 +25,15 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly backups: BackupService,
     private readonly env: EnvService,
+    dump: DatabaseDump | null,
+    private readonly destinations: BackupDestinations,
+    private readonly log: BackupLog,
+    private readonly runtime: Pick<RestoreRuntime, 'locate'>,
     /** Volumes' tars and base backups; a database's dump is the dump port's. */
     sources: BackupSources = {},
   ) {
-    this.sources = { dump: dumpSource(backups.ports.dump, (service) => backups.ports.locate(service)), ...sources };
+    this.sources = { dump: dumpSource(dump, (service) => runtime.locate(service)), ...sources };
   }
 
   get queue(): JobQueue<BackupRecord> {
@@ -38,7 +45,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
   }
 
   openLog(backup: BackupRecord): JobLogWriter {
-    return this.backups.openLog(backup.id);
+    return this.log.open(backup.id);
   }
 
   listQueued(): Promise<BackupRecord[]> {
@@ -77,7 +84,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
   }
 
   async run(backup: BackupRecord, { signal, log }: JobContext<JobLogWriter>): Promise<JobOutcome> {
-    const ports = this.backups.ports;
+    const files = this.destinations.files;
     const work = new AbortController();
     const stop = () => work.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
@@ -87,7 +94,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
     const wantsObject = backup.storage !== 'disk';
     const placed: BackupRecord = {
       ...backup,
-      localPath: wantsDisk ? ports.files.pathOf(backup.serviceId, name) : null,
+      localPath: wantsDisk ? files.pathOf(backup.serviceId, name) : null,
       objectKey: wantsObject ? `backups/${backup.serviceId}/${name}` : null,
     };
     let opened: OpenedSource | null = null;
@@ -98,11 +105,11 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (!source) throw new BackupFailure(`This platform cannot make ${backup.kind} backups`);
       let store: ObjectStore | null = null;
       if (wantsObject) {
-        const config = await ports.objectStoreConfig(backup.storageId);
+        const config = await this.destinations.configOf(backup.storageId);
         if (!config) throw new BackupFailure(`No backup to the object store: ${missingObjectStore(backup.storageId)}`);
         secrets.objectStoreSecret = config.secretAccessKey;
         log.mask(config.secretAccessKey);
-        store = ports.objectStores(config);
+        store = this.destinations.open(config);
       }
       const { env } = await this.env.resolvedFor(service);
       secrets = { ...secrets, ...env };
@@ -118,7 +125,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       const targets: Writable[] = [];
       const uploads: Array<Promise<unknown>> = [];
       if (placed.localPath) {
-        targets.push(await ports.files.create(placed.localPath));
+        targets.push(await files.create(placed.localPath));
         log.write(`Writing ${placed.localPath}`);
       }
       if (store && placed.objectKey) {
@@ -147,7 +154,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (work.signal.aborted) throw work.signal.reason;
       const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
-      if (placed.localPath) await ports.files.commit(placed.localPath);
+      if (placed.localPath) await files.commit(placed.localPath);
       const checksum = hasher.checksum();
       const recorded = await opened.finish();
       await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null, ...recorded });
@@ -175,12 +182,11 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
 
   /** What a failed backup left: its partial file and any object it uploaded. */
   private async cleanUp(backup: BackupRecord, log: JobLogWriter): Promise<void> {
-    const ports = this.backups.ports;
-    if (backup.localPath) await ports.files.remove(backup.localPath).catch(() => undefined);
+    if (backup.localPath) await this.destinations.files.remove(backup.localPath).catch(() => undefined);
     if (backup.objectKey) {
       try {
-        const config = await ports.objectStoreConfig(backup.storageId);
-        if (config) await ports.objectStores(config).remove(backup.objectKey, AbortSignal.timeout(30_000));
+        const config = await this.destinations.configOf(backup.storageId);
+        if (config) await this.destinations.open(config).remove(backup.objectKey, AbortSignal.timeout(30_000));
       } catch (error) {
         log.write(`Could not remove ${backup.objectKey} from the object store: ${errorText(error)}`, 'stderr');
       }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idParam, line, queryInt, strictInt } from '../platform/input-schemas.js';
+import { iso, timestamp } from '../platform/view-fields.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import { BACKUP_STORAGES, DEFAULT_DRILL, DRILL_FREQUENCIES, SCHEDULE_PERIODS } from './backup.records.js';
 
@@ -8,8 +9,6 @@ import { BACKUP_STORAGES, DEFAULT_DRILL, DRILL_FREQUENCIES, SCHEDULE_PERIODS } f
 export const MAX_KEEP_COUNT = 1_000;
 export const MAX_KEEP_DAYS = 3_650;
 export const RECORDS_PAGE_MAX = 500;
-
-const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
 
 export const backupConfigurationView = z
   .object({
@@ -79,8 +78,6 @@ export const backupRecordsQuery = {
     .default(50)
     .meta({ description: `1..${RECORDS_PAGE_MAX}, default 50` }),
 };
-
-const iso = (d: Date) => d.toISOString();
 
 export function presentBackupConfiguration(s: BackupScheduleRecord, projectId: string): BackupConfigurationView {
   return {

@@ -8,7 +8,9 @@ import { type BackupConfigurationInput, type BackupConfigurationView, presentBac
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import { DEFAULT_DRILL, SCHEDULE_PERIODS } from './backup.records.js';
 import { presentBackup, type BackupView } from './backup-views.js';
-import type { BackupService } from './backup.service.js';
+import type { BackupQueue } from './backup-queue.js';
+import type { BackupSettingsService } from './backup-settings.service.js';
+import { databaseFor } from './backup-targets.js';
 
 /** Configurations a user may make per database (the managed daily/weekly/monthly ones are not counted). */
 export const MAX_CONFIGURATIONS_PER_DATABASE = 10;
@@ -38,20 +40,21 @@ export function scheduleOf(expression: string): CronSchedule {
 
 /**
  * The general API's backup configurations (`/api/backups`): list, create, get, delete, trigger and their
- * records. The backups themselves are BackupService's (queue, retention's removal); BackupScheduler runs
+ * records. The backups themselves are BackupQueue's; BackupDestinations removes them; BackupScheduler runs
  * the schedules.
  */
 export class BackupScheduleService {
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly backups: BackupService,
+    private readonly queue: BackupQueue,
+    private readonly settings: BackupSettingsService,
   ) {}
 
   /** Every configuration of the databases the key sees, or of one database. */
   async list(actor: Actor, serviceId?: string): Promise<BackupConfigurationView[]> {
     const projectOf = new Map<string, string>();
     if (serviceId) {
-      const { service } = await this.backups.databaseOf(actor, serviceId);
+      const { service } = await databaseFor(this.deps.store, actor, serviceId);
       projectOf.set(service.id, service.projectId);
     } else {
       for (const s of await visibleServices(this.deps.store, actor)) projectOf.set(s.id, s.projectId);
@@ -66,10 +69,10 @@ export class BackupScheduleService {
 
   async create(actor: Actor, input: BackupConfigurationInput): Promise<BackupConfigurationView> {
     assertWrite(actor);
-    const { service, engine } = await this.backups.databaseOf(actor, input.serviceId);
-    this.backups.assertSupported(engine, 'Backups');
+    const { service, engine } = await databaseFor(this.deps.store, actor, input.serviceId);
+    this.queue.assertSupported(engine, 'Backups');
     const cron = scheduleOf(input.schedule);
-    await this.backups.storageIdFor(service.id, input.storage);
+    await this.settings.storageIdFor(service.id, input.storage);
     if ((await this.deps.store.backupSchedules.countMadeByUsers(service.id)) >= MAX_CONFIGURATIONS_PER_DATABASE)
       throw new ValidationError(
         'serviceId',
@@ -121,8 +124,8 @@ export class BackupScheduleService {
   async trigger(actor: Actor, id: string): Promise<BackupView> {
     assertWrite(actor);
     const { schedule } = await this.configurationFor(actor, id);
-    const { service, engine } = await this.backups.databaseOf(actor, schedule.serviceId);
-    const backup = await this.backups.queue(service, engine, schedule.storage, schedule.managed ?? 'manual', schedule.id);
+    const { service, engine } = await databaseFor(this.deps.store, actor, schedule.serviceId);
+    const backup = await this.queue.queue(service, engine, schedule.storage, schedule.managed ?? 'manual', schedule.id);
     await this.deps.store.backupSchedules.update(schedule.id, { lastRunAt: backup.createdAt });
     return presentBackup(backup);
   }

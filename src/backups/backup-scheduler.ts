@@ -5,7 +5,8 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { DAY_MS, parseCron } from './cron.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import type { BackupRecord } from './backup.records.js';
-import type { BackupService } from './backup.service.js';
+import type { BackupDestinations } from './backup-destinations.js';
+import type { BackupQueue } from './backup-queue.js';
 
 /**
  * The id of the backup of one configuration's slot. Every control plane derives the same one, so the
@@ -29,7 +30,8 @@ export class BackupScheduler {
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly backups: BackupService,
+    private readonly queue: BackupQueue,
+    private readonly destinations: BackupDestinations,
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
 
@@ -88,7 +90,7 @@ export class BackupScheduler {
     } else {
       try {
         const trigger = schedule.managed ?? 'schedule';
-        backup = await this.backups.prepare(service, engine, schedule.storage, trigger, schedule.id, runId(schedule.id, slot));
+        backup = await this.queue.prepare(service, engine, schedule.storage, trigger, schedule.id, runId(schedule.id, slot));
       } catch (error) {
         lastError = `No backup was queued for the slot of ${slot.toISOString()}: ${(error as Error).message}`;
       }
@@ -96,7 +98,7 @@ export class BackupScheduler {
     // Another control plane inserted this slot's backup first: it moves the configuration on.
     if (backup && !(await store.insertRun(backup))) return;
     await store.update(schedule.id, { nextRunAt, lastError, ...(backup ? { lastRunAt: backup.createdAt } : {}) });
-    if (backup) await this.backups.announce(backup);
+    if (backup) await this.queue.announce(backup);
     else this.log('backup configuration slot skipped', { scheduleId: schedule.id, reason: lastError });
   }
 
@@ -106,7 +108,7 @@ export class BackupScheduler {
     const cutoff = schedule.keepDays === null ? null : new Date(now.getTime() - schedule.keepDays * DAY_MS);
     for (const backup of await this.deps.store.backupSchedules.beyondRetention(schedule, schedule.keepCount, cutoff)) {
       try {
-        await this.backups.removeEverywhere(backup, AbortSignal.timeout(60_000));
+        await this.destinations.removeEverywhere(backup, AbortSignal.timeout(60_000));
       } catch (error) {
         this.log('old backup not removed', { backupId: backup.id, error: (error as Error).message });
       }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DATABASE_ENGINES } from '../domain/database-engines.js';
 import { strictInt } from '../platform/input-schemas.js';
+import { iso, isoOrNull, timestamp } from '../platform/view-fields.js';
 import {
   BACKUP_FORMATS,
   BACKUP_STORAGES,
@@ -16,7 +17,6 @@ import {
 } from './backup.records.js';
 
 /** The spec's Backup, Backup settings and Object-store connection shapes, as the routers answer them. */
-const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-21T12:00:00.000Z' });
 const storage = z.enum(BACKUP_STORAGES);
 
 export const backupCountsView = z
@@ -155,9 +155,6 @@ export const backupSettingsInput = z.strictObject({
     .meta({ description: 'Restore drills of the daily, weekly and monthly backups: daily, weekly (default) or off' }),
 });
 export type BackupSettingsInput = z.output<typeof backupSettingsInput>;
-
-const iso = (d: Date) => d.toISOString();
-const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function presentBackup(b: BackupRecord): BackupView {
   return {

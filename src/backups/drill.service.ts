@@ -1,18 +1,22 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import { ENGINE_SPECS } from '../domain/database-engines.js';
 import { ChecksumMismatchError, ConflictError, NotFoundError, NotSupportedError } from '../domain/errors.js';
-import type { DatabaseEndpoint } from '../databases/database-admin.port.js';
+import type { DatabaseEndpoint } from '../domain/database-engines.js';
 import type { EnvService } from '../env/env.service.js';
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import { type BackupView, presentBackup } from './backup-views.js';
 import type { BackupRecord, DrillFrequency, DrillRecord } from './backup.records.js';
-import { type BackupService, maskIn } from './backup.service.js';
+import { maskIn } from './backup-errors.js';
+import type { BackupLog } from './backup-log.js';
+import type { BackupRestore } from './backup-restore.js';
+import { databaseFor } from './backup-targets.js';
+import type { DatabaseDump } from './database-dump.port.js';
 import { countMismatches } from './drill-counts.js';
 import type { ScratchDatabases } from './scratch-database.port.js';
 import { DAY_MS } from './cron.js';
-import type { VolumeArchive } from '../volumes/volume-archive.port.js';
+import type { VolumeArchive } from './volume-archive.port.js';
 
 /** A drill's outcome, told to whoever listens (the events outbox once it exists: docs/backups.md, Restore drills). */
 export interface DrillEvent {
@@ -71,7 +75,10 @@ export class DrillService {
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly backups: BackupService,
+    private readonly dump: DatabaseDump | null,
+    private readonly backupLog: BackupLog,
+    /** Its checksum check: a drill restores exactly the bytes a restore would. */
+    private readonly restores: Pick<BackupRestore, 'verifiedSource'>,
     private readonly env: EnvService,
     private readonly ports: DrillPorts,
     private readonly limits: DrillLimits = DEFAULT_DRILL_LIMITS,
@@ -81,7 +88,7 @@ export class DrillService {
   /** `POST .../backups/:backupId/drill`: queued now, run by the runner (one at a time); its report is on the backup. */
   async request(actor: Actor, serviceId: string, backupId: string): Promise<BackupView> {
     assertWrite(actor);
-    const { service } = await this.backups.databaseOf(actor, serviceId);
+    const { service } = await databaseFor(this.deps.store, actor, serviceId);
     const backup = await this.deps.store.backups.get(backupId);
     if (!backup || backup.serviceId !== service.id || backup.kind !== 'dump') throw new NotFoundError('Backup', backupId);
     this.assertDrillable(backup);
@@ -99,7 +106,7 @@ export class DrillService {
       throw new ConflictError(`Backup ${backup.id} is ${presentBackup(backup).status}; only a succeeded backup can be drilled`, {
         status: presentBackup(backup).status,
       });
-    if (backup.kind === 'dump' && !this.backups.ports.dump?.formatOf(backup.engine))
+    if (backup.kind === 'dump' && !this.dump?.formatOf(backup.engine))
       throw new NotSupportedError(`Drills of ${backup.engine} databases are not supported`, { engine: backup.engine });
   }
 
@@ -116,7 +123,7 @@ export class DrillService {
     };
     const moved = await this.deps.store.backups.queueDrill(backup.id, drill);
     if (!moved) return null;
-    await this.backups.appendLog(backup.id, 'stdout', 'Restore drill queued');
+    await this.backupLog.append(backup.id, 'stdout', 'Restore drill queued');
     this.wake();
     return { ...backup, drill };
   }
@@ -142,7 +149,7 @@ export class DrillService {
       const drill = backup.drill!;
       const reason = 'The drill was cut off by a platform restart';
       if (await this.deps.store.backups.transitionDrill(backup.id, ['running'], { ...drill, status: 'failed', reason, finishedAt: now })) {
-        await this.backups.appendLog(backup.id, 'stderr', `Restore drill failed: ${reason}`);
+        await this.backupLog.append(backup.id, 'stderr', `Restore drill failed: ${reason}`);
         await this.announce(backup, 'drill.failed', reason);
       }
     }
@@ -208,7 +215,7 @@ export class DrillService {
     const startedAt = this.deps.clock.now();
     const running: DrillRecord = { ...queued.drill!, status: 'running', startedAt, finishedAt: null, reason: null };
     if (!(await this.deps.store.backups.transitionDrill(queued.id, ['queued'], running))) return;
-    const log = this.backups.openLog(queued.id);
+    const log = this.backupLog.open(queued.id);
     const signal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.limits.timeoutMs)]);
     let outcome: Pick<DrillRecord, 'status' | 'reason' | 'counts' | 'checksumOk'>;
     const progress: { checksumOk: boolean | null } = { checksumOk: null };
@@ -256,12 +263,12 @@ export class DrillService {
     if (skipped) return { status: 'skipped', reason: skipped, counts: null, checksumOk: null };
     const service = await this.deps.store.projects.getService(backup.serviceId);
     if (!service) throw new DrillFailure('The service was deleted');
-    const dump = this.backups.ports.dump;
+    const dump = this.dump;
     const scratch = this.ports.scratch;
     const ready = this.ports.ready;
     if (!dump?.count || !scratch || !ready) throw new DrillFailure('This platform has no container engine to run drills in');
     // The checksum first: a changed or truncated file fails the drill before anything is started.
-    const source = await this.backups.verifiedSource(backup, signal, log);
+    const source = await this.restores.verifiedSource(backup, signal, log);
     log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
     progress.checksumOk = true;
     const { env } = await this.env.resolvedFor(service);

@@ -22,3 +22,11 @@ export interface ObjectStore {
 }
 
 export type ObjectStoreFactory = (config: ObjectStoreConfig) => ObjectStore;
+
+/**
+ * Where a backup's objects go: the storage instance `storageId` names, or with null the object store of
+ * the platform settings; its secret decrypted; null when there is none.
+ */
+export interface ObjectStoreConfigs {
+  configOf(storageId: string | null): Promise<ObjectStoreConfig | null>;
+}

@@ -1,19 +1,11 @@
-import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { DatabaseEndpoint, DatabaseReadiness } from '../domain/database-engines.js';
 import type { ColumnInfo, QueryResultView, RowsView, TableEntry } from './database-views.js';
 
 /** The shapes the API answers are declared once, as zod views (database-views.ts); the port uses their types. */
 export type { ColumnInfo, TableEntry };
 
-/** How to reach one running database service, with the credentials from its own env. */
-export interface DatabaseEndpoint {
-  /** Connections are pooled per service: the pool's key starts with it. */
-  serviceId: string;
-  engine: DatabaseEngine;
-  host: string;
-  port: number;
-  /** The service's env (`POSTGRES_USER`, `REDIS_PASSWORD`, ...): each adapter reads its engine's keys. */
-  env: Readonly<Record<string, string>>;
-}
+// Declared in the domain: deployments check a new server's readiness through the same endpoint.
+export type { DatabaseEndpoint } from '../domain/database-engines.js';
 
 /**
  * A value as the API carries it. What JSON cannot carry comes back as one string form (docs/decisions.md):
@@ -47,9 +39,7 @@ export type QueryResult = Omit<QueryResultView, 'rows'> & { rows: Row[] };
  * an engine's refusal is `QueryError` with the engine's message; a connection that cannot be made is
  * `NotRunningError`. Every call honours its AbortSignal.
  */
-export interface DatabaseAdmin {
-  /** The engine's own readiness check (a query, PING, hello): resolves with what answered, for the log. */
-  checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string>;
+export interface DatabaseAdmin extends DatabaseReadiness {
   /** `logicalDatabase`: Redis's database number (default 0); other engines ignore it. */
   listTables(db: DatabaseEndpoint, options: { logicalDatabase?: number }, signal: AbortSignal): Promise<TableEntry[]>;
   /** `limit` from 1 to ROWS_PAGE_LIMIT.max (database-views.ts), `offset` from 0: anything else is `ValidationError`. */

@@ -1,9 +1,9 @@
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { ContainerState } from './container-engine.port.js';
+import { LABELS, type ContainerState } from './container-engine.port.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
-import { LABELS, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import type { resourceNames, RuntimeDeps } from './runtime-deps.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
 
 type Names = ReturnType<typeof resourceNames>;
@@ -126,7 +126,7 @@ export class ContainerLaunch {
       throw new DeploymentFailure(`The container did not start: ${(error as Error).message}`);
     }
     await this.recorder.recordContainer(ctx.deployment.id, { containerName: names.container, imageTag: image });
-    const admin = this.runtime.databaseAdmin;
+    const admin = this.runtime.databaseReadiness;
     if (engine && admin)
       return this.waitUntilReady(ctx, container, 'database', (host, signal) =>
         admin.checkReady({ serviceId: service.id, engine, host, port: service.internalPort, env }, signal),

@@ -1,8 +1,7 @@
 import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { ContainerEngine, ContainerState } from './container-engine.port.js';
-import { LABELS } from './runtime-deps.js';
+import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
 
 /** Web services and databases answer on their host port; workers do not. */
 export function serves(service: ServiceRecord): boolean {
@@ -40,6 +39,23 @@ export class CurrentContainers {
 
   async currentOf(service: ServiceRecord): Promise<ContainerState | null> {
     return (await this.pick(await this.ofService(service.id))).get(service.id) ?? null;
+  }
+
+  /** Whether the service's current container was started with the platform's TLS certificate; null when none runs. */
+  async tlsActive(service: ServiceRecord): Promise<boolean | null> {
+    const container = await this.currentOf(service);
+    return container ? container.labels[LABELS.tls] === 'on' : null;
+  }
+
+  /**
+   * A container of one of this install's services, by id or name, with the project it belongs to;
+   * null for anything else (another install's, the proxy's, a stranger's).
+   */
+  async serviceContainer(ref: string): Promise<{ container: ContainerState; projectId: string } | null> {
+    const container = await this.engine.inspect(ref);
+    const projectId = container?.labels[LABELS.project];
+    if (!container || !projectId || container.labels[LABELS.instance] !== this.deps.config.instanceId) return null;
+    return { container, projectId };
   }
 
   /**

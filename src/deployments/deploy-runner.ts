@@ -5,7 +5,7 @@ import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import { JobRunner, type RunnerLog } from '../jobs/job-runner.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { TrafficSlots } from '../routing/traffic-slots.js';
+import type { TrafficSlots } from './traffic-slots.js';
 import { CurrentContainers } from './current-containers.js';
 import { DeploymentJobs } from './deployment-job.js';
 import { DeploymentPipeline } from './deployment-pipeline.js';

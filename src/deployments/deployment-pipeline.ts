@@ -1,10 +1,10 @@
 import { keepsData, STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { ContainerState } from './container-engine.port.js';
+import { LABELS, type ContainerState } from './container-engine.port.js';
 import { ContainerLaunch } from './container-launch.js';
 import { DeploymentFailure, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
-import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 import { SourceBuild, type BuiltImage } from './source-build.js';
 
 export { DeploymentFailure } from './pipeline-context.js';

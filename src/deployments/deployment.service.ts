@@ -8,8 +8,8 @@ import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { deploymentFor, environmentFor, projectFor, serviceFor } from '../platform/lookup.js';
 import { defaultEnvironment } from '../domain/environments.js';
-import { presentDeployment, presentLogLine } from '../platform/presenters.js';
-import type { DeploymentLogView, DeploymentView } from '../platform/views.js';
+import { presentDeployment, presentLogLine } from './deployment-views.js';
+import type { DeploymentLogView, DeploymentView } from './deployment-views.js';
 import type { DeploymentRecorder } from './pipeline-context.js';
 
 export type DeploymentStreamEvent = JobStreamEvent<DeploymentLogView>;
@@ -130,9 +130,14 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     return presentDeployment((await deploymentFor(this.deps.store, actor, deploymentId)).deployment);
   }
 
-  async logs(actor: Actor, deploymentId: string): Promise<DeploymentLogView[]> {
+  /** The log so far, or the page of it after `afterId` (a long log is read in pages: one answer of 100,000 lines costs seconds to encode and decode). */
+  async logs(
+    actor: Actor,
+    deploymentId: string,
+    page: { afterId?: number | undefined; limit?: number | undefined } = {},
+  ): Promise<DeploymentLogView[]> {
     const { deployment } = await deploymentFor(this.deps.store, actor, deploymentId);
-    return (await this.deps.store.deployments.listLogs(deployment.id)).map(presentLogLine);
+    return (await this.deps.store.deployments.listLogs(deployment.id, page.afterId ?? 0, page.limit)).map(presentLogLine);
   }
 
   /**

@@ -2,12 +2,12 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { RunnerLog } from '../jobs/job-runner.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { OpenSlot } from '../routing/traffic-gate.port.js';
-import type { TrafficSlots } from '../routing/traffic-slots.js';
-import type { ContainerEngine, ContainerState } from './container-engine.port.js';
+import type { OpenSlot } from './traffic-gate.port.js';
+import type { TrafficSlots } from './traffic-slots.js';
+import { LABELS, type ContainerEngine, type ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { Rollout } from './rollout.js';
-import { LABELS, type RuntimeDeps } from './runtime-deps.js';
+import type { RuntimeDeps } from './runtime-deps.js';
 
 const RECONCILE_MS = 10_000;
 /** While the engine is down, it is asked again at most this often (the claim loop ticks every 500 ms). */

@@ -2,13 +2,13 @@ import type { DeploymentRecord, ProjectRecord, ServiceRecord } from '../domain/t
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import { SLOT_DIAL_PORT } from '../routing/traffic-gate.port.js';
-import type { SlotAssignment, TrafficSlots } from '../routing/traffic-slots.js';
-import type { ContainerState } from './container-engine.port.js';
+import { SLOT_DIAL_PORT } from './traffic-gate.port.js';
+import type { SlotAssignment, TrafficSlots } from './traffic-slots.js';
+import { LABELS, type ContainerState } from './container-engine.port.js';
 import { isWeb, serves, type CurrentContainers, exposureOf } from './current-containers.js';
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';
 import { DeploymentFailure, throwIfAborted, type CreatedResources } from './pipeline-context.js';
-import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 const DRAIN_POLL_MS = 100;
 /** When a container's connections cannot be counted: long enough for a typical request to finish. */

@@ -1,10 +1,10 @@
 import type { ContainerEngine } from './container-engine.port.js';
 import type { GitSource } from './git-source.port.js';
 import type { HealthProbe } from './health-probe.port.js';
-import type { PortForwarder } from '../routing/port-forwarder.port.js';
-import type { TrafficGate } from '../routing/traffic-gate.port.js';
-import type { DatabaseAdmin } from '../databases/database-admin.port.js';
-import type { StorageServer } from '../storage/storage-server.port.js';
+import type { PortForwarder } from './port-forwarder.port.js';
+import type { TrafficGate } from './traffic-gate.port.js';
+import type { DatabaseReadiness } from '../domain/database-engines.js';
+import type { StorageServer } from './storage-server.port.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
 
@@ -17,14 +17,12 @@ export interface RuntimeDeps {
   /** Absent: no slots, and a cutover reloads the proxy with the new container's address. */
   gate?: TrafficGate;
   /** Present: a database is ready when its engine's own check answers, not when its port accepts a connection. */
-  databaseAdmin?: DatabaseAdmin;
+  databaseReadiness?: DatabaseReadiness;
   /** Present: a storage instance is ready when its bucket answers an S3 call (made first when missing), not at its first HTTP answer. */
   storageServer?: StorageServer;
   /** Present: Postgres-compatible databases start with the platform's TLS certificate (see DatabaseTlsService). */
   databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
 }
-
-export { LABELS } from './container-engine.port.js';
 
 /**
  * Names of what the platform creates for a deployment. The network is the service's environment's:

@@ -1,8 +1,8 @@
 import type { Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
-import type { RuntimeLogView } from '../platform/views.js';
-import type { RuntimeLogLine } from './runtime-logs.port.js';
+import type { RuntimeLogView } from './deployment-views.js';
+import type { RuntimeLogLine, RuntimeLogSource } from './runtime-logs.port.js';
 
 interface StreamOptions {
   lastEventId?: number | undefined;
@@ -21,7 +21,10 @@ export type RuntimeStreamEvent =
  * gets what came after, even across a new container.
  */
 export class RuntimeLogService {
-  constructor(private readonly deps: ServiceDeps) {}
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly logs: RuntimeLogSource,
+  ) {}
 
   async stream(actor: Actor, serviceId: string, opts: StreamOptions): Promise<AsyncGenerator<RuntimeStreamEvent>> {
     const service = await serviceFor(this.deps.store, actor, serviceId);
@@ -54,7 +57,7 @@ export class RuntimeLogService {
         .filter(({ id }) => id > resumeAfter)
         .map(({ line, id }) => toView(line, id));
     let sentSnapshot = false;
-    for await (const event of this.deps.runtimeLogs.follow(serviceId, {
+    for await (const event of this.logs.follow(serviceId, {
       tail: opts.tail ?? this.deps.config.runtimeLogTail,
       since: opts.lastEventId ? new Date(Math.floor(opts.lastEventId / 1000)) : undefined,
       signal: opts.signal,

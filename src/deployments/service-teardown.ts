@@ -2,12 +2,14 @@ import { keepsData } from '../domain/storage-server.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { TrafficSlots } from '../routing/traffic-slots.js';
-import { LABELS, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import type { TrafficSlots } from './traffic-slots.js';
+import { LABELS } from './container-engine.port.js';
+import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**
  * What deleting a service or a project removes at runtime: containers, images, host port, traffic
  * slots, a database's or storage instance's data volume (only here: no deployment ever removes it), the environment's network.
+ * It is the runtime side of a removal (ServiceRemoval's ServiceRuntime).
  */
 export class ServiceTeardown {
   constructor(
@@ -15,9 +17,14 @@ export class ServiceTeardown {
     private readonly runtime: RuntimeDeps,
     private readonly routing: RoutingService,
     private readonly slots: TrafficSlots | null,
-    /** Ends the services' deployments under way and waits until they no longer write. */
-    private readonly stopDeploymentsOf: (serviceIds: string[]) => Promise<void>,
+    /** Ends the services' deployments under way and waits until they no longer write (the deploy runner). */
+    private readonly endDeployments: (serviceIds: string[]) => Promise<void>,
   ) {}
+
+  /** Their deployments under way end first, so nothing writes for rows about to go. */
+  stopDeploymentsOf(serviceIds: string[]): Promise<void> {
+    return this.endDeployments(serviceIds);
+  }
 
   async removeService(service: ServiceRecord): Promise<void> {
     await this.stopDeploymentsOf([service.id]);

@@ -1,5 +1,3 @@
-import type { ServiceSource } from './types.js';
-
 /** The six database engines a service can be, with what the spec says they start with. */
 export const DATABASE_ENGINES = ['postgres', 'timescale', 'mysql', 'redis', 'mongodb', 'clickhouse'] as const;
 export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];
@@ -110,7 +108,24 @@ export function engineOf(repoFullName: string | null): DatabaseEngine | null {
   return isDatabaseEngine(engine) ? engine : null;
 }
 
-/** The engine of a database service, null for any other. */
-export function databaseEngineOf(service: { source: ServiceSource }): DatabaseEngine | null {
-  return service.source.kind === 'database' ? service.source.engine : null;
+/** The engine of a database service, null for any other (any service's source fits: only a database's has an engine). */
+export function databaseEngineOf(service: { source: { kind: string; engine?: DatabaseEngine } }): DatabaseEngine | null {
+  return service.source.kind === 'database' ? (service.source.engine ?? null) : null;
+}
+
+/** How to reach one running database service, with the credentials from its own env. */
+export interface DatabaseEndpoint {
+  /** Connections are pooled per service: the pool's key starts with it. */
+  serviceId: string;
+  engine: DatabaseEngine;
+  host: string;
+  port: number;
+  /** The service's env (`POSTGRES_USER`, `REDIS_PASSWORD`, ...): each adapter reads its engine's keys. */
+  env: Readonly<Record<string, string>>;
+}
+
+/** A database server's readiness: what a deployment waits for, and the first call of its administration (DatabaseAdmin). */
+export interface DatabaseReadiness {
+  /** The engine's own readiness check (a query, PING, hello): resolves with what answered, for the log. */
+  checkReady(db: DatabaseEndpoint, signal: AbortSignal): Promise<string>;
 }

@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.js';
+import type { ServiceRecord } from './types.js';
 
 /**
  * A project's environments: every service lives in one. Each environment has its own network,
@@ -59,4 +60,21 @@ export function defaultEnvironment<E extends Pick<EnvironmentRecord, 'id' | 'pro
  */
 export function hostnameScope(projectSlug: string, environment: Pick<EnvironmentRecord, 'id' | 'projectId' | 'name'>): string {
   return isFirstEnvironment(environment) ? projectSlug : `${environment.name}-${projectSlug}`;
+}
+
+/**
+ * `<service_slug>-<scope>.<rootDomain>`: the hostname a web service gets without asking, `scope`
+ * being its environment's (`<project_slug>`, or `<environment>-<project_slug>`: see hostnameScope);
+ * none when the label would pass DNS's 63 characters (no certificate could be issued for it).
+ */
+export function generatedHostname(service: Pick<ServiceRecord, 'slug'>, scope: string, rootDomain: string | null): string | null {
+  const label = generatedLabel(service, scope);
+  if (!rootDomain || label === null) return null;
+  return `${label}.${rootDomain}`;
+}
+
+/** The first label of a generated hostname, or null when it would pass 63 characters. */
+export function generatedLabel(service: Pick<ServiceRecord, 'slug'>, scope: string): string | null {
+  const label = `${service.slug}-${scope}`;
+  return label.length > 63 ? null : label;
 }

@@ -8,7 +8,7 @@ import type { Store } from '../persistence/store.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceFor } from '../platform/lookup.js';
-import type { EnvVarView, SharedEnvView } from '../platform/views.js';
+import type { EnvVarView, SharedEnvView } from './env-views.js';
 import { MAX_SHARED_VARIABLES, parseSharedEnv, SHARED_SLUG, sharedEnvKey, type SharedEnvEntry } from './shared-env.js';
 
 const MAX_VALUE_LENGTH = 64 * 1024;

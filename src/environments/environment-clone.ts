@@ -6,10 +6,10 @@ import type { ServiceRecord, ServiceSource } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { groupBy } from '../platform/group-by.js';
-import { generatedHostname, generatedLabel } from '../platform/presenters.js';
+import { generatedHostname, generatedLabel } from '../domain/environments.js';
 import { generateAccessKeyPair, generatePassword } from '../platform/secret-box.js';
 import type { ClonedStorageCredentialsView } from './environment-views.js';
-import { allocateHostPort } from '../projects/host-port-allocator.js';
+import type { HostPortAllocator } from '../projects/host-port-allocator.js';
 
 /**
  * Copies an environment's services into another, inside the caller's transaction: their build and
@@ -23,6 +23,7 @@ import { allocateHostPort } from '../projects/host-port-allocator.js';
  */
 export async function copyServices(
   deps: ServiceDeps,
+  hostPorts: HostPortAllocator,
   tx: Store,
   services: ServiceRecord[],
   target: { environment: EnvironmentRecord; scope: string },
@@ -47,7 +48,7 @@ export async function copyServices(
       ...service,
       id,
       environmentId: target.environment.id,
-      hostPort: await allocateHostPort(tx, deps.portProbe, deps.config.hostPortRange),
+      hostPort: await hostPorts.allocate(tx),
       source,
       status: 'idle',
       reachable: false,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { serviceView, storageCredentialsView } from '../platform/views.js';
+import { serviceView } from '../projects/project-views.js';
+import { storageCredentialsView } from '../storage/storage-views.js';
 
 /** The wire shape of an environment, as the environment routes answer it. */
 const timestamp = z.string().meta({ description: 'ISO 8601 UTC timestamp with milliseconds', example: '2026-11-27T12:00:00.000Z' });

@@ -14,9 +14,12 @@ import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { groupBy } from '../platform/group-by.js';
 import { environmentFor, projectFor } from '../platform/lookup.js';
-import { generatedHostname } from '../platform/presenters.js';
-import type { ProxyResultView, ServiceView } from '../platform/views.js';
-import { generatedLabels, type ServiceCatalog } from '../projects/service-catalog.service.js';
+import { generatedHostname } from '../domain/environments.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
+import type { ServiceView } from '../projects/project-views.js';
+import { generatedLabels } from '../projects/service-placement.js';
+import type { ServiceReader } from '../projects/service-reader.js';
+import type { HostPortAllocator } from '../projects/host-port-allocator.js';
 import type { ServiceRemoval } from '../projects/service-removal.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { assertLabelFree, copyServices } from './environment-clone.js';
@@ -30,9 +33,10 @@ import type { EnvironmentCloneView, EnvironmentView } from './environment-views.
 export class EnvironmentService {
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly services: ServiceCatalog,
+    private readonly reader: ServiceReader,
     private readonly removal: ServiceRemoval,
     private readonly routing: RoutingService,
+    private readonly hostPorts: HostPortAllocator,
   ) {}
 
   async list(actor: Actor, projectId: string): Promise<EnvironmentView[]> {
@@ -69,6 +73,7 @@ export class EnvironmentService {
       const environment = await this.insert(tx, project, name);
       const copied = await copyServices(
         this.deps,
+        this.hostPorts,
         tx,
         await tx.projects.listServicesIn([source.id]),
         { environment, scope: hostnameScope(project.slug, environment) },
@@ -76,7 +81,7 @@ export class EnvironmentService {
       );
       return { environment, ...copied };
     });
-    return { environment: await this.view(environment), services: await this.services.views(copies), storageCredentials };
+    return { environment: await this.view(environment), services: await this.reader.views(copies), storageCredentials };
   }
 
   /**
@@ -131,7 +136,7 @@ export class EnvironmentService {
   /** The services (apps) of the environment, in creation order. */
   async listApps(actor: Actor, environmentId: string): Promise<ServiceView[]> {
     const environment = await environmentFor(this.deps.store, actor, environmentId);
-    return this.services.views(await this.deps.store.projects.listServicesIn([environment.id]));
+    return this.reader.views(await this.deps.store.projects.listServicesIn([environment.id]));
   }
 
   /** Within the caller's transaction, after the project row is written: creates of one project take turns for the limit. */

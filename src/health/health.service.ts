@@ -1,7 +1,8 @@
 import type { ContainerEngine } from '../deployments/container-engine.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import type { ReverseProxy } from '../routing/reverse-proxy.port.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import type { HealthView } from '../platform/views.js';
+import type { HealthView } from './health-views.js';
 
 /** How long an answer is reused: a health endpoint polled by a load balancer must not hammer Docker. */
 const CACHE_MS = 3_000;
@@ -21,6 +22,7 @@ export class HealthService {
   constructor(
     private readonly deps: ServiceDeps,
     private readonly engine: ContainerEngine | null,
+    private readonly proxy: ReverseProxy,
     private readonly routing: RoutingService,
   ) {}
 
@@ -58,10 +60,10 @@ export class HealthService {
   }
 
   private async checkProxy(): Promise<Component> {
-    if (!this.deps.proxy.enabled) return { status: 'disabled', detail: 'no reverse proxy configured (PROXY=none)' };
+    if (!this.proxy.enabled) return { status: 'disabled', detail: 'no reverse proxy configured (PROXY=none)' };
     const table = await this.routing.table().catch(() => null);
     return probe(async (signal) => {
-      const state = await this.deps.proxy.check(table?.version ?? 'none', signal);
+      const state = await this.proxy.check(table?.version ?? 'none', signal);
       if (state.state === 'unreachable') throw new Error(state.detail);
       return state.state === 'current' || !table
         ? 'the proxy serves the current routes'

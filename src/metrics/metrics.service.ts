@@ -2,7 +2,7 @@ import { ValidationError } from '../domain/errors.js';
 import type { Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
-import type { MetricPointView, MetricsView } from '../platform/views.js';
+import type { MetricPointView, MetricsView } from './metrics-views.js';
 import type { CurrentSample } from './metrics-sampler.js';
 import type { MetricRecord } from './metrics.repository.js';
 

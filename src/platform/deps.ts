@@ -1,19 +1,16 @@
 import type { Store } from '../persistence/store.js';
 import type { Clock } from './clock.port.js';
-import type { PortProbe } from '../projects/port-probe.port.js';
-import type { ReverseProxy } from '../routing/reverse-proxy.port.js';
-import type { RuntimeLogSource } from '../deployments/runtime-logs.port.js';
 import type { LogBus } from './log-bus.js';
-import type { PlatformConfig } from '../settings/platform-config.js';
+import type { PlatformConfig } from './platform-config.js';
 import type { SecretBox } from './secret-box.js';
 
-/** What the use cases are built from: the store, the ports, and the resolved settings. */
+/**
+ * What every use case is built from: the store, the secret box, the clock, the log bus and the
+ * running configuration. A port only some use cases call is handed to those alone.
+ */
 export interface ServiceDeps {
   store: Store;
   secrets: SecretBox;
-  proxy: ReverseProxy;
-  runtimeLogs: RuntimeLogSource;
-  portProbe: PortProbe;
   clock: Clock;
   logBus: LogBus;
   config: PlatformConfig;

@@ -1,19 +1,18 @@
 import { ConflictError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { slugify, uniqueSlug } from '../domain/slug.js';
-import type { DomainRecord, ProjectRecord, ServiceRecord } from '../domain/types.js';
-import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
-import { STORAGE_VARIABLES, storageOf } from '../domain/storage-server.js';
+import type { DomainRecord, ProjectRecord } from '../domain/types.js';
 import { assertAllProjects, assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
 import { groupBy } from '../platform/group-by.js';
 import { cleanName } from '../domain/validation.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
-import { presentProject, presentService } from '../platform/presenters.js';
+import { presentProject, presentService } from './project-views.js';
 import type { ServiceRemoval } from './service-removal.js';
 import type { ProjectInput, ProjectPatchInput } from './project.inputs.js';
-import type { ProjectView, ProxyResultView, SuggestionView } from '../platform/views.js';
+import type { ProjectView } from './project-views.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
 import { NotFoundError } from '../domain/errors.js';
 import { FIRST_ENVIRONMENT_NAME } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
@@ -102,44 +101,6 @@ export class ProjectService {
     assertWrite(actor);
     const project = await projectFor(this.deps.store, actor, projectId);
     return this.removal.removeProject(project);
-  }
-
-  /**
-   * Connection URLs for each database service of the project, as other services reach it: one per
-   * slug, since a reference resolves in the environment of the service that holds it.
-   */
-  async databaseVariableSuggestions(actor: Actor, projectId: string): Promise<SuggestionView[]> {
-    const project = await projectFor(this.deps.store, actor, projectId);
-    const services = await this.deps.store.projects.listServices([project.id]);
-    return this.databaseSuggestionsFor(services.filter((s, i) => services.findIndex((o) => o.slug === s.slug) === i));
-  }
-
-  /** A database's connection URL and a storage instance's connection variables, as references: no secret is in them. */
-  async databaseSuggestionsFor(services: ServiceRecord[]): Promise<SuggestionView[]> {
-    const suggestions: SuggestionView[] = [];
-    for (const service of services) {
-      if (storageOf(service)) {
-        for (const [key, what] of Object.entries(STORAGE_VARIABLES)) {
-          suggestions.push({
-            key,
-            value: `\${${service.slug}.${key}}`,
-            label: `storage "${service.name}" ${what} (${service.slug}:${service.internalPort})`,
-          });
-        }
-        continue;
-      }
-      const engine = databaseEngineOf(service);
-      if (!engine) continue;
-      const spec = ENGINE_SPECS[engine];
-      // References, not literal values: the URL resolves at deploy time and no password is echoed.
-      const value = spec.connectionUrl((key) => `\${${service.slug}.${key}}`, service.slug, service.internalPort);
-      suggestions.push({
-        key: spec.urlKey,
-        value,
-        label: `${engine} "${service.name}" connection URL (${service.slug}:${service.internalPort})`,
-      });
-    }
-    return suggestions;
   }
 
   /** Five queries whatever the number of projects; `everything` skips long IN lists when all are shown. */

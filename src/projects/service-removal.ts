@@ -1,7 +1,10 @@
+import { assertScope, assertWrite, type Actor } from '../domain/access.js';
 import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
+import { keepsData } from '../domain/storage-server.js';
+import { serviceFor } from '../platform/lookup.js';
 import type { EnvironmentRecord } from '../domain/environments.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import type { ProxyResultView } from '../platform/views.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { sharedEnvKey } from '../env/shared-env.js';
 
@@ -37,6 +40,14 @@ export class ServiceRemoval {
     private readonly runtime: ServiceRuntime | null,
     private readonly options: ServiceRemovalOptions = {},
   ) {}
+
+  /** `DELETE /api/services/{serviceId}` and its doors: a database or storage instance needs db:manage too. */
+  async deleteService(actor: Actor, serviceId: string): Promise<ProxyResultView> {
+    assertWrite(actor);
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    if (keepsData(service)) assertScope(actor, 'db:manage');
+    return this.removeService(service);
+  }
 
   async removeProject(project: ProjectRecord): Promise<ProxyResultView> {
     const services = await this.deps.store.projects.listServices([project.id]);

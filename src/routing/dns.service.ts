@@ -3,9 +3,10 @@ import { DnsProviderError, type DnsProvider } from './dns-provider.port.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { DomainService } from './domain.service.js';
-import { presentDomain } from '../platform/presenters.js';
+import { presentDomain } from './routing-views.js';
 import { PROVIDER_NAMES, type SettingsService } from '../settings/settings.service.js';
-import { DNS_PROVIDER_IDS, type DnsRecordResultView, type DomainView } from '../platform/views.js';
+import { DNS_PROVIDER_IDS } from '../settings/settings-views.js';
+import type { DnsRecordResultView, DomainView } from './routing-views.js';
 
 /** Points a domain's hostname at the platform's public IP at a connected DNS provider. */
 export class DnsService {

@@ -7,8 +7,8 @@ import { assertWrite, canSeeProject, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceFor } from '../platform/lookup.js';
 import type { RoutingService } from './routing.service.js';
-import { presentDomain } from '../platform/presenters.js';
-import type { DomainView, ProxyResultView } from '../platform/views.js';
+import { presentDomain } from './routing-views.js';
+import type { DomainView, ProxyResultView } from './routing-views.js';
 
 /** Hostnames of services. Every change is saved first, then the proxy is reloaded and its result reported. */
 export class DomainService {

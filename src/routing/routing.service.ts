@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
 import { routesGeneratedHostname } from '../domain/storage-server.js';
-import type { ProxyResult, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
+import type { ProxyResult, ReverseProxy, RouteTarget, RoutingTable } from './reverse-proxy.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { generatedHostname } from '../platform/presenters.js';
+import { generatedHostname } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 
 const NOT_READY: ProxyResult = {
@@ -36,6 +36,7 @@ export class RoutingService {
 
   constructor(
     private readonly deps: ServiceDeps,
+    private readonly proxy: ReverseProxy,
     options: { upstreamsKnown: boolean },
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {
@@ -43,7 +44,7 @@ export class RoutingService {
   }
 
   get enabled(): boolean {
-    return this.deps.proxy.enabled;
+    return this.proxy.enabled;
   }
 
   setUpstream(serviceId: string, upstream: string | null): void {
@@ -135,7 +136,7 @@ export class RoutingService {
     if (!this.upstreamsKnown) return NOT_READY;
     try {
       const table = await this.table();
-      const result = await this.deps.proxy.apply(table, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+      const result = await this.proxy.apply(table, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
       if (result.ok) this.took(table);
       return result;
     } catch (error) {
@@ -171,7 +172,7 @@ export class RoutingService {
       // After a restart of the platform, the proxy most likely still serves the table: a load would
       // close its idle client connections for nothing.
       if (this.loadedVersion === null && !this.lost) {
-        const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+        const state = await this.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
         if (state.state === 'current') {
           this.took(table);
           return;
@@ -180,7 +181,7 @@ export class RoutingService {
       let reason: string | null =
         table.version === this.loadedVersion ? null : this.lost ? 'the proxy is reachable again' : 'the routing table changed';
       if (!reason) {
-        const state = await this.deps.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
+        const state = await this.proxy.check(table.version, AbortSignal.timeout(this.deps.config.routing.proxyTimeoutMs));
         if (state.state === 'unreachable') {
           this.loadedVersion = null;
           this.lost = true;

@@ -1,4 +1,4 @@
-import type { PlatformConfig } from './platform-config.js';
+import type { PlatformConfig } from '../platform/platform-config.js';
 
 /** What the stored platform settings override in the start-up configuration. */
 export type ConfigOverrides = Pick<PlatformConfig, 'publicIp' | 'rootDomain'>;

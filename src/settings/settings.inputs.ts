@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { line, strictBoolean } from '../platform/input-schemas.js';
-import { AI_PROVIDER_KINDS, DNS_PROVIDER_IDS } from '../platform/views.js';
+import { AI_PROVIDER_KINDS, DNS_PROVIDER_IDS } from './settings-views.js';
 
 /** What changing the platform settings takes, declared once: the router uses it, the use case takes the parsed type. */
 export const settingsInput = z.strictObject({

@@ -5,7 +5,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { LiveConfig } from './live-config.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { SettingsInput } from './settings.inputs.js';
-import type { AiProviderKind, DNS_PROVIDER_IDS, LicenseView, SettingsView } from '../platform/views.js';
+import type { AiProviderKind, DNS_PROVIDER_IDS, LicenseView, SettingsView } from './settings-views.js';
 import { verifyLicense, type LicensePayload } from './license.js';
 
 type ProviderId = (typeof DNS_PROVIDER_IDS)[number];

@@ -1,4 +1,4 @@
-import type { PublicSystemView } from '../platform/views.js';
+import type { PublicSystemView } from './settings-views.js';
 import type { SettingsService } from './settings.service.js';
 
 /** The release version the public system endpoint reports (kept with package.json's). */

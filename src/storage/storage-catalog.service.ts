@@ -3,14 +3,16 @@ import { ConflictError } from '../domain/errors.js';
 import { slugify } from '../domain/slug.js';
 import { assertBucketName, defaultBucketName, STORAGE_SERVER, storageEndpoint, storageOf } from '../domain/storage-server.js';
 import type { ServiceRecord, StorageSource } from '../domain/types.js';
-import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServicePower } from '../deployments/service-power.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceOfKind, visibleServices } from '../platform/lookup.js';
 import { generateAccessKeyPair } from '../platform/secret-box.js';
-import type { ProxyResultView, ServiceView } from '../platform/views.js';
-import type { ServiceCatalog } from '../projects/service-catalog.service.js';
+import type { ProxyResultView } from '../routing/routing-views.js';
+import type { ServiceView } from '../projects/project-views.js';
+import type { ServiceCreation } from '../projects/service-creation.js';
+import type { ServiceReader } from '../projects/service-reader.js';
+import type { ServiceRemoval } from '../projects/service-removal.js';
 import type { StorageCreatedView, StorageCreateInput, StorageView } from './storage-views.js';
 
 /**
@@ -22,13 +24,15 @@ import type { StorageCreatedView, StorageCreateInput, StorageView } from './stor
 export class StorageCatalog {
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly services: ServiceCatalog,
+    private readonly creation: ServiceCreation,
+    private readonly reader: ServiceReader,
+    private readonly removal: ServiceRemoval,
     private readonly power: ServicePower,
   ) {}
 
   async list(actor: Actor): Promise<StorageView[]> {
     const instances = (await visibleServices(this.deps.store, actor)).filter((s) => storageOf(s) !== null);
-    const views = await this.services.views(instances);
+    const views = await this.reader.views(instances);
     return views.map((view, i) => presentStorage(view, storageOf(instances[i]!)!));
   }
 
@@ -45,7 +49,7 @@ export class StorageCatalog {
       secretAccessKeyEncrypted: this.deps.secrets.encrypt(secretAccessKey),
       publicEnabled: input.publicEnabled ?? false,
     };
-    const created = await this.services.create(
+    const created = await this.creation.create(
       actor,
       projectId,
       { name: input.name, repoUrl: 'storage', repoFullName: 'storage:s3' },
@@ -62,7 +66,7 @@ export class StorageCatalog {
   async delete(actor: Actor, storageId: string): Promise<ProxyResultView> {
     assertWrite(actor);
     const service = await this.storageFor(actor, storageId);
-    return this.services.delete(actor, service.id);
+    return this.removal.deleteService(actor, service.id);
   }
 
   async stop(actor: Actor, storageId: string): Promise<StorageView> {
@@ -79,27 +83,8 @@ export class StorageCatalog {
     return this.view(service.id);
   }
 
-  /**
-   * The instance as an object store for the platform itself (database backups): reached through its
-   * host port, which forwards to its current container on the loopback address; null for anything
-   * that is not a storage instance.
-   */
-  async objectStoreConfig(storageId: string): Promise<ObjectStoreConfig | null> {
-    const service = await this.deps.store.projects.getService(storageId);
-    const storage = service && storageOf(service);
-    if (!service || !storage) return null;
-    return {
-      endpoint: `http://127.0.0.1:${service.hostPort}`,
-      region: STORAGE_SERVER.region,
-      bucket: storage.bucket,
-      accessKeyId: storage.accessKeyId,
-      secretAccessKey: this.deps.secrets.decrypt(storage.secretAccessKeyEncrypted),
-      forcePathStyle: true,
-    };
-  }
-
   private async view(serviceId: string): Promise<StorageView> {
-    const [view, service] = await Promise.all([this.services.view(serviceId), this.deps.store.projects.getService(serviceId)]);
+    const [view, service] = await Promise.all([this.reader.view(serviceId), this.deps.store.projects.getService(serviceId)]);
     return presentStorage(view, storageOf(service!)!);
   }
 

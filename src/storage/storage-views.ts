@@ -1,11 +1,19 @@
 import { z } from 'zod';
 import { line, strictBoolean } from '../platform/input-schemas.js';
-import { serviceView, storageCredentialsView } from '../platform/views.js';
+import { serviceView } from '../projects/project-views.js';
 
 /*
  * A storage instance on the wire: the detailed API's Service (a storage instance is a service with
  * repoUrl `storage`), with how to reach its bucket. The secret is in the create answer only.
  */
+
+/** A storage instance's key pair, in the answers that make one (create, and an environment's clone) and nowhere else. */
+export const storageCredentialsView = z
+  .object({
+    accessKeyId: z.string(),
+    secretAccessKey: z.string().meta({ description: 'Shown in this answer only: it is stored encrypted and never returned again' }),
+  })
+  .meta({ id: 'StorageCredentials' });
 
 const storageS3View = z
   .object({

@@ -1,9 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Actor } from '../domain/access.js';
 import { NotFoundError, NotRunningError, RateLimitedError, UnauthorizedError, ValidationError } from '../domain/errors.js';
-import type { ContainerEngine } from '../deployments/container-engine.port.js';
 import type { CurrentContainers } from '../deployments/current-containers.js';
-import { LABELS } from '../deployments/runtime-deps.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
 import { assertTerminalAccess } from './terminal-access.js';
@@ -71,7 +69,7 @@ export class TerminalService {
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly runtime: { engine: ContainerEngine; current: CurrentContainers; terminal: TerminalEngine } | null,
+    private readonly runtime: { current: CurrentContainers; terminal: TerminalEngine } | null,
     readonly limits: TerminalLimits = DEFAULT_TERMINAL_LIMITS,
   ) {}
 
@@ -165,12 +163,10 @@ export class TerminalService {
       if (!container) throw new NotRunningError('This service has no running container');
       return container;
     }
-    const container = this.runtime ? await this.runtime.engine.inspect(target.ref) : null;
-    const projectId = container?.labels[LABELS.project];
     // Only the containers of this install's services: never another install's, the proxy's or a stranger's.
-    if (!container || !projectId || container.labels[LABELS.instance] !== this.deps.config.instanceId) {
-      throw new NotFoundError('Container', target.ref);
-    }
+    const found = this.runtime ? await this.runtime.current.serviceContainer(target.ref) : null;
+    if (!found) throw new NotFoundError('Container', target.ref);
+    const { container, projectId } = found;
     assertTerminalAccess(actor, { projectId, resource: 'Container', addressedAs: target.ref });
     if (!container.running) throw new NotRunningError('This container is not running');
     return container;

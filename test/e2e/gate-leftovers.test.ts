@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IptablesTrafficGate } from '../../adapters/net/iptables.traffic-gate.js';
-import { overlaps } from '../../src/routing/slot-subnets.js';
+import { overlaps } from '../../src/deployments/slot-subnets.js';
 import { quietPort, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { deploy } from '../helpers/deployments.js';
 import { docker, httpText, ownPortRange, provisionDocker } from '../helpers/docker.js';

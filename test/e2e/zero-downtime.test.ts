@@ -180,24 +180,9 @@ beforeAll(async () => {
   };
   server = await startServerProcess(serverEnv);
   call = api(server.url, server.token);
-  projectId = (await call('POST', '/api/projects', { name: `zero-downtime-${Date.now()}` })).json.project.id;
-  const created = await call('POST', `/api/projects/${projectId}/services`, {
-    name: 'web',
-    repoUrl: 'container-image',
-    containerImage: 'node:22-bookworm-slim',
-    startCommand: START_COMMAND,
-    internalPort: 3000,
-    env: [{ key: 'VERSION', value: '0' }],
-  });
-  if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
-  service = created.json.service;
-  const first = await deploy(call, service.id, 60_000);
-  if (first.deployment.status !== 'succeeded') throw new Error(first.logs.join('\n'));
-  liveContainer = first.deployment.containerName!;
-  const domain = await call('POST', `/api/services/${service.id}/domains`, { hostname });
-  if (domain.status !== 201) throw new Error(`${domain.status} ${domain.text}`);
-  expect(domain.json.proxy.ok, domain.json.proxy.detail).toBe(true);
-  await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 0$/m });
+  const served = await servedWebService(call, `zero-downtime-${Date.now()}`, caddy, hostname);
+  ({ projectId, service, liveContainer } = served);
+  expect(served.proxy.ok, served.proxy.detail).toBe(true);
 }, 20 * 60_000);
 
 afterAll(async () => {
@@ -370,6 +355,35 @@ it('drops no request of a hostname while domains of another service are added an
   expect((await requestVia(caddy.httpPort, permanent))?.text.trim()).toBe('version 100');
 }, 180_000);
 
+/**
+ * A project with the web service answering `version 0`, deployed once and served through `proxy` at
+ * `host`: what each install of this file starts from.
+ */
+async function servedWebService(client: ReturnType<typeof api>, projectName: string, proxy: CaddyProcess, host: string) {
+  const project: string = (await client('POST', '/api/projects', { name: projectName })).json.project.id;
+  const created = await client('POST', `/api/projects/${project}/services`, {
+    name: 'web',
+    repoUrl: 'container-image',
+    containerImage: 'node:22-bookworm-slim',
+    startCommand: START_COMMAND,
+    internalPort: 3000,
+    env: [{ key: 'VERSION', value: '0' }],
+  });
+  if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
+  const web: { id: string; hostPort: number } = created.json.service;
+  const first = await deploy(client, web.id, 60_000);
+  if (first.deployment.status !== 'succeeded') throw new Error(first.logs.join('\n'));
+  const domain = await client('POST', `/api/services/${web.id}/domains`, { hostname: host });
+  if (domain.status !== 201) throw new Error(`${domain.status} ${domain.text}`);
+  await waitUntilServed(proxy.httpPort, host, { status: 200, text: /^version 0$/m });
+  return {
+    projectId: project,
+    service: web,
+    liveContainer: first.deployment.containerName!,
+    proxy: domain.json.proxy as { ok: boolean; detail?: string },
+  };
+}
+
 /** A busybox httpd answering `text`: deploys in a couple of seconds. */
 function textService(projectId: string, name: string, text: string) {
   return call('POST', `/api/projects/${projectId}/services`, {
@@ -509,22 +523,7 @@ describe('without traffic slots (a slot network that cannot be made: the proxy d
       SLOT_SUBNET: bridge,
     });
     call2 = api(server2.url, server2.token);
-    project2 = (await call2('POST', '/api/projects', { name: `zero-downtime-plain-${Date.now()}` })).json.project.id;
-    const created = await call2('POST', `/api/projects/${project2}/services`, {
-      name: 'web',
-      repoUrl: 'container-image',
-      containerImage: 'node:22-bookworm-slim',
-      startCommand: START_COMMAND,
-      internalPort: 3000,
-      env: [{ key: 'VERSION', value: '0' }],
-    });
-    if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
-    service2 = created.json.service;
-    const first = await deploy(call2, service2.id, 60_000);
-    if (first.deployment.status !== 'succeeded') throw new Error(first.logs.join('\n'));
-    const domain = await call2('POST', `/api/services/${service2.id}/domains`, { hostname: host2 });
-    if (domain.status !== 201) throw new Error(`${domain.status} ${domain.text}`);
-    await waitUntilServed(caddy2.httpPort, host2, { status: 200, text: /^version 0$/m });
+    ({ projectId: project2, service: service2 } = await servedWebService(call2, `zero-downtime-plain-${Date.now()}`, caddy2, host2));
   }, 10 * 60_000);
 
   afterAll(async () => {

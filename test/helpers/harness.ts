@@ -1,4 +1,5 @@
-import { createServices, type Services, type ServicesOptions, DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { DEFAULT_PLATFORM_CONFIG, type PlatformConfig } from '../../src/index.js';
+import { createUseCases, type UseCasePorts, type UseCases } from '../../adapters/composition/use-cases.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
 import type { DnsProvider } from '../../src/routing/dns-provider.port.js';
@@ -16,7 +17,7 @@ export const unlimited: RequestLimiter = {
 
 export interface Harness {
   database: Database;
-  services: Services;
+  services: UseCases;
   proxy: RecordingReverseProxy;
   portProbe: FakePortProbe;
   runtimeLogs: ScriptedRuntimeLogs;
@@ -41,12 +42,12 @@ export async function createHarness(
     /** A SQLite file's directory (two harnesses on one file: two control planes); in memory by default. */
     dataDir?: string;
     dnsProviders?: DnsProvider[];
-    aiProviders?: ServicesOptions['aiProviders'];
-    databases?: ServicesOptions['databases'];
-    imports?: ServicesOptions['imports'];
-    tls?: ServicesOptions['tls'];
-    accounts?: ServicesOptions['accounts'];
-    backups?: ServicesOptions['backups'];
+    aiProviders?: UseCasePorts['aiProviders'];
+    databases?: UseCasePorts['databases'];
+    imports?: UseCasePorts['imports'];
+    tls?: UseCasePorts['tls'];
+    accounts?: UseCasePorts['accounts'];
+    backups?: UseCasePorts['backups'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -55,18 +56,18 @@ export async function createHarness(
   const runtimeLogs = new ScriptedRuntimeLogs();
   const logBus = new LogBus();
   const secrets = SecretBox.fromSecret('test-secret-key-test-secret-key-0123');
-  const services = createServices(
+  const services = createUseCases(
     {
       store: database.store,
       secrets,
-      proxy,
-      runtimeLogs,
-      portProbe,
       clock: opts.clock ?? monotonicClock(),
       logBus,
       config: { ...DEFAULT_PLATFORM_CONFIG, streamPingMs: 200, ...opts.config },
     },
     {
+      proxy,
+      runtimeLogs,
+      portProbe,
       dnsProviders: opts.dnsProviders,
       aiProviders: opts.aiProviders,
       databases: opts.databases,

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isTerminal } from '../../src/domain/deployment-state.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
-import { createServices, DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig, type Services } from '../../src/index.js';
+import { DEFAULT_PLATFORM_CONFIG, type Actor, type PlatformConfig } from '../../src/index.js';
+import { createUseCases, type UseCases } from '../../adapters/composition/use-cases.js';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import type { Clock } from '../../src/platform/clock.port.js';
 import type {
@@ -18,15 +19,15 @@ import type {
 } from '../../src/deployments/container-engine.port.js';
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { HealthProbe } from '../../src/deployments/health-probe.port.js';
-import type { PortForwarder } from '../../src/routing/port-forwarder.port.js';
-import type { GateInstall, OpenSlot, TrafficGate } from '../../src/routing/traffic-gate.port.js';
-import { overlaps } from '../../src/routing/slot-subnets.js';
+import type { PortForwarder } from '../../src/deployments/port-forwarder.port.js';
+import type { GateInstall, OpenSlot, TrafficGate } from '../../src/deployments/traffic-gate.port.js';
+import { overlaps } from '../../src/deployments/slot-subnets.js';
 import type { DatabaseAdmin, DatabaseEndpoint } from '../../src/databases/database-admin.port.js';
-import type { StorageServer, StorageServerTarget } from '../../src/storage/storage-server.port.js';
+import type { StorageServer, StorageServerTarget } from '../../src/deployments/storage-server.port.js';
 import type { DeployRunner } from '../../src/deployments/deploy-runner.js';
 import type { ServiceTeardown } from '../../src/deployments/service-teardown.js';
 import { LogBus } from '../../src/platform/log-bus.js';
-import type { DeployConfig } from '../../src/settings/platform-config.js';
+import type { DeployConfig } from '../../src/platform/platform-config.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
 
@@ -546,7 +547,7 @@ export class FakeHealthProbe implements HealthProbe {
 
 export interface RuntimeHarness {
   database: Database;
-  services: Services;
+  services: UseCases;
   runner: DeployRunner;
   /** What deleting a service or project calls to remove its runtime. */
   teardown: ServiceTeardown;
@@ -680,25 +681,26 @@ export async function createRuntimeHarness(
       ...opts.deploy,
     },
   };
-  const services = createServices(
+  const services = createUseCases(
     {
       store: database.store,
       secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
-      proxy,
-      runtimeLogs: new ScriptedRuntimeLogs(),
-      portProbe: new FakePortProbe(),
       clock: opts.clock ?? { now: () => new Date() },
       logBus: new LogBus(),
       config,
     },
     {
+      proxy,
+      runtimeLogs: new ScriptedRuntimeLogs(),
+      portProbe: new FakePortProbe(),
+      databases: { admin: opts.databaseAdmin },
       runtime: {
         engine,
         git,
         forwarder,
         health,
         ...(gate ? { gate } : {}),
-        ...(opts.databaseAdmin ? { databaseAdmin: opts.databaseAdmin } : {}),
+        ...(opts.databaseAdmin ? { databaseReadiness: opts.databaseAdmin } : {}),
         ...(opts.storageServer ? { storageServer: opts.storageServer } : {}),
       },
       log: (message, extra) => runnerLog.push({ message, extra }),
@@ -706,7 +708,7 @@ export async function createRuntimeHarness(
   );
   const runner = services.runner;
   const teardown = services.teardown;
-  if (!runner || !teardown) throw new Error('createServices made no runner although runtime ports were given');
+  if (!runner || !teardown) throw new Error('createUseCases made no runner although runtime ports were given');
   let closed = false;
   return {
     database,

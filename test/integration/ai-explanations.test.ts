@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TRPCError } from '@trpc/server';
-import { AnthropicAdapter } from '../../adapters/ai/anthropic-adapter.js';
-import { OpenAiAdapter } from '../../adapters/ai/openai-adapter.js';
+import { AnthropicProvider } from '../../adapters/ai/anthropic.ai-provider.js';
+import { OpenAiProvider } from '../../adapters/ai/openai.ai-provider.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { newId } from '../../src/domain/ids.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -33,7 +33,7 @@ afterAll(async () => {
 beforeEach(async () => {
   openai.requests.length = 0;
   anthropic.requests.length = 0;
-  h = await createHarness({ aiProviders: [new OpenAiAdapter(), new AnthropicAdapter()], config: { ai: { timeoutMs: 1_500 } } });
+  h = await createHarness({ aiProviders: [new OpenAiProvider(), new AnthropicProvider()], config: { ai: { timeoutMs: 1_500 } } });
   api = h.caller();
   await api.settings.update({
     aiProviders: [

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerExecDatabaseDump } from '../../adapters/databases/docker-exec.database-dump.js';
 import { DockerScratchDatabases } from '../../adapters/databases/docker.scratch-databases.js';
-import { databaseAdmin } from '../../adapters/http/server.js';
+import { engineDatabaseAdmin } from '../../adapters/composition/root.js';
 import type { BackupRecord } from '../../src/backups/backup.records.js';
 import { expectationOf } from '../../src/backups/drill-counts.js';
 import { type DatabaseEngine, ENGINE_SPECS } from '../../src/domain/database-engines.js';
@@ -29,7 +29,7 @@ import { admin, database } from '../helpers/unit-harness.js';
 const run = promisify(execFile);
 const docker = new Docker();
 const dump = new DockerExecDatabaseDump(docker);
-const adminPort = databaseAdmin();
+const adminPort = engineDatabaseAdmin();
 const tag = randomBytes(3).toString('hex');
 const scratch = new DockerScratchDatabases(docker, `drilltest-${tag}`, `slipway-drilltest-${tag}`);
 const files = new MemoryFiles();
@@ -77,7 +77,7 @@ afterAll(async () => {
 
 /** A database service of the platform, its container started as a deployment starts it (the service's env, the engine's command). */
 async function source(engine: DatabaseEngine) {
-  const service = await h.services.services.create(admin, projectId, database(`${engine} src`, engine));
+  const service = await h.services.serviceCreation.create(admin, projectId, database(`${engine} src`, engine));
   const env = await h.envValues(service.id);
   const spec = ENGINE_SPECS[engine];
   const name = `slipway-drillsrc-${tag}-${engine}`;
@@ -216,7 +216,7 @@ describe('restore drills against real engines', () => {
   }
 
   it("fails a planted corrupt backup with pg_restore's own message, and publishes drill.failed", { timeout: 5 * 60_000 }, async () => {
-    const service = await h.services.services.create(admin, projectId, database('corrupt', 'postgres'));
+    const service = await h.services.serviceCreation.create(admin, projectId, database('corrupt', 'postgres'));
     const garbage = Buffer.concat([Buffer.from('PGDMP'), randomBytes(4096)]);
     const backup = await plant(service.id, 'postgres', garbage, { unit: 'rows', expected: { 'public.orders': { min: 40, max: 40 } } });
     const result = await drill(backup);

@@ -333,6 +333,14 @@ describe('deployments', () => {
     const { logs } = await api.deployments.logs({ deploymentId: deployment.id });
     expect(logs.map((l) => l.line)).toEqual(['Deployment queued for web', 'Deployment aborted before it started']);
     expect(logs[0]!.id).toBeLessThan(logs[1]!.id);
+    // In pages: after the last id read, at most `limit` lines; a short page is the end so far.
+    const first = await api.deployments.logs({ deploymentId: deployment.id, limit: 1 });
+    expect(first.logs.map((l) => l.id)).toEqual([logs[0]!.id]);
+    const rest = await api.deployments.logs({ deploymentId: deployment.id, afterId: logs[0]!.id, limit: 1 });
+    expect(rest.logs.map((l) => l.id)).toEqual([logs[1]!.id]);
+    expect((await api.deployments.logs({ deploymentId: deployment.id, afterId: logs[1]!.id, limit: 1 })).logs).toEqual([]);
+    expect(await codeOf(api.deployments.logs({ deploymentId: deployment.id, limit: 0 }))).toBe('BAD_REQUEST');
+    expect(await codeOf(api.deployments.logs({ deploymentId: deployment.id, limit: 10_001 }))).toBe('BAD_REQUEST');
   });
 });
 

@@ -18,8 +18,8 @@ describe('access control', () => {
   beforeEach(async () => {
     p1 = (await project('One')).id;
     p2 = (await project('Two')).id;
-    s1 = (await h.services.services.create(admin, p1, repo('web'))).id;
-    s2 = (await h.services.services.create(admin, p2, repo('web'))).id;
+    s1 = (await h.services.serviceCreation.create(admin, p1, repo('web'))).id;
+    s2 = (await h.services.serviceCreation.create(admin, p2, repo('web'))).id;
     d2 = (await h.services.deployments.create(admin, s2)).id;
     dom2 = (await h.services.domains.create(admin, s2, 'two.example.com')).domain.id;
     await h.services.env.set(admin, s2, { key: 'K', value: 'v' });
@@ -28,17 +28,17 @@ describe('access control', () => {
 
   it('a read key can read but not change anything', async () => {
     expect((await h.services.projects.list(reader)).length).toBe(2);
-    await expect(h.services.services.overview(reader, s1)).resolves.toMatchObject({ service: { id: s1 } });
+    await expect(h.services.serviceReader.overview(reader, s1)).resolves.toMatchObject({ service: { id: s1 } });
     await expect(h.services.deployments.list(reader, s2)).resolves.toHaveLength(1);
 
     const mutations: Array<[string, () => Promise<unknown>]> = [
       ['create project', () => h.services.projects.create(reader, { name: 'X' })],
       ['update project', () => h.services.projects.update(reader, p1, { name: 'X' })],
       ['delete project', () => h.services.projects.delete(reader, p1)],
-      ['create service', () => h.services.services.create(reader, p1, repo('x'))],
-      ['update service', () => h.services.services.update(reader, s1, { branch: 'dev' })],
-      ['transfer service', () => h.services.services.transfer(reader, s1, p2)],
-      ['delete service', () => h.services.services.delete(reader, s1)],
+      ['create service', () => h.services.serviceCreation.create(reader, p1, repo('x'))],
+      ['update service', () => h.services.serviceChanges.update(reader, s1, { branch: 'dev' })],
+      ['transfer service', () => h.services.serviceChanges.transfer(reader, s1, p2)],
+      ['delete service', () => h.services.removal.deleteService(reader, s1)],
       ['set env', () => h.services.env.set(reader, s1, { key: 'K', value: 'v' })],
       ['delete env', () => h.services.env.delete(reader, s2, env2)],
       ['reveal env', () => h.services.env.reveal(reader, s2, env2)],
@@ -61,18 +61,18 @@ describe('access control', () => {
 
   it("a key scoped to one project cannot touch another project's services", async () => {
     const key = scoped(p1);
-    await expect(h.services.services.overview(key, s1)).resolves.toBeDefined();
+    await expect(h.services.serviceReader.overview(key, s1)).resolves.toBeDefined();
     const calls: Array<[string, () => Promise<unknown>]> = [
       ['get project', () => h.services.projects.get(key, p2)],
       ['get project by slug', () => h.services.projects.getBySlug(key, 'two')],
       ['update project', () => h.services.projects.update(key, p2, { name: 'X' })],
       ['delete project', () => h.services.projects.delete(key, p2)],
-      ['create service', () => h.services.services.create(key, p2, repo('x'))],
-      ['overview', () => h.services.services.overview(key, s2)],
-      ['update service', () => h.services.services.update(key, s2, { branch: 'dev' })],
-      ['delete service', () => h.services.services.delete(key, s2)],
-      ['transfer into', () => h.services.services.transfer(key, s1, p2)],
-      ['suggestion keys', () => h.services.services.suggestionKeys(key, s2)],
+      ['create service', () => h.services.serviceCreation.create(key, p2, repo('x'))],
+      ['overview', () => h.services.serviceReader.overview(key, s2)],
+      ['update service', () => h.services.serviceChanges.update(key, s2, { branch: 'dev' })],
+      ['delete service', () => h.services.removal.deleteService(key, s2)],
+      ['transfer into', () => h.services.serviceChanges.transfer(key, s1, p2)],
+      ['suggestion keys', () => h.services.suggestions.forService(key, s2)],
       ['set env', () => h.services.env.set(key, s2, { key: 'K', value: 'x' })],
       ['delete env', () => h.services.env.delete(key, s2, env2)],
       ['reveal env', () => h.services.env.reveal(key, s2, env2)],
@@ -83,7 +83,7 @@ describe('access control', () => {
       ['get deployment', () => h.services.deployments.get(key, d2)],
       ['deployment logs', () => h.services.deployments.logs(key, d2)],
       ['abort deployment', () => h.services.deployments.abort(key, d2)],
-      ['database suggestions', () => h.services.projects.databaseVariableSuggestions(key, p2)],
+      ['database suggestions', () => h.services.suggestions.forProject(key, p2)],
     ];
     // What the key may not see does not exist for it: 404, naming only what the caller sent.
     for (const [what, call] of calls) {
@@ -104,9 +104,9 @@ describe('access control', () => {
   });
 
   it('a transfer needs access to both projects', async () => {
-    await expect(h.services.services.transfer(scoped(p2), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
-    await expect(h.services.services.transfer(scoped(p1), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
-    const moved = await h.services.services.transfer(scoped(p1, p2), s1, p2);
+    await expect(h.services.serviceChanges.transfer(scoped(p2), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(h.services.serviceChanges.transfer(scoped(p1), s1, p2)).rejects.toBeInstanceOf(NotFoundError);
+    const moved = await h.services.serviceChanges.transfer(scoped(p1, p2), s1, p2);
     // The slug "web" is taken in the target project.
     expect(moved.service).toMatchObject({ projectId: p2, slug: 'web-2' });
   });
@@ -117,11 +117,11 @@ describe('access control', () => {
       ['get project by slug', (a) => h.services.projects.getBySlug(a, 'nope')],
       ['update project', (a) => h.services.projects.update(a, 'nope', { name: 'x' })],
       ['delete project', (a) => h.services.projects.delete(a, 'nope')],
-      ['create service', (a) => h.services.services.create(a, 'nope', repo('x'))],
-      ['overview', (a) => h.services.services.overview(a, 'nope')],
-      ['update service', (a) => h.services.services.update(a, 'nope', { branch: 'x' })],
-      ['delete service', (a) => h.services.services.delete(a, 'nope')],
-      ['transfer target', (a) => h.services.services.transfer(a, s1, 'nope')],
+      ['create service', (a) => h.services.serviceCreation.create(a, 'nope', repo('x'))],
+      ['overview', (a) => h.services.serviceReader.overview(a, 'nope')],
+      ['update service', (a) => h.services.serviceChanges.update(a, 'nope', { branch: 'x' })],
+      ['delete service', (a) => h.services.removal.deleteService(a, 'nope')],
+      ['transfer target', (a) => h.services.serviceChanges.transfer(a, s1, 'nope')],
       ['set env', (a) => h.services.env.set(a, 'nope', { key: 'K', value: 'v' })],
       ['delete env', (a) => h.services.env.delete(a, s1, 'nope')],
       ['create domain', (a) => h.services.domains.create(a, 'nope', 'x.example.com')],

@@ -3,14 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
-import {
-  analyze,
-  AnalyzerError,
-  DEFAULT_ANALYZER_IMAGES,
-  NOTHING_RECOGNISED,
-  type AnalyzeInput,
-  type Analysis,
-} from '../../src/deployments/analyzer/analyzer.js';
+import { analyze } from '../../src/deployments/analyzer/analyzer.js';
+import { AnalyzerError, NOTHING_RECOGNISED, type AnalyzeInput, type Analysis } from '../../src/deployments/analyzer/analysis.js';
+import { DEFAULT_ANALYZER_IMAGES } from '../../src/platform/platform-config.js';
 import { directoryTree, memoryTree, SourceTreeError, type SourceTree } from '../../src/deployments/analyzer/source-tree.js';
 
 type Files = Record<string, string>;

@@ -43,15 +43,15 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
-  it('adapters do not import each other, except the composition roots (adapters/http, adapters/cli) that wire them', () => {
-    const COMPOSERS = ['http', 'cli'];
+  it('adapters do not import each other: the composition root (adapters/composition) wires them, and the doors (http, cli) start from it', () => {
     const folderOf = (file: string) => (/^adapters\/([^/]+)\//.exec(file) ?? [])[1];
     const offending = filesUnder('adapters').flatMap((file) => {
       const own = folderOf(file);
-      if (!own || COMPOSERS.includes(own)) return [];
+      if (!own || own === 'composition') return [];
       return importsOf(file)
         .map((spec) => resolved(file, spec))
         .filter((target) => folderOf(target) !== undefined && folderOf(target) !== own)
+        .filter((target) => !(folderOf(target) === 'composition' && (own === 'http' || own === 'cli')))
         .map((target) => `${file} -> ${target}`);
     });
     expect(offending).toEqual([]);
@@ -93,6 +93,57 @@ describe('dependency rules', () => {
       importsOf(file)
         .map((spec) => resolved(file, spec))
         .filter((target) => !target.startsWith('src/domain/') && !target.startsWith('node:'))
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('the barrel src/index.ts holds only exports: the object graph is built in adapters/composition', () => {
+    const text = readFileSync(path.join(ROOT, 'src/index.ts'), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
+    const statements = text
+      .split(';')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const other = statements.filter((s) => !/^export\s+(type\s+)?(\*|\{[^}]*\})\s+from\s+'[^']+'$/.test(s.replace(/\s+/g, ' ')));
+    expect(other).toEqual([]);
+  });
+
+  it('no cycle between capabilities: src/<capability> folders import each other one way only', () => {
+    // The shared kernel and infrastructure are below every capability; src/persistence groups their repositories.
+    const BELOW = new Set(['domain', 'platform', 'persistence']);
+    const capabilityOf = (file: string) => (/^src\/([^/]+)\//.exec(file) ?? [])[1];
+    const edges = new Map<string, Map<string, string>>();
+    for (const file of filesUnder('src')) {
+      const from = capabilityOf(file);
+      if (!from || BELOW.has(from)) continue;
+      for (const target of importsOf(file).map((spec) => resolved(file, spec))) {
+        const to = capabilityOf(target);
+        if (!to || to === from || BELOW.has(to)) continue;
+        if (!edges.has(from)) edges.set(from, new Map());
+        if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${file} -> ${target}`);
+      }
+    }
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (node: string, path: string[]) => {
+      state.set(node, 'open');
+      for (const [next, example] of edges.get(node) ?? []) {
+        if (state.get(next) === 'open') cycles.push([...path, `${node} -> ${next} (${example})`].join(', '));
+        else if (!state.has(next)) visit(next, [...path, `${node} -> ${next} (${example})`]);
+      }
+      state.set(node, 'done');
+    };
+    for (const node of edges.keys()) if (!state.has(node)) visit(node, []);
+    expect(cycles).toEqual([]);
+  });
+
+  it('src/platform imports no capability: only the domain and the persistence types', () => {
+    const offending = filesUnder('src/platform').flatMap((file) =>
+      importsOf(file)
+        .map((spec) => resolved(file, spec))
+        .filter((target) => target.startsWith('src/') && !/^src\/(platform|domain|persistence)\//.test(target))
         .map((target) => `${file} -> ${target}`),
     );
     expect(offending).toEqual([]);

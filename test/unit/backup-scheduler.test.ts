@@ -47,7 +47,7 @@ function scratchDir(): string {
 
 async function databaseOf(h: Harness): Promise<string> {
   const project = await h.services.projects.create(admin, { name: `P ${Math.random()}`, description: '' });
-  return (await h.services.services.create(admin, project.id, database('db', 'postgres'))).id;
+  return (await h.services.serviceCreation.create(admin, project.id, database('db', 'postgres'))).id;
 }
 
 const backupsOf = (h: Harness, serviceId: string) => h.database.store.backups.list(serviceId);

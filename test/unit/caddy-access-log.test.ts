@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CaddyAccessLog } from '../../adapters/proxy/caddy-access-log.js';
+import { CaddyRequestLogSource } from '../../adapters/proxy/caddy.request-log-source.js';
 import { CaddyReverseProxy } from '../../adapters/proxy/caddy.reverse-proxy.js';
 import { requestVia, startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 
@@ -22,11 +22,11 @@ afterAll(async () => {
 const line = (host: string, status: number) =>
   `${JSON.stringify({ logger: 'http.log.access.slipway_access', request: { host }, status })}\n`;
 
-describe('CaddyAccessLog', () => {
+describe('CaddyRequestLogSource', () => {
   it("starts at the end, then counts what each drain finds: per hostname, 5xx apart, ports, case and the root's dot ignored", async () => {
     const file = path.join(dir, 'a.log');
     await writeFile(file, line('old.test', 200));
-    const log = new CaddyAccessLog(file);
+    const log = new CaddyRequestLogSource(file);
     expect(await log.drain()).toEqual([]);
     await appendFile(
       file,
@@ -42,7 +42,7 @@ describe('CaddyAccessLog', () => {
   it('leaves a line still being written for the next drain', async () => {
     const file = path.join(dir, 'b.log');
     await writeFile(file, '');
-    const log = new CaddyAccessLog(file);
+    const log = new CaddyRequestLogSource(file);
     await log.drain();
     const whole = line('c.test', 200);
     await appendFile(file, whole.slice(0, 10));
@@ -54,7 +54,7 @@ describe('CaddyAccessLog', () => {
   it('reads a rolled file (a new one in its place) from its start; no file is no count', async () => {
     const file = path.join(dir, 'c.log');
     await writeFile(file, line('d.test', 200));
-    const log = new CaddyAccessLog(file);
+    const log = new CaddyRequestLogSource(file);
     await log.drain();
     await rename(file, path.join(dir, 'c-rolled.log'));
     expect(await log.drain()).toEqual([]);
@@ -100,7 +100,7 @@ describe('with a real Caddy', () => {
       ],
     });
     expect(applied.ok, applied.detail).toBe(true);
-    const reader = new CaddyAccessLog(path.join(logs, 'access.log'));
+    const reader = new CaddyRequestLogSource(path.join(logs, 'access.log'));
     await reader.drain();
     for (let i = 0; i < 5; i++) expect((await requestVia(caddy.httpPort, 'app.log.test', '/?token=very-secret'))?.status).toBe(200);
     for (let i = 0; i < 2; i++) expect((await requestVia(caddy.httpPort, 'app.log.test', '/fail'))?.status).toBe(500);

@@ -35,7 +35,7 @@ async function projectId(): Promise<string> {
 
 /** An image service (no git involved); web unless told otherwise. */
 async function imageService(extra: Partial<CreateServiceInput> = {}): Promise<string> {
-  const view = await h.services.services.create(admin, await projectId(), {
+  const view = await h.services.serviceCreation.create(admin, await projectId(), {
     name: 'web',
     repoUrl: 'container-image',
     containerImage: 'nginx:1.27',
@@ -212,7 +212,11 @@ describe('draining the previous container', () => {
   it('databases are not drained: their clients reconnect', async () => {
     await setup();
     const db = (
-      await h.services.services.create(admin, await projectId(), { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })
+      await h.services.serviceCreation.create(admin, await projectId(), {
+        name: 'cache',
+        repoUrl: 'database',
+        repoFullName: 'database:redis',
+      })
     ).id;
     const old = container((await deployOk(db)).containerName);
     old.connections = 5;

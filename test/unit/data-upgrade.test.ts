@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/persistence/database.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
-import { wireSource } from '../../src/platform/presenters.js';
+import { wireSource } from '../../src/projects/project-views.js';
 import type { ServiceRecord } from '../../src/domain/types.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 

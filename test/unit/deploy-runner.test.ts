@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
 import type { Actor, CreateServiceInput } from '../../src/index.js';
-import type { DeployConfig } from '../../src/settings/platform-config.js';
+import type { DeployConfig } from '../../src/platform/platform-config.js';
 import { createRuntimeHarness, FakeDatabaseAdmin, runnerSteps, until, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 /**
@@ -78,7 +78,7 @@ async function repoService(
 ) {
   const commitSha = sha(`c0ffee${name}`);
   h.git.repos.set(`https://git.test/acme/${name}.git`, { files, commitSha });
-  const view = await h.services.services.create(admin, projectId, { name, repoFullName: `acme/${name}`, ...extra });
+  const view = await h.services.serviceCreation.create(admin, projectId, { name, repoFullName: `acme/${name}`, ...extra });
   return { ...(await service(view.id)), commitSha };
 }
 
@@ -341,7 +341,7 @@ describe('workers, images and databases', () => {
     await deployOk(web.id);
     expect(h.forwarder.targets.has(web.hostPort)).toBe(true);
 
-    await h.services.services.update(admin, web.id, { runtimeMode: 'worker' });
+    await h.services.serviceChanges.update(admin, web.id, { runtimeMode: 'worker' });
     const d = await deployOk(web.id);
     expect(await service(web.id)).toMatchObject({ status: 'active', reachable: false });
     expect(h.engine.containersOf(web.id).map((c) => c.name)).toEqual([d.containerName]);
@@ -352,7 +352,7 @@ describe('workers, images and databases', () => {
   it('an image service pulls only when the image is missing, tags it, and runs startCommand through sh -c', async () => {
     const p = await freshProject({ startRunner: true });
     const startCommand = 'nginx -g "daemon off;"';
-    const view = await h.services.services.create(admin, p.id, {
+    const view = await h.services.serviceCreation.create(admin, p.id, {
       name: 'proxy',
       repoUrl: 'container-image',
       containerImage: 'nginx:1.27',
@@ -378,7 +378,11 @@ describe('workers, images and databases', () => {
 
   it('a redis database mounts its volume at /data, requires its password, and is checked over TCP', async () => {
     const p = await freshProject({ startRunner: true });
-    const view = await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
+    const view = await h.services.serviceCreation.create(admin, p.id, {
+      name: 'cache',
+      repoUrl: 'database',
+      repoFullName: 'database:redis',
+    });
     const d = await deployOk(view.id);
     const c = container(d.containerName);
     expect(h.engine.pulls).toEqual(['redis:7']);
@@ -400,7 +404,7 @@ describe('database readiness', () => {
   async function database(engine: string) {
     await h.runner.start();
     const p = await project();
-    return h.services.services.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: `database:${engine}` });
+    return h.services.serviceCreation.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: `database:${engine}` });
   }
 
   it("with a DatabaseAdmin, waits until the engine's own check answers, and logs which check passed", async () => {
@@ -458,7 +462,7 @@ describe('database readiness', () => {
     expect(h.engine.removedVolumes).toEqual([]);
     expect(container(live.containerName).running).toBe(true);
 
-    await h.services.services.delete(admin, view.id);
+    await h.services.removal.deleteService(admin, view.id);
     expect(h.engine.removedVolumes).toEqual([volume]);
   });
 });
@@ -480,7 +484,7 @@ describe('failures leave the live container alone', () => {
   const imageService = async (projectId: string) =>
     service(
       (
-        await h.services.services.create(admin, projectId, {
+        await h.services.serviceCreation.create(admin, projectId, {
           name: 'img',
           repoUrl: 'container-image',
           containerImage: 'nginx:1.27',
@@ -493,7 +497,7 @@ describe('failures leave the live container alone', () => {
     {
       name: 'the clone fails',
       arrange: async (s) => {
-        await h.services.services.update(admin, s.id, { branch: 'release' });
+        await h.services.serviceChanges.update(admin, s.id, { branch: 'release' });
       },
       reason:
         'Deployment failed: Could not clone https://git.test/acme/web.git at branch release: git clone failed (exit 128): fatal: Remote branch release not found in upstream origin',
@@ -694,7 +698,7 @@ describe('failures leave the live container alone', () => {
 
   it('a first deployment whose repository is unknown leaves the service failed', async () => {
     const p = await freshProject({ startRunner: true });
-    const view = await h.services.services.create(admin, p.id, { name: 'ghost', repoFullName: 'acme/ghost' });
+    const view = await h.services.serviceCreation.create(admin, p.id, { name: 'ghost', repoFullName: 'acme/ghost' });
     const d = await deployFailed(view.id);
     expect(
       (await logs(d.id)).some((l) =>
@@ -903,7 +907,7 @@ describe('removing services', () => {
     await h.services.deployments.create(admin, web.id).then((d) => finished(d.id));
     const remove = vi.spyOn(h.teardown, 'removeService');
 
-    await h.services.services.delete(admin, web.id);
+    await h.services.removal.deleteService(admin, web.id);
     expect(remove).toHaveBeenCalledTimes(1);
     expect(remove.mock.calls[0]![0].id).toBe(web.id);
     expect(h.engine.containersOf(web.id)).toEqual([]);
@@ -916,12 +920,16 @@ describe('removing services', () => {
 
   it('deleting a database service also removes its data volume', async () => {
     const p = await freshProject({ startRunner: true });
-    const view = await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
+    const view = await h.services.serviceCreation.create(admin, p.id, {
+      name: 'cache',
+      repoUrl: 'database',
+      repoFullName: 'database:redis',
+    });
     await deployOk(view.id);
     const volume = `slipway-${view.id}-data`;
     expect(h.engine.volumes.has(volume)).toBe(true);
 
-    await h.services.services.delete(admin, view.id);
+    await h.services.removal.deleteService(admin, view.id);
     expect(h.engine.removedVolumes).toEqual([volume]);
     expect(h.engine.volumes.has(volume)).toBe(false);
     expect(h.engine.containersOf(view.id)).toEqual([]);
@@ -933,7 +941,7 @@ describe('removing services', () => {
   it('deleting a project removes the runtime of each of its services and its network', async () => {
     const { p, web } = await freshWeb({ startRunner: true });
     const db = await service(
-      (await h.services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id,
+      (await h.services.serviceCreation.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' })).id,
     );
     await deployOk(web.id);
     await deployOk(db.id);
@@ -955,7 +963,7 @@ describe('removing services', () => {
     const id = await queue(web.id);
     await until(() => h.engine.activeBuilds === 1);
 
-    await h.services.services.delete(admin, web.id);
+    await h.services.removal.deleteService(admin, web.id);
     expect(h.engine.activeBuilds).toBe(0);
     expect(h.engine.containersOf(web.id)).toEqual([]);
     expect(await h.engine.listImageTags(`slipway-${web.id}-`)).toEqual([]);
@@ -992,7 +1000,7 @@ describe('rollback', () => {
     expect(h.engine.builds.length).toBe(builds);
     expect(h.engine.tags.at(-1)).toEqual({ source: second.imageTag, target: rolled.imageTag });
     expect(h.engine.containersOf(web.id).map((c) => c.name)).toEqual([rolled.containerName]);
-    expect((await h.services.services.overview(admin, web.id)).liveDeploymentId).toBe(rolled.id);
+    expect((await h.services.serviceReader.overview(admin, web.id)).liveDeploymentId).toBe(rolled.id);
     // The rollback's own tag and the newest live one before it.
     expect(h.engine.hasImage(third.imageTag!)).toBe(true);
     expect(h.engine.hasImage(rolled.imageTag!)).toBe(true);
@@ -1004,6 +1012,6 @@ describe('rollback', () => {
     const web = await repoService(p.id, 'web');
     const id = await queue(web.id);
     expect(await rejection(h.services.deployments.rollback(admin, id))).toMatchObject({ code: 'conflict' });
-    expect((await h.services.services.overview(admin, web.id)).liveDeploymentId).toBeNull();
+    expect((await h.services.serviceReader.overview(admin, web.id)).liveDeploymentId).toBeNull();
   });
 });

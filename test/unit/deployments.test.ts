@@ -11,7 +11,7 @@ describe('deployments', () => {
   let serviceId: string;
   beforeEach(async () => {
     const p = await project();
-    serviceId = (await h.services.services.create(admin, p.id, repo('web'))).id;
+    serviceId = (await h.services.serviceCreation.create(admin, p.id, repo('web'))).id;
   });
 
   it('creates a queued manual deployment with nulls', async () => {
@@ -110,7 +110,7 @@ describe('deployment log stream', () => {
   };
   beforeEach(async () => {
     const p = await project();
-    serviceId = (await h.services.services.create(admin, p.id, repo('web'))).id;
+    serviceId = (await h.services.serviceCreation.create(admin, p.id, repo('web'))).id;
     deploymentId = (await h.services.deployments.create(admin, serviceId)).id;
   });
   afterEach(() => {
@@ -234,7 +234,7 @@ describe('runtime log stream', () => {
   let serviceId: string;
   beforeEach(async () => {
     const p = await project();
-    serviceId = (await h.services.services.create(admin, p.id, repo('web'))).id;
+    serviceId = (await h.services.serviceCreation.create(admin, p.id, repo('web'))).id;
   });
   const line = (text: string, at: string, stream: 'stdout' | 'stderr' = 'stdout'): RuntimeLogLine => ({
     line: text,

@@ -10,7 +10,7 @@ describe('domains and routing', () => {
   let webId: string;
   beforeEach(async () => {
     projectId = (await project()).id;
-    webId = (await h.services.services.create(admin, projectId, repo('web'))).id;
+    webId = (await h.services.serviceCreation.create(admin, projectId, repo('web'))).id;
   });
 
   it('lower-cases the hostname, makes the first domain preferred, and routes it', async () => {
@@ -22,7 +22,7 @@ describe('domains and routing', () => {
     expect(h.proxy.applied).toHaveLength(1);
     // No container yet: the hostname is routed, and the proxy answers 503 for it.
     expect(h.proxy.last).toEqual([{ hostname: 'shop.example.com', serviceId: webId, upstream: null }]);
-    const overview = await h.services.services.overview(admin, webId);
+    const overview = await h.services.serviceReader.overview(admin, webId);
     expect(overview.domains.map((d) => d.hostname)).toEqual(['shop.example.com']);
     expect(overview.service).toMatchObject({ preferredDomain: 'shop.example.com', primaryUrl: 'https://shop.example.com' });
   });
@@ -31,14 +31,14 @@ describe('domains and routing', () => {
     const c = await h.services.projects.create(admin, { name: 'c' });
     const bc = await h.services.projects.create(admin, { name: 'b c' });
     expect([c.slug, bc.slug]).toEqual(['c', 'b-c']);
-    const ab = await h.services.services.create(admin, c.id, repo('a b'));
-    const a = await h.services.services.create(admin, bc.id, repo('a'));
+    const ab = await h.services.serviceCreation.create(admin, c.id, repo('a b'));
+    const a = await h.services.serviceCreation.create(admin, bc.id, repo('a'));
     expect(ab.slug).toBe('a-b');
     expect(a.slug).toBe('a-2');
     // The other way round, and on a transfer too.
-    const x = await h.services.services.create(admin, bc.id, repo('x'));
-    const xy = await h.services.services.create(admin, projectId, repo('x b'));
-    const moved = await h.services.services.transfer(admin, xy.id, c.id);
+    const x = await h.services.serviceCreation.create(admin, bc.id, repo('x'));
+    const xy = await h.services.serviceCreation.create(admin, projectId, repo('x b'));
+    const moved = await h.services.serviceChanges.transfer(admin, xy.id, c.id);
     expect(x.slug).toBe('x');
     expect(moved.service.slug).toBe('x-b-2');
   });
@@ -47,7 +47,7 @@ describe('domains and routing', () => {
     await h.services.settings.update(admin, { rootDomain: 'apps.test' });
     const applies = h.proxy.applied.length;
     const shop = (await h.services.projects.get(admin, projectId)).slug;
-    const apiId = (await h.services.services.create(admin, projectId, repo('api'))).id;
+    const apiId = (await h.services.serviceCreation.create(admin, projectId, repo('api'))).id;
     await expect(h.services.domains.create(admin, apiId, `web-${shop}.apps.test`)).rejects.toBeInstanceOf(ConflictError);
     // A service may name its own generated hostname; the table holds it once.
     await h.services.domains.create(admin, webId, `web-${shop}.apps.test`);
@@ -76,23 +76,23 @@ describe('domains and routing', () => {
 
   it('refuses a hostname already in use, whatever its case and whichever service has it', async () => {
     await h.services.domains.create(admin, webId, 'shop.example.com');
-    const api = await h.services.services.create(admin, projectId, repo('api'));
+    const api = await h.services.serviceCreation.create(admin, projectId, repo('api'));
     await expect(h.services.domains.create(admin, webId, 'shop.example.com')).rejects.toBeInstanceOf(ConflictError);
     await expect(h.services.domains.create(admin, api.id, 'SHOP.example.com')).rejects.toBeInstanceOf(ConflictError);
     expect(await h.database.store.domains.list(null)).toHaveLength(1);
   });
 
   it('refuses domains on a worker and on a database service', async () => {
-    const worker = await h.services.services.create(admin, projectId, repo('jobs', { runtimeMode: 'worker' }));
+    const worker = await h.services.serviceCreation.create(admin, projectId, repo('jobs', { runtimeMode: 'worker' }));
     await expect(h.services.domains.create(admin, worker.id, 'jobs.example.com')).rejects.toBeInstanceOf(ConflictError);
-    const db = await h.services.services.create(admin, projectId, database('db', 'postgres'));
+    const db = await h.services.serviceCreation.create(admin, projectId, database('db', 'postgres'));
     await expect(h.services.domains.create(admin, db.id, 'db.example.com')).rejects.toBeInstanceOf(ConflictError);
     expect(await h.database.store.domains.list(null)).toEqual([]);
   });
 
   it('refuses to turn a service with domains into a worker', async () => {
     await h.services.domains.create(admin, webId, 'shop.example.com');
-    await expect(h.services.services.update(admin, webId, { runtimeMode: 'worker' })).rejects.toBeInstanceOf(ConflictError);
+    await expect(h.services.serviceChanges.update(admin, webId, { runtimeMode: 'worker' })).rejects.toBeInstanceOf(ConflictError);
     expect((await record(webId)).runtimeMode).toBe('web');
   });
 
@@ -118,7 +118,7 @@ describe('domains and routing', () => {
   });
 
   it('a domain of another service is not found', async () => {
-    const api = await h.services.services.create(admin, projectId, repo('api'));
+    const api = await h.services.serviceCreation.create(admin, projectId, repo('api'));
     const { domain } = await h.services.domains.create(admin, webId, 'a.example.com');
     await expect(h.services.domains.delete(admin, api.id, domain.id)).rejects.toBeInstanceOf(NotFoundError);
     await expect(h.services.domains.update(admin, api.id, domain.id, 'b.example.com')).rejects.toBeInstanceOf(NotFoundError);
@@ -126,7 +126,7 @@ describe('domains and routing', () => {
   });
 
   it('every routing change hands the proxy the whole table and returns its result', async () => {
-    const api = await h.services.services.create(admin, projectId, repo('api'));
+    const api = await h.services.serviceCreation.create(admin, projectId, repo('api'));
     const other = await project('Other');
     // The deploy runner sets these at cutover; the table sends each hostname to its service's container.
     h.services.routing.setUpstream(webId, '172.18.0.2:3000');
@@ -146,12 +146,12 @@ describe('domains and routing', () => {
     expect(hosts()).toEqual([`api2.example.com->172.18.0.3:8080`, `web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: false, detail: 'transfer' };
-    const moved = await h.services.services.transfer(admin, api.id, other.id);
+    const moved = await h.services.serviceChanges.transfer(admin, api.id, other.id);
     expect(moved.proxy).toEqual({ ok: false, detail: 'transfer' });
     expect(hosts()).toEqual([`api2.example.com->172.18.0.3:8080`, `web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: true, detail: 'delete service' };
-    expect(await h.services.services.delete(admin, api.id)).toEqual({ ok: true, detail: 'delete service' });
+    expect(await h.services.removal.deleteService(admin, api.id)).toEqual({ ok: true, detail: 'delete service' });
     expect(hosts()).toEqual([`web.example.com->172.18.0.2:3000`]);
 
     h.proxy.result = { ok: true, detail: 'delete domain' };
@@ -183,7 +183,7 @@ describe('domains and routing', () => {
     expect(deleted).toMatchObject({ ok: false });
     expect(await h.database.store.domains.get(created.domain.id)).toBeNull();
 
-    expect(await h.services.services.delete(admin, webId)).toMatchObject({ ok: false });
+    expect(await h.services.removal.deleteService(admin, webId)).toMatchObject({ ok: false });
     expect(await h.database.store.projects.getService(webId)).toBeNull();
 
     expect(await h.services.projects.delete(admin, projectId)).toMatchObject({ ok: false });

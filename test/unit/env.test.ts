@@ -11,7 +11,7 @@ describe('environment variables', () => {
   let web: ServiceRecord;
   beforeEach(async () => {
     projectId = (await project()).id;
-    web = await record((await h.services.services.create(admin, projectId, repo('web'))).id);
+    web = await record((await h.services.serviceCreation.create(admin, projectId, repo('web'))).id);
   });
 
   it('creates, then updates a variable in place', async () => {
@@ -48,7 +48,7 @@ describe('environment variables', () => {
   it('deletes a variable; an unknown or foreign id is not found', async () => {
     await h.services.env.set(admin, web.id, { key: 'A', value: '1' });
     const [a] = await h.services.env.listForService(web);
-    const other = await h.services.services.create(admin, projectId, repo('other'));
+    const other = await h.services.serviceCreation.create(admin, projectId, repo('other'));
     await expect(h.services.env.delete(admin, other.id, a!.id)).rejects.toBeInstanceOf(NotFoundError);
     await h.services.env.delete(admin, web.id, a!.id);
     expect(await h.services.env.listForService(web)).toEqual([]);
@@ -70,7 +70,7 @@ describe('environment variables', () => {
   });
 
   it('masks the resolved value of a variable that references a secret, directly or through another reference', async () => {
-    const db = await h.services.services.create(admin, projectId, database('db', 'postgres'));
+    const db = await h.services.serviceCreation.create(admin, projectId, database('db', 'postgres'));
     await h.services.env.set(admin, web.id, { key: 'DATABASE_URL', value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db/x' });
     await h.services.env.set(admin, web.id, { key: 'INDIRECT', value: 'url=${web.DATABASE_URL}' });
     await h.services.env.set(admin, web.id, { key: 'DB_USER', value: '${db.POSTGRES_USER}' });
@@ -91,7 +91,7 @@ describe('environment variables', () => {
   });
 
   it('resolvedFor returns every value resolved in clear, and the problems', async () => {
-    const api = await h.services.services.create(admin, projectId, repo('api'));
+    const api = await h.services.serviceCreation.create(admin, projectId, repo('api'));
     await h.services.env.set(admin, api.id, { key: 'HOST', value: 'api.internal' });
     await h.services.env.set(admin, api.id, { key: 'TOKEN', value: 's3cr3t', secret: true });
     await h.services.env.set(admin, web.id, { key: 'API_URL', value: 'http://${api.HOST}:8080' });
@@ -132,7 +132,7 @@ describe('environment variables', () => {
   });
 
   it('encrypts generated database passwords at rest too', async () => {
-    const db = await h.services.services.create(admin, projectId, database('db', 'redis'));
+    const db = await h.services.serviceCreation.create(admin, projectId, database('db', 'redis'));
     const [row] = await h.database.store.env.list([db.id]);
     const password = h.secrets.decrypt(row!.valueEncrypted);
     expect(password).toMatch(PASSWORD_ALPHABET);
@@ -153,7 +153,7 @@ describe("a storage instance's connection as references", () => {
   };
   beforeEach(async () => {
     projectId = (await project()).id;
-    web = await record((await h.services.services.create(admin, projectId, repo('web'))).id);
+    web = await record((await h.services.serviceCreation.create(admin, projectId, repo('web'))).id);
     const created = await h.services.storage.create(admin, projectId, { name: 'files', bucket: 'uploads' });
     files = { id: created.storage.id, ...created.credentials };
     for (const [key, value] of Object.entries(REFS)) await h.services.env.set(admin, web.id, { key, value });
@@ -186,7 +186,7 @@ describe("a storage instance's connection as references", () => {
     expect(JSON.stringify(await h.services.env.listForService(web))).not.toContain(files.secretAccessKey);
     expect(await h.services.env.secretValues(web)).toContain(files.secretAccessKey);
     // Any service of the environment masks it, referencing it or not.
-    const other = await record((await h.services.services.create(admin, projectId, repo('other'))).id);
+    const other = await record((await h.services.serviceCreation.create(admin, projectId, repo('other'))).id);
     expect(await h.services.env.secretValues(other)).toContain(files.secretAccessKey);
   });
 
@@ -246,7 +246,7 @@ describe("a storage instance's connection as references", () => {
 
   it('an environment without the instance reports the reference as unknown', async () => {
     const empty = await h.services.environments.create(admin, projectId, { name: 'preview' });
-    const lone = await h.services.services.createInEnvironment(admin, empty.id, repo('lone'));
+    const lone = await h.services.serviceCreation.createInEnvironment(admin, empty.id, repo('lone'));
     await h.services.env.set(admin, lone.id, { key: 'KEY', value: '${files.AWS_ACCESS_KEY_ID}' });
     const resolved = await h.services.env.resolvedFor(await record(lone.id));
     expect(resolved.env.KEY).toBe('${files.AWS_ACCESS_KEY_ID}');

@@ -49,7 +49,7 @@ describe('environments of a project', () => {
       },
     ]);
     // The detailed API's creation lands there.
-    const web = await h.services.services.create(admin, p.id, repo('web'));
+    const web = await h.services.serviceCreation.create(admin, p.id, repo('web'));
     expect(web.environmentId).toBe(p.id);
     expect((await environments(p.id))[0]!.serviceCount).toBe(1);
   });
@@ -90,7 +90,7 @@ describe('environments of a project', () => {
       () => h.services.environments.update(outsider, staging.id, { name: 'renamed' }),
       () => h.services.environments.delete(outsider, staging.id),
       () => h.services.environments.clone(outsider, staging.id, { name: 'copy' }),
-      () => h.services.services.createInEnvironment(outsider, staging.id, repo('web')),
+      () => h.services.serviceCreation.createInEnvironment(outsider, staging.id, repo('web')),
     ]) {
       // The 404 of an unknown environment, naming the project nowhere.
       const error = await rejection(call());
@@ -104,19 +104,19 @@ describe('environments of a project', () => {
   it('creates apps in the environment named; slugs are unique per environment, not per project', async () => {
     const p = await project();
     const staging = await h.services.environments.create(admin, p.id, { name: 'staging' });
-    const prodWeb = await h.services.services.create(admin, p.id, repo('web'));
-    const stagingWeb = await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
-    const second = await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
+    const prodWeb = await h.services.serviceCreation.create(admin, p.id, repo('web'));
+    const stagingWeb = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
+    const second = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
     expect([prodWeb.slug, stagingWeb.slug, second.slug]).toEqual(['web', 'web', 'web-2']);
     expect(stagingWeb).toMatchObject({ projectId: p.id, environmentId: staging.id });
     expect((await h.services.environments.listApps(admin, staging.id)).map((s) => s.id)).toEqual([stagingWeb.id, second.id]);
     expect((await h.services.environments.listApps(admin, p.id)).map((s) => s.id)).toEqual([prodWeb.id]);
     // A database in an environment needs db:manage, as anywhere.
     expect(
-      await rejection(h.services.services.createInEnvironment(token('project:write'), staging.id, database('db', 'redis'))),
+      await rejection(h.services.serviceCreation.createInEnvironment(token('project:write'), staging.id, database('db', 'redis'))),
     ).toBeInstanceOf(InsufficientScopeError);
     expect(
-      (await h.services.services.createInEnvironment(token('project:write', 'db:manage'), staging.id, database('db', 'redis'))).slug,
+      (await h.services.serviceCreation.createInEnvironment(token('project:write', 'db:manage'), staging.id, database('db', 'redis'))).slug,
     ).toBe('db');
   });
 
@@ -124,13 +124,13 @@ describe('environments of a project', () => {
     const p = await project();
     const staging = await h.services.environments.create(admin, p.id, { name: 'staging' });
     await h.services.env.replaceShared(admin, p.id, { REGION: { value: 'eu' } });
-    const prodDb = await h.services.services.create(admin, p.id, repo('api'));
+    const prodDb = await h.services.serviceCreation.create(admin, p.id, repo('api'));
     await h.services.env.set(admin, prodDb.id, { key: 'TOKEN', value: 'prod-token' });
-    const stagingApi = await h.services.services.createInEnvironment(admin, staging.id, repo('api'));
+    const stagingApi = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('api'));
     await h.services.env.set(admin, stagingApi.id, { key: 'TOKEN', value: 'staging-token' });
-    const only = await h.services.services.create(admin, p.id, repo('only-in-production'));
+    const only = await h.services.serviceCreation.create(admin, p.id, repo('only-in-production'));
     await h.services.env.set(admin, only.id, { key: 'X', value: '1' });
-    const stagingWeb = await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
+    const stagingWeb = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
     await h.services.env.set(admin, stagingWeb.id, { key: 'UPSTREAM', value: '${api.TOKEN}@${shared.REGION}' });
     await h.services.env.set(admin, stagingWeb.id, { key: 'ELSEWHERE', value: '${only-in-production.X}' });
     const resolved = await h.services.env.resolvedFor(await record(stagingWeb.id));
@@ -139,7 +139,7 @@ describe('environments of a project', () => {
       'ELSEWHERE: ${only-in-production.X}: no service with slug "only-in-production" in this environment',
     ]);
     // Suggestions name only the environment's own services.
-    const keys = (await h.services.services.suggestionKeys(admin, stagingWeb.id)).suggestions.map((s) => s.key);
+    const keys = (await h.services.suggestions.forService(admin, stagingWeb.id)).suggestions.map((s) => s.key);
     expect(keys).toContain('api.TOKEN');
     expect(keys).not.toContain('only-in-production.X');
   });
@@ -148,8 +148,8 @@ describe('environments of a project', () => {
     await withRootDomain();
     const p = await project('Shop');
     const staging = await h.services.environments.create(admin, p.id, { name: 'staging' });
-    const prod = await h.services.services.create(admin, p.id, repo('web'));
-    const copy = await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
+    const prod = await h.services.serviceCreation.create(admin, p.id, repo('web'));
+    const copy = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
     expect(prod.primaryUrl).toBe(`https://web-shop.${ROOT}`);
     expect(copy.primaryUrl).toBe(`https://web-staging-shop.${ROOT}`);
     const routes = (await h.services.routing.table()).routes.map((r) => [r.hostname, r.serviceId]);
@@ -158,10 +158,10 @@ describe('environments of a project', () => {
       [`web-staging-shop.${ROOT}`, copy.id],
     ]);
     // A slug whose label would be another environment's is bumped: `web-staging` in production would be web-staging-shop.
-    expect((await h.services.services.create(admin, p.id, repo('web-staging'))).slug).toBe('web-staging-2');
+    expect((await h.services.serviceCreation.create(admin, p.id, repo('web-staging'))).slug).toBe('web-staging-2');
     // And a project whose slug makes the same label: service `web` of project `staging-shop`.
     const lookalike = await project('Staging Shop');
-    expect((await h.services.services.create(admin, lookalike.id, repo('web'))).slug).toBe('web-2');
+    expect((await h.services.serviceCreation.create(admin, lookalike.id, repo('web'))).slug).toBe('web-2');
   });
 });
 
@@ -169,7 +169,7 @@ describe('clone', () => {
   it('copies services with their settings and variables (ciphertext as stored), no domains, no deployments, in order', async () => {
     await withRootDomain();
     const p = await project('Shop');
-    const web = await h.services.services.create(admin, p.id, {
+    const web = await h.services.serviceCreation.create(admin, p.id, {
       ...repo('web'),
       branch: 'release',
       rootDir: 'apps/web',
@@ -182,7 +182,7 @@ describe('clone', () => {
         { key: 'API_KEY', value: 'sk_live_1', secret: true },
       ],
     });
-    await h.services.services.create(admin, p.id, { ...repo('jobs'), runtimeMode: 'worker' });
+    await h.services.serviceCreation.create(admin, p.id, { ...repo('jobs'), runtimeMode: 'worker' });
     await h.services.domains.create(admin, web.id, 'shop.example.test');
     await h.services.deployments.create(admin, web.id);
 
@@ -215,10 +215,10 @@ describe('clone', () => {
     expect((await record(webCopy!.id)).gitTokenEncrypted).toBe((await record(web.id)).gitTokenEncrypted);
     expect(await h.envValues(webCopy!.id)).toEqual({ GREETING: 'hello', API_KEY: 'sk_live_1' });
     // What is about running stays behind.
-    expect((await h.services.services.overview(admin, webCopy!.id)).domains).toEqual([]);
+    expect((await h.services.serviceReader.overview(admin, webCopy!.id)).domains).toEqual([]);
     expect(await h.database.store.deployments.list(webCopy!.id)).toEqual([]);
     // The source is as it was.
-    expect((await h.services.services.overview(admin, web.id)).domains.map((d) => d.hostname)).toEqual(['shop.example.test']);
+    expect((await h.services.serviceReader.overview(admin, web.id)).domains.map((d) => d.hostname)).toEqual(['shop.example.test']);
     expect((await environments(p.id)).map((e) => [e.name, e.serviceCount])).toEqual([
       ['production', 2],
       ['staging', 2],
@@ -228,9 +228,12 @@ describe('clone', () => {
   it('copies databases empty, with the same user and database names and new passwords, and their generated public hostname', async () => {
     await withRootDomain();
     const p = await project('Shop');
-    const db = await h.services.services.create(admin, p.id, { ...database('db', 'postgres'), databasePublicHostname: 'db.custom.test' });
-    const cache = await h.services.services.create(admin, p.id, database('cache', 'redis'));
-    const web = await h.services.services.create(admin, p.id, repo('web'));
+    const db = await h.services.serviceCreation.create(admin, p.id, {
+      ...database('db', 'postgres'),
+      databasePublicHostname: 'db.custom.test',
+    });
+    const cache = await h.services.serviceCreation.create(admin, p.id, database('cache', 'redis'));
+    const web = await h.services.serviceCreation.create(admin, p.id, repo('web'));
     await h.services.env.set(admin, web.id, {
       key: 'DATABASE_URL',
       value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db/${db.POSTGRES_DB}',
@@ -256,8 +259,8 @@ describe('clone', () => {
   it('needs db:manage to copy databases, a free name, and a name whose hostnames are nobody else’s', async () => {
     await withRootDomain();
     const p = await project('Shop');
-    await h.services.services.create(admin, p.id, database('db', 'redis'));
-    const web = await h.services.services.create(admin, p.id, repo('web'));
+    await h.services.serviceCreation.create(admin, p.id, database('db', 'redis'));
+    const web = await h.services.serviceCreation.create(admin, p.id, repo('web'));
     expect(await rejection(h.services.environments.clone(token('project:write'), p.id, { name: 'staging' }))).toBeInstanceOf(
       InsufficientScopeError,
     );
@@ -265,7 +268,7 @@ describe('clone', () => {
     expect(await rejection(h.services.environments.clone(admin, p.id, { name: 'staging' }))).toBeInstanceOf(ConflictError);
     // Project `qa-shop` has a service `web`: `web` cloned into environment `qa` of `shop` would share `web-qa-shop`.
     const qaShop = await project('QA Shop');
-    await h.services.services.create(admin, qaShop.id, repo('web'));
+    await h.services.serviceCreation.create(admin, qaShop.id, repo('web'));
     const clash = await rejection(h.services.environments.clone(admin, p.id, { name: 'qa' }));
     expect(clash).toBeInstanceOf(ConflictError);
     expect((clash as ConflictError).details).toEqual({ hostnameLabel: 'web-qa-shop' });
@@ -279,7 +282,7 @@ describe('clone', () => {
   it('copies a storage instance with its bucket and a new key pair, answered once; copying one needs db:manage', async () => {
     const p = await project('Shop');
     const created = await h.services.storage.create(admin, p.id, { name: 'files', bucket: 'uploads' });
-    await h.services.services.create(admin, p.id, repo('web'));
+    await h.services.serviceCreation.create(admin, p.id, repo('web'));
     // Its answer shows a secret, as creating one does: the same scope.
     expect(await rejection(h.services.environments.clone(token('project:write'), p.id, { name: 'staging' }))).toBeInstanceOf(
       InsufficientScopeError,
@@ -307,7 +310,7 @@ describe('clone', () => {
     // A clone without storage instances answers an empty list.
     const again = await h.services.environments.clone(token('project:write', 'db:manage'), clone.environment.id, { name: 'qa' });
     expect(again.storageCredentials).toHaveLength(1);
-    await h.services.services.delete(admin, again.services.find((s) => s.slug === 'files')!.id);
+    await h.services.removal.deleteService(admin, again.services.find((s) => s.slug === 'files')!.id);
     expect(
       (await h.services.environments.clone(token('project:write'), again.environment.id, { name: 'preview' })).storageCredentials,
     ).toEqual([]);
@@ -319,9 +322,9 @@ describe('rename and delete', () => {
     await withRootDomain();
     const p = await project('Shop');
     const { environment: staging } = await h.services.environments.clone(admin, p.id, { name: 'staging' });
-    await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
-    const db = await h.services.services.createInEnvironment(admin, staging.id, database('db', 'redis'));
-    const custom = await h.services.services.createInEnvironment(admin, staging.id, {
+    await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
+    const db = await h.services.serviceCreation.createInEnvironment(admin, staging.id, database('db', 'redis'));
+    const custom = await h.services.serviceCreation.createInEnvironment(admin, staging.id, {
       ...database('custom', 'redis'),
       databasePublicHostname: 'custom.example.test',
     });
@@ -336,7 +339,7 @@ describe('rename and delete', () => {
     expect(apps.find((s) => s.id === custom.id)!.databasePublicHostname).toBe('custom.example.test');
     expect((await h.services.routing.table()).routes.map((r) => r.hostname)).toEqual([`web-qa-shop.${ROOT}`]);
 
-    await h.services.services.create(admin, p.id, repo('api'));
+    await h.services.serviceCreation.create(admin, p.id, repo('api'));
     await h.services.environments.update(admin, p.id, { name: 'live' });
     expect((await environments(p.id)).map((e) => e.name)).toEqual(['live', 'qa']);
     expect((await h.services.routing.table()).routes.map((r) => r.hostname)).toEqual([`api-shop.${ROOT}`, `web-qa-shop.${ROOT}`]);
@@ -347,7 +350,7 @@ describe('rename and delete', () => {
 
   it('deletes an environment with its services, keeps the last one, and moves the default to the oldest left', async () => {
     const p = await project();
-    const web = await h.services.services.create(admin, p.id, repo('web'));
+    const web = await h.services.serviceCreation.create(admin, p.id, repo('web'));
     await h.services.env.set(admin, web.id, { key: 'A', value: '1' });
     const { environment: staging, services } = await h.services.environments.clone(admin, p.id, { name: 'staging' });
     const copy = services[0]!;
@@ -373,7 +376,7 @@ describe('rename and delete', () => {
       ['qa', true],
       ['later', false],
     ]);
-    expect((await h.services.services.create(admin, p.id, repo('api'))).environmentId).toBe(qa.id);
+    expect((await h.services.serviceCreation.create(admin, p.id, repo('api'))).environmentId).toBe(qa.id);
     expect(later.id).not.toBe(qa.id);
   });
 
@@ -388,8 +391,8 @@ describe('rename and delete', () => {
     const source = await project('Source');
     const target = await project('Target');
     const { environment: staging } = await h.services.environments.clone(admin, source.id, { name: 'staging' });
-    const web = await h.services.services.createInEnvironment(admin, staging.id, repo('web'));
-    const moved = await h.services.services.transfer(admin, web.id, target.id);
+    const web = await h.services.serviceCreation.createInEnvironment(admin, staging.id, repo('web'));
+    const moved = await h.services.serviceChanges.transfer(admin, web.id, target.id);
     expect(moved.service).toMatchObject({ projectId: target.id, environmentId: target.id });
   });
 });
@@ -407,8 +410,8 @@ describe('environments at runtime', () => {
     const { queue, finished } = runnerSteps(() => r, admin, 5000);
     await r.runner.start();
     const p = await r.services.projects.create(admin, { name: 'Shop', description: '' });
-    const db = await r.services.services.create(admin, p.id, database('db', 'redis'));
-    const web = await r.services.services.create(admin, p.id, {
+    const db = await r.services.serviceCreation.create(admin, p.id, database('db', 'redis'));
+    const web = await r.services.serviceCreation.create(admin, p.id, {
       name: 'web',
       repoUrl: 'container-image',
       containerImage: 'busybox:latest',
@@ -452,7 +455,7 @@ describe('environments at runtime', () => {
     await r.runner.start();
     const p = await r.services.projects.create(admin, { name: 'Shop', description: '' });
     const files = await r.services.storage.create(admin, p.id, { name: 'files' });
-    const worker = await r.services.services.create(admin, p.id, {
+    const worker = await r.services.serviceCreation.create(admin, p.id, {
       name: 'worker',
       repoUrl: 'container-image',
       containerImage: 'busybox:latest',
@@ -501,7 +504,7 @@ describe('concurrent changes, on SQLite and on PostgreSQL', () => {
         await replaceHarness({ databaseUrl: scratch.url });
       }
       const p = await project();
-      await h.services.services.create(admin, p.id, repo('web'));
+      await h.services.serviceCreation.create(admin, p.id, repo('web'));
       const clones = await Promise.allSettled([
         h.services.environments.clone(admin, p.id, { name: 'staging' }),
         h.services.environments.clone(admin, p.id, { name: 'staging' }),

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../adapters/http/config.js';
+import { ConfigError, loadConfig } from '../../adapters/composition/config.js';
 import { assertOriginAllowed } from '../../adapters/http/origin.js';
 
 const KEY = 'k'.repeat(40);

@@ -73,8 +73,8 @@ describe('projects', () => {
 
   it('counts services in the project view', async () => {
     const p = await project();
-    await h.services.services.create(admin, p.id, repo('web'));
-    await h.services.services.create(admin, p.id, repo('api'));
+    await h.services.serviceCreation.create(admin, p.id, repo('web'));
+    await h.services.serviceCreation.create(admin, p.id, repo('api'));
     const view = await h.services.projects.get(admin, p.id);
     expect(view.serviceCount).toBe(2);
     expect(view.services.map((s) => s.slug)).toEqual(['web', 'api']);
@@ -86,9 +86,9 @@ describe('host port allocation', () => {
 
   it('assigns the lowest free port of the range', async () => {
     const p = await project();
-    const a = await h.services.services.create(admin, p.id, repo('a'));
-    const b = await h.services.services.create(admin, p.id, repo('b'));
-    const c = await h.services.services.create(admin, p.id, repo('c'));
+    const a = await h.services.serviceCreation.create(admin, p.id, repo('a'));
+    const b = await h.services.serviceCreation.create(admin, p.id, repo('b'));
+    const c = await h.services.serviceCreation.create(admin, p.id, repo('c'));
     expect([a.hostPort, b.hostPort, c.hostPort]).toEqual([from, from + 1, from + 2]);
   });
 
@@ -96,9 +96,9 @@ describe('host port allocation', () => {
     h.portProbe.held.add(from);
     h.portProbe.held.add(from + 2);
     const p = await project();
-    const a = await h.services.services.create(admin, p.id, repo('a'));
-    const b = await h.services.services.create(admin, p.id, repo('b'));
-    const c = await h.services.services.create(admin, p.id, repo('c'));
+    const a = await h.services.serviceCreation.create(admin, p.id, repo('a'));
+    const b = await h.services.serviceCreation.create(admin, p.id, repo('b'));
+    const c = await h.services.serviceCreation.create(admin, p.id, repo('c'));
     expect([a.hostPort, b.hostPort, c.hostPort]).toEqual([from + 1, from + 3, from + 4]);
   });
 
@@ -106,7 +106,8 @@ describe('host port allocation', () => {
     const p1 = await project('One');
     const p2 = await project('Two');
     const ports: number[] = [];
-    for (let i = 0; i < 6; i++) ports.push((await h.services.services.create(admin, i % 2 ? p1.id : p2.id, repo(`svc${i}`))).hostPort);
+    for (let i = 0; i < 6; i++)
+      ports.push((await h.services.serviceCreation.create(admin, i % 2 ? p1.id : p2.id, repo(`svc${i}`))).hostPort);
     expect(new Set(ports).size).toBe(6);
     const stored = (await h.database.store.projects.listAllServices()).map((s) => s.hostPort);
     expect(new Set(stored).size).toBe(stored.length);
@@ -114,29 +115,29 @@ describe('host port allocation', () => {
 
   it('frees the port once the service is deleted', async () => {
     const p = await project();
-    const a = await h.services.services.create(admin, p.id, repo('a'));
-    const b = await h.services.services.create(admin, p.id, repo('b'));
-    await h.services.services.delete(admin, a.id);
-    const c = await h.services.services.create(admin, p.id, repo('c'));
+    const a = await h.services.serviceCreation.create(admin, p.id, repo('a'));
+    const b = await h.services.serviceCreation.create(admin, p.id, repo('b'));
+    await h.services.removal.deleteService(admin, a.id);
+    const c = await h.services.serviceCreation.create(admin, p.id, repo('c'));
     expect(c.hostPort).toBe(a.hostPort);
-    const d = await h.services.services.create(admin, p.id, repo('d'));
+    const d = await h.services.serviceCreation.create(admin, p.id, repo('d'));
     expect(d.hostPort).toBe(b.hostPort + 1);
   });
 
   it('frees the ports of a deleted project', async () => {
     const p = await project();
-    const a = await h.services.services.create(admin, p.id, repo('a'));
+    const a = await h.services.serviceCreation.create(admin, p.id, repo('a'));
     await h.services.projects.delete(admin, p.id);
     const q = await project('Other');
-    expect((await h.services.services.create(admin, q.id, repo('b'))).hostPort).toBe(a.hostPort);
+    expect((await h.services.serviceCreation.create(admin, q.id, repo('b'))).hostPort).toBe(a.hostPort);
   });
 
   it('refuses with a conflict when the range is exhausted', async () => {
     await replaceHarness({ config: { hostPortRange: { from: 30000, to: 30001 } } });
     h.portProbe.held.add(30001);
     const p = await project();
-    expect((await h.services.services.create(admin, p.id, repo('a'))).hostPort).toBe(30000);
-    await expect(h.services.services.create(admin, p.id, repo('b'))).rejects.toBeInstanceOf(ConflictError);
+    expect((await h.services.serviceCreation.create(admin, p.id, repo('a'))).hostPort).toBe(30000);
+    await expect(h.services.serviceCreation.create(admin, p.id, repo('b'))).rejects.toBeInstanceOf(ConflictError);
     expect(await h.database.store.projects.listAllServices()).toHaveLength(1);
   });
 });
@@ -144,8 +145,8 @@ describe('host port allocation', () => {
 describe('service creation', () => {
   it('creates an idle repository service with a slug unique in its project', async () => {
     const p = await project();
-    const a = await h.services.services.create(admin, p.id, repo('Web App'));
-    const b = await h.services.services.create(admin, p.id, {
+    const a = await h.services.serviceCreation.create(admin, p.id, repo('Web App'));
+    const b = await h.services.serviceCreation.create(admin, p.id, {
       name: 'Web App',
       repoFullName: null,
       repoUrl: 'https://github.com/acme/other.git',
@@ -164,7 +165,7 @@ describe('service creation', () => {
 
   it('creates a container-image service', async () => {
     const p = await project();
-    const s = await h.services.services.create(admin, p.id, {
+    const s = await h.services.serviceCreation.create(admin, p.id, {
       name: 'cache',
       repoUrl: 'container-image',
       containerImage: 'ghcr.io/acme/cache:1.2',
@@ -178,11 +179,11 @@ describe('service creation', () => {
 
   it('refuses a local git url and an invalid image, creating nothing', async () => {
     const p = await project();
-    await expect(h.services.services.create(admin, p.id, { name: 'x', repoFullName: null, repoUrl: 'file:///etc' })).rejects.toBeInstanceOf(
-      ValidationError,
-    );
     await expect(
-      h.services.services.create(admin, p.id, { name: 'x', repoUrl: 'container-image', containerImage: 'Bad Image' }),
+      h.services.serviceCreation.create(admin, p.id, { name: 'x', repoFullName: null, repoUrl: 'file:///etc' }),
+    ).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      h.services.serviceCreation.create(admin, p.id, { name: 'x', repoUrl: 'container-image', containerImage: 'Bad Image' }),
     ).rejects.toBeInstanceOf(ValidationError);
     expect(await h.database.store.projects.listAllServices()).toHaveLength(0);
   });
@@ -208,7 +209,7 @@ describe('database services', () => {
 
   it.each(DATABASE_ENGINES.map((e) => [e]))('%s: generates the initial env with strong secret passwords', async (engine) => {
     const p = await project();
-    const service = await h.services.services.create(admin, p.id, database('Main DB', engine));
+    const service = await h.services.serviceCreation.create(admin, p.id, database('Main DB', engine));
     expect(service).toMatchObject({ status: 'idle', repoFullName: `database:${engine}`, repoUrl: 'database', internalPort: ports[engine] });
 
     const rows = await h.database.store.env.list([service.id]);
@@ -225,7 +226,7 @@ describe('database services', () => {
       }
     }
     // Passwords differ between keys and between services.
-    const other = await h.services.services.create(admin, p.id, database('Main DB', engine));
+    const other = await h.services.serviceCreation.create(admin, p.id, database('Main DB', engine));
     const otherValues = await h.envValues(other.id);
     const passwordKeys = initialKeys[engine].filter((k) => /PASSWORD/.test(k));
     const all = [...passwordKeys.map((k) => values[k]), ...passwordKeys.map((k) => otherValues[k])];
@@ -240,19 +241,19 @@ describe('database services', () => {
 
   it('derives names from the slug and fixed values per engine', async () => {
     const p = await project();
-    const ts = await h.services.services.create(admin, p.id, database('Metrics Store', 'timescale'));
+    const ts = await h.services.serviceCreation.create(admin, p.id, database('Metrics Store', 'timescale'));
     expect(await h.envValues(ts.id)).toMatchObject({
       POSTGRES_DB: 'metrics_store',
       POSTGRES_USER: 'metrics_store',
       TIMESCALEDB_TELEMETRY: 'off',
     });
-    const ch = await h.services.services.create(admin, p.id, database('events', 'clickhouse'));
+    const ch = await h.services.serviceCreation.create(admin, p.id, database('events', 'clickhouse'));
     expect(await h.envValues(ch.id)).toMatchObject({ CLICKHOUSE_DB: 'events', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' });
   });
 
   it('keeps the values the caller gave and generates only the missing ones', async () => {
     const p = await project();
-    const service = await h.services.services.create(
+    const service = await h.services.serviceCreation.create(
       admin,
       p.id,
       database('db', 'mysql', {
@@ -277,15 +278,15 @@ describe('database services', () => {
   it('refuses an unknown engine', async () => {
     const p = await project();
     await expect(
-      h.services.services.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:oracle' }),
+      h.services.serviceCreation.create(admin, p.id, { name: 'db', repoUrl: 'database', repoFullName: 'database:oracle' }),
     ).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('suggests connection URLs made of references, which resolve for the consumer', async () => {
     const p = await project();
-    const db = await h.services.services.create(admin, p.id, database('db', 'postgres'));
-    const web = await h.services.services.create(admin, p.id, repo('web'));
-    const [suggestion] = await h.services.projects.databaseVariableSuggestions(admin, p.id);
+    const db = await h.services.serviceCreation.create(admin, p.id, database('db', 'postgres'));
+    const web = await h.services.serviceCreation.create(admin, p.id, repo('web'));
+    const [suggestion] = await h.services.suggestions.forProject(admin, p.id);
     expect(suggestion).toMatchObject({
       key: 'DATABASE_URL',
       value: 'postgres://${db.POSTGRES_USER}:${db.POSTGRES_PASSWORD}@db:5432/${db.POSTGRES_DB}',
@@ -301,9 +302,9 @@ describe('project deletion', () => {
   it('removes the services, env, domains, deployments and logs of the project, and nothing else', async () => {
     const doomed = await project('Doomed');
     const kept = await project('Kept');
-    const web = await h.services.services.create(admin, doomed.id, repo('web', { env: [{ key: 'A', value: '1' }] }));
-    const db = await h.services.services.create(admin, doomed.id, database('db', 'postgres'));
-    const survivor = await h.services.services.create(admin, kept.id, repo('web', { env: [{ key: 'B', value: '2' }] }));
+    const web = await h.services.serviceCreation.create(admin, doomed.id, repo('web', { env: [{ key: 'A', value: '1' }] }));
+    const db = await h.services.serviceCreation.create(admin, doomed.id, database('db', 'postgres'));
+    const survivor = await h.services.serviceCreation.create(admin, kept.id, repo('web', { env: [{ key: 'B', value: '2' }] }));
     await h.services.domains.create(admin, web.id, 'doomed.example.com');
     await h.services.domains.create(admin, survivor.id, 'kept.example.com');
     const deployment = await h.services.deployments.create(admin, web.id);
@@ -335,26 +336,23 @@ describe('project deletion', () => {
   });
 
   it('tells the runtime which services were removed', async () => {
-    const { createServices, DEFAULT_PLATFORM_CONFIG } = await import('../../src/index.js');
+    const { DEFAULT_PLATFORM_CONFIG } = await import('../../src/index.js');
+    const { createUseCases } = await import('../../adapters/composition/use-cases.js');
     await replaceHarness();
     const removed: string[][] = [];
-    const services = createServices(
+    const services = createUseCases(
+      { store: h.database.store, secrets: h.secrets, clock: { now: () => new Date() }, logBus: h.logBus, config: DEFAULT_PLATFORM_CONFIG },
       {
-        store: h.database.store,
-        secrets: h.secrets,
         proxy: h.proxy,
         runtimeLogs: h.runtimeLogs,
         portProbe: h.portProbe,
-        clock: { now: () => new Date() },
-        logBus: h.logBus,
-        config: DEFAULT_PLATFORM_CONFIG,
+        onServicesRemoved: async (list) => void removed.push(list.map((s) => s.slug).sort()),
       },
-      { onServicesRemoved: async (list) => void removed.push(list.map((s) => s.slug).sort()) },
     );
     const p = await services.projects.create(admin, { name: 'P' });
-    await services.services.create(admin, p.id, repo('web'));
-    const api = await services.services.create(admin, p.id, repo('api'));
-    await services.services.delete(admin, api.id);
+    await services.serviceCreation.create(admin, p.id, repo('web'));
+    const api = await services.serviceCreation.create(admin, p.id, repo('api'));
+    await services.removal.deleteService(admin, api.id);
     await services.projects.delete(admin, p.id);
     expect(removed).toEqual([['api'], ['web']]);
   });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../adapters/http/config.js';
+import { ConfigError, loadConfig } from '../../adapters/composition/config.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
 
 /** loadConfig: the proxy's environment variables, parsed and checked at start. */

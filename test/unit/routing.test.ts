@@ -1,4 +1,4 @@
-import { DEFAULT_PLATFORM_CONFIG } from '../../src/settings/platform-config.js';
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/index.js';
 import type { ProxyResult, RoutingTable } from '../../src/routing/reverse-proxy.port.js';
@@ -40,7 +40,7 @@ async function project(services: Services, name = 'Shop') {
 }
 
 async function web(services: Services, projectId: string, name: string) {
-  return services.services.create(admin, projectId, { name, repoFullName: `acme/${name}` });
+  return services.serviceCreation.create(admin, projectId, { name, repoFullName: `acme/${name}` });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,14 +57,14 @@ describe('the routing table', () => {
     const { services } = await harness(ROOT);
     const p = await project(services);
     const site = await web(services, p.id, 'web');
-    const image = await services.services.create(admin, p.id, {
+    const image = await services.serviceCreation.create(admin, p.id, {
       name: 'img',
       repoUrl: 'container-image',
       containerImage: 'nginx:1.27',
       internalPort: 80,
     });
-    const worker = await services.services.create(admin, p.id, { name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' });
-    const db = await services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
+    const worker = await services.serviceCreation.create(admin, p.id, { name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' });
+    const db = await services.serviceCreation.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
     await services.domains.create(admin, site.id, 'Shop.Example.COM');
 
     const table = await services.routing.table();
@@ -155,7 +155,7 @@ describe('the routing table', () => {
     const site = await web(services, p.id, 'web');
     await services.domains.create(admin, site.id, 'shop.example.com');
     expect((await services.routing.table()).routes).toHaveLength(2);
-    await services.services.delete(admin, site.id);
+    await services.removal.deleteService(admin, site.id);
     expect((await services.routing.table()).routes).toEqual([]);
   });
 });
@@ -527,8 +527,8 @@ describe('settled and routesTo', () => {
     const p = await project(services);
     const site = await web(services, p.id, 'web');
     const bare = await web(services, p.id, 'bare');
-    const worker = await services.services.create(admin, p.id, { name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' });
-    const db = await services.services.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
+    const worker = await services.serviceCreation.create(admin, p.id, { name: 'jobs', repoFullName: 'acme/jobs', runtimeMode: 'worker' });
+    const db = await services.serviceCreation.create(admin, p.id, { name: 'cache', repoUrl: 'database', repoFullName: 'database:redis' });
     await services.domains.create(admin, site.id, 'shop.example.com');
 
     expect(await services.routing.routesTo(site.id)).toBe(true);

@@ -80,7 +80,7 @@ describe('creating a storage instance', () => {
     const later = JSON.stringify([
       await h.services.storage.get(admin, storage.id),
       await h.services.storage.list(admin),
-      await h.services.services.overview(admin, storage.id),
+      await h.services.serviceReader.overview(admin, storage.id),
       await h.services.projects.list(admin),
     ]);
     expect(later).not.toContain(credentials.secretAccessKey);
@@ -108,24 +108,24 @@ describe('creating a storage instance', () => {
     expect((await codeOf(h.services.storage.create({ ...admin, access: 'read' }, p.id, { name: 'files' }))).code).toBe('forbidden');
     expect((await codeOf(h.services.storage.create({ ...admin, projectIds: ['other'] }, p.id, { name: 'files' }))).code).toBe('not_found');
     expect(
-      await codeOf(h.services.services.create(admin, p.id, { name: 'files', repoUrl: 'storage', repoFullName: 'storage:s3' })),
+      await codeOf(h.services.serviceCreation.create(admin, p.id, { name: 'files', repoUrl: 'storage', repoFullName: 'storage:s3' })),
     ).toEqual({ code: 'validation_error', field: 'repoUrl' });
     expect(await h.services.storage.list(admin)).toEqual([]);
   });
 
   it('the storage paths answer 404 for a service that is not a storage instance, and the instance stays web', async () => {
     const p = await harness();
-    const web = await h.services.services.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
+    const web = await h.services.serviceCreation.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
     const { storage } = await h.services.storage.create(admin, p.id, { name: 'files' });
     expect((await codeOf(h.services.storage.get(admin, web.id))).code).toBe('not_found');
     expect((await codeOf(h.services.storage.stop(admin, web.id))).code).toBe('not_found');
     expect((await codeOf(h.services.storage.delete(admin, web.id))).code).toBe('not_found');
     expect((await h.services.storage.list(admin)).map((s) => s.id)).toEqual([storage.id]);
-    expect(await codeOf(h.services.services.update(admin, storage.id, { runtimeMode: 'worker' }))).toEqual({
+    expect(await codeOf(h.services.serviceChanges.update(admin, storage.id, { runtimeMode: 'worker' }))).toEqual({
       code: 'validation_error',
       field: 'runtimeMode',
     });
-    expect((await codeOf(h.services.services.delete(noDbScope, storage.id))).code).toBe('insufficient_scope');
+    expect((await codeOf(h.services.removal.deleteService(noDbScope, storage.id))).code).toBe('insufficient_scope');
   });
 });
 
@@ -219,11 +219,11 @@ describe('stop, start and delete', () => {
     const p = await harness();
     const { storage } = await h.services.storage.create(admin, p.id, { name: 'files' });
     const db = await h.services.databaseCatalog.create(admin, p.id, { name: 'main', engine: 'postgres' });
-    await h.services.backups.updateSettings(admin, db.id, { storageId: storage.id });
+    await h.services.backupSettings.update(admin, db.id, { storageId: storage.id });
     const refused = await h.services.storage.delete(admin, storage.id).catch((e: { code: string; message: string }) => e);
     expect(refused).toMatchObject({ code: 'conflict', details: { serviceIds: [db.id] } });
     expect((refused as { message: string }).message).toContain('"main"');
-    expect((await codeOf(h.services.services.delete(admin, storage.id))).code).toBe('conflict');
+    expect((await codeOf(h.services.removal.deleteService(admin, storage.id))).code).toBe('conflict');
     expect((await h.services.storage.get(admin, storage.id)).id).toBe(storage.id);
     // The whole project, the database with it: nothing that stays needs the instance.
     expect((await h.services.projects.delete(admin, p.id)).ok).toBeDefined();
@@ -234,8 +234,8 @@ describe('stop, start and delete', () => {
     const p = await harness();
     const { storage } = await h.services.storage.create(admin, p.id, { name: 'files' });
     const db = await h.services.databaseCatalog.create(admin, p.id, { name: 'main', engine: 'postgres' });
-    await h.services.backups.updateSettings(admin, db.id, { storageId: storage.id });
-    await h.services.backups.updateSettings(admin, db.id, { storageId: null });
+    await h.services.backupSettings.update(admin, db.id, { storageId: storage.id });
+    await h.services.backupSettings.update(admin, db.id, { storageId: null });
     expect((await h.services.storage.delete(admin, storage.id)).ok).toBe(true);
   });
 });
@@ -244,7 +244,7 @@ describe('as an object store, and on the network', () => {
   it('gives backups its bucket through its host port, with the key pair decrypted', async () => {
     const p = await harness();
     const { storage, credentials } = await h.services.storage.create(admin, p.id, { name: 'files' });
-    expect(await h.services.storage.objectStoreConfig(storage.id)).toEqual({
+    expect(await h.services.objectStores.configOf(storage.id)).toEqual({
       endpoint: `http://127.0.0.1:${storage.hostPort}`,
       region: 'us-east-1',
       bucket: 'files',
@@ -252,9 +252,9 @@ describe('as an object store, and on the network', () => {
       secretAccessKey: credentials.secretAccessKey,
       forcePathStyle: true,
     });
-    const web = await h.services.services.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
-    expect(await h.services.storage.objectStoreConfig(web.id)).toBeNull();
-    expect(await h.services.storage.objectStoreConfig('nope')).toBeNull();
+    const web = await h.services.serviceCreation.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
+    expect(await h.services.objectStores.configOf(web.id)).toBeNull();
+    expect(await h.services.objectStores.configOf('nope')).toBeNull();
   });
 
   it('backup settings name a storage instance the caller sees, or none', async () => {
@@ -263,23 +263,23 @@ describe('as an object store, and on the network', () => {
     const { storage } = await h.services.storage.create(admin, p.id, { name: 'files' });
     const elsewhere = await h.services.storage.create(admin, other.id, { name: 'files' });
     const db = await h.services.databaseCatalog.create(admin, p.id, { name: 'main', engine: 'postgres' });
-    const web = await h.services.services.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
-    expect(await h.services.backups.updateSettings(admin, db.id, { storageId: storage.id, storage: 'object' })).toMatchObject({
+    const web = await h.services.serviceCreation.create(admin, p.id, { name: 'web', repoFullName: 'acme/web' });
+    expect(await h.services.backupSettings.update(admin, db.id, { storageId: storage.id, storage: 'object' })).toMatchObject({
       storageId: storage.id,
       storage: 'object',
     });
     // Another project's instance, when the key sees that project too.
-    expect((await h.services.backups.updateSettings(admin, db.id, { storageId: elsewhere.storage.id })).storageId).toBe(
+    expect((await h.services.backupSettings.update(admin, db.id, { storageId: elsewhere.storage.id })).storageId).toBe(
       elsewhere.storage.id,
     );
     const onlyP = { ...admin, projectIds: [p.id] };
     for (const storageId of [elsewhere.storage.id, web.id, 'nope'])
-      expect(await codeOf(h.services.backups.updateSettings(onlyP, db.id, { storageId }))).toEqual({
+      expect(await codeOf(h.services.backupSettings.update(onlyP, db.id, { storageId }))).toEqual({
         code: 'validation_error',
         field: 'storageId',
       });
     // Without an instance and without a platform object store, object storage has nowhere to go.
-    expect(await codeOf(h.services.backups.updateSettings(admin, db.id, { storageId: null }))).toEqual({
+    expect(await codeOf(h.services.backupSettings.update(admin, db.id, { storageId: null }))).toEqual({
       code: 'validation_error',
       field: 'storage',
     });

@@ -1,7 +1,7 @@
 import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
-import { TcpPortForwarder } from '../../adapters/net/tcp-port-forwarder.js';
+import { TcpPortForwarder } from '../../adapters/net/tcp.port-forwarder.js';
 import { freePort } from '../helpers/caddy.js';
 
 const servers: Server[] = [];

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/index.js';
-import type { ContainerEngine, ContainerState } from '../../src/deployments/container-engine.port.js';
-import type { CurrentContainers } from '../../src/deployments/current-containers.js';
-import { LABELS } from '../../src/deployments/runtime-deps.js';
+import { LABELS, type ContainerEngine, type ContainerState } from '../../src/deployments/container-engine.port.js';
+import { CurrentContainers } from '../../src/deployments/current-containers.js';
 import type { ServiceDeps } from '../../src/platform/deps.js';
 import type { TerminalEngine, TerminalProcess } from '../../src/terminals/terminal-engine.port.js';
 import { parseTerminalPath, TerminalService, terminalPathOf, type TerminalLimits } from '../../src/terminals/terminal.service.js';
@@ -22,8 +21,8 @@ async function setup(options: { limits?: Partial<TerminalLimits>; commands?: Rec
   let now = Date.parse('2026-01-01T00:00:00.000Z');
   const proj = await project();
   const other = await project('Other');
-  const web = await h.services.services.create(admin, proj.id, repo('web'));
-  const idle = await h.services.services.create(admin, proj.id, repo('idle'));
+  const web = await h.services.serviceCreation.create(admin, proj.id, repo('web'));
+  const idle = await h.services.serviceCreation.create(admin, proj.id, repo('idle'));
   const own = { [LABELS.instance]: INSTANCE, [LABELS.project]: proj.id, [LABELS.service]: web.id };
   const containers = new Map<string, ContainerState>([
     ['web-1', container('web-1', own)],
@@ -33,10 +32,6 @@ async function setup(options: { limits?: Partial<TerminalLimits>; commands?: Rec
     ['proxy', container('proxy', { [LABELS.instance]: INSTANCE, [LABELS.role]: 'proxy' })],
   ]);
   const commands = options.commands ?? { 'web-1-id': ['/bin/sh', '/bin/bash'] };
-  const engine = { inspect: async (ref: string) => containers.get(ref) ?? null } as unknown as ContainerEngine;
-  const current = {
-    currentOf: async (s: { id: string }) => (s.id === web.id ? containers.get('web-1')! : null),
-  } as unknown as CurrentContainers;
   const terminal: TerminalEngine = {
     async resolveCommand(id, command) {
       const known = commands[id] ?? [];
@@ -49,8 +44,12 @@ async function setup(options: { limits?: Partial<TerminalLimits>; commands?: Rec
     clock: { now: () => new Date(now) },
     config: { ...DEFAULT_PLATFORM_CONFIG, instanceId: INSTANCE },
   } as unknown as ServiceDeps;
+  // The install's own container lookup (by label) over a fake engine; the current container of a service is given.
+  const engine = { inspect: async (ref: string) => containers.get(ref) ?? null } as unknown as ContainerEngine;
+  const current = new CurrentContainers(deps, engine);
+  current.currentOf = async (s) => (s.id === web.id ? containers.get('web-1')! : null);
   const limits = { idleTimeoutMs: 60_000, maxPerKey: 2, ticketTtlMs: 30_000, ...options.limits };
-  const service = new TerminalService(deps, { engine, current, terminal }, limits);
+  const service = new TerminalService(deps, { current, terminal }, limits);
   return { service, proj, other, web, idle, advance: (ms: number) => (now += ms), now: () => now };
 }
 

@@ -2,9 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildCaddyConfig, planFiles } from '../../adapters/proxy/caddy-config.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
-import type { ContainerState } from '../../src/deployments/container-engine.port.js';
-import { LABELS } from '../../src/deployments/runtime-deps.js';
-import { TrafficSlots } from '../../src/routing/traffic-slots.js';
+import { LABELS, type ContainerState } from '../../src/deployments/container-engine.port.js';
+import { TrafficSlots } from '../../src/deployments/traffic-slots.js';
 import {
   createRuntimeHarness,
   FakeContainerEngine,
@@ -243,7 +242,7 @@ describe('the runner with a traffic gate', () => {
     h = await createRuntimeHarness({ gate: true, config: { rootDomain: 'apps.test', routing: config.routing } });
     await h.runner.start();
     const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
-    const view = await h.services.services.create(admin, project.id, {
+    const view = await h.services.serviceCreation.create(admin, project.id, {
       name: 'web',
       repoUrl: 'container-image',
       containerImage: 'nginx:1.27',

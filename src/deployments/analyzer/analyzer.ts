@@ -1,62 +1,10 @@
-import { AnalyzerError } from './analyzer-error.js';
+import { AnalyzerError, NOTHING_RECOGNISED, type Analysis, type AnalyzeInput, type AnalyzerContext } from './analysis.js';
 import { PLAIN_PATH } from './dockerfile.js';
 import { analyzeGo } from './go-app.js';
 import { analyzeNode } from './node-app.js';
 import { analyzePython } from './python-app.js';
-import { normalizePath, SourceTreeError, type SourceTree } from './source-tree.js';
+import { normalizePath, SourceTreeError } from './source-tree.js';
 import { analyzeStatic } from './static-site.js';
-
-export { AnalyzerError } from './analyzer-error.js';
-
-/** Base images per language; the platform configuration may pin others (a mirror, a digest). */
-export interface AnalyzerImages {
-  node: string;
-  python: string;
-  go: string;
-  goRuntime: string;
-  static: string;
-}
-
-export const DEFAULT_ANALYZER_IMAGES: Readonly<AnalyzerImages> = Object.freeze({
-  node: 'node:22-bookworm-slim',
-  python: 'python:3.12-slim-bookworm',
-  go: 'golang:1.23-bookworm',
-  goRuntime: 'debian:bookworm-slim',
-  static: 'caddy:2',
-});
-
-export interface AnalyzeInput {
-  tree: SourceTree;
-  installCommand: string | null;
-  buildCommand: string | null;
-  startCommand: string | null;
-  staticOutput: string | null;
-  internalPort: number;
-  /** Keys of the service environment; each becomes an ARG so the build can read it. */
-  buildEnvKeys: string[];
-  images: AnalyzerImages;
-}
-
-export interface Analysis {
-  framework: string;
-  dockerfile: string;
-  /** Lines for the deployment log: what was detected and which commands install, build and start it. */
-  summary: string[];
-}
-
-/** The input once checked: blank commands are null, build argument keys are sorted and unique. */
-export interface AnalyzerContext {
-  tree: SourceTree;
-  install: string | null;
-  build: string | null;
-  start: string | null;
-  port: number;
-  buildArgs: readonly string[];
-  images: AnalyzerImages;
-}
-
-export const NOTHING_RECOGNISED =
-  'No Dockerfile and nothing the analyzer recognises: add a package.json, requirements.txt/pyproject.toml, go.mod or index.html, or set buildMethod dockerfile';
 
 // Docker's ARG names; anything else could not be declared, and a newline would start a new instruction.
 const ARG_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,5 +1,4 @@
-import type { AnalyzerContext } from './analyzer.js';
-import { AnalyzerError } from './analyzer-error.js';
+import { AnalyzerError, type AnalyzerContext } from './analysis.js';
 import { argLines, inferred, runLine, type Step } from './dockerfile.js';
 import type { SourceTree } from './source-tree.js';
 

@@ -1,5 +1,4 @@
-import type { Analysis, AnalyzerContext } from './analyzer.js';
-import { AnalyzerError } from './analyzer-error.js';
+import { AnalyzerError, type Analysis, type AnalyzerContext } from './analysis.js';
 import {
   argLines,
   cmdLine,

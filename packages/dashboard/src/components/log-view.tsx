@@ -1,5 +1,5 @@
-import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useId, useMemo, useRef, useState } from 'react';
+import { memo, useEffect, useId, useMemo, useRef, useState } from 'react';
+import { useFixedRows } from '../lib/fixed-rows';
 import { findMatches, splitMatches, stepMatch } from '../lib/log-search';
 
 export interface LogLine {
@@ -23,14 +23,9 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
   const searchId = useId();
   // biome-ignore lint/correctness/useExhaustiveDependencies: lines is appended in place; version says when
   const matches = useMemo(() => findMatches(props.lines, query), [props.version, query]);
-  const virtualizer = useVirtualizer({
-    count: props.lines.length,
-    getScrollElement: () => parent.current,
-    estimateSize: () => ROW,
-    overscan: 20,
-  });
+  const rows = useFixedRows(parent, props.lines.length, ROW);
 
-  // Follows the end as lines arrive: one scroll of the container (the virtualizer's scrollToIndex re-measures and retries, which a 100,000-line log pays for on every batch).
+  // Follows the end as lines arrive: one scroll of the container.
   // biome-ignore lint/correctness/useExhaustiveDependencies: on new lines and when following is turned on
   useEffect(() => {
     const el = parent.current;
@@ -42,7 +37,7 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
     setCurrent(next);
     if (next >= 0) {
       setFollow(false);
-      virtualizer.scrollToIndex(matches[next]!, { align: 'center' });
+      rows.scrollToIndex(matches[next]!);
     }
   };
   const currentLine = current >= 0 ? matches[current] : undefined;
@@ -94,25 +89,10 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
           if (e.deltaY < 0) setFollow(false);
         }}
       >
-        <div style={{ height: virtualizer.getTotalSize(), position: 'relative', minWidth: 'max-content' }}>
-          {virtualizer.getVirtualItems().map((item) => {
-            const l = props.lines[item.index]!;
-            return (
-              <div
-                key={item.index}
-                className={`log-line${l.stream === 'stderr' ? ' stderr' : ''}${item.index === currentLine ? ' current' : ''}`}
-                style={{ top: item.start }}
-                data-line={item.index + 1}
-              >
-                {query
-                  ? splitMatches(l.line, query).map((part, i) =>
-                      // biome-ignore lint/suspicious/noArrayIndexKey: parts of one line, in order
-                      part.match ? <mark key={i}>{part.text}</mark> : <span key={i}>{part.text}</span>,
-                    )
-                  : l.line}
-              </div>
-            );
-          })}
+        <div style={{ height: rows.totalHeight, position: 'relative', minWidth: 'max-content' }}>
+          {props.lines.slice(rows.start, rows.end).map((l, i) => (
+            <Line key={l.id} index={rows.start + i} line={l} query={query} current={rows.start + i === currentLine} />
+          ))}
         </div>
       </div>
       {props.live ? (
@@ -124,7 +104,29 @@ export function LogView(props: { lines: readonly LogLine[]; version: number; lab
   );
 }
 
-/** Lines appended from a stream, re-rendered at most once per frame however fast they arrive. */
+/** One line of the log, re-rendered only when it, the search or the current match changes. */
+const Line = memo(function Line({ index, line, query, current }: { index: number; line: LogLine; query: string; current: boolean }) {
+  return (
+    <div
+      className={`log-line${line.stream === 'stderr' ? ' stderr' : ''}${current ? ' current' : ''}`}
+      style={{ top: index * ROW }}
+      data-line={index + 1}
+    >
+      {query
+        ? splitMatches(line.line, query).map((part, i) =>
+            // biome-ignore lint/suspicious/noArrayIndexKey: parts of one line, in order
+            part.match ? <mark key={i}>{part.text}</mark> : <span key={i}>{part.text}</span>,
+          )
+        : line.line}
+    </div>
+  );
+});
+
+/**
+ * Lines appended from a stream, re-rendered at most once per frame however fast they arrive. Ids only
+ * grow: a line at or below the last id held is one already shown (a stream resumed after a dropped
+ * connection sends its snapshot of what came after the last id it delivered, or a page overlaps it).
+ */
 export function useLineBuffer() {
   const lines = useRef<LogLine[]>([]);
   const [version, setVersion] = useState(0);
@@ -145,8 +147,14 @@ export function useLineBuffer() {
       for (const l of next) lines.current.push(l);
       bump();
     },
-    append(next: LogLine[]) {
-      for (const l of next) lines.current.push(l);
+    append(next: readonly LogLine[]) {
+      const held = lines.current;
+      let last = held.length > 0 ? held[held.length - 1]!.id : Number.NEGATIVE_INFINITY;
+      for (const l of next) {
+        if (l.id <= last) continue;
+        held.push(l);
+        last = l.id;
+      }
       bump();
     },
   };

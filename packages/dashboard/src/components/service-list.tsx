@@ -1,5 +1,5 @@
-import { useVirtualizer } from '@tanstack/react-virtual';
-import { useRef } from 'react';
+import { memo, useRef } from 'react';
+import { useFixedRows } from '../lib/fixed-rows';
 import { Link } from 'react-router';
 import type { RouterOutputs } from '../lib/trpc';
 import { StatusBadge } from './ui';
@@ -22,34 +22,37 @@ export function serviceKind(s: Pick<ServiceRow, 'repoFullName' | 'repoUrl'>): st
  */
 export function ServiceList({ services }: { services: readonly ServiceRow[] }) {
   const parent = useRef<HTMLDivElement>(null);
-  const virtualizer = useVirtualizer({
-    count: services.length,
-    getScrollElement: () => parent.current,
-    estimateSize: () => ROW_HEIGHT,
-    overscan: 8,
-  });
+  const rows = useFixedRows(parent, services.length, ROW_HEIGHT);
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: the scroll area must take keyboard scrolling
     <section ref={parent} className="vlist" tabIndex={0} aria-label={`Services (${services.length})`}>
-      <ul aria-label="Services" style={{ height: virtualizer.getTotalSize(), margin: 0, padding: 0, listStyle: 'none' }}>
-        {virtualizer.getVirtualItems().map((item) => {
-          const s = services[item.index]!;
-          return (
-            <li
-              key={s.id}
-              className="vrow"
-              aria-setsize={services.length}
-              aria-posinset={item.index + 1}
-              style={{ top: item.start, height: ROW_HEIGHT }}
-            >
-              <span>
-                <Link to={`/services/${s.id}`}>{s.name}</Link> <span className="muted">{serviceKind(s)}</span>
-              </span>
-              <StatusBadge status={s.status} label={`${s.name} status`} />
-            </li>
-          );
-        })}
+      <ul aria-label="Services" style={{ height: rows.totalHeight, margin: 0, padding: 0, listStyle: 'none' }}>
+        {services.slice(rows.start, rows.end).map((s, i) => (
+          <Row key={s.id} service={s} index={rows.start + i} count={services.length} />
+        ))}
       </ul>
     </section>
   );
 }
+
+/** A row, re-rendered only when its service's fields or its place change (the project is read again every few seconds). */
+const Row = memo(
+  function Row({ service: s, index, count }: { service: ServiceRow; index: number; count: number }) {
+    return (
+      <li className="vrow" aria-setsize={count} aria-posinset={index + 1} style={{ top: index * ROW_HEIGHT, height: ROW_HEIGHT }}>
+        <span>
+          <Link to={`/services/${s.id}`}>{s.name}</Link> <span className="muted">{serviceKind(s)}</span>
+        </span>
+        <StatusBadge status={s.status} label={`${s.name} status`} />
+      </li>
+    );
+  },
+  (a, b) =>
+    a.index === b.index &&
+    a.count === b.count &&
+    a.service.id === b.service.id &&
+    a.service.name === b.service.name &&
+    a.service.status === b.service.status &&
+    a.service.repoUrl === b.service.repoUrl &&
+    a.service.repoFullName === b.service.repoFullName,
+);

@@ -3,6 +3,7 @@ import { useId, useState } from 'react';
 import { Confirm, Empty, ErrorNotice, QueryState, StatusBadge } from '../../components/ui';
 import { formatBytes, formatDate } from '../../lib/format';
 import { useTRPC } from '../../lib/trpc';
+import { BackupSchedules } from './backup-schedules';
 
 const STORAGES = ['disk', 'object', 'disk+object'] as const;
 
@@ -131,6 +132,7 @@ export function Backups({ serviceId }: { serviceId: string }) {
           </>
         )}
       </QueryState>
+      <BackupSchedules serviceId={serviceId} onTriggered={refresh} />
     </div>
   );
 }

@@ -6,6 +6,7 @@ import { Confirm, Empty, ErrorNotice, Field, Modal, PageTitle, QueryState } from
 import { formError } from '../../lib/api-error';
 import { useTRPC } from '../../lib/trpc';
 import { CreateService } from './create-service';
+import { SharedVariables } from './shared-variables';
 
 /** A project: its environments, the services of the one shown, and what can be done to them. */
 export default function ProjectDetail() {
@@ -35,6 +36,9 @@ function ProjectView({ project }: { project: Project }) {
   const filterId = useId();
   const deleteProject = useMutation(trpc.projects.delete.mutationOptions());
   const deleteEnvironment = useMutation(trpc.environments.delete.mutationOptions());
+  const deployAll = useMutation(
+    trpc.deploy.project.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.projects.bySlug.queryKey() }) }),
+  );
 
   const envs = environments.data?.environments ?? [];
   const current = envs.find((e) => e.name === params.get('env')) ?? envs.find((e) => e.isDefault) ?? envs[0];
@@ -131,8 +135,25 @@ function ProjectView({ project }: { project: Project }) {
           <div className="row">
             <label htmlFor={filterId}>Filter services</label>
             <input id={filterId} type="search" value={filter} onChange={(e) => setFilter(e.target.value)} />
+            {current && services.length > 0 ? (
+              <Confirm
+                trigger={<button type="button">Deploy all</button>}
+                title={`Deploy every service of ${current.name}?`}
+                description={
+                  <p>A deployment of each service of the environment is queued; each keeps serving until its new version is live.</p>
+                }
+                action="Deploy all"
+                onConfirm={() => deployAll.mutateAsync({ projectId: project.id, environmentId: current.id })}
+              />
+            ) : null}
           </div>
         </div>
+        <ErrorNotice error={deployAll.error} />
+        {deployAll.data ? (
+          <p role="status" className="muted">
+            Queued {deployAll.data.deployments.length} deployment{deployAll.data.deployments.length === 1 ? '' : 's'}.
+          </p>
+        ) : null}
         {services.length === 0 ? (
           <Empty>
             {needle
@@ -143,6 +164,8 @@ function ProjectView({ project }: { project: Project }) {
           <ServiceList services={services} />
         )}
       </section>
+
+      <SharedVariables projectId={project.id} />
 
       {current ? (
         <CreateService

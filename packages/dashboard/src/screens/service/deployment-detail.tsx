@@ -1,12 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useSubscription } from '@trpc/tanstack-react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { LogView, useLineBuffer } from '../../components/log-view';
+import { LogView } from '../../components/log-view';
+import { useDeploymentLog } from '../../components/use-deployment-log';
 import { Confirm, ErrorNotice, Field, QueryState, StatusBadge } from '../../components/ui';
 import { formError } from '../../lib/api-error';
 import { formatDate, isFinished } from '../../lib/format';
-import { stripAnsi } from '../../lib/log-search';
 import { useTRPC } from '../../lib/trpc';
 
 /** One deployment: its state (live), its build log streamed as it is written, abort, and the AI's reading of a failure. */
@@ -18,21 +17,7 @@ export default function DeploymentDetail() {
     ...trpc.deployments.get.queryOptions({ deploymentId }),
     refetchInterval: (q) => (q.state.data && isFinished(q.state.data.deployment.status) ? false : 2_000),
   });
-  const log = useLineBuffer();
-  const stream = useSubscription(
-    trpc.deployments.stream.subscriptionOptions(
-      { deploymentId },
-      {
-        onData: (event) => {
-          // Log lines and the snapshot come tracked (`{id, data}`: the stream resumes after the last id); pings bare.
-          if (!('data' in event)) return;
-          const data = event.data;
-          if (data.type === 'snapshot') log.reset(data.lines.map((l) => ({ ...l, line: stripAnsi(l.line) })));
-          else log.append([{ ...data.line, line: stripAnsi(data.line.line) }]);
-        },
-      },
-    ),
-  );
+  const log = useDeploymentLog(deploymentId);
   const abort = useMutation(
     trpc.deployments.abort.mutationOptions({
       onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.deployments.get.queryKey({ deploymentId }) }),
@@ -40,7 +25,7 @@ export default function DeploymentDetail() {
   );
   const status = deployment.data?.deployment.status;
   // The server ends the stream when the deployment finishes: one more read of its state then.
-  const streamEnded = stream.status === 'idle' && log.version > 0;
+  const streamEnded = log.ended;
   // biome-ignore lint/correctness/useExhaustiveDependencies: on the stream's end only
   useEffect(() => {
     if (streamEnded) void queryClient.invalidateQueries({ queryKey: trpc.deployments.get.queryKey({ deploymentId }) });
@@ -92,7 +77,12 @@ export default function DeploymentDetail() {
             <dd>{formatDate(d.finishedAt)}</dd>
           </dl>
           <h3>Build log</h3>
-          {stream.error ? <ErrorNotice error={stream.error} title="The log stream stopped" /> : null}
+          {log.error ? <ErrorNotice error={log.error} title="The log stopped" /> : null}
+          {log.loading ? (
+            <p role="status" className="muted">
+              <span className="spinner" aria-hidden="true" /> Reading the log: {log.read.toLocaleString('en')} lines so far
+            </p>
+          ) : null}
           <LogView lines={log.lines} version={log.version} label="Build log" live={!streamEnded && !isFinished(status ?? 'queued')} />
           {d.status === 'failed' ? <Explain deploymentId={d.id} /> : null}
         </div>

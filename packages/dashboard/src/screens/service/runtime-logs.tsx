@@ -18,7 +18,8 @@ export default function RuntimeLogs() {
       {
         onData: (event) => {
           const data = 'data' in event ? event.data : event;
-          if (data.type === 'snapshot') log.reset(data.lines.map((l) => ({ ...l, line: stripAnsi(l.line) })));
+          // A resumed stream's snapshot holds what came after the last line shown: appended, not replacing.
+          if (data.type === 'snapshot') log.append(data.lines.map((l) => ({ ...l, line: stripAnsi(l.line) })));
           else if (data.type === 'log') log.append([{ ...data.line, line: stripAnsi(data.line.line) }]);
           else if (data.type === 'status') setClosed(data.closed);
         },

@@ -1,0 +1,302 @@
+import path from 'node:path';
+import Docker from 'dockerode';
+import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
+import { OpenAiProvider } from '../ai/openai.ai-provider.js';
+import { DiskBackupFiles } from '../backups/disk.backup-files.js';
+import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
+import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
+import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
+import { EngineDatabaseAdmin } from '../databases/by-engine.database-admin.js';
+import { lazyDatabaseAdmin } from '../databases/lazy.database-admin.js';
+import { CloudflareDnsProvider } from '../dns/cloudflare.dns-provider.js';
+import { DigitalOceanDnsProvider } from '../dns/digitalocean.dns-provider.js';
+import { HetznerDnsProvider } from '../dns/hetzner.dns-provider.js';
+import { DockerExecPostgresImporter } from '../docker/docker-exec.postgres-importer.js';
+import { DockerContainerStatsSource } from '../docker/docker.container-stats-source.js';
+import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
+import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
+import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
+import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
+import { GitCliSource } from '../git/git-cli.git-source.js';
+import { SmtpMailer } from '../mail/smtp.mailer.js';
+import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
+import { NetHealthProbe } from '../net/net.health-probe.js';
+import { NetPortProbe } from '../net/net.port-probe.js';
+import { TcpPortForwarder } from '../net/tcp.port-forwarder.js';
+import { S3ObjectStore } from '../object-store/s3.object-store.js';
+import { S3StorageServer } from '../object-store/s3.storage-server.js';
+import { CaddyContainer } from '../proxy/caddy-container.js';
+import { CaddyRequestLogSource } from '../proxy/caddy.request-log-source.js';
+import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
+import { enableListenerHandover } from '../proxy/listener-handover.js';
+import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
+import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
+import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
+import { TrafficSlots } from '../../src/deployments/traffic-slots.js';
+import type { DataImporter } from '../../src/imports/data-importer.port.js';
+import { openDatabase, type Database } from '../../src/persistence/database.js';
+import { offsetClock, systemClock } from '../../src/platform/clock.port.js';
+import { LogBus } from '../../src/platform/log-bus.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
+import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
+import type { AppConfig } from './config.js';
+import { createUseCases, type UseCasePorts, type UseCases } from './use-cases.js';
+
+type Log = (message: string, extra?: Record<string, unknown>) => void;
+
+export interface ComposeOptions {
+  log?: Log;
+  /**
+   * Operator commands (`npm run cli`): the database and the use cases, with nothing that runs
+   * containers, routes, sends mail or calls a vendor.
+   */
+  operatorOnly?: boolean;
+  /** Where password-reset links point when APP_URL is not set: this API's own address, once it listens. */
+  ownUrl?: () => string;
+}
+
+/** The platform built from its configuration: the database, the use cases, and the work that runs beside the doors. */
+export interface Platform {
+  database: Database;
+  useCases: UseCases;
+  /** Before the doors open: the stored settings applied, and the first start's API key made (its token, to be shown once). */
+  prepare(): Promise<{ initialApiKey: string | null }>;
+  /** Deployments, routes, metrics, imports and backups start working. */
+  start(): void;
+  /** Their work ends (the proxy keeps serving the loaded routes), and the runtime's connections close. */
+  stop(): Promise<void>;
+  /** Last: the mailer and the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: the one place that knows every adapter. It builds the ports this
+ * configuration names and hands them to the use cases (use-cases.ts); the server (adapters/http) and
+ * the operator commands (adapters/cli) start from here, the tests' harnesses from createUseCases.
+ */
+export async function composePlatform(config: AppConfig, options: ComposeOptions = {}): Promise<Platform> {
+  const log = options.log ?? (() => {});
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const mailer =
+    !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
+  const ports = options.operatorOnly ? operatorPorts() : await runtimePorts(config, log);
+  const databaseAdmin = ports.databases?.admin;
+  const useCases = createUseCases(
+    {
+      store: database.store,
+      secrets: SecretBox.fromSecret(config.secretKey),
+      clock: offsetClock(systemClock, config.clockOffsetMs),
+      logBus: new LogBus(),
+      config: config.platform,
+    },
+    {
+      ...ports,
+      log,
+      accounts: {
+        mailer,
+        mailerFor: (smtp) => new SmtpMailer(smtp.url, smtp.from),
+        sessionTtlMs: config.accounts.sessionTtlMs,
+        appUrl: () => config.accounts.appUrl ?? options.ownUrl?.() ?? '',
+      },
+      terminals: { engine: ports.terminals?.engine, limits: config.terminals },
+    },
+  );
+
+  return {
+    database,
+    useCases,
+    async prepare() {
+      await useCases.settings.load();
+      if (config.bootstrapApiKey) {
+        await useCases.apiKeys.bootstrap(config.bootstrapApiKey);
+        return { initialApiKey: null };
+      }
+      if (!database.fresh || (await database.store.apiKeys.count()) > 0) return { initialApiKey: null };
+      // Without it, a first start leaves no way in over HTTP. Only its id and prefix are logged.
+      const { apiKey, token } = await useCases.apiKeys.mint('initial', 'write', null);
+      log('initial API key created (all projects, write); its token is printed once, outside the log records', {
+        id: apiKey.id,
+        prefix: apiKey.prefix,
+      });
+      return { initialApiKey: token };
+    },
+    start() {
+      // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
+      // load once the runner knows which containers serve: a table before that would send all to 503.
+      void (async () => {
+        await useCases.runner?.start();
+        useCases.routing.start();
+        useCases.sampler?.start();
+      })();
+      // Imports a previous process left running are failed (with the reason) before new ones are claimed.
+      void useCases.imports
+        .startRunner()
+        .catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
+      startBackups(useCases, log);
+    },
+    async stop() {
+      await useCases.sampler?.stop();
+      await useCases.backupScheduler.stop();
+      await useCases.drills.stop();
+      await useCases.backupRunner.stop();
+      await useCases.runner?.stop();
+      await useCases.imports.stop();
+      // The proxy keeps serving the loaded routes while the platform is down.
+      await useCases.routing.stop();
+      await ports.runtime?.forwarder.closeAll();
+      await databaseAdmin?.closeAll();
+    },
+    async close() {
+      mailer?.close();
+      await database.close();
+    },
+  };
+}
+
+const ENGINE_PING_TIMEOUT_MS = 3_000;
+
+/** `npm start` on a host without a Docker engine provisions one (scripts/provision/docker.sh) before anything else. */
+export function ensureContainerEngine(config: AppConfig, log: Log, say: (line: string) => void): ReturnType<typeof ensureEngine> {
+  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
+  return ensureEngine(config.dockerSocket, {
+    ping: () => engine.ping(AbortSignal.timeout(ENGINE_PING_TIMEOUT_MS)),
+    ...hostFacts(),
+    provisionScript: findProvisionScript(),
+    provision: runProvisionScript,
+    log,
+    say,
+  });
+}
+
+/** Behind Caddy, before anything starts: why the traffic gate cannot work here (its port taken), or null; leftovers of gone installs are swept. */
+export async function trafficGatePreflight(config: AppConfig, log: Log): Promise<string | null> {
+  if (config.proxy.kind === 'none') return null;
+  const engine = new DockerodeContainerEngine(new Docker({ socketPath: config.dockerSocket }));
+  const gate = new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort });
+  return new TrafficSlots(engine, gate, config.platform, { log }).preflight();
+}
+
+/** The adapters of every port, as the configuration names them. */
+async function runtimePorts(config: AppConfig, log: Log): Promise<UseCasePorts> {
+  if (config.proxy.kind !== 'none') await enableListenerHandover(log);
+  const docker = new Docker({ socketPath: config.dockerSocket });
+  const engine = new DockerodeContainerEngine(docker);
+  const databaseAdmin = engineDatabaseAdmin();
+  return {
+    proxy: reverseProxy(config, engine, log),
+    runtimeLogs: new DockerRuntimeLogSource(docker),
+    portProbe: new NetPortProbe(),
+    runtime: {
+      engine,
+      git: new GitCliSource(),
+      forwarder: new TcpPortForwarder(),
+      health: new NetHealthProbe(),
+      databaseReadiness: databaseAdmin,
+      storageServer: new S3StorageServer(),
+      // Behind Caddy, cutovers move traffic through the packet filter instead of reloading it.
+      ...(config.proxy.kind !== 'none'
+        ? { gate: new IptablesTrafficGate({ instanceId: config.platform.instanceId, gatePort: config.proxy.gatePort }) }
+        : {}),
+    },
+    databases: { admin: databaseAdmin },
+    imports: { importer: dataImporter(docker) },
+    tls: { issuer: new OpensslCertificateIssuer() },
+    backups: {
+      files: new DiskBackupFiles(config.platform.backups.dir),
+      objectStores: (store) => new S3ObjectStore(store),
+      dump: new DockerExecDatabaseDump(docker),
+      drills: {
+        scratch: new DockerScratchDatabases(docker, config.platform.instanceId, config.platform.resourcePrefix),
+        disk: statfsDiskUsage(config.platform.backups.dir),
+      },
+    },
+    dnsProviders: [
+      new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
+      new DigitalOceanDnsProvider({ baseUrl: config.dnsApiUrls.digitalocean }),
+      new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
+    ],
+    aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
+    containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId),
+    ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
+    terminals: { engine: new DockerodeTerminalEngine(docker) },
+  };
+}
+
+/** For operator commands: the store is all they use. */
+function operatorPorts(): UseCasePorts {
+  return {
+    proxy: new UnconfiguredReverseProxy(),
+    runtimeLogs: { follow: async function* () {} },
+    portProbe: new NetPortProbe(),
+  };
+}
+
+/** One adapter per engine family, each loaded on first use; PostgreSQL's serves TimescaleDB too. */
+export function engineDatabaseAdmin(): EngineDatabaseAdmin {
+  const postgres = lazyDatabaseAdmin(async () => new (await import('../databases/postgres.database-admin.js')).PostgresDatabaseAdmin());
+  return new EngineDatabaseAdmin({
+    postgres,
+    timescale: postgres,
+    mysql: lazyDatabaseAdmin(async () => new (await import('../databases/mysql.database-admin.js')).MysqlDatabaseAdmin()),
+    redis: lazyDatabaseAdmin(async () => new (await import('../databases/redis.database-admin.js')).RedisDatabaseAdmin()),
+    mongodb: lazyDatabaseAdmin(async () => new (await import('../databases/mongodb.database-admin.js')).MongoDatabaseAdmin()),
+    clickhouse: lazyDatabaseAdmin(async () => new (await import('../databases/clickhouse.database-admin.js')).ClickHouseDatabaseAdmin()),
+  });
+}
+
+/** PostgreSQL imports run in the service's container; Redis imports from here (the Redis adapter loads on first use). */
+function dataImporter(docker: Docker): DataImporter {
+  const postgres = new DockerExecPostgresImporter(docker);
+  return {
+    importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),
+    importRedis: async (source, target, work) =>
+      new (await import('../databases/redis-url.data-importer.js')).RedisUrlImporter().importRedis(source, target, work),
+  };
+}
+
+function reverseProxy(config: AppConfig, engine: ContainerEngine, log: Log): ReverseProxy {
+  const proxy = config.proxy;
+  if (proxy.kind === 'none') return new UnconfiguredReverseProxy();
+  if (proxy.kind === 'external') return new CaddyReverseProxy(proxy);
+  const container = new CaddyContainer(engine, {
+    prefix: config.platform.resourcePrefix,
+    image: proxy.image,
+    adminPort: proxy.adminPort,
+    routesDir: proxy.routesDir,
+    accessLogDir: proxy.accessLogDir,
+    log,
+  });
+  return new CaddyReverseProxy({
+    ...proxy,
+    adminUrl: container.adminUrl,
+    host: container,
+    caddyRoutesDir: container.routesMount,
+    caddyAccessLogDir: container.logsMount,
+  });
+}
+
+/**
+ * Backups run once what a previous process left running is settled (failed, with the reason); the
+ * recovery is tried again every 5 s while the database does not answer.
+ */
+function startBackups(useCases: UseCases, log: Log): void {
+  useCases.backupRunner.start();
+  const recover = () => {
+    if (useCases.backupRunner.stopping) return;
+    useCases.backupRunner.recover().then(
+      () => {
+        useCases.backupScheduler.start();
+        // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
+        useCases.drills
+          .recover()
+          .catch((error: Error) => log('drill recovery failed', { error: error.message }))
+          .finally(() => useCases.drills.start());
+      },
+      (error: Error) => {
+        log('backup recovery failed; trying again', { error: error.message });
+        setTimeout(recover, 5_000).unref();
+      },
+    );
+  };
+  recover();
+}

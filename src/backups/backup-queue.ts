@@ -1,0 +1,91 @@
+import type { DatabaseEngine } from '../domain/database-engines.js';
+import { newId } from '../domain/ids.js';
+import type { ServiceRecord } from '../domain/types.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import type { BackupLog } from './backup-log.js';
+import type { BackupSettingsService } from './backup-settings.service.js';
+import { backupFormat } from './backup-targets.js';
+import type { BackupFormat, BackupRecord, BackupStorage, BackupTrigger } from './backup.records.js';
+import type { DatabaseDump } from './database-dump.port.js';
+
+/**
+ * Backups to make: a row queued for the BackupJobs kind (the API's, a configuration's or the
+ * scheduler's), its first log line, and the runner told at once.
+ */
+export class BackupQueue {
+  private readonly queuedListeners: Array<() => void> = [];
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly dump: DatabaseDump | null,
+    private readonly settings: BackupSettingsService,
+    private readonly log: BackupLog,
+  ) {}
+
+  /** Called when a backup is queued: the runner looks at once instead of at its next poll. */
+  onQueued(listener: () => void): void {
+    this.queuedListeners.push(listener);
+  }
+
+  /** The dump format of an engine the platform can back up; 422 `not_supported` for the others. */
+  assertSupported(engine: DatabaseEngine, what: string): BackupFormat {
+    return backupFormat(this.dump, engine, what);
+  }
+
+  async queue(
+    service: ServiceRecord,
+    engine: DatabaseEngine,
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null = null,
+  ): Promise<BackupRecord> {
+    const backup = await this.deps.store.backups.insert(await this.prepare(service, engine, storage, trigger, scheduleId));
+    await this.announce(backup);
+    return backup;
+  }
+
+  /** The row of a backup to queue, not stored yet; refused when the engine or the storage cannot be backed up. */
+  async prepare(
+    service: ServiceRecord,
+    engine: DatabaseEngine,
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null,
+    id = newId(),
+  ): Promise<BackupRecord> {
+    const format = this.assertSupported(engine, 'Backups');
+    const storageId = await this.settings.storageIdFor(service.id, storage);
+    return {
+      id,
+      serviceId: service.id,
+      engine,
+      status: 'queued',
+      trigger,
+      storage,
+      format,
+      localPath: null,
+      objectKey: null,
+      storageId,
+      sizeBytes: 0,
+      checksum: '',
+      error: null,
+      abortRequested: false,
+      createdAt: this.deps.clock.now(),
+      startedAt: null,
+      finishedAt: null,
+      scheduleId,
+      kind: 'dump',
+      volume: null,
+      volumeMode: null,
+      walStart: null,
+      counts: null,
+      drill: null,
+    };
+  }
+
+  /** A stored backup's first log line, and the runner told at once. */
+  async announce(backup: BackupRecord): Promise<void> {
+    await this.log.append(backup.id, 'stdout', `Backup queued (${backup.trigger}, storage ${backup.storage})`);
+    for (const listener of this.queuedListeners) listener();
+  }
+}

@@ -1,0 +1,164 @@
+import { DATABASE_ENGINES, ENGINE_SPECS, type DatabaseEngine } from '../domain/database-engines.js';
+import { STORAGE_SERVER } from '../domain/storage-server.js';
+
+/** Base images per language; the platform configuration may pin others (a mirror, a digest). */
+export interface AnalyzerImages {
+  node: string;
+  python: string;
+  go: string;
+  goRuntime: string;
+  static: string;
+}
+
+export const DEFAULT_ANALYZER_IMAGES: Readonly<AnalyzerImages> = Object.freeze({
+  node: 'node:22-bookworm-slim',
+  python: 'python:3.12-slim-bookworm',
+  go: 'golang:1.23-bookworm',
+  goRuntime: 'debian:bookworm-slim',
+  static: 'caddy:2',
+});
+
+/** How deployments are run. */
+export interface DeployConfig {
+  /** Deployments built at once across the platform; 0 pauses the runner (queued ones wait). */
+  buildConcurrency: number;
+  /** Scratch space for clones; each deployment's folder is removed when it ends. */
+  buildsDir: string;
+  /** `owner/repo` is cloned from `<gitBaseUrl>/owner/repo.git`. */
+  gitBaseUrl: string;
+  /** Path a web container must answer (any HTTP status) before it gets traffic. */
+  healthPath: string;
+  healthTimeoutMs: number;
+  /** A worker counts as started when it is still running after this long. */
+  workerSettleMs: number;
+  /** SIGTERM to SIGKILL, for containers being replaced. */
+  stopGraceSeconds: number;
+  /** Base images the analyzer builds from; production pulls them when missing. */
+  analyzerImages: AnalyzerImages;
+  /** Images of this many of a service's newest live deployments (the live one included) are kept for rollbacks. */
+  rollbackKeep: number;
+}
+
+/** How the reverse proxy is kept in step with the database. */
+export interface RoutingConfig {
+  /** How often the proxy is asked whether it still serves the table (a restarted one is empty). */
+  reconcileMs: number;
+  /** At most this long, after a cutover, for requests in flight to the old container to finish. */
+  drainTimeoutMs: number;
+  /** Timeout of one call to the proxy's admin API. */
+  proxyTimeoutMs: number;
+  /** CIDR of the traffic slot network, or `auto` (see TrafficSlots). */
+  slotSubnet: string;
+  /** How often the proxy checks each slot's gate: a cutover waits about two of these per switch. */
+  healthIntervalMs: number;
+  /** The gate responder: its port on 127.0.0.1 and its image (a static HTTP server). */
+  gatePort: number;
+  gateImage: string;
+}
+
+/** Database services: what they run and how far their administration may go. */
+export interface DatabasesConfig {
+  /** The image each engine runs; production pulls it when missing. */
+  images: Record<DatabaseEngine, string>;
+  /** Statement timeout of POST query (and the bound of every other admin call). */
+  queryTimeoutMs: number;
+  /** Rows of a POST query beyond this are not read: the result says `truncated`. */
+  queryRowCap: number;
+  /** An import's source that does not answer within this long fails the import. */
+  importConnectTimeoutMs: number;
+  /** A whole import (dump and restore, or every key) gives up after this long. */
+  importTimeoutMs: number;
+}
+
+/** Database backups: where files go, and how often the scheduler looks. */
+export interface BackupsConfig {
+  /** Backup files with storage `disk`: `<dir>/<serviceId>/<backupId>.<ext>`. */
+  dir: string;
+  /** Backups run at once across the platform. */
+  concurrency: number;
+  /** How often automatic backups and their retention are checked. */
+  schedulerIntervalMs: number;
+  /** Timeout of one object-store check (HeadBucket). */
+  objectStoreTimeoutMs: number;
+}
+
+/** The settings services need, resolved once at start by the composition root. */
+export interface PlatformConfig {
+  /** Inclusive range host ports are assigned from. */
+  hostPortRange: { from: number; to: number };
+  /** e.g. `apps.example.com`: generated hostnames live under it. */
+  rootDomain: string | null;
+  /** The IP address DNS records and the overview point at. */
+  publicIp: string;
+  /** Scheme of public URLs: https unless the proxy serves plain HTTP. */
+  publicScheme: 'http' | 'https';
+  /** Port in public URLs when the proxy serves on a port other than the scheme's own. */
+  publicPort: number | null;
+  /** Resource names (containers, images, volumes) start with it. */
+  resourcePrefix: string;
+  /** Tells this installation's Docker resources from another's on the same engine. */
+  instanceId: string;
+  /** Keep-alive interval of the deployment log stream. */
+  streamPingMs: number;
+  /** Lines in the runtime log stream's snapshot. */
+  runtimeLogTail: number;
+  deploy: DeployConfig;
+  routing: RoutingConfig;
+  databases: DatabasesConfig;
+  /** Storage instances: the S3 server image they run (Versity S3 Gateway's conventions); production pulls it when missing. */
+  storage: { image: string };
+  /** AI explanations: one call to the provider, at most this long. */
+  ai: { timeoutMs: number };
+  /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
+  metrics: { intervalMs: number; retentionHours: number };
+  backups: BackupsConfig;
+  /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
+  licensePublicKey: string;
+}
+
+/** The release's license-signing public key; LICENSE_PUBLIC_KEY replaces it (tests sign with their own pair). */
+export const BUILT_IN_LICENSE_PUBLIC_KEY = 'MCowBQYDK2VwAyEArmeyV08ndTNzJJknsl9M+lZJ5b77YgjT7pQTBUmIqnA=';
+
+export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
+  licensePublicKey: BUILT_IN_LICENSE_PUBLIC_KEY,
+  hostPortRange: { from: 20000, to: 29999 },
+  rootDomain: null,
+  publicIp: '127.0.0.1',
+  publicScheme: 'https',
+  publicPort: null,
+  resourcePrefix: 'slipway',
+  instanceId: 'default',
+  streamPingMs: 15_000,
+  runtimeLogTail: 200,
+  deploy: {
+    buildConcurrency: 2,
+    buildsDir: './data/builds',
+    gitBaseUrl: 'https://github.com',
+    healthPath: '/',
+    healthTimeoutMs: 60_000,
+    workerSettleMs: 2_000,
+    stopGraceSeconds: 10,
+    analyzerImages: { ...DEFAULT_ANALYZER_IMAGES },
+    rollbackKeep: 5,
+  },
+  routing: {
+    reconcileMs: 2_000,
+    drainTimeoutMs: 30_000,
+    proxyTimeoutMs: 10_000,
+    slotSubnet: 'auto',
+    healthIntervalMs: 500,
+    gatePort: 2080,
+    gateImage: 'busybox:1',
+  },
+  databases: {
+    images: Object.fromEntries(DATABASE_ENGINES.map((engine) => [engine, ENGINE_SPECS[engine].image])) as Record<DatabaseEngine, string>,
+    queryTimeoutMs: 30_000,
+    queryRowCap: 1_000,
+    importConnectTimeoutMs: 10_000,
+    importTimeoutMs: 6 * 3_600_000,
+  },
+  storage: { image: STORAGE_SERVER.image },
+  ai: { timeoutMs: 60_000 },
+  metrics: { intervalMs: 10_000, retentionHours: 24 },
+  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
+};
