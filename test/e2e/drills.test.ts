@@ -11,7 +11,9 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * Restore drills end to end, over real HTTP against the server as `npm start` runs it: a PostgreSQL
  * service (the stand-in image's PostgreSQL 15) deployed on the real Docker engine, backed up, then
  * drilled on demand: restored into a scratch container on a private network (no host port, no
- * domain), counted with psql against the counts recorded at backup time, removed. Then a backup
+ * domain), counted with psql against the counts recorded at backup time (a table whose name must be
+ * quoted among them), removed. This is the PostgreSQL family's drill of record: test/integration/drills.test.ts
+ * drills the other families. Then a backup
  * whose file was changed on disk fails its drill, and the listing counts it. One database for the file.
  */
 
@@ -124,12 +126,19 @@ describe('restore drills of a PostgreSQL service', () => {
     await sql("INSERT INTO orders SELECT g, 'order ' || g FROM generate_series(1, 250) g");
     await sql('CREATE TABLE customers (id int)');
     await sql('INSERT INTO customers SELECT generate_series(1, 12)');
+    // A name psql must quote: counted and compared under its own name.
+    await sql('CREATE TABLE "Mixed Case" (id int)');
+    await sql('INSERT INTO "Mixed Case" VALUES (1), (2), (3)');
     const before = await listing();
     const backup = await backUp();
     expect(backup.status, backup.error ?? '').toBe('succeeded');
     expect(backup.counts).toEqual({
       unit: 'rows',
-      expected: { 'public.customers': { min: 12, max: 12 }, 'public.orders': { min: 250, max: 250 } },
+      expected: {
+        'public.Mixed Case': { min: 3, max: 3 },
+        'public.customers': { min: 12, max: 12 },
+        'public.orders': { min: 250, max: 250 },
+      },
     });
     expect(backup.drill).toBeNull();
     expect((await listing()).drills.neverDrilled).toBe(before.drills.neverDrilled + 1);
@@ -139,7 +148,7 @@ describe('restore drills of a PostgreSQL service', () => {
       status: 'passed',
       reason: null,
       checksumOk: true,
-      counts: { 'public.customers': 12, 'public.orders': 250 },
+      counts: { 'public.Mixed Case': 3, 'public.customers': 12, 'public.orders': 250 },
     });
     expect(done.drill!.durationMs).toBeGreaterThan(0);
     const after = await listing();
