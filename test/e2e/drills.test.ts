@@ -116,8 +116,12 @@ async function drilled(backupId: string): Promise<Backup> {
   );
 }
 
+/** This install's scratch databases still there (other installs on the host, other test files among them, drill too). */
 async function scratchLeft(): Promise<string> {
-  return (await run('docker', ['ps', '-a', '--filter', 'label=slipway.scratch=drill', '--format', '{{.Names}}'])).stdout.trim();
+  const instance = /"instanceId":"([a-z0-9]+)"/.exec(server.output())?.[1];
+  if (!instance) throw new Error('the server did not log its instanceId');
+  const filters = ['--filter', 'label=slipway.scratch=drill', '--filter', `label=slipway.scratch-instance=${instance}`];
+  return (await run('docker', ['ps', '-a', ...filters, '--format', '{{.Names}}'])).stdout.trim();
 }
 
 describe('restore drills of a PostgreSQL service', () => {
