@@ -22,6 +22,7 @@ import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
+import { webhookRouter } from './webhook.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
 export const appRouter = router({
@@ -59,6 +60,7 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
+  webhooks: webhookRouter,
   // The general API's paths: second doors to the procedures above (general-api.ts).
   apps: router(generalApi.apps),
   deploy: router(generalApi.deploy),

@@ -24,6 +24,8 @@ export interface RequestLimiter {
   assertRequestAllowed(keyId: string): void;
   /** Rejects with a rate_limited DomainError once this address called an authentication endpoint of this kind too often. */
   assertAuthAttempt(kind: AuthRateKind, ip: string): Promise<void>;
+  /** Rejects with a rate_limited DomainError once this address posted too many webhook deliveries in the last minute. */
+  assertWebhookDelivery(ip: string): Promise<void>;
 }
 
 /** The session cookie, set and cleared by the HTTP edge; absent for server-side callers. */

@@ -10,6 +10,9 @@ import type { BackupService } from './backups/backup.service.js';
 import type { DrillService } from './backups/drill.service.js';
 import type { DatabaseAdminService } from './databases/database-admin.service.js';
 import type { DatabaseCatalog } from './databases/database-catalog.service.js';
+import type { DeliveryReceiver } from './git-hooks/delivery-receiver.js';
+import type { WebhookService } from './git-hooks/webhook.service.js';
+import type { PreviewService } from './previews/preview.service.js';
 import type { DeploymentService } from './deployments/deployment.service.js';
 import type { RuntimeLogService } from './deployments/runtime-log.service.js';
 import type { EnvService } from './env/env.service.js';
@@ -69,4 +72,9 @@ export interface Services {
   metrics: MetricsService;
   health: HealthService;
   terminals: TerminalService;
+  /** A project's webhook (URL, secret) and its recent deliveries. */
+  webhooks: WebhookService;
+  /** The public webhook door's use case: a delivery verified, recorded and acted on. */
+  deliveries: DeliveryReceiver;
+  previews: PreviewService;
 }

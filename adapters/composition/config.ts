@@ -274,6 +274,33 @@ function backupsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig[
   };
 }
 
+/** Push to deploy (docs/push-to-deploy.md): delivery limits, the git hosts' status API roots, the previews' database copy limits. */
+function hooksConfig(env: NodeJS.ProcessEnv): PlatformConfig['hooks'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.hooks;
+  const apiUrl = (name: string) => {
+    const raw = env[name]?.trim();
+    if (!raw) return null;
+    if (!/^https?:\/\/[^\s/]+/.test(raw)) throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+    return raw.replace(/\/+$/, '');
+  };
+  const ratio = int(env, 'PREVIEW_DISK_MAX_USED_PERCENT', defaults.previewDiskMaxUsedRatio * 100, 1, 100) / 100;
+  return {
+    publicUrl: publicUrl(env.PUBLIC_URL) ?? (env.APP_URL?.trim() ? publicUrl(env.APP_URL) : null),
+    maxBodyBytes: int(env, 'WEBHOOK_BODY_LIMIT_BYTES', defaults.maxBodyBytes, 1024, 64 * 1024 * 1024),
+    perAddressPerMinute: int(env, 'WEBHOOK_RATE_LIMIT_PER_MINUTE', defaults.perAddressPerMinute, 1, 1_000_000),
+    tickMs: int(env, 'HOOKS_TICK_MS', defaults.tickMs, 100, 60_000),
+    apiUrls: {
+      github: apiUrl('GITHUB_API_URL'),
+      gitlab: apiUrl('GITLAB_URL'),
+      gitea: apiUrl('GITEA_URL'),
+      forgejo: apiUrl('FORGEJO_URL'),
+      bitbucket: apiUrl('BITBUCKET_API_URL'),
+    },
+    previewCopyMaxBytes: int(env, 'PREVIEW_DB_COPY_MAX_BYTES', defaults.previewCopyMaxBytes, 1, Number.MAX_SAFE_INTEGER),
+    previewDiskMaxUsedRatio: ratio,
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
@@ -326,6 +353,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       },
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       backups: backupsConfig(env, dataDir),
+      hooks: hooksConfig(env),
       licensePublicKey: licensePublicKey(env.LICENSE_PUBLIC_KEY),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),

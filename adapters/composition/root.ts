@@ -17,7 +17,15 @@ import { DockerRuntimeLogSource } from '../docker/docker.runtime-log-source.js';
 import { DockerodeContainerEngine } from '../docker/dockerode.container-engine.js';
 import { ensureEngine, findProvisionScript, hostFacts, runProvisionScript } from '../docker/engine-setup.js';
 import { DockerodeTerminalEngine } from '../docker/dockerode.terminal-engine.js';
+import { DockerPreviewNetworks, dockerDiskUsage } from '../docker/docker.preview-networks.js';
+import { BitbucketProvider, BitbucketStatusApi } from '../git/bitbucket.git-provider.js';
+import { DockerHubProvider } from '../git/dockerhub.git-provider.js';
 import { GitCliSource } from '../git/git-cli.git-source.js';
+import { GiteaProvider, GiteaStatusApi } from '../git/gitea.git-provider.js';
+import { GitHubProvider, GitHubStatusApi } from '../git/github.git-provider.js';
+import { GitLabProvider, GitLabStatusApi } from '../git/gitlab.git-provider.js';
+import { StandardWebhooksProvider } from '../git/standard-webhooks.git-provider.js';
+import { RegistryHttpImageRegistry } from '../registry/registry-http.image-registry.js';
 import { SmtpMailer } from '../mail/smtp.mailer.js';
 import { IptablesTrafficGate } from '../net/iptables.traffic-gate.js';
 import { NetHealthProbe } from '../net/net.health-probe.js';
@@ -40,7 +48,7 @@ import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import type { ReverseProxy } from '../../src/routing/reverse-proxy.port.js';
 import type { AppConfig } from './config.js';
-import { createUseCases, type UseCasePorts, type UseCases } from './use-cases.js';
+import { createUseCases, type HookPorts, type UseCasePorts, type UseCases } from './use-cases.js';
 
 type Log = (message: string, extra?: Record<string, unknown>) => void;
 
@@ -79,7 +87,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const mailer =
     !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
-  const ports = options.operatorOnly ? operatorPorts() : await runtimePorts(config, log);
+  const ports = options.operatorOnly ? operatorPorts() : await runtimePorts(config, log, options.ownUrl ?? (() => ''));
   const databaseAdmin = ports.databases?.admin;
   const useCases = createUseCases(
     {
@@ -127,6 +135,9 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
         await useCases.runner?.start();
         useCases.routing.start();
         useCases.sampler?.start();
+        useCases.statuses.start();
+        useCases.poller.start();
+        useCases.previews.start();
       })();
       // Imports a previous process left running are failed (with the reason) before new ones are claimed.
       void useCases.imports
@@ -136,6 +147,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
     },
     async stop() {
       await useCases.sampler?.stop();
+      await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
       await useCases.drills.stop();
       await useCases.backupRunner.stop();
@@ -177,18 +189,19 @@ export async function trafficGatePreflight(config: AppConfig, log: Log): Promise
 }
 
 /** The adapters of every port, as the configuration names them. */
-async function runtimePorts(config: AppConfig, log: Log): Promise<UseCasePorts> {
+async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string): Promise<UseCasePorts> {
   if (config.proxy.kind !== 'none') await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
   const engine = new DockerodeContainerEngine(docker);
   const databaseAdmin = engineDatabaseAdmin();
+  const git = new GitCliSource();
   return {
     proxy: reverseProxy(config, engine, log),
     runtimeLogs: new DockerRuntimeLogSource(docker),
     portProbe: new NetPortProbe(),
     runtime: {
       engine,
-      git: new GitCliSource(),
+      git,
       forwarder: new TcpPortForwarder(),
       health: new NetHealthProbe(),
       databaseReadiness: databaseAdmin,
@@ -219,6 +232,39 @@ async function runtimePorts(config: AppConfig, log: Log): Promise<UseCasePorts> 
     containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId),
     ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
     terminals: { engine: new DockerodeTerminalEngine(docker) },
+    hooks: hookPorts(config, docker, git, ownUrl),
+  };
+}
+
+/**
+ * Push to deploy's adapters: the senders in the order their headers are told apart (Forgejo and Gitea
+ * send GitHub's event header too, so they come before GitHub; Docker Hub, known by its body, last),
+ * each host's commit status API, `git ls-remote` for branch polling, the Registry HTTP API for digests,
+ * the disk the database volumes live on, and Docker networks for previews sharing a parent's database.
+ */
+function hookPorts(config: AppConfig, docker: Docker, git: GitCliSource, ownUrl: () => string): HookPorts {
+  return {
+    providers: [
+      new GiteaProvider('forgejo'),
+      new GiteaProvider('gitea'),
+      new GitLabProvider(),
+      new BitbucketProvider(),
+      new GitHubProvider(),
+      new StandardWebhooksProvider(),
+      new DockerHubProvider(),
+    ],
+    statusApis: [
+      new GitHubStatusApi(),
+      new GitLabStatusApi(),
+      new GiteaStatusApi('gitea'),
+      new GiteaStatusApi('forgejo'),
+      new BitbucketStatusApi(),
+    ],
+    remote: git,
+    registry: new RegistryHttpImageRegistry(),
+    disk: dockerDiskUsage(docker, config.dataDir),
+    networks: new DockerPreviewNetworks(docker, { instanceId: config.platform.instanceId, prefix: config.platform.resourcePrefix }),
+    baseUrl: () => config.publicUrl ?? ownUrl(),
   };
 }
 

@@ -68,6 +68,15 @@ import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js
 import { TerminalService, type TerminalLimits } from '../../src/terminals/terminal.service.js';
 import type { CertificateIssuer } from '../../src/tls/certificate-issuer.port.js';
 import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
+import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
+import { CommitStatusReporter } from '../../src/git-hooks/commit-status.reporter.js';
+import { DeliveryReceiver } from '../../src/git-hooks/delivery-receiver.js';
+import type { CommitStatusApi, GitProvider, GitRemote, ImageRegistry } from '../../src/git-hooks/git-provider.port.js';
+import { PushDeployer } from '../../src/git-hooks/push-deployer.js';
+import { TriggerPoller } from '../../src/git-hooks/trigger-poller.js';
+import { WebhookService } from '../../src/git-hooks/webhook.service.js';
+import type { PreviewNetworks } from '../../src/previews/preview-networks.port.js';
+import { PreviewService } from '../../src/previews/preview.service.js';
 import { UNCONFIGURED_BACKUP_FILES } from '../backups/unconfigured.backup-files.js';
 import { UNCONFIGURED_OBJECT_STORES } from '../object-store/unconfigured.object-store.js';
 
@@ -118,9 +127,26 @@ export interface UseCasePorts {
         drills?: Partial<DrillPorts> & { limits?: Partial<DrillLimits> };
       }
     | undefined;
+  /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
+  hooks?: HookPorts | undefined;
   log?: ((message: string, extra?: Record<string, unknown>) => void) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
   onServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
+}
+
+/** The adapters push to deploy, polling and previews talk through. */
+export interface HookPorts {
+  /** Asked in order (Forgejo before Gitea before GitHub: each sends the next one's headers too). */
+  providers?: GitProvider[];
+  statusApis?: CommitStatusApi[];
+  remote?: GitRemote | null;
+  registry?: ImageRegistry | null;
+  /** The disk database volumes live on, for the previews' copy limit; null: not checked. */
+  disk?: DiskUsage;
+  /** Joins a parent's database to a preview's network (previews.databases `shared`). */
+  networks?: PreviewNetworks | null;
+  /** Where senders reach the API (PUBLIC_URL, else the API's own address once it listens). */
+  baseUrl?: () => string;
 }
 
 /**
@@ -233,6 +259,8 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
       // Their backups under way stop first, so none writes a file after its service's are removed.
       await backupRunner.abortKeys(ids, new JobAborted('The service was deleted'));
       await destinations.removeOfServices(ids);
+      // A preview goes with the service it previews (previews is built below; this runs on a removal, long after).
+      await previews.removeOfServices(removed);
       await ports.onServicesRemoved?.(removed);
     },
     log,
@@ -276,6 +304,46 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
   });
 
   const domains = new DomainService(deps, routing);
+  const environments = new EnvironmentService(deps, serviceReader, removal, routing, hostPorts);
+
+  // Push to deploy, branch and digest polling, commit statuses and pull-request previews.
+  const hookPorts = ports.hooks ?? {};
+  const hookBaseUrl = () => deps.config.hooks.publicUrl ?? hookPorts.baseUrl?.() ?? `${deps.config.publicScheme}://${deps.config.publicIp}`;
+  const webhooks = new WebhookService(deps, hookBaseUrl);
+  const statuses = new CommitStatusReporter(
+    deps,
+    hookPorts.statusApis ?? [],
+    { deploymentUrl: (d) => `${hookBaseUrl().replace(/\/+$/, '')}/api/deployments/${d.id}` },
+    (deploymentId, line) => deployments.appendLog(deploymentId, 'stdout', line),
+    log,
+  );
+  const poller = new TriggerPoller(deps, deployments, hookPorts.remote ?? null, hookPorts.registry ?? null, log);
+  const deliveries = new DeliveryReceiver(
+    deps,
+    hookPorts.providers ?? [],
+    webhooks,
+    new PushDeployer(deps, deployments, statuses),
+    poller,
+    log,
+  );
+  const previews = new PreviewService(
+    deps,
+    environments,
+    deployments,
+    statuses,
+    {
+      copy: new DatabaseCopy(deps, env, dump, backupRestore, backupRuntime),
+      limits: {
+        maxBytes: deps.config.hooks.previewCopyMaxBytes,
+        maxUsedRatio: deps.config.hooks.previewDiskMaxUsedRatio,
+        disk: hookPorts.disk ?? (async () => null),
+      },
+    },
+    hookPorts.networks ?? null,
+    log,
+  );
+  deliveries.handlePullRequests(previews);
+
   const useCases = {
     // What the doors call (Services).
     system: new SystemService(
@@ -292,7 +360,7 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     twoFactor,
     personalTokens,
     projects,
-    environments: new EnvironmentService(deps, serviceReader, removal, routing, hostPorts),
+    environments,
     serviceCreation,
     serviceReader,
     serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing),
@@ -317,6 +385,9 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,
     health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing),
+    webhooks,
+    deliveries,
+    previews,
     terminals: new TerminalService(
       deps,
       current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
@@ -330,6 +401,8 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     backupRunner,
     backupScheduler: new BackupScheduler(deps, backupQueue, destinations, log),
     objectStores,
+    statuses,
+    poller,
   };
   return useCases satisfies Services;
 }

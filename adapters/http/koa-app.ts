@@ -15,6 +15,7 @@ import { serveDownload } from './download-bridge.js';
 import type { SseBridge } from './sse-bridge.js';
 import { McpEndpoint } from './mcp-endpoint.js';
 import { DashboardFiles } from './dashboard-static.js';
+import { WebhookEndpoint } from './webhook-endpoint.js';
 
 export interface KoaAppOptions {
   router: AppRouter;
@@ -22,6 +23,8 @@ export interface KoaAppOptions {
   sse: SseBridge;
   /** The tool-protocol endpoint (/api/mcp, /api/mcp/sse, /api/mcp/messages). */
   mcp?: McpEndpoint;
+  /** The public push-to-deploy endpoint (POST /api/hooks/<projectId>). */
+  webhooks?: WebhookEndpoint;
   bodyLimitBytes: number;
   log: (message: string, extra?: Record<string, unknown>) => void;
   /** The web dashboard at `/` (dashboard-static.ts); by default the build in dist/dashboard when there is one, null for none. */
@@ -134,8 +137,12 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
       return;
     }
     if (pathname.startsWith('/api/') || pathname === '/api') {
-      // The procedures' context, once per request, whichever of the three doors below serves it.
+      // The procedures' context, once per request, whichever of the doors below serves it.
       const context = opts.createContext(req, res);
+      if (opts.webhooks && WebhookEndpoint.matches(pathname)) {
+        await opts.webhooks.handle(req, res, pathname, context);
+        return;
+      }
       const sseRoute = opts.sse.match(ctx.method, pathname);
       if (sseRoute) {
         await opts.sse.serve(sseRoute, req, res, context, new URL(ctx.href));

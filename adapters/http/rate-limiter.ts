@@ -1,6 +1,7 @@
 import type { AuthLimitStore } from '../../src/accounts/auth-limits.port.js';
 import { FixedMinuteCounter, limitKey, SlidingMinuteCounter } from '../../src/accounts/auth-rate-counters.js';
 import { RateLimitedError } from '../../src/domain/errors.js';
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import type { AuthRateKind, RequestLimiter } from '../../routers/trpc.js';
 
 /** Fixed one-minute windows per key: cheap, and enough to stop a runaway script or a token guesser. */
@@ -34,7 +35,9 @@ export function createRateLimiter(opts: {
   requestsPerMinute: number;
   authFailuresPerMinute: number;
   authLimits?: Record<AuthRateKind, number>;
-  /** Where the authentication counters live: the database, shared by every platform process. */
+  /** Webhook deliveries per address a minute (the public door's), read at each delivery: the setting is live. */
+  webhookDeliveriesPerMinute?: () => number;
+  /** Where the authentication and webhook counters live: the database, shared by every platform process. */
   store: () => AuthLimitStore;
   now?: () => number;
 }): RequestLimiter {
@@ -46,7 +49,14 @@ export function createRateLimiter(opts: {
   const auth = Object.fromEntries(
     Object.entries(authLimits).map(([kind, limit]) => [kind, new SlidingMinuteCounter(opts.store, limit, now)]),
   ) as Record<AuthRateKind, SlidingMinuteCounter>;
+  const webhookLimit = opts.webhookDeliveriesPerMinute ?? (() => DEFAULT_PLATFORM_CONFIG.hooks.perAddressPerMinute);
+  // Shared like the authentication limits: behind a balancer, every process counts the same address's deliveries.
+  const deliveries = new SlidingMinuteCounter(opts.store, webhookLimit, now);
   return {
+    async assertWebhookDelivery(ip) {
+      const wait = await deliveries.hit(limitKey('webhook-delivery', ip));
+      if (wait > 0) throw new RateLimitedError(`Too many deliveries from this address: at most ${webhookLimit()} a minute`, wait);
+    },
     async assertAuthAttempt(kind, ip) {
       const wait = await auth[kind].hit(limitKey('auth-attempt', kind, ip));
       if (wait > 0)

@@ -12,6 +12,7 @@ import { createRateLimiter } from './rate-limiter.js';
 import { requestContexts } from './request-context.js';
 import { SseBridge } from './sse-bridge.js';
 import { TerminalSockets } from './terminal-socket.js';
+import { WebhookEndpoint } from './webhook-endpoint.js';
 
 export interface RunningServer {
   server: Server;
@@ -40,11 +41,13 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
     authFailuresPerMinute: config.authFailuresPerMinute,
     authLimits: config.accounts.authLimits,
     store: () => platform.database.store.authLimits,
+    webhookDeliveriesPerMinute: () => config.platform.hooks.perAddressPerMinute,
   });
   const createContext = requestContexts({ services, limiter, trustProxy: config.trustProxy });
   const sse = new SseBridge();
   const mcp = new McpEndpoint({ createContext, publicUrl: config.publicUrl, bodyLimitBytes: config.bodyLimitBytes, version: '1.0.0' });
-  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, bodyLimitBytes: config.bodyLimitBytes, log });
+  const webhooks = new WebhookEndpoint();
+  const app = createKoaApp({ router: appRouter, createContext, sse, mcp, webhooks, bodyLimitBytes: config.bodyLimitBytes, log });
   // Node would answer a request without a Host header with a bare 400: the app answers it with the error body (koa-app.ts).
   const server = createServer({ requireHostHeader: false }, app.callback());
   // An upgrade has no response to set a cookie on: the context gets one that is never sent.

@@ -17,9 +17,14 @@ abstract class SharedCounter {
 
   constructor(
     protected readonly store: () => AuthLimitStore,
-    protected readonly limit: number,
+    /** A number, or read at each hit where the setting is live (the webhook door's). */
+    private readonly limitOf: number | (() => number),
     protected readonly now: () => number,
   ) {}
+
+  protected get limit(): number {
+    return typeof this.limitOf === 'number' ? this.limitOf : this.limitOf();
+  }
 
   /** Adds one for `key`; resolves with the seconds to wait when over the limit, else 0. */
   abstract hit(key: string): Promise<number>;
@@ -49,9 +54,10 @@ export class SlidingMinuteCounter extends SharedCounter {
     const now = this.now();
     const store = this.store();
     this.prune(now);
+    const limit = this.limit;
     await store.addHit(key, now);
     const { total, oldest } = await store.hitsSince(key, now - MINUTE_MS + 1);
-    if (total <= this.limit) return 0;
+    if (total <= limit) return 0;
     await store.removeHit(key, now);
     // When the oldest counted hit leaves the minute.
     return Math.max(1, Math.ceil(((oldest ?? now) + MINUTE_MS - now) / 1000));

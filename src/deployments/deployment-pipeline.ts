@@ -54,7 +54,8 @@ export class DeploymentPipeline {
       built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.databases.images[source.engine], names.image));
     else if (source.kind === 'storage')
       built = fromRegistry(await this.launch.fromRegistry(ctx, this.deps.config.storage.image, names.image));
-    else if (source.kind === 'image') built = fromRegistry(await this.launch.fromRegistry(ctx, source.image, names.image));
+    else if (source.kind === 'image')
+      built = fromRegistry(await this.launch.fromRegistry(ctx, pinnedImage(source.image, ctx), names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);
     // Before the previous server stops: the certificate is not part of the gap.
@@ -106,6 +107,18 @@ export class DeploymentPipeline {
       ctx.created.stopped.push(previous.id);
     }
   }
+}
+
+/** A deployment made for a new digest runs exactly that digest (`name@sha256:...`), pulled whatever the tag points at now. */
+function pinnedImage(image: string, ctx: PipelineContext): string {
+  const digest = ctx.deployment.origin?.imageDigest;
+  if (!digest) return image;
+  const slash = image.lastIndexOf('/');
+  const at = image.indexOf('@');
+  const colon = image.lastIndexOf(':');
+  const name = at >= 0 ? image.slice(0, at) : colon > slash ? image.slice(0, colon) : image;
+  ctx.log.write(`Pulling ${name}@${digest}: the digest ${image} pointed at when the deployment was made`);
+  return `${name}@${digest}`;
 }
 
 function fromRegistry(imageTag: string): BuiltImage {

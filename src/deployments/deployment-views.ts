@@ -15,6 +15,15 @@ export const deploymentView = z
     imageTag: z.string().nullable(),
     containerName: z.string().nullable(),
     rollbackOf: z.string().nullable().meta({ description: 'For `trigger: "rollback"`: the deployment whose image runs again' }),
+    commitMessage: z.string().nullable().meta({ description: 'For a push, poll or preview: the commit built' }),
+    commitAuthor: z.string().nullable(),
+    provider: z
+      .string()
+      .nullable()
+      .meta({ description: 'Who asked: github, gitlab, gitea, forgejo, bitbucket, generic, dockerhub; git or registry for polling' }),
+    deliveryId: z.string().nullable().meta({ description: "The webhook delivery that made it (the sender's delivery id)" }),
+    imageDigest: z.string().nullable().meta({ description: 'For an image deployed on a new digest: exactly the digest pulled' }),
+    previewId: z.string().nullable().meta({ description: 'The pull-request preview it deploys' }),
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     createdAt: timestamp,
@@ -50,6 +59,12 @@ export function presentDeployment(deployment: DeploymentRecord): DeploymentView 
     imageTag: deployment.imageTag,
     containerName: deployment.containerName,
     rollbackOf: deployment.rollbackOf,
+    commitMessage: deployment.origin?.commitMessage ?? null,
+    commitAuthor: deployment.origin?.commitAuthor ?? null,
+    provider: deployment.origin?.provider ?? null,
+    deliveryId: deployment.origin?.deliveryId ?? null,
+    imageDigest: deployment.origin?.imageDigest ?? null,
+    previewId: deployment.origin?.previewId ?? null,
     startedAt: isoOrNull(deployment.startedAt),
     finishedAt: isoOrNull(deployment.finishedAt),
     createdAt: iso(deployment.createdAt),

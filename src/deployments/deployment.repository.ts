@@ -1,29 +1,34 @@
 import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
 import { Deployment, DeploymentLog, type DeploymentLogRow } from '../persistence/entities.js';
-import { Repository, type Patch } from '../persistence/repository.js';
+import { fromJson, Repository, type Patch } from '../persistence/repository.js';
 
 /** Deployments and their log lines. */
 export class DeploymentRepository extends Repository {
   insert(deployment: DeploymentRecord): Promise<DeploymentRecord> {
     return this.insertRow(Deployment, deployment, 'deployment');
   }
-  get(id: string): Promise<DeploymentRecord | null> {
-    return this.row(Deployment, { id });
+  async get(id: string): Promise<DeploymentRecord | null> {
+    const row = await this.row(Deployment, { id });
+    return row && withOrigin(row);
   }
   /** Newest first. */
-  list(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
-    return this.rows(Deployment, { serviceId }, { createdAt: 'desc', id: 'desc' }, limit);
+  async list(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
+    return (await this.rows(Deployment, { serviceId }, { createdAt: 'desc', id: 'desc' }, limit)).map(withOrigin);
   }
   /** Deployments that went live, newest first: rollback targets, and the live one first. */
-  listLive(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
-    return this.rows(Deployment, { serviceId, status: 'succeeded' }, { createdAt: 'desc', id: 'desc' }, limit);
+  async listLive(serviceId: string, limit?: number): Promise<DeploymentRecord[]> {
+    return (await this.rows(Deployment, { serviceId, status: 'succeeded' }, { createdAt: 'desc', id: 'desc' }, limit)).map(withOrigin);
   }
-  listByIds(ids: string[]): Promise<DeploymentRecord[]> {
-    if (ids.length === 0) return Promise.resolve([]);
-    return this.rows(Deployment, { id: { $in: ids } });
+  async listByIds(ids: string[]): Promise<DeploymentRecord[]> {
+    if (ids.length === 0) return [];
+    return (await this.rows(Deployment, { id: { $in: ids } })).map(withOrigin);
   }
-  listByStatus(statuses: DeploymentRecord['status'][]): Promise<DeploymentRecord[]> {
-    return this.rows(Deployment, { status: { $in: statuses } }, { createdAt: 'asc', id: 'asc' });
+  async listByStatus(statuses: DeploymentRecord['status'][]): Promise<DeploymentRecord[]> {
+    return (await this.rows(Deployment, { status: { $in: statuses } }, { createdAt: 'asc', id: 'asc' })).map(withOrigin);
+  }
+  /** A service's deployments in these statuses, oldest first (the queued ones a newer push supersedes). */
+  async listOfServiceByStatus(serviceId: string, statuses: DeploymentRecord['status'][]): Promise<DeploymentRecord[]> {
+    return (await this.rows(Deployment, { serviceId, status: { $in: statuses } }, { createdAt: 'asc', id: 'asc' })).map(withOrigin);
   }
   update(id: string, patch: Patch<DeploymentRecord>): Promise<void> {
     return this.updateRow(Deployment, id, patch, 'deployment');
@@ -66,4 +71,8 @@ export class DeploymentRepository extends Repository {
   listLogs(deploymentId: string, afterId = 0, limit?: number): Promise<DeploymentLogRecord[]> {
     return this.rows(DeploymentLog, { deploymentId, id: { $gt: afterId } }, { id: 'asc' }, limit);
   }
+}
+
+function withOrigin(row: DeploymentRecord): DeploymentRecord {
+  return { ...row, origin: fromJson(row.origin) };
 }

@@ -1,7 +1,8 @@
 import { isAbortable, isTerminal } from '../domain/deployment-state.js';
 import { ConflictError, ImageGoneError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { DeploymentLogRecord, DeploymentRecord, LogStream } from '../domain/types.js';
+import type { DeploymentLogRecord, DeploymentRecord, DeploymentTrigger, LogStream } from '../domain/types.js';
+import type { DeploymentOrigin } from '../domain/deploy-triggers.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
 import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
@@ -74,13 +75,62 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     );
   }
 
+  /**
+   * A deployment no person asked for: a push, a poll, a preview or a registry (src/git-hooks, src/previews).
+   * Older queued deployments of the service that such triggers made are superseded first (recorded, never
+   * run); with `cancelInProgress`, the running one is stopped too. Resolves with the new deployment.
+   */
+  async enqueueTriggered(
+    serviceId: string,
+    what: { trigger: Exclude<DeploymentTrigger, 'manual' | 'rollback'>; commitSha: string | null; origin: DeploymentOrigin },
+    firstLine: string,
+    options: { cancelInProgress: boolean },
+  ): Promise<DeploymentRecord> {
+    const id = newId();
+    const now = this.deps.clock.now();
+    const reason = what.commitSha
+      ? `commit ${what.commitSha.slice(0, 12)}`
+      : what.origin.imageDigest
+        ? `digest ${what.origin.imageDigest}`
+        : 'a newer change';
+    for (const stale of await this.deps.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])) {
+      if (stale.status === 'queued' && stale.trigger !== 'manual' && stale.trigger !== 'rollback') {
+        if (await this.deps.store.deployments.transition(stale.id, ['queued'], { status: 'superseded', finishedAt: now })) {
+          await this.appendLog(stale.id, 'stdout', `Superseded by deployment ${id} (${reason}) before it started`);
+          this.deps.logBus.publish(stale.id, { type: 'status', status: 'superseded' });
+        }
+      } else if (stale.status === 'running' && options.cancelInProgress) {
+        if (await this.deps.store.deployments.transition(stale.id, ['running'], { abortRequested: true })) {
+          await this.appendLog(stale.id, 'stdout', `Stopping: deployment ${id} (${reason}) replaces it (cancelInProgress is on)`);
+          for (const listener of this.abortListeners) listener(stale.id);
+        }
+      }
+    }
+    const deployment = await this.enqueueRecord(
+      serviceId,
+      { trigger: what.trigger, rollbackOf: null, commitSha: what.commitSha, origin: what.origin },
+      firstLine,
+      id,
+    );
+    return deployment;
+  }
+
   private async enqueue(
     serviceId: string,
     what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha'>,
     firstLine: string,
   ): Promise<DeploymentView> {
+    return presentDeployment(await this.enqueueRecord(serviceId, { ...what, origin: null }, firstLine));
+  }
+
+  private async enqueueRecord(
+    serviceId: string,
+    what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha' | 'origin'>,
+    firstLine: string,
+    id = newId(),
+  ): Promise<DeploymentRecord> {
     const deployment: DeploymentRecord = {
-      id: newId(),
+      id,
       serviceId,
       ...what,
       status: 'queued',
@@ -94,7 +144,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     await this.deps.store.deployments.insert(deployment);
     await this.appendLog(deployment.id, 'stdout', firstLine);
     for (const listener of this.createdListeners) listener();
-    return presentDeployment(deployment);
+    return deployment;
   }
 
   /** The deployment serving now: the newest that went live (a cutover is what makes one succeed). */

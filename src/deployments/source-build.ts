@@ -35,10 +35,19 @@ export class SourceBuild {
     await rm(workdir, { recursive: true, force: true });
     await mkdir(path.dirname(workdir), { recursive: true });
     try {
-      const url = cloneUrlOf(source, this.deps.config.deploy.gitBaseUrl);
-      const token = service.gitTokenEncrypted ? this.deps.secrets.decrypt(service.gitTokenEncrypted) : null;
+      // A fork's pull request (on a host that publishes no pull-request ref) is fetched from the fork, without the service's token.
+      const forkUrl = ctx.deployment.origin?.fetchUrl ?? null;
+      const url = forkUrl ?? cloneUrlOf(source, this.deps.config.deploy.gitBaseUrl);
+      const token = service.gitTokenEncrypted && !forkUrl ? this.deps.secrets.decrypt(service.gitTokenEncrypted) : null;
       log.mask(token);
-      log.write(`Cloning ${url} (branch ${service.branch})${token ? ' with the service token' : ''}`);
+      // A push, a poll or a pull request names its commit: exactly that one is built, whatever the branch's head is now.
+      const pinned = ctx.deployment.commitSha && !ctx.deployment.rollbackOf ? ctx.deployment.commitSha : null;
+      const fetchRef = ctx.deployment.origin?.fetchRef ?? null;
+      log.write(
+        pinned
+          ? `Fetching commit ${pinned} of ${url}${fetchRef ? ` (through ${fetchRef})` : ` (branch ${service.branch})`}${token ? ' with the service token' : ''}`
+          : `Cloning ${url} (branch ${service.branch})${token ? ' with the service token' : ''}`,
+      );
       let commitSha: string;
       try {
         ({ commitSha } = await this.runtime.git.clone({
@@ -48,10 +57,13 @@ export class SourceBuild {
           dest: workdir,
           signal: ctx.signal,
           onLine: log.write,
+          ...(pinned ? { commit: { sha: pinned, ref: fetchRef } } : {}),
         }));
       } catch (error) {
         throwIfAborted(ctx.signal);
-        throw new DeploymentFailure(`Could not clone ${url} at branch ${service.branch}: ${(error as Error).message}`);
+        throw new DeploymentFailure(
+          `Could not ${pinned ? `fetch commit ${pinned} of` : 'clone'} ${url}${pinned ? '' : ` at branch ${service.branch}`}: ${(error as Error).message}`,
+        );
       }
       await this.recorder.recordCommit(ctx.deployment.id, commitSha);
       log.write(`Checked out ${commitSha}`);

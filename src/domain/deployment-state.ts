@@ -1,14 +1,16 @@
 import { ConflictError } from './errors.js';
 
-export const DEPLOYMENT_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'aborted'] as const;
+/** `superseded`: queued, then made stale by a newer push to the same service before it ran (recorded, never run). */
+export const DEPLOYMENT_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'aborted', 'superseded'] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 
 const NEXT: Record<DeploymentStatus, readonly DeploymentStatus[]> = {
-  queued: ['running', 'aborted', 'failed'],
+  queued: ['running', 'aborted', 'failed', 'superseded'],
   running: ['succeeded', 'failed', 'aborted'],
   succeeded: [],
   failed: [],
   aborted: [],
+  superseded: [],
 };
 
 export function isTerminal(status: DeploymentStatus): boolean {

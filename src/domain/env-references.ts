@@ -4,6 +4,16 @@
  * is left as written and reported, so a caller can show it and a deploy can refuse it.
  */
 const REFERENCE = /\$\{([a-z0-9-]+)\.([A-Z_][A-Z0-9_]*)\}/g;
+/**
+ * `${PREVIEW_URL}`, `${PR_NUMBER}`, `${PR_BRANCH}`: a preview's own values (src/previews), read from the
+ * variables of that name of the service whose value holds them; left as written anywhere else.
+ */
+const PREVIEW_REFERENCE = /\$\{(PREVIEW_URL|PR_NUMBER|PR_BRANCH)\}/g;
+
+/** The services a value references (`${slug.KEY}`), in order, once each. */
+export function referencedSlugs(raw: string): string[] {
+  return [...new Set([...raw.matchAll(REFERENCE)].map((m) => m[1]!))];
+}
 
 export type ReferenceProblem =
   | { kind: 'unknown_service'; reference: string; serviceSlug: string }
@@ -42,7 +52,11 @@ interface ExpandState {
 function expand(raw: string, env: ProjectEnv, chain: string[], state: ExpandState): string {
   const { problems } = state;
   let length = 0;
-  return raw.replace(REFERENCE, (reference, serviceSlug: string, key: string) => {
+  const owner = chain.at(-1)!.split('.')[0]!;
+  const text = raw.includes('${P')
+    ? raw.replace(PREVIEW_REFERENCE, (bare, key: string) => (env.get(owner)?.has(key) ? `\${${owner}.${key}}` : bare))
+    : raw;
+  return text.replace(REFERENCE, (reference, serviceSlug: string, key: string) => {
     const target = `${serviceSlug}.${key}`;
     state.reached.add(target);
     const value = state.memo.get(target) ?? expandTarget(reference, target, serviceSlug, key, env, chain, state);

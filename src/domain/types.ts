@@ -1,5 +1,6 @@
 import type { DatabaseEngine } from './database-engines.js';
 import type { DeploymentStatus } from './deployment-state.js';
+import type { DeploymentOrigin, PreviewSettings } from './deploy-triggers.js';
 
 /** Records as the services see them: plain data, no ORM. Timestamps are Date; the edge renders ISO strings. */
 export const ACCESS_LEVELS = ['read', 'write'] as const;
@@ -20,7 +21,8 @@ export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export type LogStream = (typeof LOG_STREAMS)[number];
 export const DOMAIN_STATUSES = ['active'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
-export const DEPLOYMENT_TRIGGERS = ['manual', 'rollback'] as const;
+/** `push`: a git host's delivery; `poll`: branch or digest polling; `preview`: a pull request; `registry`: a registry's hook. */
+export const DEPLOYMENT_TRIGGERS = ['manual', 'rollback', 'push', 'poll', 'preview', 'registry'] as const;
 export type DeploymentTrigger = (typeof DEPLOYMENT_TRIGGERS)[number];
 
 export interface ProjectRecord {
@@ -112,6 +114,16 @@ export interface ServiceRecord {
   preferredDomain: string | null;
   framework: string | null;
   lastDeployedAt: Date | null;
+  /** A push to `branch` (or a new digest of the image) deploys it: on by default for repository and image services. */
+  autoDeploy: boolean;
+  /** Globs over the repository's paths: a push touching none of them does not deploy it; empty: every push does. */
+  watchPaths: string[];
+  /** Branch (or digest) polling, for a server no webhook reaches; null: off. */
+  pollIntervalSeconds: number | null;
+  /** A newer push stops the build under way instead of letting it finish. */
+  cancelInProgress: boolean;
+  /** Pull-request previews; null: the defaults (off). */
+  previews: PreviewSettings | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -148,6 +160,8 @@ export interface DeploymentRecord {
   rollbackOf: string | null;
   /** Set by abort while running: the runner watches it and stops the work. */
   abortRequested: boolean;
+  /** A push, poll, preview or registry deployment: the commit's message and author, the sender, the delivery. */
+  origin: DeploymentOrigin | null;
   startedAt: Date | null;
   finishedAt: Date | null;
   createdAt: Date;

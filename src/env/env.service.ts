@@ -10,6 +10,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor, serviceFor } from '../platform/lookup.js';
 import type { EnvVarView, SharedEnvView } from './env-views.js';
 import { MAX_SHARED_VARIABLES, parseSharedEnv, SHARED_SLUG, sharedEnvKey, type SharedEnvEntry } from './shared-env.js';
+import { previewLinks } from './preview-links.js';
 
 const MAX_VALUE_LENGTH = 64 * 1024;
 
@@ -246,10 +247,15 @@ export class EnvService {
    * storage instance's slug also holds the variables derived from its row (storageVariables).
    */
   private async environmentEnv(service: ServiceRecord): Promise<ProjectEnvSnapshot> {
-    const [services, shared] = await Promise.all([
+    const [own, allShared, links] = await Promise.all([
       this.deps.store.projects.listServicesIn([service.environmentId]),
       this.readShared(service.projectId),
+      // A project's first environment is never a preview: no query for it.
+      service.environmentId === service.projectId ? null : previewLinks(this.deps.store, service.environmentId),
     ]);
+    // A preview sharing the parent's database reaches it under its slug; a fork's preview sees no shared secret.
+    const services = links ? [...own, ...links.shared.filter((s) => !own.some((o) => o.slug === s.slug))] : own;
+    const shared = links?.fromFork ? allShared.filter((e) => !e.secret) : allShared;
     const slugOf = new Map(services.map((s) => [s.id, s.slug]));
     const vars = await this.deps.store.env.list(services.map((s) => s.id));
     const sharedValues = new Map(shared.map((e) => [e.key, this.deps.secrets.decrypt(e.valueEncrypted)]));

@@ -9,7 +9,7 @@ import {
 import { ConflictError } from '../domain/errors.js';
 import { keepsData } from '../domain/storage-server.js';
 import { newId } from '../domain/ids.js';
-import type { ProjectRecord } from '../domain/types.js';
+import type { ProjectRecord, ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { groupBy } from '../platform/group-by.js';
@@ -82,6 +82,40 @@ export class EnvironmentService {
       return { environment, ...copied };
     });
     return { environment: await this.view(environment), services: await this.reader.views(copies), storageCredentials };
+  }
+
+  /**
+   * A clone the platform makes for itself (a pull request's preview): `services` of `source` copied into a
+   * new environment `name` as `clone` copies them, then `adjust` runs in the same transaction (the
+   * preview's own settings and variables). Nothing of it exists if any step throws.
+   */
+  async cloneServices<T>(
+    project: ProjectRecord,
+    name: string,
+    services: ServiceRecord[],
+    adjust: (tx: Store, environment: EnvironmentRecord, copies: Map<string, ServiceRecord>) => Promise<T>,
+  ): Promise<{ environment: EnvironmentRecord; copies: Map<string, ServiceRecord>; adjusted: T }> {
+    return this.deps.store.transaction(async (tx) => {
+      const environment = await this.insert(tx, project, assertEnvironmentName(name));
+      const { copies } = await copyServices(
+        this.deps,
+        this.hostPorts,
+        tx,
+        services,
+        { environment, scope: hostnameScope(project.slug, environment) },
+        await generatedLabels(tx),
+      );
+      const byParent = new Map(services.map((parent, i) => [parent.id, copies[i]!]));
+      return { environment, copies: byParent, adjusted: await adjust(tx, environment, byParent) };
+    });
+  }
+
+  /** Deletes an environment the platform made (a preview's), as delete does, without an actor. */
+  removeSystemEnvironment(environment: EnvironmentRecord): Promise<ProxyResultView> {
+    return this.removal.removeEnvironment(environment, async (store) => {
+      if ((await store.environments.list([environment.projectId])).length <= 1)
+        throw new ConflictError('This is the last environment of the project');
+    });
   }
 
   /**

@@ -18,6 +18,16 @@ import type { BackupScheduleRecord } from '../backups/backup-schedule.records.js
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { EnvironmentRecord } from '../domain/environments.js';
+import type { DeploymentOrigin, PreviewSettings } from '../domain/deploy-triggers.js';
+import type {
+  CommitStatusRecord,
+  DeliveryOutcome,
+  ProjectWebhookRecord,
+  ServicePollRecord,
+  WebhookDeliveryRecord,
+} from '../git-hooks/git-hook.records.js';
+import type { PreviewDatabase, PreviewPhase, PreviewRecord, PreviewService, PreviewStatus } from '../previews/preview.records.js';
+import type { CommitState } from '../git-hooks/git-provider.port.js';
 import type { DatabaseImportLogRecord, DatabaseImportRecord, ImportSource, ImportStatus } from '../domain/database-imports.js';
 import type { Role, Scope } from '../domain/scopes.js';
 import type { DeploymentStatus } from '../domain/deployment-state.js';
@@ -123,6 +133,12 @@ export const Service = defineEntity({
     preferredDomain: nullableStr(253),
     framework: nullableStr(64),
     lastDeployedAt: nullableDate(),
+    // What deploys it besides a person (src/domain/deploy-triggers.ts, docs/push-to-deploy.md).
+    autoDeploy: p.boolean().default(true),
+    watchPaths: p.json<string[]>().default('[]'),
+    pollIntervalSeconds: p.integer().strictNullable(),
+    cancelInProgress: p.boolean().default(false),
+    previews: p.json<PreviewSettings>().strictNullable(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },
@@ -197,6 +213,7 @@ export const Deployment = defineEntity({
     containerName: nullableStr(255),
     rollbackOf: nullableStr(32),
     abortRequested: p.boolean(),
+    origin: p.json<DeploymentOrigin>().strictNullable(),
     startedAt: nullableDate(),
     finishedAt: nullableDate(),
     createdAt: p.datetime(),
@@ -497,6 +514,115 @@ export const BackupSchedule = defineEntity({
   },
 });
 
+/** A project's webhook: its secret, sealed; the URL is derived from the project's id. */
+export const ProjectWebhook = defineEntity({
+  name: 'ProjectWebhook',
+  tableName: 'project_webhooks',
+  properties: {
+    projectId: p.string().length(32).primary(),
+    secretEncrypted: p.text(),
+    createdAt: p.datetime(),
+    rotatedAt: p.datetime(),
+  },
+});
+
+/**
+ * The last deliveries to a project's webhook (the newest 100 are kept), whatever became of them. A
+ * delivery id is unique per project and sender among the verified ones (`dedupeKey`): a replay is a duplicate.
+ */
+export const WebhookDelivery = defineEntity({
+  name: 'WebhookDelivery',
+  tableName: 'webhook_deliveries',
+  indexes: [{ properties: ['projectId', 'receivedAt'] }],
+  properties: {
+    id: id(),
+    projectId: p.string().length(32),
+    provider: str(16),
+    event: str(100),
+    deliveryId: nullableStr(200),
+    dedupeKey: nullableStr(300).unique(),
+    outcome: str(16).$type<DeliveryOutcome>(),
+    reason: p.text(),
+    httpStatus: p.integer(),
+    deploymentIds: p.json<string[]>(),
+    previewIds: p.json<string[]>(),
+    receivedAt: p.datetime(),
+  },
+});
+
+/** Polling state of a service that polls its branch (or its image's digest): what was seen, and the last error. */
+export const ServicePoll = defineEntity({
+  name: 'ServicePoll',
+  tableName: 'service_polls',
+  properties: {
+    serviceId: p.string().length(32).primary(),
+    lastSeen: nullableStr(100),
+    lastCheckedAt: nullableDate(),
+    nextCheckAt: p.datetime().index(),
+    failures: p.integer(),
+    lastError: nullableText(),
+  },
+});
+
+/** Commit statuses to post to a git host: one per deployment (following its state) or a one-off (a preview refused). */
+export const CommitStatus = defineEntity({
+  name: 'CommitStatus',
+  tableName: 'commit_statuses',
+  indexes: [{ properties: ['done', 'nextAttemptAt'] }],
+  properties: {
+    id: id(),
+    deploymentId: nullableStr(32).index(),
+    serviceId: p.string().length(32).index(),
+    provider: str(16),
+    repository: str(512),
+    repositoryId: nullableStr(64),
+    sha: str(64),
+    ref: nullableStr(255),
+    context: str(255),
+    fixedState: nullableStr(16).$type<CommitState | null>(),
+    description: nullableText(),
+    targetUrl: nullableText(),
+    reportedState: nullableStr(16),
+    attempts: p.integer(),
+    lastError: nullableText(),
+    nextAttemptAt: p.datetime(),
+    done: p.boolean(),
+    createdAt: p.datetime(),
+  },
+});
+
+/** A pull request's preview in a project: its environment `pr-<n>`, its services and databases, what it was built from. */
+export const Preview = defineEntity({
+  name: 'Preview',
+  tableName: 'previews',
+  uniques: [{ properties: ['projectId', 'number'] }],
+  properties: {
+    id: id(),
+    projectId: fk(),
+    number: p.integer(),
+    provider: str(16),
+    title: nullableText(),
+    sourceEnvironmentId: str(32),
+    environmentId: nullableStr(32).index(),
+    services: p.json<PreviewService[]>(),
+    databases: p.json<PreviewDatabase[]>(),
+    headSha: str(64),
+    headBranch: str(255),
+    headRepository: nullableStr(512),
+    fetchUrl: nullableText(),
+    fetchRef: nullableStr(255),
+    fromFork: p.boolean(),
+    status: str(16).$type<PreviewStatus>(),
+    phase: str(16).$type<PreviewPhase>(),
+    deploymentIds: p.json<string[]>(),
+    statusReason: nullableText(),
+    url: nullableText(),
+    lastPushAt: p.datetime(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+
 export const ALL_ENTITIES = [
   Setting,
   Project,
@@ -522,6 +648,11 @@ export const ALL_ENTITIES = [
   BackupSchedule,
   AuthRateHit,
   SigninBackoffEntry,
+  ProjectWebhook,
+  WebhookDelivery,
+  ServicePoll,
+  CommitStatus,
+  Preview,
   // Point-in-time recovery and services' named volumes (data-safety-entities.ts).
   ...DATA_SAFETY_ENTITIES,
 ];
@@ -551,6 +682,11 @@ export type BackupRow = Row<typeof Backup>;
 export type BackupLogRow = Row<typeof BackupLog>;
 export type BackupSettingsRow = Row<typeof BackupSettings>;
 export type BackupScheduleRow = Row<typeof BackupSchedule>;
+export type ProjectWebhookRow = Row<typeof ProjectWebhook>;
+export type WebhookDeliveryRow = Row<typeof WebhookDelivery>;
+export type ServicePollRow = Row<typeof ServicePoll>;
+export type CommitStatusRow = Row<typeof CommitStatus>;
+export type PreviewRow = Row<typeof Preview>;
 
 /** A backup as its row holds it: the drill in columns of its own, the counts as JSON. */
 export type BackupRowOf<B extends BackupRecord> = Omit<B, 'drill' | 'counts'> & {
@@ -600,3 +736,8 @@ same<Same<BackupRow, BackupRowOf<BackupRecord>>>();
 same<Same<BackupLogRow, BackupLogRecord>>();
 same<Same<BackupSettingsRow, BackupSettingsRecord>>();
 same<Same<BackupScheduleRow, BackupScheduleRecord>>();
+same<Same<ProjectWebhookRow, ProjectWebhookRecord>>();
+same<Same<WebhookDeliveryRow, WebhookDeliveryRecord>>();
+same<Same<ServicePollRow, ServicePollRecord>>();
+same<Same<CommitStatusRow, CommitStatusRecord>>();
+same<Same<PreviewRow, PreviewRecord>>();

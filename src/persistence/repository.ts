@@ -82,6 +82,11 @@ export abstract class Repository {
   }
 }
 
+/** A JSON column as SQLite hands it back through the query builder (text); PostgreSQL's is already parsed. */
+export function fromJson<T>(value: T | string): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}
+
 function uniqueToConflict(error: unknown, what: string): unknown {
   if (error instanceof UniqueConstraintViolationException) {
     return new ConflictError(`This ${what} conflicts with an existing one`);

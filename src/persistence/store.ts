@@ -12,6 +12,8 @@ import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
+import { GitHookRepository } from '../git-hooks/git-hook.repository.js';
+import { PreviewRepository } from '../previews/preview.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -32,6 +34,8 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
+  readonly gitHooks: GitHookRepository;
+  readonly previews: PreviewRepository;
   readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
 
@@ -49,6 +53,8 @@ export class Store {
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
+    this.gitHooks = new GitHookRepository(this.session);
+    this.previews = new PreviewRepository(this.session);
     this.authLimits = new AuthLimitRepository(this.session);
   }
 

@@ -82,6 +82,27 @@ export interface BackupsConfig {
   objectStoreTimeoutMs: number;
 }
 
+/** Push to deploy, polling and previews (docs/push-to-deploy.md). */
+export interface HooksConfig {
+  /** Where the platform's API is reached from outside (PUBLIC_URL): webhook URLs and commit statuses' links; null: the API's own address. */
+  publicUrl: string | null;
+  /** A delivery's body past this is refused with 413 before it is read further. */
+  maxBodyBytes: number;
+  /** Deliveries per minute from one address to the public webhook endpoint. */
+  perAddressPerMinute: number;
+  /** How often polling and commit statuses look for work. */
+  tickMs: number;
+  /**
+   * The git hosts' API roots for commit statuses; unset: github.com's API for github.com repositories
+   * (`<host>/api/v3` for another host), and the repository's own host for GitLab, Gitea, Forgejo.
+   */
+  apiUrls: { github: string | null; gitlab: string | null; gitea: string | null; forgejo: string | null; bitbucket: string | null };
+  /** A preview's database copy larger than this is refused. */
+  previewCopyMaxBytes: number;
+  /** A copy that would take the disk past this share of its size is refused. */
+  previewDiskMaxUsedRatio: number;
+}
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -112,6 +133,7 @@ export interface PlatformConfig {
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
   metrics: { intervalMs: number; retentionHours: number };
   backups: BackupsConfig;
+  hooks: HooksConfig;
   /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
   licensePublicKey: string;
 }
@@ -161,4 +183,13 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
   backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
+  hooks: {
+    publicUrl: null,
+    maxBodyBytes: 5 * 1024 * 1024,
+    perAddressPerMinute: 120,
+    tickMs: 2_000,
+    apiUrls: { github: null, gitlab: null, gitea: null, forgejo: null, bitbucket: null },
+    previewCopyMaxBytes: 5 * 1024 ** 3,
+    previewDiskMaxUsedRatio: 0.9,
+  },
 };

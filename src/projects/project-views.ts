@@ -15,6 +15,9 @@ import { routesGeneratedHostname } from '../domain/storage-server.js';
 import { splitGitUrlCredential } from '../domain/validation.js';
 import { iso, isoOrNull, timestamp } from '../platform/view-fields.js';
 import type { PlatformConfig } from '../platform/platform-config.js';
+import type { SecretBox } from '../platform/secret-box.js';
+import type { ServicePollRecord } from '../git-hooks/git-hook.records.js';
+import { pollView, presentPoll, presentTriggerSettings, triggerSettingsView } from '../git-hooks/trigger-settings.js';
 
 /** Projects and their services on the wire, and how a record becomes one (presentService, presentProject). */
 
@@ -51,6 +54,8 @@ export const serviceView = z
     preferredDomain: z.string().nullable(),
     framework: z.string().nullable(),
     lastDeployedAt: timestamp.nullable(),
+    ...triggerSettingsView,
+    poll: pollView.nullable().meta({ description: 'Branch (or digest) polling, while pollIntervalSeconds is set' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -78,6 +83,10 @@ export interface ServiceContext {
   /** The service's environment's hostname scope (hostnameScope). */
   hostnameScope: string;
   domains: DomainRecord[];
+  /** Opens the preview variables that are not secret. */
+  secrets: SecretBox;
+  /** Its branch (or digest) polling, when it polls. */
+  poll: ServicePollRecord | null;
 }
 
 /** The fields the spec spells a service's source with, placeholder strings included; present on every service. */
@@ -149,6 +158,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     preferredDomain: service.preferredDomain,
     framework: service.framework,
     lastDeployedAt: isoOrNull(service.lastDeployedAt),
+    ...presentTriggerSettings(service, ctx.secrets),
+    poll: service.pollIntervalSeconds === null ? null : presentPoll(ctx.poll),
     createdAt: iso(service.createdAt),
     updatedAt: iso(service.updatedAt),
   };

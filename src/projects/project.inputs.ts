@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DATABASE_ENGINES, type DatabaseEngine } from '../domain/database-engines.js';
 import { GIT_URL, IMAGE_REF, REPO_FULL_NAME } from '../domain/validation.js';
 import { line, nullableLine, nullableText, port, runtimeMode, buildMethod, strictBoolean, text } from '../platform/input-schemas.js';
+import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
 
 /*
  * What creating and changing projects and services takes, declared once: the router adds the
@@ -39,6 +40,7 @@ const serviceSettings = {
   databasePublicEnabled: strictBoolean().optional(),
   databasePublicHostname: nullableLine(253),
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
+  ...deployTriggerInputs,
 };
 
 /**
@@ -67,6 +69,11 @@ export const updateServiceInput = createServiceInput.pick({
   dockerfilePath: true,
   runtimeMode: true,
   internalPort: true,
+  autoDeploy: true,
+  watchPaths: true,
+  pollIntervalSeconds: true,
+  cancelInProgress: true,
+  previews: true,
 });
 export type UpdateServiceInput = z.output<typeof updateServiceInput>;
 

@@ -8,7 +8,7 @@ import {
   type ServiceRow,
   type ServiceStorageRow,
 } from '../persistence/entities.js';
-import { Repository, type Patch } from '../persistence/repository.js';
+import { fromJson, Repository, type Patch } from '../persistence/repository.js';
 
 /** Projects and their services. A database's own settings live in service_databases, a storage instance's in service_storages. */
 export class ProjectRepository extends Repository {
@@ -42,6 +42,10 @@ export class ProjectRepository extends Repository {
   }
   async listAllServices(): Promise<ServiceRecord[]> {
     return this.withSources(await this.rows(Service, {}, { createdAt: 'asc', id: 'asc' }), true);
+  }
+  /** Services that poll their branch or image (pollIntervalSeconds set). */
+  async listPolling(): Promise<ServiceRecord[]> {
+    return this.withSources(await this.rows(Service, { pollIntervalSeconds: { $ne: null } }, { createdAt: 'asc', id: 'asc' }));
   }
   async getService(id: string): Promise<ServiceRecord | null> {
     const row = await this.row(Service, { id });
@@ -115,7 +119,7 @@ function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined, sto
     const { serviceId: _serviceId, ...settings } = storage;
     source = { kind, ...settings };
   } else source = { kind: 'repository', repoFullName, repoUrl };
-  return { ...rest, source };
+  return { ...rest, watchPaths: fromJson(rest.watchPaths), previews: fromJson(rest.previews), source };
 }
 
 interface Rows {

@@ -108,11 +108,13 @@ export class ProjectService {
     const services = everything
       ? await this.deps.store.projects.listAllServices()
       : await this.deps.store.projects.listServices(projects.map((p) => p.id));
-    const [domains, scopes] = await Promise.all([
+    const [domains, scopes, polls] = await Promise.all([
       this.deps.store.domains.list(everything ? null : services.map((s) => s.id)),
       hostnameScopes(this.deps.store, everything ? null : projects.map((p) => p.id)),
+      this.deps.store.gitHooks.pollsOf(services.filter((s) => s.pollIntervalSeconds !== null).map((s) => s.id)),
     ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
+    const pollOf = new Map(polls.map((p) => [p.serviceId, p]));
     const servicesOf = groupBy(services, (s) => s.projectId);
     return projects.map((project) =>
       presentProject(
@@ -120,7 +122,12 @@ export class ProjectService {
         (servicesOf.get(project.id) ?? []).map((s) =>
           presentService(
             s,
-            { hostnameScope: scopes.get(s.environmentId) ?? '', domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]) },
+            {
+              hostnameScope: scopes.get(s.environmentId) ?? '',
+              domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]),
+              secrets: this.deps.secrets,
+              poll: pollOf.get(s.id) ?? null,
+            },
             this.deps.config,
           ),
         ),

@@ -11,6 +11,7 @@ import type { ProjectService } from './project.service.js';
 import type { UpdateServiceInput } from './project.inputs.js';
 import type { ProjectView, ServiceView } from './project-views.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
+import { deployTriggersPatch } from '../git-hooks/trigger-settings.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 import type { ServiceReader } from './service-reader.js';
 
@@ -37,6 +38,7 @@ export class ServiceChanges {
     if (input.dockerfilePath !== undefined) patch.dockerfilePath = relativePath(input.dockerfilePath, 'dockerfilePath');
     if (input.internalPort !== undefined) patch.internalPort = input.internalPort;
     if (input.gitToken !== undefined) patch.gitTokenEncrypted = input.gitToken ? this.deps.secrets.encrypt(input.gitToken) : null;
+    Object.assign(patch, deployTriggersPatch(service, input, this.deps.secrets));
     if (input.runtimeMode !== undefined && input.runtimeMode !== service.runtimeMode) {
       if (service.source.kind === 'storage')
         throw new ValidationError('runtimeMode', 'A storage instance serves S3 over HTTP: it stays web');

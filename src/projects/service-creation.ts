@@ -20,6 +20,7 @@ import {
   type ServiceSourceKind,
 } from './project.inputs.js';
 import { presentService, type ServiceView } from './project-views.js';
+import { deployTriggersOf } from '../git-hooks/trigger-settings.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 
@@ -127,6 +128,7 @@ export class ServiceCreation {
         preferredDomain: null,
         framework: null,
         lastDeployedAt: null,
+        ...deployTriggersOf(input, variant.kind, this.deps.secrets),
         createdAt: now,
         updatedAt: now,
       };
@@ -146,7 +148,7 @@ export class ServiceCreation {
       await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });
-    return presentService(service, { hostnameScope: scope, domains: [] }, this.deps.config);
+    return presentService(service, { hostnameScope: scope, domains: [], secrets: this.deps.secrets, poll: null }, this.deps.config);
   }
 }
 

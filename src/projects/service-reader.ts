@@ -43,15 +43,20 @@ export class ServiceReader {
     }
     const version = this.deps.store.version;
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const [scope, domains, deployments, env, live] = await Promise.all([
+    const [scope, domains, deployments, env, live, polls] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),
       this.deps.store.domains.list([service.id]),
       this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
       this.deps.store.deployments.listLive(service.id, 1),
+      this.deps.store.gitHooks.pollsOf([service.id]),
     ]);
     const overview = {
-      service: presentService(service, { hostnameScope: scope, domains }, this.deps.config),
+      service: presentService(
+        service,
+        { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null },
+        this.deps.config,
+      ),
       deployments: deployments.map(presentDeployment),
       env,
       domains: domains.map(presentDomain),
@@ -69,20 +74,35 @@ export class ServiceReader {
 
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
-    const [scope, domains] = await Promise.all([hostnameScopeOf(this.deps.store, service), this.deps.store.domains.list([service.id])]);
-    return presentService(service, { hostnameScope: scope, domains }, this.deps.config);
+    const [scope, domains, polls] = await Promise.all([
+      hostnameScopeOf(this.deps.store, service),
+      this.deps.store.domains.list([service.id]),
+      this.deps.store.gitHooks.pollsOf([service.id]),
+    ]);
+    return presentService(service, { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null }, this.deps.config);
   }
 
   /** Services as listed, two queries for the domains and hostname scopes whatever their number. */
   async views(services: ServiceRecord[]): Promise<ServiceView[]> {
     if (services.length === 0) return [];
-    const [scopes, domains] = await Promise.all([
+    const [scopes, domains, polls] = await Promise.all([
       hostnameScopes(this.deps.store, [...new Set(services.map((s) => s.projectId))]),
       this.deps.store.domains.list(services.map((s) => s.id)),
+      this.deps.store.gitHooks.pollsOf(services.filter((s) => s.pollIntervalSeconds !== null).map((s) => s.id)),
     ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
+    const pollOf = new Map(polls.map((p) => [p.serviceId, p]));
     return services.map((s) =>
-      presentService(s, { hostnameScope: scopes.get(s.environmentId) ?? '', domains: domainsOf.get(s.id) ?? [] }, this.deps.config),
+      presentService(
+        s,
+        {
+          hostnameScope: scopes.get(s.environmentId) ?? '',
+          domains: domainsOf.get(s.id) ?? [],
+          secrets: this.deps.secrets,
+          poll: pollOf.get(s.id) ?? null,
+        },
+        this.deps.config,
+      ),
     );
   }
 }

@@ -61,6 +61,8 @@ export class ServiceRemoval {
       await tx.environments.deleteOfProject(project.id);
       await tx.projects.delete(project.id);
       await tx.settings.delete(sharedEnvKey(project.id));
+      await tx.gitHooks.deleteWebhook(project.id);
+      await tx.previews.deleteOfProject(project.id);
     });
     await this.after(
       services,
@@ -130,5 +132,7 @@ async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[])
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
   await tx.metrics.deleteOfServices(serviceIds);
+  await tx.gitHooks.deletePolls(serviceIds);
+  await tx.gitHooks.deleteStatusesOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);
 }

@@ -257,6 +257,13 @@ interface Row {
   check?: (res: ApiResponse, caller: Caller) => void | Promise<void>;
 }
 
+/** Project A's webhook, made once (making it again would rotate its secret). */
+let webhookA: Promise<unknown> | null = null;
+function webhookOfA(): Promise<unknown> {
+  webhookA ??= ok(admin('POST', `/api/projects/${f.A.id}/webhook`), 'webhook');
+  return webhookA;
+}
+
 const rows: Row[] = [
   // Projects
   {
@@ -344,6 +351,60 @@ const rows: Row[] = [
     success: 200,
     prepare: async () => ({ path: `/api/projects/${f.A.id}/database-variable-suggestions` }),
     check: (res) => expect(res.json.suggestions.length).toBeGreaterThanOrEqual(1),
+  },
+
+  // Push to deploy: the project webhook, its deliveries, the previews
+  {
+    method: 'POST',
+    template: '/api/projects/{projectId}/webhook',
+    access: 'write',
+    success: 200,
+    prepare: async () => {
+      const project = await freshProject();
+      return {
+        path: `/api/projects/${project.id}/webhook`,
+        unchanged: async () => expect((await admin('GET', `/api/projects/${project.id}/webhook`)).status).toBe(404),
+      };
+    },
+    check: (res) => {
+      expect(res.json.webhook).toMatchObject({
+        url: expect.stringMatching(/\/api\/hooks\/[a-z0-9]+$/),
+        secret: expect.stringMatching(/^whsec_/),
+      });
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/webhook',
+    access: 'read',
+    success: 200,
+    prepare: async () => {
+      await webhookOfA();
+      return { path: `/api/projects/${f.A.id}/webhook` };
+    },
+    check: (res) => {
+      expect(res.json.webhook.url).toContain(`/api/hooks/${f.A.id}`);
+      expect(res.json.webhook.secret).toBeUndefined();
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/webhook/deliveries',
+    access: 'read',
+    success: 200,
+    prepare: async () => {
+      await webhookOfA();
+      return { path: `/api/projects/${f.A.id}/webhook/deliveries` };
+    },
+    check: (res) => expect(Array.isArray(res.json.deliveries)).toBe(true),
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/previews',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/previews` }),
+    check: (res) => expect(res.json.previews).toEqual([]),
   },
 
   // Environments
@@ -1797,6 +1858,20 @@ describe('/api/system/public', () => {
     const text = JSON.stringify(answers[0]);
     for (const token of Object.values(f.tokens)) if (token) expect(text).not.toContain(token);
     expect(text).not.toContain(server.token);
+  });
+});
+
+describe('POST /api/hooks/{projectId} (the public webhook endpoint)', () => {
+  it('answers every caller alike: a key is no credential there, only a delivery signed with the project secret is', async () => {
+    await webhookOfA();
+    for (const caller of CALLERS) {
+      const res = await api(server.url, f.tokens[caller])('POST', `/api/hooks/${f.A.id}`, { zen: 'unsigned' });
+      expectErrorBody(res, 401, `hooks ${caller}`);
+      expect(res.json.error, caller).toBe('unauthorized');
+    }
+    const deliveries = await ok(admin('GET', `/api/projects/${f.A.id}/webhook/deliveries`), 'deliveries');
+    expect(deliveries.deliveries.filter((d: { outcome: string }) => d.outcome === 'refused').length).toBeGreaterThanOrEqual(CALLERS.length);
+    for (const token of Object.values(f.tokens)) if (token) expect(JSON.stringify(deliveries)).not.toContain(token);
   });
 });
 

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fuzzer, operationsOf, type FuzzRequest } from '../helpers/fuzz.js';
@@ -29,6 +30,7 @@ const HANG_MS = 5_000;
 
 let server: ServerProcess;
 const real: Record<string, string> = {};
+let hookSecret = '';
 
 beforeAll(async () => {
   server = await startServerProcess({
@@ -38,6 +40,7 @@ beforeAll(async () => {
     AUTH_FAILURES_PER_MINUTE: '100000',
     // The authentication endpoints' own budgets would answer nearly all of their share with 429.
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
   });
   const admin = api(server.url, server.token);
   const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
@@ -99,6 +102,7 @@ beforeAll(async () => {
     storageId: storage.id,
     userId: member.id,
   });
+  hookSecret = (await ok(admin('POST', `/api/projects/${project.id}/webhook`), 'webhook')).webhook.secret;
 }, 60_000);
 
 afterAll(async () => {
@@ -164,6 +168,146 @@ function errorShapeProblem(outcome: Outcome): string | null {
     return 'not JSON';
   }
 }
+
+/** A small seeded generator: the same seed, the same deliveries. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('fuzz of the public webhook endpoint', () => {
+  it('broken and forged deliveries from every provider, some signed with the real secret: no 5xx, no hang, JSON answers', async () => {
+    const random = prng(SEED);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const values: unknown[] = [
+      null,
+      0,
+      -1,
+      1e308,
+      '',
+      'x'.repeat(5000),
+      '../../etc/passwd',
+      "'; DROP TABLE services; --",
+      [],
+      {},
+      true,
+      '\u0000',
+      'refs/heads/main',
+      'a'.repeat(40),
+    ];
+    const shapes = (): unknown => {
+      const ref = pick(['refs/heads/main', 'refs/tags/v1', pick(values)]);
+      return pick([
+        {
+          ref,
+          after: pick(values),
+          repository: pick([{ full_name: 'acme/web', clone_url: pick(values) }, pick(values)]),
+          commits: pick([[], [{ added: pick(values) }], pick(values)]),
+        },
+        {
+          object_kind: pick(['push', 'merge_request', pick(values)]),
+          ref,
+          checkout_sha: pick(values),
+          project: pick([{ path_with_namespace: 'acme/web' }, pick(values)]),
+        },
+        {
+          action: pick(['opened', 'closed', 'synchronize', pick(values)]),
+          number: pick([1, -3, 2 ** 40, pick(values)]),
+          pull_request: pick([{ head: { sha: pick(values), ref: pick(values) }, base: { ref: pick(values) } }, pick(values)]),
+        },
+        {
+          push: { changes: pick([[{ new: { name: pick(values), target: { hash: pick(values) } } }], pick(values)]) },
+          repository: pick(values),
+        },
+        {
+          type: pick(['push', 'image.push', pick(values)]),
+          data: pick([{ repository: pick(values), branch: pick(values), sha: pick(values) }, pick(values)]),
+        },
+        { callback_url: 'http://x', push_data: { tag: pick(values) }, repository: { repo_name: pick(values) } },
+        pick(values),
+      ]);
+    };
+    const deep = (n: number): string => '['.repeat(n) + ']'.repeat(n);
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    const base = new URL(server.url);
+    const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    const TOTAL_HOOKS = 800;
+    for (let i = 0; i < TOTAL_HOOKS; i++) {
+      const payload = shapes();
+      let body = pick(['json', 'json', 'json', 'truncated', 'deep', 'binary']) as string;
+      const json = JSON.stringify(payload) ?? 'null';
+      body =
+        body === 'json'
+          ? json
+          : body === 'truncated'
+            ? json.slice(0, Math.floor(json.length / 2))
+            : body === 'deep'
+              ? deep(5000)
+              : String.fromCharCode(...Array.from({ length: 64 }, () => Math.floor(random() * 256)));
+      const secret = random() < 0.6 ? hookSecret : 'whsec_not-the-secret';
+      const id = `d-${i}-${Math.floor(random() * 5)}`;
+      const hmacHex = createHmac('sha256', secret).update(body).digest('hex');
+      const timestamp = String(Math.floor(Date.now() / 1000) - pick([0, 0, 400, -400]));
+      const standard = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+        .update(`${id}.${timestamp}.${body}`)
+        .digest('base64');
+      const headers: Record<string, string> = pick<Record<string, string>>([
+        {
+          'x-github-event': pick(['push', 'pull_request', 'ping', 'star', '']),
+          'x-github-delivery': id,
+          'x-hub-signature-256': pick([`sha256=${hmacHex}`, 'sha256=zz', '']),
+        },
+        {
+          'x-gitlab-event': pick(['Push Hook', 'Merge Request Hook', 'Tag Push Hook']),
+          'x-gitlab-token': secret,
+          'x-gitlab-event-uuid': id,
+        },
+        { 'x-gitea-event': pick(['push', 'pull_request']), 'x-gitea-delivery': id, 'x-gitea-signature': pick([hmacHex, 'nothex']) },
+        { 'x-forgejo-event': pick(['push', 'pull_request']), 'x-forgejo-delivery': id, 'x-forgejo-signature': hmacHex },
+        {
+          'x-event-key': pick(['repo:push', 'pullrequest:created', 'pullrequest:fulfilled', 'issue:created']),
+          'x-request-uuid': id,
+          'x-hub-signature': pick([`sha256=${hmacHex}`, `sha1=${hmacHex}`]),
+        },
+        {
+          'webhook-id': id,
+          'webhook-timestamp': pick([timestamp, 'soon', '']),
+          'webhook-signature': pick([`v1,${standard}`, 'v1,', `v2,${standard}`, `v1a,${standard} v1,${standard}`]),
+        },
+        {},
+      ]);
+      const projectId = random() < 0.9 ? real.projectId! : pick(['nope', 'x'.repeat(64), '%2e%2e', real.serviceId!]);
+      const outcome = await send(agent, base, {
+        method: 'POST',
+        path: `/api/hooks/${projectId}`,
+        headers: { ...headers, 'content-type': pick(['application/json', 'text/plain', 'application/x-www-form-urlencoded']) },
+        body,
+        label: `hooks #${i}`,
+      });
+      statuses.set(outcome.status, (statuses.get(outcome.status) ?? 0) + 1);
+      const label = `#${i} ${JSON.stringify(headers).slice(0, 120)} ${body.slice(0, 80)}`;
+      if (outcome.status >= 500 || outcome.status < 0) failures.push(`${label}: ${outcome.status} ${outcome.text.slice(0, 200)}`);
+      else if (outcome.status >= 400) {
+        const problem = errorShapeProblem(outcome);
+        if (problem) failures.push(`${label}: ${outcome.status} ${problem}`);
+      } else if (!/"outcome":"(deployed|ignored|duplicate)"/.test(outcome.text))
+        failures.push(`${label}: ${outcome.status} ${outcome.text.slice(0, 200)}`);
+      if (outcome.text.includes(hookSecret)) failures.push(`${label}: the secret in the answer`);
+    }
+    agent.destroy();
+    console.log(`fuzz hooks: seed ${SEED}, ${TOTAL_HOOKS} deliveries, statuses ${JSON.stringify(Object.fromEntries(statuses))}`);
+    expect(failures).toEqual([]);
+    expect(server.output()).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
+    expect(server.output()).not.toContain(hookSecret);
+  }, 300_000);
+});
 
 describe('fuzz', () => {
   it(`${TOTAL} broken requests across every operation: no 5xx, no hang, JSON errors, no stack trace`, async () => {

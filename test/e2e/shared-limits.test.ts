@@ -9,7 +9,7 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * each its own data directory), each started as `npm start` does: the per-address budgets of the
  * authentication endpoints, the failed-authentication count and the per-account sign-in backoff
  * are the database's, so a client spreading its attempts over both processes gets no more of them
- * than from one. TRUST_PROXY=true lets each test speak from an address of its own.
+ * than from one; the public webhook door's per-address budget likewise. TRUST_PROXY=true lets each test speak from an address of its own.
  */
 let db: Awaited<ReturnType<typeof createScratchDatabase>>;
 let first: ServerProcess;
@@ -33,6 +33,7 @@ beforeAll(async () => {
     SECRET_KEY: randomBytes(24).toString('hex'),
     TRUST_PROXY: 'true',
     AUTH_FAILURES_PER_MINUTE: '4',
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: '4',
   };
   // One after the other: the first runs the migrations.
   first = await startServerProcess(env);
@@ -105,5 +106,21 @@ describe('limits shared by two processes on one database', () => {
     }
     for (const server of [first, second])
       expectErrorShape(await from(server, ip, 'slw_guess_more')('GET', '/api/projects'), 429, 'guess 5th');
+  });
+
+  it('webhook deliveries of one address count at both processes (WEBHOOK_RATE_LIMIT_PER_MINUTE=4)', async () => {
+    // The public door counts before it reads anything: deliveries to a project that does not exist are 404s, and count.
+    const ip = newIp();
+    for (let i = 0; i < 4; i++) {
+      const res = await from(either(i), ip)('POST', '/api/hooks/nosuchproject', { zen: 'hello' });
+      expectErrorShape(res, 404, `delivery ${i + 1}`);
+    }
+    for (const server of [first, second]) {
+      const fifth = await from(server, ip)('POST', '/api/hooks/nosuchproject', { zen: 'hello' });
+      expectErrorShape(fifth, 429, 'delivery 5th');
+      expect(Number(fifth.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    // Another address is not affected.
+    expectErrorShape(await from(second, newIp())('POST', '/api/hooks/nosuchproject', { zen: 'hello' }), 404, 'another address');
   });
 });

@@ -13,6 +13,7 @@ export const unlimited: RequestLimiter = {
   async recordAuthFailure() {},
   assertRequestAllowed() {},
   async assertAuthAttempt() {},
+  async assertWebhookDelivery() {},
 };
 
 export interface Harness {
@@ -48,6 +49,7 @@ export async function createHarness(
     tls?: UseCasePorts['tls'];
     accounts?: UseCasePorts['accounts'];
     backups?: UseCasePorts['backups'];
+    hooks?: UseCasePorts['hooks'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -75,6 +77,7 @@ export async function createHarness(
       tls: opts.tls,
       accounts: opts.accounts,
       backups: opts.backups,
+      hooks: opts.hooks,
     },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>

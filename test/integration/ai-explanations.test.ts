@@ -76,6 +76,7 @@ async function deploymentIn(status: DeploymentRecord['status']) {
     commitSha: 'a'.repeat(40),
     status,
     trigger: 'manual',
+    origin: null,
     imageTag: null,
     containerName: null,
     rollbackOf: null,

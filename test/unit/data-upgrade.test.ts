@@ -39,7 +39,16 @@ function expected(kind: 'sqlite' | 'postgresql'): Expected {
  * A service as release 0.1.0 stored it: the source in the wire's placeholder spelling (what the
  * presenter still answers with), the database settings on every service.
  */
-const asOldRow = ({ source, environmentId: _environmentId, ...rest }: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
+const asOldRow = ({
+  source,
+  environmentId: _environmentId,
+  autoDeploy: _autoDeploy,
+  watchPaths: _watchPaths,
+  pollIntervalSeconds: _pollIntervalSeconds,
+  cancelInProgress: _cancelInProgress,
+  previews: _previews,
+  ...rest
+}: ServiceRecord): unknown => ({ ...rest, ...wireSource(source) });
 
 /** Records as JSON carries them (dates as ISO strings), the form the expected rows were saved in. */
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
@@ -61,10 +70,15 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
     }),
   );
   expect(services.map((s) => s.environmentId)).toEqual(services.map((s) => s.projectId));
+  // Push to deploy's fields: on for what is built or pulled, off for databases; nothing else set.
+  for (const service of services) {
+    expect(service.autoDeploy).toBe(service.source.kind === 'repository' || service.source.kind === 'image');
+    expect([service.watchPaths, service.pollIntervalSeconds, service.cancelInProgress, service.previews]).toEqual([[], null, false, null]);
+  }
   expect(asJson(await store.env.list(serviceIds))).toEqual(want.env);
   expect(asJson(await store.domains.list(null))).toEqual(want.domains);
   // Columns added since 0.1.0 read as their empty value on old rows.
-  expect(asJson(deployments)).toEqual((want.deployments as object[]).map((d) => ({ ...d, rollbackOf: null })));
+  expect(asJson(deployments)).toEqual((want.deployments as object[]).map((d) => ({ ...d, rollbackOf: null, origin: null })));
   expect(asJson((await Promise.all(deployments.map((d) => store.deployments.listLogs(d.id)))).flat())).toEqual(want.logs);
   expect(asJson(await store.apiKeys.list())).toEqual(want.apiKeys);
   expect(await store.settings.get('platform')).toEqual(want.settings.platform);

@@ -426,15 +426,16 @@ describe('resolveValue', () => {
 
 describe('deployment state machine', () => {
   const legal: Record<DeploymentStatus, DeploymentStatus[]> = {
-    queued: ['running', 'aborted', 'failed'],
+    queued: ['running', 'aborted', 'failed', 'superseded'],
     running: ['succeeded', 'failed', 'aborted'],
     succeeded: [],
     failed: [],
     aborted: [],
+    superseded: [],
   };
 
-  it('knows the five statuses', () => {
-    expect([...DEPLOYMENT_STATUSES].sort()).toEqual(['aborted', 'failed', 'queued', 'running', 'succeeded']);
+  it('knows the six statuses', () => {
+    expect([...DEPLOYMENT_STATUSES].sort()).toEqual(['aborted', 'failed', 'queued', 'running', 'succeeded', 'superseded']);
   });
 
   it('isTerminal: succeeded, failed and aborted are final; queued and running are not', () => {
