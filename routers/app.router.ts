@@ -22,6 +22,9 @@ import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
+import { auditRouter } from './audit.router.js';
+import { eventRouter } from './event.router.js';
+import { notificationRouter } from './notification.router.js';
 import { webhookRouter } from './webhook.router.js';
 import { createCallerFactory, publicProcedure, router } from './trpc.js';
 
@@ -70,6 +73,9 @@ export const appRouter = router({
   storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupConfigurationRouter,
+  notifications: notificationRouter,
+  audit: auditRouter,
+  events: eventRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -58,7 +58,7 @@ export const authRouter = router({
     })
     .input(signinInput)
     .output(signinResultView)
-    .mutation(async ({ ctx, input }) => withCookie(ctx, await ctx.services.accounts.signin(input))),
+    .mutation(async ({ ctx, input }) => withCookie(ctx, await ctx.services.accounts.signin(input, ctx.ip))),
 
   logout: readProcedure
     .meta({
@@ -144,7 +144,7 @@ export const authRouter = router({
     .input(twoFactorVerifyInput)
     .output(z.union([signinResultView, okTrue]))
     .mutation(async ({ ctx, input }) => {
-      if (input.challengeId) return withCookie(ctx, await ctx.services.accounts.completeChallenge(input.challengeId, input.code));
+      if (input.challengeId) return withCookie(ctx, await ctx.services.accounts.completeChallenge(input.challengeId, input.code, ctx.ip));
       await ctx.services.accounts.confirmTwoFactor(ctx.actor, input.code);
       return { ok: true as const };
     }),

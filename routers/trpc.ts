@@ -8,6 +8,7 @@ import {
   DomainError,
   ERROR_CODES,
   type Actor,
+  type AuditDoor,
   type ErrorCode,
   type ProcedureScope,
   type Services,
@@ -36,6 +37,10 @@ export interface SessionCookie {
 
 export interface Context {
   services: Services;
+  /** Which door the call came through, for the audit log (REST when unset). */
+  door?: AuditDoor;
+  /** Set per call by the audit middleware; `authenticated` writes who the caller is into it. */
+  auditCall?: { actor: Actor | null };
   /** The bearer token as sent; authenticated lazily by the procedures that need it. */
   token: string | undefined;
   ip: string;
@@ -186,6 +191,41 @@ const t = initTRPC
     },
   });
 
+/** Outcomes recorded for reads too: failed authentications and refused permissions. */
+const REFUSALS = new Set<string>(['unauthorized', 'forbidden', 'insufficient_scope', 'invalid_credentials', 'registration_closed']);
+
+/**
+ * The audit log's one door-independent hook (docs/events.md): every mutation, whatever its outcome,
+ * and every call refused for its credentials or permissions, is recorded with who, the procedure,
+ * the ids its input names (found before it runs, so a delete still has its project), the door, the
+ * client address and the outcome. REST, tRPC, MCP and the CLI all come through here.
+ */
+const audited = t.middleware(async ({ ctx, type, path, getRawInput, next }) => {
+  const call = { actor: null as Actor | null };
+  const input = () => getRawInput().catch(() => undefined);
+  const located = type === 'mutation' ? await ctx.services.audit.locate(await input()) : null;
+  const result = await next({ ctx: { auditCall: call } });
+  const outcome = result.ok ? 'success' : toErrorBody(result.error).error;
+  if (located || REFUSALS.has(outcome)) {
+    const where = located ?? (await ctx.services.audit.locate(await input()));
+    const created = result.ok ? ctx.services.audit.createdIds(result.data) : [];
+    // A sign-in or signup has no caller yet: the account it opened is who.
+    const user = result.ok ? (result.data as { user?: { id?: unknown } } | undefined)?.user?.id : undefined;
+    const who: Actor | null =
+      call.actor ?? (typeof user === 'string' ? { keyId: user, access: 'write', projectIds: null, userId: user, via: 'session' } : null);
+    await ctx.services.audit.record({
+      who,
+      operation: path,
+      door: ctx.door ?? 'rest',
+      targetIds: [...where.targetIds, ...created],
+      projectId: where.projectId ?? (result.ok ? ctx.services.audit.createdProjectId(result.data) : null),
+      clientAddress: ctx.ip,
+      outcome,
+    });
+  }
+  return result;
+});
+
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
@@ -202,10 +242,13 @@ const mapDomainErrors = t.middleware(async ({ next }) => {
 });
 
 /** Authentication endpoints spend their per-address budget first, whatever the body holds. */
-export const publicProcedure = t.procedure.use(mapDomainErrors).use(async ({ ctx, meta, next }) => {
-  if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
-  return next();
-});
+export const publicProcedure = t.procedure
+  .use(audited)
+  .use(mapDomainErrors)
+  .use(async ({ ctx, meta, next }) => {
+    if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+    return next();
+  });
 
 /**
  * The one scope check: a personal token needs the scope its procedure declares (`admin` holds all);
@@ -218,7 +261,9 @@ export const enforceScope: (actor: Actor, scope: ProcedureScope | undefined) => 
 /** Resolves the caller's credential (API key, session or personal token), or 401 (counted against the address). */
 async function authenticated(ctx: Context): Promise<Actor> {
   try {
-    return await ctx.services.accounts.authenticate(ctx.token);
+    const actor = await ctx.services.accounts.authenticate(ctx.token);
+    if (ctx.auditCall) ctx.auditCall.actor = actor;
+    return actor;
   } catch (error) {
     // Guessing keys gets 429 after a while; a valid key from the same address still works.
     if (ctx.token) await ctx.limiter.recordAuthFailure(ctx.ip);
@@ -247,6 +292,7 @@ export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => 
  */
 export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
+  if (ctx.auditCall) ctx.auditCall.actor = actor;
   if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
   return next({ ctx: { actor } });
 });

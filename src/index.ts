@@ -8,7 +8,7 @@ export type { Services } from './services.js';
 export type { Actor } from './domain/access.js';
 export type { ServiceDeps } from './platform/deps.js';
 export type { PlatformConfig } from './platform/platform-config.js';
-export { DEFAULT_PLATFORM_CONFIG } from './platform/platform-config.js';
+export { DEFAULT_PLATFORM_CONFIG, DEFAULT_EVENTS_CONFIG, type EventsConfig } from './platform/platform-config.js';
 export { DomainError } from './domain/errors.js';
 export { ERROR_CODES, type ErrorCode } from './domain/errors.js';
 export { ACCESS_LEVELS, BUILD_METHODS, RUNTIME_MODES } from './domain/types.js';
@@ -72,3 +72,29 @@ export type {
 export type { VolumeArchive, VolumeStats } from './backups/volume-archive.port.js';
 export type { ScratchDatabase, ScratchDatabaseSpec, ScratchDatabases } from './backups/scratch-database.port.js';
 export type { DrillEvent, DrillLimits, DrillPorts } from './backups/drill.service.js';
+export { EVENT_TYPES, type EventType, type EventPayloads, type DomainEvent, type EventSeverity } from './domain/events.js';
+export { CHANNEL_TYPES, type ChannelType } from './notifications/notification.records.js';
+export {
+  DeliveryError,
+  type ChannelTarget,
+  type NotificationMessage,
+  type Notifier,
+  type SendResult,
+  type TargetCheck,
+  type TargetGuard,
+} from './notifications/notifier.port.js';
+export { isPrivateAddress } from './notifications/private-address.js';
+export * from './notifications/notification-views.js';
+export {
+  channelInput,
+  channelPatchInput,
+  ruleInput,
+  deliveriesQuery,
+  type ChannelInput,
+  type ChannelPatchInput,
+  type RuleInput,
+  type DeliveriesQuery,
+} from './notifications/notification.inputs.js';
+export * from './audit/audit-views.js';
+export { eventView, type EventView } from './events/event-views.js';
+export type { AuditDoor } from './audit/audit.records.js';

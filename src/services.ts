@@ -2,6 +2,9 @@ import type { AccountService } from './accounts/account.service.js';
 import type { ApiKeyService } from './accounts/api-key.service.js';
 import type { PersonalTokenService } from './accounts/personal-token.service.js';
 import type { TwoFactorService } from './accounts/two-factor.service.js';
+import type { AuditService } from './audit/audit.service.js';
+import type { EventStreamService } from './events/event-stream.service.js';
+import type { NotificationService } from './notifications/notification.service.js';
 import type { AiDiagnosticsService } from './ai/ai-diagnostics.service.js';
 import type { BackupRestore } from './backups/backup-restore.js';
 import type { BackupScheduleService } from './backups/backup-schedule.service.js';
@@ -77,4 +80,7 @@ export interface Services {
   /** The public webhook door's use case: a delivery verified, recorded and acted on. */
   deliveries: DeliveryReceiver;
   previews: PreviewService;
+  notifications: NotificationService;
+  eventStream: EventStreamService;
+  audit: AuditService;
 }

@@ -37,6 +37,8 @@ npx tsc --noEmit -p packages/dashboard
 npm run -s build:dashboard >/dev/null
 node scripts/dashboard-size.mjs
 export SLIPWAY_TEST_BUILT=1
+# The engine and every stand-in image are provisioned above: test files skip their own provisionDocker().
+export SLIPWAY_TEST_PROVISIONED=1
 
 echo "== running tests"
 mkdir -p .test-cache

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DomainError } from '../../src/index.js';
 import { ConfigError, loadConfig } from '../composition/config.js';
 import { composePlatform } from '../composition/root.js';
 
@@ -32,6 +33,21 @@ async function main(argv: string[]): Promise<number> {
   try {
     const services = platform.useCases;
     const operator = { keyId: 'cli', access: 'write' as const, projectIds: null };
+    /** The operator's writes go in the audit log too: who is `system:operator`, the door `cli`. */
+    const audited = async <T>(operation: string, targetIds: string[], work: () => Promise<T>): Promise<T> => {
+      let outcome = 'success';
+      const made: string[] = [];
+      try {
+        const result = await work();
+        made.push(...services.audit.createdIds(result));
+        return result;
+      } catch (error) {
+        outcome = error instanceof DomainError ? error.code : 'internal_error';
+        throw error;
+      } finally {
+        await services.audit.record({ who: { system: 'operator' }, operation, door: 'cli', targetIds: [...targetIds, ...made], outcome });
+      }
+    };
     if (group === 'users') {
       if (command === 'list') {
         for (const user of await services.accounts.listUsers(operator))
@@ -39,7 +55,8 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       if (command === 'reset-2fa' && rest[0]) {
-        const user = await services.accounts.resetTwoFactor(rest[0]);
+        const email = rest[0];
+        const user = await audited('cli.users.reset-2fa', [], () => services.accounts.resetTwoFactor(email));
         console.error(`two-factor authentication is off for ${user.email}; their sessions ended`);
         return 0;
       }
@@ -52,11 +69,8 @@ async function main(argv: string[]): Promise<number> {
           console.error('keys create needs --name and --access read|write');
           return 2;
         }
-        const { apiKey, token } = await services.apiKeys.create(operator, {
-          name: values.name,
-          access: values.access,
-          projectIds: values.project ?? null,
-        });
+        const input = { name: values.name, access: values.access as 'read' | 'write', projectIds: values.project ?? null };
+        const { apiKey, token } = await audited('cli.keys.create', [], () => services.apiKeys.create(operator, input));
         console.error(
           `created API key ${apiKey.id} (${apiKey.access}, ${apiKey.projectIds ? `projects ${apiKey.projectIds.join(', ')}` : 'all projects'}); the token is shown once:`,
         );
@@ -73,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
           console.error('keys delete needs an id');
           return 2;
         }
-        await services.apiKeys.delete(operator, rest[0]);
+        await audited('cli.keys.delete', [rest[0]], () => services.apiKeys.delete(operator, rest[0]!));
         console.error(`deleted API key ${rest[0]}`);
         return 0;
       default:

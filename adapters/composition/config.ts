@@ -2,7 +2,13 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { DEFAULT_PLATFORM_CONFIG, DEFAULT_TERMINAL_LIMITS, type PlatformConfig, type TerminalLimits } from '../../src/index.js';
+import {
+  DEFAULT_EVENTS_CONFIG,
+  DEFAULT_PLATFORM_CONFIG,
+  DEFAULT_TERMINAL_LIMITS,
+  type PlatformConfig,
+  type TerminalLimits,
+} from '../../src/index.js';
 
 /** Everything the server reads from its environment, parsed and checked once at start. */
 export interface AppConfig {
@@ -301,6 +307,30 @@ function hooksConfig(env: NodeJS.ProcessEnv): PlatformConfig['hooks'] {
   };
 }
 
+function eventsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig['events'] {
+  const defaults = DEFAULT_EVENTS_CONFIG;
+  const telegram = (env.TELEGRAM_API_URL?.trim() || defaults.telegramApiUrl).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^\s/]+/.test(telegram))
+    throw new ConfigError(`TELEGRAM_API_URL must be an http(s) URL, got ${JSON.stringify(telegram)}`);
+  return {
+    retryBaseMs: int(env, 'NOTIFY_RETRY_BASE_MS', defaults.retryBaseMs, 10, 24 * 3_600_000),
+    retryTries: int(env, 'NOTIFY_RETRY_TRIES', defaults.retryTries, 1, 30),
+    deliveryTimeoutMs: int(env, 'NOTIFY_TIMEOUT_MS', defaults.deliveryTimeoutMs, 100, 60_000),
+    deliveryConcurrency: int(env, 'NOTIFY_CONCURRENCY', defaults.deliveryConcurrency, 1, 256),
+    allowPrivateTargets: boolean(env, 'NOTIFY_ALLOW_PRIVATE_TARGETS', defaults.allowPrivateTargets),
+    telegramApiUrl: telegram,
+    retentionDays: int(env, 'EVENT_RETENTION_DAYS', defaults.retentionDays, 1, 365),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', defaults.auditRetentionDays, 1, 3650),
+    crashLoopExits: int(env, 'CRASH_LOOP_EXITS', defaults.crashLoopExits, 1, 1000),
+    crashLoopWindowMs: int(env, 'CRASH_LOOP_WINDOW_MS', defaults.crashLoopWindowMs, 1_000, 7 * 86_400_000),
+    crashLoopReminderMs: defaults.crashLoopReminderMs,
+    monitorIntervalMs: int(env, 'MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 0, 3_600_000),
+    healthFailures: int(env, 'HEALTH_FAILURES', defaults.healthFailures, 1, 100),
+    diskPath: env.DISK_WATCH_PATH || (dataDir === ':memory:' ? tmpdir() : dataDir),
+    diskThresholdPercent: int(env, 'DISK_THRESHOLD_PERCENT', defaults.diskThresholdPercent, 1, 100),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const dataDir = env.DATA_DIR || './data';
   const key = secretKey(env, dataDir);
@@ -354,6 +384,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       backups: backupsConfig(env, dataDir),
       hooks: hooksConfig(env),
+      events: eventsConfig(env, dataDir),
       licensePublicKey: licensePublicKey(env.LICENSE_PUBLIC_KEY),
       routing: {
         reconcileMs: int(env, 'PROXY_RECONCILE_MS', DEFAULT_PLATFORM_CONFIG.routing.reconcileMs, 100, 60_000),

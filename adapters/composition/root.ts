@@ -39,6 +39,9 @@ import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
+import { DockerContainerExits } from '../docker/docker.container-exits.js';
+import { StatfsDiskUsage } from '../host/statfs.disk-usage.js';
+import { createNotifiers } from '../notify/notifiers.js';
 import type { ContainerEngine } from '../../src/deployments/container-engine.port.js';
 import { TrafficSlots } from '../../src/deployments/traffic-slots.js';
 import type { DataImporter } from '../../src/imports/data-importer.port.js';
@@ -144,6 +147,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
         .startRunner()
         .catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
       startBackups(useCases, log);
+      useCases.eventLoops.start();
     },
     async stop() {
       await useCases.sampler?.stop();
@@ -153,6 +157,8 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       await useCases.backupRunner.stop();
       await useCases.runner?.stop();
       await useCases.imports.stop();
+      // Deliveries under way finish (each within its timeout); what is left is sent after the restart.
+      await useCases.eventLoops.stop();
       // The proxy keeps serving the loaded routes while the platform is down.
       await useCases.routing.stop();
       await ports.runtime?.forwarder.closeAll();
@@ -232,6 +238,14 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string): 
     containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId),
     ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
     terminals: { engine: new DockerodeTerminalEngine(docker) },
+    events: {
+      ...createNotifiers({
+        allowPrivate: () => config.platform.events.allowPrivateTargets,
+        telegramApiUrl: () => config.platform.events.telegramApiUrl,
+      }),
+      exits: new DockerContainerExits(docker, config.platform.instanceId),
+      disk: new StatfsDiskUsage(),
+    },
     hooks: hookPorts(config, docker, git, ownUrl),
   };
 }

@@ -77,6 +77,9 @@ import { TriggerPoller } from '../../src/git-hooks/trigger-poller.js';
 import { WebhookService } from '../../src/git-hooks/webhook.service.js';
 import type { PreviewNetworks } from '../../src/previews/preview-networks.port.js';
 import { PreviewService } from '../../src/previews/preview.service.js';
+import { EventPublisher } from '../../src/events/event-publisher.js';
+import { createEventServices, type EventPorts } from './events.js';
+import { liveHealth, liveServices } from '../../src/monitoring/live-services.js';
 import { UNCONFIGURED_BACKUP_FILES } from '../backups/unconfigured.backup-files.js';
 import { UNCONFIGURED_OBJECT_STORES } from '../object-store/unconfigured.object-store.js';
 
@@ -129,6 +132,8 @@ export interface UseCasePorts {
     | undefined;
   /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
   hooks?: HookPorts | undefined;
+  /** Notifiers per channel family, the target guard, container exits and the disk (adapters/notify, docker, host). */
+  events?: Omit<EventPorts, 'mailer' | 'live' | 'health' | 'log'> | undefined;
   log?: ((message: string, extra?: Record<string, unknown>) => void) | undefined;
   /** Called after services (of a deleted project, or one deleted service) are gone from the database. */
   onServicesRemoved?: ((services: ServiceRecord[]) => Promise<void>) | undefined;
@@ -154,13 +159,16 @@ export interface HookPorts {
  * needs no late binding. What the doors may call is `Services` (src/services.ts); the rest (the
  * runners, loops and the routing table) is started and stopped by the platform (root.ts).
  */
-export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
+export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: UseCasePorts) {
   const log = ports.log;
   // Every use case reads the configuration through this getter: the stored settings, applied by
   // SettingsService, replace the snapshot it returns; the caller's config object is never written to.
   const live = new LiveConfig(startupDeps.config);
+  // The one publisher: every capability publishes through it, in its change's transaction.
+  const publisher = new EventPublisher(startupDeps);
   const deps: ServiceDeps = {
     ...startupDeps,
+    events: publisher,
     get config() {
       return live.current();
     },
@@ -303,6 +311,24 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     log,
   });
 
+  // Events: notifications, the event stream, the audit log, and the monitors that raise runtime events.
+  const events = createEventServices(deps, publisher, {
+    ...ports.events,
+    log,
+    // Email channels send through the settings' SMTP server, else SMTP_URL's.
+    mailer: async () => {
+      const mailerFor = ports.accounts?.mailerFor;
+      const smtp = mailerFor ? await settings.smtp() : null;
+      if (smtp && mailerFor) {
+        const mailer = mailerFor(smtp);
+        return { mailer, release: () => mailer.close?.() };
+      }
+      const fallback = ports.accounts?.mailer;
+      return fallback ? { mailer: fallback, release: () => {} } : null;
+    },
+    ...(runtime && current ? { live: liveServices(deps, current), health: liveHealth(deps, runtime, current) } : {}),
+  });
+
   const domains = new DomainService(deps, routing);
   const environments = new EnvironmentService(deps, serviceReader, removal, routing, hostPorts);
 
@@ -384,7 +410,7 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,
-    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing),
+    health: new HealthService(deps, ports.runtime?.engine ?? null, ports.proxy, routing, events.notifications),
     webhooks,
     deliveries,
     previews,
@@ -393,13 +419,18 @@ export function createUseCases(startupDeps: ServiceDeps, ports: UseCasePorts) {
       current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
       ports.terminals?.limits,
     ),
+    notifications: events.notifications,
+    eventStream: events.eventStream,
+    audit: events.audit,
     // What runs beside the doors: the platform starts and stops it (root.ts).
     routing,
     runner,
     teardown,
     sampler,
     backupRunner,
-    backupScheduler: new BackupScheduler(deps, backupQueue, destinations, log),
+    backupScheduler: new BackupScheduler(deps, backupQueue, destinations, log, events.audit),
+    /** The event dispatcher, deliveries and monitors (started and stopped with the platform). */
+    eventLoops: events,
     objectStores,
     statuses,
     poller,

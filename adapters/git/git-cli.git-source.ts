@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import type { LogStream } from '../../src/domain/types.js';
 import type { CloneRequest, GitSource } from '../../src/deployments/git-source.port.js';
 import type { GitRemote } from '../../src/git-hooks/git-provider.port.js';
@@ -18,6 +19,15 @@ export class GitCliSource implements GitSource, GitRemote {
     const mask = (line: string) => secrets.reduce((masked, secret) => masked.split(secret).join('***'), line);
     const onLine = (line: string, stream: LogStream) => request.onLine(mask(line), stream);
     if (request.commit) return this.fetchCommit(request, request.commit, env, onLine);
+    return { commitSha: await this.cloneBranch(request, env, onLine) };
+  }
+
+  /** `git clone --depth 1 --single-branch` then `rev-parse HEAD`: two processes; resolves with the head it checked out. */
+  private async cloneBranch(
+    request: CloneRequest,
+    env: NodeJS.ProcessEnv,
+    onLine: (line: string, stream: LogStream) => void,
+  ): Promise<string> {
     await run(
       ['clone', '--depth', '1', '--single-branch', '--branch', request.branch, '--no-tags', '--', request.url, request.dest],
       env,
@@ -25,7 +35,7 @@ export class GitCliSource implements GitSource, GitRemote {
       onLine,
     );
     const sha = await run(['-C', request.dest, 'rev-parse', 'HEAD'], env, request.signal, () => {});
-    return { commitSha: sha.trim() };
+    return sha.trim().toLowerCase();
   }
 
   /**
@@ -42,8 +52,30 @@ export class GitCliSource implements GitSource, GitRemote {
   ): Promise<{ commitSha: string }> {
     const sha = commit.sha.toLowerCase();
     const git = (args: string[], lines = onLine) => run(['-C', request.dest, ...args], env, request.signal, lines);
-    await run(['init', '-q', request.dest], env, request.signal, onLine);
-    await git(['remote', 'add', 'origin', request.url]);
+    // The common case, a push or a poll of a branch that has not moved since: the branch's clone, the same two
+    // processes as a manual deployment, is exactly the commit. Its head is compared with the named one, so a
+    // branch that moved on (or an abbreviation that is not its head) falls through to the fetch by hash below,
+    // in the same repository; a clone that fails (a deleted branch) falls through to a fresh one.
+    let cloned = false;
+    if (commit.ref === null && sha.length >= 7) {
+      const head = await this.cloneBranch(request, env, onLine).then(
+        (head) => head,
+        async (error: Error) => {
+          if (request.signal.aborted) throw error;
+          await rm(request.dest, { recursive: true, force: true });
+          return null;
+        },
+      );
+      if (head?.startsWith(sha)) return { commitSha: head };
+      if (head !== null) {
+        onLine(`Branch ${request.branch} is at ${head}, not ${sha}; fetching ${sha} by its hash`, 'stdout');
+        cloned = true;
+      }
+    }
+    if (!cloned) {
+      await run(['init', '-q', request.dest], env, request.signal, onLine);
+      await git(['remote', 'add', 'origin', request.url]);
+    }
     let fetched = false;
     if (FULL_SHA.test(sha)) {
       fetched = await git(['fetch', '--depth', '1', '--no-tags', 'origin', sha]).then(
@@ -57,7 +89,8 @@ export class GitCliSource implements GitSource, GitRemote {
     }
     if (!fetched) {
       const ref = commit.ref ?? `refs/heads/${request.branch}`;
-      await git(['fetch', '--no-tags', 'origin', `+${ref}:refs/remotes/origin/slipway-fetched`]);
+      // After a shallow clone, the commit behind its head is only reachable once the history is deepened.
+      await git(['fetch', ...(cloned ? ['--unshallow'] : []), '--no-tags', 'origin', `+${ref}:refs/remotes/origin/slipway-fetched`]);
     }
     let resolved: string;
     try {

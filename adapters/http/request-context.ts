@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Services } from '../../src/index.js';
+import type { AuditDoor, Services } from '../../src/index.js';
 import type { Context, RequestLimiter } from '../../routers/trpc.js';
 import { clientAddress } from './forwarded.js';
 import { sessionCookie, sessionToken } from './session-cookie.js';
@@ -24,5 +24,15 @@ export function requestContexts(opts: {
     ip: clientAddress(req, trustProxy),
     limiter,
     cookie: sessionCookie(req, res, trustProxy),
+    door: doorOf(req),
   });
+}
+
+/** Which door a request came through, for the audit log: the CLI says so in a header; tRPC and MCP by path. */
+function doorOf(req: IncomingMessage): AuditDoor {
+  if (req.headers['x-slipway-client'] === 'cli') return 'cli';
+  const path = req.url ?? '';
+  if (path.startsWith('/trpc')) return 'trpc';
+  if (path.startsWith('/api/mcp')) return 'mcp';
+  return 'rest';
 }

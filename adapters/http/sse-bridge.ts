@@ -96,12 +96,12 @@ function subscribe(caller: ReturnType<typeof createCaller>, path: string, input:
 
 /**
  * The router's events as the spec's (platform-api.md, section 6): the event is the `type`; the data
- * is the lines of a snapshot, the line of a log, or else the other fields (`{t}`, `{ok, closed}`).
+ * is the lines of a snapshot, the line of a log, the event of the event stream, or else the other fields (`{t}`, `{ok, closed}`).
  */
 function frame(item: unknown): string {
   const [id, event] = isTrackedEnvelope(item) ? item : [undefined, item];
   const { type, ...fields } = event as { type: string } & Record<string, unknown>;
-  const data = 'lines' in fields ? fields.lines : 'line' in fields ? fields.line : fields;
+  const data = 'lines' in fields ? fields.lines : 'line' in fields ? fields.line : 'event' in fields ? fields.event : fields;
   return `${id !== undefined ? `id: ${id}\n` : ''}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 

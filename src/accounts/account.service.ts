@@ -138,7 +138,8 @@ export class AccountService {
     return presentUser(user);
   }
 
-  async signin(input: SigninInput): Promise<SigninResult> {
+  /** `address`: the client's, remembered per account; a sign-in from a new one is an event. */
+  async signin(input: SigninInput, address?: string): Promise<SigninResult> {
     const email = normalizeEmail(input.email);
     const run = await this.backoff.assertAllowed(email);
     const user = await this.store.getUserByEmail(email);
@@ -155,11 +156,11 @@ export class AccountService {
       this.challenges.set(challengeId, { userId: user.id, expiresAt: this.now() + CHALLENGE_TTL_MS, attempts: 0 });
       return { twoFactorRequired: true, challengeId };
     }
-    return { user: presentUser(user), session: await this.openSession(user) };
+    return { user: presentUser(user), session: await this.openSession(user, address) };
   }
 
   /** The second step of a sign-in with 2FA: a code (or a recovery code) for the challenge. */
-  async completeChallenge(challengeId: string, code: string): Promise<SigninResult> {
+  async completeChallenge(challengeId: string, code: string, address?: string): Promise<SigninResult> {
     const challenge = this.challenges.get(challengeId);
     if (!challenge || challenge.expiresAt < this.now()) {
       this.challenges.delete(challengeId);
@@ -180,7 +181,7 @@ export class AccountService {
     }
     if (run) await this.backoff.clear(key);
     this.challenges.delete(challengeId);
-    return { user: presentUser(user), session: await this.openSession(user) };
+    return { user: presentUser(user), session: await this.openSession(user, address) };
   }
 
   /** 2fa/verify without a challenge: a signed-in user confirms the setup with a first code. */
@@ -305,7 +306,10 @@ export class AccountService {
 
   async removeUser(actor: Actor, userId: string): Promise<void> {
     const target = await this.manageable(actor, userId, 'remove users');
-    await this.deps.store.transaction((store) => store.accounts.deleteUser(target.id));
+    await this.deps.store.transaction(async (store) => {
+      await store.accounts.deleteUser(target.id);
+      await store.signinAddresses.deleteOfUser(target.id);
+    });
   }
 
   /** The owner (or an all-project write key, the installation's operator) manages every user but the owner. */
@@ -320,7 +324,7 @@ export class AccountService {
 
   // Sessions
 
-  private async openSession(user: UserRecord): Promise<{ token: string; expiresAt: string }> {
+  private async openSession(user: UserRecord, address?: string): Promise<{ token: string; expiresAt: string }> {
     const token = newSecretToken(SESSION_PREFIX);
     const now = this.deps.clock.now();
     // Sessions left to expire are swept here, at the rate people sign in: no timer needed.
@@ -333,7 +337,12 @@ export class AccountService {
       createdAt: now,
       lastUsedAt: now,
     };
-    await this.store.insertSession(session);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.accounts.insertSession(session);
+      // The first sign-in of an account has nothing to compare with: only a later one from elsewhere is news.
+      if (address && (await tx.signinAddresses.remember(user.id, address, now)))
+        await this.deps.events.publish('auth.signin_new_address', { userId: user.id, email: user.email, address }, { store: tx });
+    });
     return { token, expiresAt: session.expiresAt.toISOString() };
   }
 

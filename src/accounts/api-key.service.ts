@@ -31,6 +31,8 @@ export function presentApiKey(key: ApiKeyRecord): ApiKeyView {
   };
 }
 
+const keyEvent = (key: ApiKeyRecord) => ({ apiKeyId: key.id, name: key.name, access: key.access, projectIds: key.projectIds });
+
 export class ApiKeyService {
   /** Keys by token hash, dropped by any write here, and after 2 s for keys revoked by the CLI. */
   private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.version, 1000, 2000);
@@ -106,7 +108,10 @@ export class ApiKeyService {
       createdAt: this.deps.clock.now(),
       lastUsedAt: null,
     };
-    await this.deps.store.apiKeys.insert(record);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.apiKeys.insert(record);
+      await this.deps.events.publish('api_key.created', keyEvent(record), { store: tx });
+    });
     return { apiKey: presentApiKey(record), token };
   }
 
@@ -117,8 +122,12 @@ export class ApiKeyService {
 
   async delete(actor: Actor, id: string): Promise<void> {
     this.assertAdmin(actor);
-    if (!(await this.deps.store.apiKeys.get(id))) throw new NotFoundError('API key', id);
-    await this.deps.store.apiKeys.delete(id);
+    const key = await this.deps.store.apiKeys.get(id);
+    if (!key) throw new NotFoundError('API key', id);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.apiKeys.delete(id);
+      await this.deps.events.publish('api_key.deleted', keyEvent(key), { store: tx });
+    });
   }
 
   private assertAdmin(actor: Actor): void {

@@ -22,6 +22,13 @@ export function presentToken(token: PersonalTokenRecord): PersonalTokenView {
   };
 }
 
+const tokenEvent = (token: PersonalTokenRecord) => ({
+  tokenId: token.id,
+  userId: token.userId,
+  name: token.name,
+  scopes: [...token.scopes],
+});
+
 /**
  * Personal tokens: a user's credential for scripts and CI, limited to the scopes it was made with
  * and never more than the user may do (the actor carries the user's role too). Stored as SHA-256;
@@ -49,7 +56,10 @@ export class PersonalTokenService {
       createdAt: now,
       lastUsedAt: null,
     };
-    await this.deps.store.accounts.insertToken(record);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.accounts.insertToken(record);
+      await this.deps.events.publish('token.created', tokenEvent(record), { store: tx });
+    });
     return { token, personalToken: presentToken(record) };
   }
 
@@ -63,7 +73,10 @@ export class PersonalTokenService {
     const token = await this.deps.store.accounts.getToken(id);
     // Another user's token does not exist for this one.
     if (!token || token.userId !== user.id) throw new NotFoundError('Personal token', id);
-    await this.deps.store.accounts.deleteToken(id);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.accounts.deleteToken(id);
+      await this.deps.events.publish('token.deleted', tokenEvent(token), { store: tx });
+    });
   }
 
   /** The actor of a valid token: its user's rights, narrowed to its scopes; null when unknown, revoked or expired. */

@@ -1,3 +1,4 @@
+import { serviceRefOf } from '../domain/events.js';
 import { PassThrough, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { JobAborted, JobInterrupted, type JobContext, type JobKind } from '../jobs/job-kind.js';
@@ -68,9 +69,25 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
   }
 
   async finish(backup: BackupRecord, outcome: JobOutcome): Promise<void> {
-    await this.deps.store.backups.transition(backup.id, ['running'], {
-      status: outcome === 'succeeded' ? 'succeeded' : 'failed',
-      finishedAt: this.deps.clock.now(),
+    await this.deps.store.transaction(async (tx) => {
+      const moved = await tx.backups.transition(backup.id, ['running'], {
+        status: outcome === 'succeeded' ? 'succeeded' : 'failed',
+        finishedAt: this.deps.clock.now(),
+      });
+      const ended = moved ? await tx.backups.get(backup.id) : null;
+      const service = ended ? await tx.projects.getService(ended.serviceId) : null;
+      if (ended && service)
+        await this.deps.events.publish(
+          outcome === 'succeeded' ? 'backup.succeeded' : 'backup.failed',
+          {
+            ...serviceRefOf(service),
+            backupId: ended.id,
+            storage: ended.storage,
+            sizeBytes: outcome === 'succeeded' ? ended.sizeBytes : null,
+            error: outcome === 'succeeded' ? null : (ended.error ?? `The backup was ${outcome}`),
+          },
+          { store: tx },
+        );
     });
   }
 

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { ChecksumMismatchError, ConflictError, NotRunningError, NotSupportedError } from '../domain/errors.js';
+import { serviceRefOf } from '../domain/events.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
@@ -70,9 +71,12 @@ export class BackupRestore {
         await dump.restore(target, await source.open(), work, (line) => log.write(line, 'stderr'));
       } catch (error) {
         log.write(`Restore failed: ${(error as Error).message}`, 'stderr');
-        throw error instanceof NotRunningError || error instanceof ConflictError
-          ? error
-          : new ConflictError(`The restore failed: ${maskIn((error as Error).message, env)}`, { backupId: backup.id });
+        const failure =
+          error instanceof NotRunningError || error instanceof ConflictError
+            ? error
+            : new ConflictError(`The restore failed: ${maskIn((error as Error).message, env)}`, { backupId: backup.id });
+        await this.restoreEvent('restore.failed', service, backup, failure.message);
+        throw failure;
       } finally {
         await source.cleanup();
       }
@@ -80,11 +84,28 @@ export class BackupRestore {
       await this.runtime.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr'));
       const restoredAt = this.deps.clock.now();
       log.write('Restore finished');
+      await this.restoreEvent('restore.succeeded', service, backup, null);
       return { ok: true, restoredAt: restoredAt.toISOString(), backup: { id: backup.id, status: 'succeeded' } };
     } finally {
       this.restoring.delete(service.id);
       await log.flush();
     }
+  }
+
+  /** A restore's end, as an event (what it changed is the user's database, not ours: no transaction to share). */
+  private restoreEvent(
+    type: 'restore.succeeded' | 'restore.failed',
+    service: ServiceRecord,
+    backup: BackupRecord,
+    error: string | null,
+  ): Promise<void> {
+    return this.deps.events.publishQuietly(type, {
+      ...serviceRefOf(service),
+      backupId: backup.id,
+      storage: backup.storage,
+      sizeBytes: backup.sizeBytes,
+      error,
+    });
   }
 
   /**

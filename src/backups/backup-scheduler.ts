@@ -1,3 +1,4 @@
+import type { AuditService } from '../audit/audit.service.js';
 import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
 import { idFromBytes } from '../domain/ids.js';
@@ -33,6 +34,8 @@ export class BackupScheduler {
     private readonly queue: BackupQueue,
     private readonly destinations: BackupDestinations,
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
+    /** The audit log: what the schedule queues and its retention removes are writes of the platform's own. */
+    private readonly audit?: Pick<AuditService, 'record'>,
   ) {}
 
   start(): void {
@@ -100,6 +103,14 @@ export class BackupScheduler {
     await store.update(schedule.id, { nextRunAt, lastError, ...(backup ? { lastRunAt: backup.createdAt } : {}) });
     if (backup) await this.queue.announce(backup);
     else this.log('backup configuration slot skipped', { scheduleId: schedule.id, reason: lastError });
+    await this.audit?.record({
+      who: { system: 'backups.schedule' },
+      operation: 'backups.create',
+      door: 'schedule',
+      targetIds: [schedule.id, schedule.serviceId, ...(backup ? [backup.id] : [])],
+      projectId: service?.projectId ?? null,
+      outcome: backup ? 'success' : 'skipped',
+    });
   }
 
   /** Succeeded backups beyond the count, and those older than the age (never the newest one), from every place. */
@@ -107,11 +118,21 @@ export class BackupScheduler {
     if (schedule.keepCount === null && schedule.keepDays === null) return;
     const cutoff = schedule.keepDays === null ? null : new Date(now.getTime() - schedule.keepDays * DAY_MS);
     for (const backup of await this.deps.store.backupSchedules.beyondRetention(schedule, schedule.keepCount, cutoff)) {
+      let outcome = 'success';
       try {
         await this.destinations.removeEverywhere(backup, AbortSignal.timeout(60_000));
       } catch (error) {
+        outcome = 'internal_error';
         this.log('old backup not removed', { backupId: backup.id, error: (error as Error).message });
       }
+      await this.audit?.record({
+        who: { system: 'backups.retention' },
+        operation: 'backups.delete',
+        door: 'schedule',
+        targetIds: [schedule.id, backup.id],
+        projectId: (await this.deps.store.projects.getService(backup.serviceId))?.projectId ?? null,
+        outcome,
+      });
     }
   }
 }

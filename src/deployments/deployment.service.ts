@@ -1,8 +1,10 @@
 import { isAbortable, isTerminal } from '../domain/deployment-state.js';
 import { ConflictError, ImageGoneError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { DeploymentLogRecord, DeploymentRecord, DeploymentTrigger, LogStream } from '../domain/types.js';
+import type { DeploymentLogRecord, DeploymentRecord, DeploymentTrigger, LogStream, ServiceRecord } from '../domain/types.js';
 import type { DeploymentOrigin } from '../domain/deploy-triggers.js';
+import { serviceRefOf } from '../domain/events.js';
+import type { Store } from '../persistence/store.js';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
 import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
@@ -48,7 +50,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   async create(actor: Actor, serviceId: string): Promise<DeploymentView> {
     assertWrite(actor);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    return this.enqueue(service.id, { trigger: 'manual', rollbackOf: null, commitSha: null }, `Deployment queued for ${service.name}`);
+    return this.enqueue(service, { trigger: 'manual', rollbackOf: null, commitSha: null }, `Deployment queued for ${service.name}`);
   }
 
   /**
@@ -69,7 +71,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
         { deploymentId: deployment.id },
       );
     return this.enqueue(
-      service.id,
+      service,
       { trigger: 'rollback', rollbackOf: deployment.id, commitSha: deployment.commitSha },
       `Rollback to deployment ${deployment.id} queued for ${service.name}`,
     );
@@ -95,7 +97,12 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
         : 'a newer change';
     for (const stale of await this.deps.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])) {
       if (stale.status === 'queued' && stale.trigger !== 'manual' && stale.trigger !== 'rollback') {
-        if (await this.deps.store.deployments.transition(stale.id, ['queued'], { status: 'superseded', finishedAt: now })) {
+        const superseded = await this.deps.store.transaction(async (tx) => {
+          const moved = await tx.deployments.transition(stale.id, ['queued'], { status: 'superseded', finishedAt: now });
+          if (moved) await this.publish(tx, 'deployment.superseded', stale, null, `Superseded by deployment ${id} (${reason})`);
+          return moved;
+        });
+        if (superseded) {
           await this.appendLog(stale.id, 'stdout', `Superseded by deployment ${id} (${reason}) before it started`);
           this.deps.logBus.publish(stale.id, { type: 'status', status: 'superseded' });
         }
@@ -116,11 +123,11 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   }
 
   private async enqueue(
-    serviceId: string,
+    service: ServiceRecord,
     what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha'>,
     firstLine: string,
   ): Promise<DeploymentView> {
-    return presentDeployment(await this.enqueueRecord(serviceId, { ...what, origin: null }, firstLine));
+    return presentDeployment(await this.enqueueRecord(service.id, { ...what, origin: null }, firstLine, newId(), service));
   }
 
   private async enqueueRecord(
@@ -128,6 +135,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha' | 'origin'>,
     firstLine: string,
     id = newId(),
+    known: ServiceRecord | null = null,
   ): Promise<DeploymentRecord> {
     const deployment: DeploymentRecord = {
       id,
@@ -141,7 +149,10 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
       finishedAt: null,
       createdAt: this.deps.clock.now(),
     };
-    await this.deps.store.deployments.insert(deployment);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.deployments.insert(deployment);
+      await this.publish(tx, 'deployment.queued', deployment, known);
+    });
     await this.appendLog(deployment.id, 'stdout', firstLine);
     for (const listener of this.createdListeners) listener();
     return deployment;
@@ -202,7 +213,15 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     }
     const now = this.deps.clock.now();
     if (
-      await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'aborted', abortRequested: true, finishedAt: now })
+      await this.deps.store.transaction(async (tx) => {
+        const moved = await tx.deployments.transition(deployment.id, ['queued'], {
+          status: 'aborted',
+          abortRequested: true,
+          finishedAt: now,
+        });
+        if (moved) await this.publish(tx, 'deployment.aborted', deployment, null, 'Aborted before it started');
+        return moved;
+      })
     ) {
       await this.appendLog(deployment.id, 'stdout', 'Deployment aborted before it started');
       this.deps.logBus.publish(deployment.id, { type: 'status', status: 'aborted' });
@@ -271,7 +290,12 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
 
   async claim(deployment: DeploymentRecord): Promise<DeploymentRecord | null> {
     const now = this.deps.clock.now();
-    if (!(await this.deps.store.deployments.transition(deployment.id, ['queued'], { status: 'running', startedAt: now }))) return null;
+    const claimed = await this.deps.store.transaction(async (tx) => {
+      const moved = await tx.deployments.transition(deployment.id, ['queued'], { status: 'running', startedAt: now });
+      if (moved) await this.publish(tx, 'deployment.started', deployment);
+      return moved;
+    });
+    if (!claimed) return null;
     this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
     return { ...deployment, status: 'running', startedAt: now };
   }
@@ -281,8 +305,40 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   }
 
   async finish(deployment: DeploymentRecord, outcome: JobOutcome): Promise<void> {
-    await this.deps.store.deployments.transition(deployment.id, ['running'], { status: outcome, finishedAt: this.deps.clock.now() });
+    // A failure's reason is the last line its log has on stderr (the DeploymentFailure's message).
+    const reason =
+      outcome === 'succeeded'
+        ? null
+        : ((await this.deps.store.deployments.listLogTail(deployment.id, 20)).filter((l) => l.stream === 'stderr').at(-1)?.line ?? null);
+    await this.deps.store.transaction(async (tx) => {
+      if (await tx.deployments.transition(deployment.id, ['running'], { status: outcome, finishedAt: this.deps.clock.now() }))
+        await this.publish(tx, `deployment.${outcome}`, deployment, null, reason);
+    });
     this.deps.logBus.publish(deployment.id, { type: 'status', status: outcome });
+  }
+
+  /** A deployment's event, in the transaction of its move (the outbox: src/events). */
+  private async publish(
+    tx: Store,
+    type:
+      | 'deployment.queued'
+      | 'deployment.started'
+      | 'deployment.succeeded'
+      | 'deployment.failed'
+      | 'deployment.aborted'
+      | 'deployment.superseded',
+    deployment: DeploymentRecord,
+    known: ServiceRecord | null = null,
+    reason: string | null = null,
+  ): Promise<void> {
+    const service = known ?? (await tx.projects.getService(deployment.serviceId));
+    if (!service) return;
+    const current = known ? deployment : ((await tx.deployments.get(deployment.id)) ?? deployment);
+    await this.deps.events.publish(
+      type,
+      { ...serviceRefOf(service), deploymentId: deployment.id, trigger: deployment.trigger, commitSha: current.commitSha, reason },
+      { store: tx },
+    );
   }
 
   recordCommit(deploymentId: string, commitSha: string): Promise<void> {

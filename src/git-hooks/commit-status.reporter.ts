@@ -1,3 +1,4 @@
+import { PassLoop } from '../platform/pass-loop.js';
 import { newId } from '../domain/ids.js';
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import { cloneUrlOf } from '../domain/types.js';
@@ -68,8 +69,11 @@ export function statusRepository(service: ServiceRecord, repository: HookReposit
  * each post, never stored with the status. The outcome of each post goes to the deployment's log.
  */
 export class CommitStatusReporter {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly loop = new PassLoop(
+    () => this.pass(),
+    () => this.deps.config.hooks.tickMs,
+    (error) => this.log('commit status pass failed', { error: error.message }),
+  );
   private readonly apis: Map<string, CommitStatusApi>;
 
   constructor(
@@ -133,22 +137,16 @@ export class CommitStatusReporter {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.wake(), this.deps.config.hooks.tickMs);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Looks at the statuses to post now rather than at the next tick. */
   wake(): void {
-    this.running ??= this.pass()
-      .catch((error: Error) => this.log('commit status pass failed', { error: error.message }))
-      .finally(() => {
-        this.running = null;
-      });
+    this.loop.wake();
   }
 
   /** One pass: each due status whose state changed is posted. */

@@ -1,3 +1,4 @@
+import { PassLoop } from '../platform/pass-loop.js';
 import { clipCommitMessage } from '../domain/deploy-triggers.js';
 import { cloneUrlOf, type ServiceRecord } from '../domain/types.js';
 import type { DeploymentService } from '../deployments/deployment.service.js';
@@ -23,8 +24,11 @@ const RECENT = 20;
  * to read the digest now.
  */
 export class TriggerPoller {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly loop = new PassLoop(
+    () => this.pass(),
+    () => this.deps.config.hooks.tickMs,
+    (error) => this.log('polling pass failed', { error: error.message }),
+  );
   private lastSync = 0;
   private readonly checking = new Set<string>();
 
@@ -37,22 +41,16 @@ export class TriggerPoller {
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => this.wake(), this.deps.config.hooks.tickMs);
+    this.loop.start();
     this.wake();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
   }
 
   wake(): void {
-    this.running ??= this.pass()
-      .catch((error: Error) => this.log('polling pass failed', { error: error.message }))
-      .finally(() => {
-        this.running = null;
-      });
+    this.loop.wake();
   }
 
   /** One pass: new polling services get a row (checked now), then the due checks run, a few at once. */

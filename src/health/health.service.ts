@@ -24,6 +24,8 @@ export class HealthService {
     private readonly engine: ContainerEngine | null,
     private readonly proxy: ReverseProxy,
     private readonly routing: RoutingService,
+    /** The notification channels' state: a channel whose last attempts all failed makes the install degraded. */
+    private readonly notifications?: { health(): Promise<{ channels: number; failing: unknown[] }> },
   ) {}
 
   async check(): Promise<HealthView> {
@@ -36,18 +38,38 @@ export class HealthService {
   }
 
   private async run(): Promise<HealthView> {
-    const [engine, proxy, database] = await Promise.all([this.checkEngine(), this.checkProxy(), this.checkDatabase()]);
-    const degraded = [engine, proxy, database].some((c) => c.status === 'down');
+    const [engine, proxy, database, notifications] = await Promise.all([
+      this.checkEngine(),
+      this.checkProxy(),
+      this.checkDatabase(),
+      this.checkNotifications(),
+    ]);
+    const degraded = [engine, proxy, database, notifications].some((c) => c.status === 'down');
     const view: HealthView = {
       ok: true,
       status: degraded ? 'degraded' : 'ok',
       engine,
       proxy,
       database,
+      notifications,
       checkedAt: this.deps.clock.now().toISOString(),
     };
     this.cached = { at: Date.now(), view };
     return view;
+  }
+
+  /** Counts only: the answer is public, and a channel's name or error is the administrators' (GET /api/notifications/channels). */
+  private async checkNotifications(): Promise<Component> {
+    if (!this.notifications) return { status: 'disabled', detail: 'no notifications wired to this process' };
+    try {
+      const { channels, failing } = await this.notifications.health();
+      if (channels === 0) return { status: 'disabled', detail: 'no notification channels' };
+      if (failing.length > 0)
+        return { status: 'down', detail: `${failing.length} of ${channels} channels failing: their last 5 deliveries failed` };
+      return { status: 'up', detail: `${channels} channels delivering` };
+    } catch (error) {
+      return { status: 'down', detail: error instanceof Error ? error.message : String(error) };
+    }
   }
 
   private async checkEngine(): Promise<Component> {

@@ -1,3 +1,4 @@
+import { serviceRefOf } from '../domain/events.js';
 import type { DatabaseImportRecord } from '../domain/database-imports.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
@@ -75,10 +76,19 @@ export class DatabaseImportJobs implements JobKind<DatabaseImportRecord, JobLogW
   async finish(job: DatabaseImportRecord, outcome: JobOutcome): Promise<void> {
     const reason = this.reasons.get(job.id) ?? (outcome === 'succeeded' ? null : 'The import stopped');
     this.reasons.delete(job.id);
-    await this.deps.store.imports.finish(job.id, {
-      status: outcome === 'succeeded' ? 'succeeded' : 'failed',
-      error: outcome === 'succeeded' ? null : reason,
-      finishedAt: this.deps.clock.now(),
+    await this.deps.store.transaction(async (tx) => {
+      const moved = await tx.imports.finish(job.id, {
+        status: outcome === 'succeeded' ? 'succeeded' : 'failed',
+        error: outcome === 'succeeded' ? null : reason,
+        finishedAt: this.deps.clock.now(),
+      });
+      const service = moved ? await tx.projects.getService(job.serviceId) : null;
+      if (service)
+        await this.deps.events.publish(
+          outcome === 'succeeded' ? 'import.succeeded' : 'import.failed',
+          { ...serviceRefOf(service), importId: job.id, error: outcome === 'succeeded' ? null : reason },
+          { store: tx },
+        );
     });
   }
 

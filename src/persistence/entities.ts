@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { DATA_SAFETY_ENTITIES } from './data-safety-entities.js';
+import { EVENT_ENTITIES } from './event-entities.js';
 import type {
   BackupFormat,
   BackupLogRecord,
@@ -646,6 +647,8 @@ export const ALL_ENTITIES = [
   BackupLog,
   BackupSettings,
   BackupSchedule,
+  // Events, notifications and the audit log (event-entities.ts).
+  ...EVENT_ENTITIES,
   AuthRateHit,
   SigninBackoffEntry,
   ProjectWebhook,

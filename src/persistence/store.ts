@@ -14,6 +14,10 @@ import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
 import { GitHookRepository } from '../git-hooks/git-hook.repository.js';
 import { PreviewRepository } from '../previews/preview.repository.js';
+import { EventRepository } from '../events/event.repository.js';
+import { NotificationRepository } from '../notifications/notification.repository.js';
+import { AuditRepository } from '../audit/audit.repository.js';
+import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
 import type { Session } from './repository.js';
 
 /**
@@ -36,11 +40,18 @@ export class Store {
   readonly backupSchedules: BackupScheduleRepository;
   readonly gitHooks: GitHookRepository;
   readonly previews: PreviewRepository;
+  readonly events: EventRepository;
+  readonly notifications: NotificationRepository;
+  readonly audit: AuditRepository;
+  readonly signinAddresses: SigninAddressRepository;
   readonly authLimits: AuthLimitRepository;
   private readonly session: Session;
+  /** Inside a transaction: what runs once it committed (never after a rollback). */
+  private readonly committed: Array<() => void> | null;
 
   constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
     this.session = { em, inTransaction, writes };
+    this.committed = inTransaction ? [] : null;
     this.projects = new ProjectRepository(this.session);
     this.environments = new EnvironmentRepository(this.session);
     this.env = new EnvRepository(this.session);
@@ -55,7 +66,17 @@ export class Store {
     this.backupSchedules = new BackupScheduleRepository(this.session);
     this.gitHooks = new GitHookRepository(this.session);
     this.previews = new PreviewRepository(this.session);
+    this.events = new EventRepository(this.session);
+    this.notifications = new NotificationRepository(this.session);
+    this.audit = new AuditRepository(this.session);
+    this.signinAddresses = new SigninAddressRepository(this.session);
     this.authLimits = new AuthLimitRepository(this.session);
+  }
+
+  /** Runs `fn` once this store's transaction has committed; outside one, right away (after the current call stack). */
+  afterCommit(fn: () => void): void {
+    if (this.committed) this.committed.push(fn);
+    else queueMicrotask(fn);
   }
 
   /**
@@ -69,8 +90,14 @@ export class Store {
   /** Runs `fn` in one database transaction; a throw rolls everything back. */
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.session.inTransaction) return fn(this);
+    let inner: Store | undefined;
     try {
-      return await this.session.em.fork({ clear: true }).transactional((em) => fn(new Store(em, true, this.session.writes)));
+      const result = await this.session.em.fork({ clear: true }).transactional((em) => {
+        inner = new Store(em, true, this.session.writes);
+        return fn(inner);
+      });
+      for (const committed of inner?.committed ?? []) queueMicrotask(committed);
+      return result;
     } finally {
       this.session.writes.count++;
     }

@@ -3,6 +3,7 @@ import type { Clock } from './clock.port.js';
 import type { LogBus } from './log-bus.js';
 import type { PlatformConfig } from './platform-config.js';
 import type { SecretBox } from './secret-box.js';
+import type { EventPublishing } from './event-publishing.port.js';
 
 /**
  * What every use case is built from: the store, the secret box, the clock, the log bus and the
@@ -14,4 +15,6 @@ export interface ServiceDeps {
   clock: Clock;
   logBus: LogBus;
   config: PlatformConfig;
+  /** The one place events are published (src/events): in the change's transaction where there is one. */
+  events: EventPublishing;
 }

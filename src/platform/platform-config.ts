@@ -103,6 +103,57 @@ export interface HooksConfig {
   previewDiskMaxUsedRatio: number;
 }
 
+/** Events, their notifications, the monitors that raise them, and the audit log (docs/events.md). */
+export interface EventsConfig {
+  /** The first wait before a failed delivery is tried again; each next wait doubles (NOTIFY_RETRY_BASE_MS). */
+  retryBaseMs: number;
+  /** Attempts of one delivery, the first included (NOTIFY_RETRY_TRIES). */
+  retryTries: number;
+  /** One attempt, connection to answer, at most this long. */
+  deliveryTimeoutMs: number;
+  /** Deliveries sent at once. */
+  deliveryConcurrency: number;
+  /** Loopback, private and link-local targets are refused unless this is set (NOTIFY_ALLOW_PRIVATE_TARGETS). */
+  allowPrivateTargets: boolean;
+  /** The Telegram Bot API's base URL (TELEGRAM_API_URL): a self-hosted Bot API server, or a test's. */
+  telegramApiUrl: string;
+  /** How long events stay in the outbox for the stream to resume from (EVENT_RETENTION_DAYS). */
+  retentionDays: number;
+  /** How long the audit log keeps a record (AUDIT_RETENTION_DAYS). */
+  auditRetentionDays: number;
+  /** A live container exiting this many times within the window is a crash loop (CRASH_LOOP_EXITS, CRASH_LOOP_WINDOW_MS). */
+  crashLoopExits: number;
+  crashLoopWindowMs: number;
+  /** At most one reminder of a crash loop this often. */
+  crashLoopReminderMs: number;
+  /** How often live services' health, the host's disk and databases are looked at (MONITOR_INTERVAL_MS; 0: off). */
+  monitorIntervalMs: number;
+  /** Failed health checks in a row before a live service is reported failing. */
+  healthFailures: number;
+  /** The disk of this path is watched (the data directory). */
+  diskPath: string;
+  /** Percent used above which the disk is reported (and back below it minus 5, reported fine again). */
+  diskThresholdPercent: number;
+}
+
+export const DEFAULT_EVENTS_CONFIG: EventsConfig = {
+  retryBaseMs: 60_000,
+  retryTries: 7,
+  deliveryTimeoutMs: 10_000,
+  deliveryConcurrency: 32,
+  allowPrivateTargets: false,
+  telegramApiUrl: 'https://api.telegram.org',
+  retentionDays: 7,
+  auditRetentionDays: 90,
+  crashLoopExits: 3,
+  crashLoopWindowMs: 300_000,
+  crashLoopReminderMs: 30 * 60_000,
+  monitorIntervalMs: 30_000,
+  healthFailures: 3,
+  diskPath: './data',
+  diskThresholdPercent: 90,
+};
+
 /** The settings services need, resolved once at start by the composition root. */
 export interface PlatformConfig {
   /** Inclusive range host ports are assigned from. */
@@ -134,6 +185,7 @@ export interface PlatformConfig {
   metrics: { intervalMs: number; retentionHours: number };
   backups: BackupsConfig;
   hooks: HooksConfig;
+  events: EventsConfig;
   /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
   licensePublicKey: string;
 }
@@ -192,4 +244,5 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
     previewCopyMaxBytes: 5 * 1024 ** 3,
     previewDiskMaxUsedRatio: 0.9,
   },
+  events: DEFAULT_EVENTS_CONFIG,
 };

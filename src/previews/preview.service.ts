@@ -1,3 +1,4 @@
+import { PassLoop } from '../platform/pass-loop.js';
 import type { Actor } from '../domain/access.js';
 import { databaseEngineOf, isEnginePassword } from '../domain/database-engines.js';
 import {
@@ -44,8 +45,11 @@ const FINISHED = new Set<DeploymentRecord['status']>(['succeeded', 'failed', 'ab
  * a restart picks up where it was).
  */
 export class PreviewService implements PullRequestHandler {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly loop = new PassLoop(
+    () => this.pass(),
+    () => this.deps.config.hooks.tickMs,
+    (error) => this.log('preview pass failed', { error: error.message }),
+  );
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly lastLinked = new Map<string, number>();
 
@@ -60,21 +64,15 @@ export class PreviewService implements PullRequestHandler {
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => this.wake(), this.deps.config.hooks.tickMs);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
   }
 
   wake(): void {
-    this.running ??= this.pass()
-      .catch((error: Error) => this.log('preview pass failed', { error: error.message }))
-      .finally(() => {
-        this.running = null;
-      });
+    this.loop.wake();
   }
 
   /** A project's previews, oldest first. */

@@ -215,6 +215,27 @@ async function freshStorage(): Promise<{ id: string }> {
 async function sharedEnv(projectId: string): Promise<Record<string, { value: string }>> {
   return (await ok(admin('GET', `/api/projects/${projectId}/env`), 'shared env')).env;
 }
+/** A webhook channel to a closed loopback port: saved (unreachable targets are), its test send answers the reason. */
+const CLOSED_TARGET = 'http://127.0.0.1:9/slipway-matrix';
+async function freshChannel(): Promise<{ id: string; name: string }> {
+  return (
+    await ok(
+      admin('POST', '/api/notifications/channels', { type: 'webhook', name: uniq('hook'), config: { url: CLOSED_TARGET } }),
+      'channel',
+    )
+  ).channel;
+}
+async function freshRule(): Promise<{ id: string }> {
+  const channel = await freshChannel();
+  return (
+    await ok(admin('POST', '/api/notifications/rules', { projectId: f.A.id, events: ['deployment.*'], channelIds: [channel.id] }), 'rule')
+  ).rule;
+}
+const channelNames = async (): Promise<string[]> =>
+  (await ok(admin('GET', '/api/notifications/channels'), 'channels')).channels.map((c: { name: string }) => c.name);
+const ruleIds = async (): Promise<string[]> =>
+  (await ok(admin('GET', '/api/notifications/rules'), 'rules')).rules.map((r: { id: string }) => r.id);
+
 async function freshKey(): Promise<{ id: string }> {
   return (await ok(admin('POST', '/api/api-keys', { name: uniq('key'), access: 'read' }), 'key')).apiKey;
 }
@@ -1525,6 +1546,174 @@ const rows: Row[] = [
     check: (res) => expect(res.json).toEqual({ ok: true }),
   },
 
+  // Notifications: the install's administrators only
+  {
+    method: 'POST',
+    template: '/api/notifications/channels',
+    access: 'admin',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('channel');
+      return {
+        path: '/api/notifications/channels',
+        body: { type: 'webhook', name, config: { url: CLOSED_TARGET } },
+        unchanged: async () => expect(await channelNames()).not.toContain(name),
+      };
+    },
+    check: (res) => {
+      expect(res.json.channel).toMatchObject({ type: 'webhook', state: 'ok' });
+      expect(res.json.secret).toMatch(/^whsec_/);
+      expect(res.text).not.toContain('slipway-matrix');
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/notifications/channels',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/notifications/channels' }),
+    check: (res) => {
+      expect(Array.isArray(res.json.channels)).toBe(true);
+      expect(res.text).not.toContain('slipway-matrix');
+      expect(res.text).not.toContain('whsec_');
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/notifications/channels/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: `/api/notifications/channels/${(await freshChannel()).id}` }),
+    check: (res) => expect(res.text).not.toContain('slipway-matrix'),
+  },
+  {
+    method: 'PATCH',
+    template: '/api/notifications/channels/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const channel = await freshChannel();
+      return {
+        path: `/api/notifications/channels/${channel.id}`,
+        body: { name: `${channel.name}-renamed` },
+        unchanged: async () => expect(await channelNames()).toContain(channel.name),
+      };
+    },
+    check: (res) => expect(res.json.channel.name).toMatch(/-renamed$/),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/notifications/channels/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const channel = await freshChannel();
+      return {
+        path: `/api/notifications/channels/${channel.id}`,
+        unchanged: async () => expect(await channelNames()).toContain(channel.name),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'POST',
+    template: '/api/notifications/channels/{id}/test',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: `/api/notifications/channels/${(await freshChannel()).id}/test` }),
+    // Nothing listens there: the answer says why, without the target's secret path.
+    check: (res) => {
+      expect(res.json.test).toMatchObject({ ok: false, error: expect.any(String) });
+      expect(res.text).not.toContain('slipway-matrix');
+    },
+  },
+  {
+    method: 'POST',
+    template: '/api/notifications/rules',
+    access: 'admin',
+    success: 201,
+    prepare: async () => {
+      const channel = await freshChannel();
+      const before = await ruleIds();
+      return {
+        path: '/api/notifications/rules',
+        body: { projectId: null, events: ['backup.failed'], channelIds: [channel.id] },
+        unchanged: async () => expect((await ruleIds()).sort()).toEqual(before.sort()),
+      };
+    },
+    check: (res) => expect(res.json.rule).toMatchObject({ projectId: null, events: ['backup.failed'] }),
+  },
+  {
+    method: 'GET',
+    template: '/api/notifications/rules',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/notifications/rules' }),
+    check: (res) => expect(Array.isArray(res.json.rules)).toBe(true),
+  },
+  {
+    method: 'GET',
+    template: '/api/notifications/rules/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: `/api/notifications/rules/${(await freshRule()).id}` }),
+    check: (res) => expect(res.json.rule.events).toEqual(['deployment.*']),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/notifications/rules/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const rule = await freshRule();
+      return {
+        path: `/api/notifications/rules/${rule.id}`,
+        unchanged: async () => expect(await ruleIds()).toContain(rule.id),
+      };
+    },
+    check: (res) => expect(res.json).toEqual({ ok: true }),
+  },
+  {
+    method: 'GET',
+    template: '/api/notifications/deliveries',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/notifications/deliveries' }),
+    check: (res) => expect(Array.isArray(res.json.deliveries)).toBe(true),
+  },
+
+  // The audit log: the install's administrators; a project's, to its writers
+  {
+    method: 'GET',
+    template: '/api/audit',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/audit?limit=5' }),
+    check: (res) => {
+      expect(res.json.entries.length).toBeGreaterThan(0);
+      expect(res.text).not.toContain(f.tokens.write!);
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/projects/{projectId}/audit',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/projects/${f.A.id}/audit?limit=5` }),
+    check: (res) => expect(res.json.entries.every((e: { projectId: string }) => e.projectId === f.A.id)).toBe(true),
+  },
+
+  // The event stream: what the caller may read (a key for B sees B's)
+  {
+    method: 'GET',
+    template: '/api/events/stream',
+    access: 'read',
+    success: 200,
+    sse: true,
+    other: 'list-only-own',
+    prepare: async () => ({ path: '/api/events/stream' }),
+  },
+
   // Authentication: public, rate-limited per address (the matrix raises the budgets)
   {
     method: 'POST',
@@ -1737,6 +1926,8 @@ beforeAll(async () => {
   // ~30 unknown-token calls from one address in a minute: above the default auth-failure budget (30).
   server = await startServerProcess({
     AUTH_FAILURES_PER_MINUTE: '1000',
+    // The notification rows' channels point at a closed loopback port.
+    NOTIFY_ALLOW_PRIVATE_TARGETS: 'true',
     // Hundreds of services, none deployed: a window of its own as large as they need.
     HOST_PORT_RANGE: ownPortRange(2000),
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
@@ -1841,7 +2032,7 @@ describe('the matrix covers every documented endpoint', () => {
       proxy: { status: 'disabled' },
       database: { status: 'up' },
     });
-    expect(Object.keys(res.json as object).sort()).toEqual(['checkedAt', 'database', 'engine', 'ok', 'proxy', 'status']);
+    expect(Object.keys(res.json as object).sort()).toEqual(['checkedAt', 'database', 'engine', 'notifications', 'ok', 'proxy', 'status']);
   });
 });
 
@@ -1997,6 +2188,33 @@ describe('scope rules', () => {
     expect((await call('GET', '/api/projects')).status).toBe(200);
     expect((await admin('DELETE', `/api/api-keys/${minted.apiKey.id}`)).status).toBe(200);
     expectErrorBody(await call('GET', '/api/projects'), 401, 'revoked key');
+  });
+});
+
+/** Each operation's procedure, `METHOD /path/{param}` to the name the audit log records. */
+const OPERATION_OF = new Map<string, string>(
+  proceduresOf(appRouter).flatMap(({ path, meta }) => [
+    ...(meta.openapi ? [[`${meta.openapi.method} ${meta.openapi.path}`, path] as const] : []),
+    ...(meta.sse ? [[`GET ${meta.sse.path}`, path] as const] : []),
+    ...(meta.download ? [[`GET ${meta.download.path}`, path] as const] : []),
+  ]),
+);
+
+describe('the audit log of the matrix', () => {
+  it('holds a record of every operation above: each write a success, each refused one its code', async () => {
+    const missing: string[] = [];
+    for (const row of rows) {
+      const operation = OPERATION_OF.get(`${row.method} ${row.template}`);
+      expect(operation, `${row.method} ${row.template}`).toBeTypeOf('string');
+      const res = await admin('GET', `/api/audit?operation=${encodeURIComponent(operation!)}&limit=200`);
+      expect(res.status, res.text).toBe(200);
+      const outcomes = new Set((res.json.entries as Array<{ outcome: string }>).map((e) => e.outcome));
+      // Reads are recorded when refused (401, 403, insufficient_scope: the matrix refuses every non-public one); writes always.
+      const wanted = row.method !== 'GET' && row.success < 300 ? 'success' : null;
+      if (wanted ? !outcomes.has(wanted) : outcomes.size === 0)
+        missing.push(`${row.method} ${row.template} (${operation}): ${[...outcomes]}`);
+    }
+    expect(missing).toEqual([]);
   });
 });
 

@@ -143,8 +143,9 @@ beforeAll(async () => {
     'ext.cnf',
   );
   const alphabet = './ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  // `--` ends perl's switches: a random password may start with '-'.
   const salt = Array.from(randomBytes(22), (b) => alphabet[b % 64]).join('');
-  const { stdout: hash } = await run('perl', ['-e', 'print crypt($ARGV[0], q($2b$10$) . $ARGV[1])', password, salt]);
+  const { stdout: hash } = await run('perl', ['-e', 'print crypt($ARGV[0], q($2b$10$) . $ARGV[1])', '--', password, salt]);
   expect(hash).toMatch(/^\$2b\$10\$/);
   writeFileSync(path.join(pki, 'htpasswd'), `${user}:${hash}\n`);
   // The registry runs as root in the image: the key is read through the bind mount.

@@ -41,6 +41,8 @@ beforeAll(async () => {
     // The authentication endpoints' own budgets would answer nearly all of their share with 429.
     AUTH_RATE_LIMITS: 'signup=100000,signin=100000,password-reset=100000',
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+    // The fixture channel points at a closed loopback port: its test sends are refused at once.
+    NOTIFY_ALLOW_PRIVATE_TARGETS: 'true',
   });
   const admin = api(server.url, server.token);
   const project = (await ok(admin('POST', '/api/projects', { name: 'Fuzz', description: 'fuzz target' }), 'project')).project;
@@ -83,7 +85,20 @@ beforeAll(async () => {
     .configuration;
   await ok(admin('PUT', `/api/projects/${project.id}/env`, { env: { SHARED: 'x', SECRET: { value: 'y', secret: true } } }), 'shared env');
   const storage = (await ok(admin('POST', '/api/storage', { projectId: project.id, name: 'files' }), 'storage')).storage;
+  // A notification channel and a rule for the notifications' {id} (the api keys' {id} gets it too, and answers 404).
+  const channel = (
+    await ok(
+      admin('POST', '/api/notifications/channels', { type: 'webhook', name: 'fuzz', config: { url: 'http://127.0.0.1:9/fuzz' } }),
+      'channel',
+    )
+  ).channel;
+  await ok(
+    admin('POST', '/api/notifications/rules', { projectId: project.id, events: ['deployment.*'], channelIds: [channel.id] }),
+    'rule',
+  );
   Object.assign(real, {
+    id: channel.id,
+    channelId: channel.id,
     projectId: project.id,
     projectSlug: project.slug,
     // The project's first environment has its id.
@@ -319,7 +334,7 @@ describe('fuzz', () => {
     const requests = Array.from({ length: TOTAL }, (_, i) => {
       const op = operations[i % operations.length]!;
       const safeReal: Record<string, string> =
-        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '', storageId: '' } : {};
+        op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '', storageId: '', id: '' } : {};
       const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
       return { op: `${op.method} ${op.path}`, req: new Fuzzer(SEED + i, doc, { ...real, ...databaseReal, ...safeReal }).request(op) };
     });

@@ -276,20 +276,6 @@ describe('push to deploy', () => {
       for (const p of ['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket', 'generic']) expect(providers.has(p), p).toBe(true);
       expect(listed.some((d) => d.httpStatus === 413 && d.outcome === 'refused')).toBe(true);
       expect(JSON.stringify(listed)).not.toContain(secret);
-
-      // The public endpoint is rate-limited per address.
-      let limited: Response | null = null;
-      for (let i = 0; i < 320 && !limited; i++) {
-        const res = await fetch(`${server.url}/api/hooks/${projectId}`, {
-          method: 'POST',
-          body: '{}',
-          headers: { 'content-type': 'application/json' },
-        });
-        await res.text();
-        if (res.status === 429) limited = res;
-      }
-      expect(limited, 'no 429 within 320 deliveries at 300 a minute').not.toBeNull();
-      expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
     },
     5 * 60_000,
   );
@@ -442,4 +428,22 @@ describe('pull-request previews', () => {
     },
     12 * 60_000,
   );
+});
+
+// Last in the file: once an address is limited, every delivery from it is refused for the rest of the minute.
+describe('the public endpoint', () => {
+  it('is rate-limited per address', async () => {
+    let limited: Response | null = null;
+    for (let i = 0; i < 320 && !limited; i++) {
+      const res = await fetch(`${server.url}/api/hooks/${projectId}`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'content-type': 'application/json' },
+      });
+      await res.text();
+      if (res.status === 429) limited = res;
+    }
+    expect(limited, 'no 429 within 320 deliveries at 300 a minute').not.toBeNull();
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+  }, 60_000);
 });

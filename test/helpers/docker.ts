@@ -20,8 +20,14 @@ export async function imageTags(prefix: string): Promise<string[]> {
   return out.split('\n').filter((t) => t.startsWith(prefix));
 }
 
-/** Provisions the engine and the stand-in images the deployment tests need; throws when it cannot. */
+/**
+ * Provisions the engine and the stand-in images the deployment tests need; throws when it cannot.
+ * Under `npm test` (SLIPWAY_TEST_PROVISIONED=1, set by test/run-all.sh once it has provisioned the engine
+ * and every stand-in image) there is nothing left to do: images.sh, even when all is cached, takes seconds
+ * per file and one file at a time (its lock), and some 30 files call this.
+ */
 export async function provisionDocker(options: { images?: string } = {}): Promise<void> {
+  if (process.env.SLIPWAY_TEST_PROVISIONED === '1') return;
   await run('bash', ['test/provision/docker.sh'], { maxBuffer: 16 * 1024 * 1024 });
   const env = options.images ? { ...process.env, SLIPWAY_TEST_IMAGES: options.images } : process.env;
   await run('bash', ['test/provision/images.sh'], { maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60_000, env });

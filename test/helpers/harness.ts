@@ -27,7 +27,8 @@ export interface Harness {
   /** A write key for all projects, minted for the test. */
   adminToken: string;
   /** A tRPC caller authenticated with `token` (the admin key by default). */
-  caller(token?: string | undefined): ReturnType<typeof createCaller>;
+  /** A caller with the token (the admin key's by default); `signal` ends its subscriptions. */
+  caller(token?: string | undefined, signal?: AbortSignal): ReturnType<typeof createCaller>;
   mintKey(access: 'read' | 'write', projectIds?: string[] | null): Promise<string>;
   /** A service's variables as stored, decrypted. */
   envValues(serviceId: string): Promise<Record<string, string>>;
@@ -50,6 +51,7 @@ export async function createHarness(
     accounts?: UseCasePorts['accounts'];
     backups?: UseCasePorts['backups'];
     hooks?: UseCasePorts['hooks'];
+    events?: UseCasePorts['events'];
   } = {},
 ): Promise<Harness> {
   const database = await openDatabase({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir ?? ':memory:' });
@@ -78,6 +80,7 @@ export async function createHarness(
       accounts: opts.accounts,
       backups: opts.backups,
       hooks: opts.hooks,
+      events: opts.events,
     },
   );
   const mintKey = async (access: 'read' | 'write', projectIds: string[] | null = null) =>
@@ -92,11 +95,15 @@ export async function createHarness(
     logBus,
     secrets,
     adminToken,
-    caller: (token = adminToken) => createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }),
+    caller: (token = adminToken, signal?: AbortSignal) =>
+      createCaller({ services, token, ip: '127.0.0.1', limiter: unlimited }, signal ? { signal } : undefined),
     mintKey,
     envValues: async (serviceId) =>
       Object.fromEntries((await database.store.env.list([serviceId])).map((v) => [v.key, secrets.decrypt(v.valueEncrypted)])),
-    close: () => database.close(),
+    close: async () => {
+      await services.eventLoops.stop();
+      await database.close();
+    },
   };
 }
 

@@ -37,8 +37,22 @@ describe('GitCliSource', () => {
     expect(result.commitSha).toBe(first);
     expect(await readFile(path.join(result.dest, 'v.txt'), 'utf8')).toBe('one');
     expect((await exec('git', ['-C', result.dest, 'rev-parse', 'HEAD'])).stdout.trim()).toBe(first);
+    expect(result.lines.join('\n')).toContain(`Branch main is at ${second}, not ${first}`);
     // Without a commit, the branch head.
     expect((await clone(cloneUrl, 'main')).commitSha).toBe(second);
+  });
+
+  it('takes the branch clone when the branch still points at the pushed commit, and fetches by hash when the branch is gone', async () => {
+    const { cloneUrl, commitSha } = await server.addRepo('unmoved', { 'u.txt': 'u' });
+    const result = await clone(cloneUrl, 'main', { sha: commitSha, ref: null });
+    expect(result.commitSha).toBe(commitSha);
+    expect(await readFile(path.join(result.dest, 'u.txt'), 'utf8')).toBe('u');
+    expect(result.lines.join('\n')).not.toContain('fetching');
+    // The branch's clone, as a manual deployment makes it: the branch is checked out, not a detached fetch.
+    expect((await exec('git', ['-C', result.dest, 'rev-parse', '--abbrev-ref', 'HEAD'])).stdout.trim()).toBe('main');
+    const gone = await clone(cloneUrl, 'deleted-branch', { sha: commitSha, ref: null });
+    expect(gone.commitSha).toBe(commitSha);
+    expect(await readFile(path.join(gone.dest, 'u.txt'), 'utf8')).toBe('u');
   });
 
   it('resolves an abbreviated hash from the ref, and refuses a commit the remote does not have', async () => {

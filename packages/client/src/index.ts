@@ -19,6 +19,11 @@ export type Deployment = RouterOutputs['deployments']['get']['deployment'];
 export type DeploymentLogLine = RouterOutputs['deployments']['logs']['logs'][number];
 export type EnvVar = ServiceOverview['env'][number];
 export type Domain = ServiceOverview['domains'][number];
+export type AuditEntry = RouterOutputs['audit']['list']['entries'][number];
+export type PlatformEvent = Extract<
+  RouterOutputs['events']['stream'] extends AsyncIterable<infer E> ? E : never,
+  { type: 'event' }
+>['event'];
 
 export interface ClientOptions {
   /** Where Slipway listens, e.g. `http://127.0.0.1:3000`. */
@@ -29,6 +34,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** How long a query or mutation may take before it fails with `timeout` (ms; default 60 000). Streams have none. */
   timeoutMs?: number;
+  /** Sent as `x-slipway-client`: the audit log names the door a write came through (`cli` for the CLI). */
+  clientName?: string;
 }
 
 export type SlipwayClient = TRPCClient<AppRouter>;
@@ -56,6 +63,7 @@ const slipwayErrors: TRPCLink<AppRouter> =
 export function createClient(options: ClientOptions): SlipwayClient {
   const base = `${options.url.replace(/\/+$/, '')}/trpc`;
   const authorization = `Bearer ${options.token}`;
+  const identity: Record<string, string> = options.clientName ? { 'x-slipway-client': options.clientName } : {};
   const baseFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 60_000;
   // Calls end at the caller's signal or the timeout, whichever comes first; streams only at the caller's.
@@ -77,10 +85,10 @@ export function createClient(options: ClientOptions): SlipwayClient {
           EventSource,
           eventSourceOptions: () => ({
             fetch: (input: string | URL | Request, init?: RequestInit) =>
-              baseFetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization } }),
+              baseFetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...identity, authorization } }),
           }),
         }),
-        false: httpBatchLink({ url: base, transformer: superjson, headers: () => ({ authorization }), fetch: callFetch }),
+        false: httpBatchLink({ url: base, transformer: superjson, headers: () => ({ ...identity, authorization }), fetch: callFetch }),
       }),
     ],
   });

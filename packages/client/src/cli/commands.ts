@@ -34,7 +34,18 @@ export interface Context {
   out: Output;
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
-  flags: { follow: boolean; secret: boolean; url?: string; token?: string; tail?: string };
+  flags: {
+    follow: boolean;
+    secret: boolean;
+    url?: string;
+    token?: string;
+    tail?: string;
+    project?: string;
+    actor?: string;
+    operation?: string;
+    since?: string;
+    limit?: string;
+  };
 }
 
 export function exitCodeOf(error: SlipwayError): number {
@@ -57,7 +68,7 @@ function connect(ctx: Context): SlipwayClient {
   if (!url || !token) {
     throw new CliError('Not logged in: run `slipway login --url <url> --token <key>`, or set SLIPWAY_URL and SLIPWAY_TOKEN', EXIT.auth);
   }
-  return createClient({ url, token });
+  return createClient({ url, token, clientName: 'cli' });
 }
 
 function need(args: string[], count: number, usage: string): string[] {
@@ -381,5 +392,41 @@ export async function rollback(ctx: Context, args: string[]): Promise<number> {
     return follow(ctx, client, created.id);
   }
   ctx.out.result(answer, () => `Rolling back: deployment ${created.id} ${created.status}`);
+  return EXIT.ok;
+}
+
+/** `slipway audit`: the audit log, newest first (the project's own with --project; the install's otherwise). */
+export async function audit(ctx: Context, args: string[]): Promise<number> {
+  need(args, 0, 'audit [--project <project>] [--actor <id>] [--operation <name>] [--since <iso>] [--limit N]');
+  const client = connect(ctx);
+  const limit = ctx.flags.limit === undefined ? 50 : Number(ctx.flags.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new CliError('--limit must be a number from 1 to 500', EXIT.usage);
+  const query = {
+    limit,
+    ...(ctx.flags.actor ? { actor: ctx.flags.actor } : {}),
+    ...(ctx.flags.operation ? { operation: ctx.flags.operation } : {}),
+    ...(ctx.flags.since ? { from: ctx.flags.since } : {}),
+  };
+  const { entries } = ctx.flags.project
+    ? await client.audit.project.query(
+        { projectId: (await findProject(client, ctx.flags.project, ctx.signal)).id, ...query },
+        { signal: ctx.signal },
+      )
+    : await client.audit.list.query(query, { signal: ctx.signal });
+  ctx.out.result(entries, () =>
+    table(
+      ['AT', 'ACTOR', 'OPERATION', 'DOOR', 'OUTCOME', 'TARGETS', 'ADDRESS'],
+      entries.map((e) => [
+        e.at,
+        e.actor.id ? `${e.actor.kind}:${e.actor.id}` : e.actor.kind,
+        e.operation,
+        e.door,
+        e.outcome,
+        e.targetIds.join(','),
+        e.clientAddress ?? '',
+      ]),
+      'No audit records',
+    ),
+  );
   return EXIT.ok;
 }

@@ -18,6 +18,7 @@ const HELP = `slipway: the Slipway API from a terminal or CI
   slipway domains list|add|rm <service> [<hostname>]
   slipway db query <service> "<sql>"
   slipway rollback <deployment> [--follow]
+  slipway audit [--project <project>] [--actor <id>] [--operation <name>] [--since <iso>] [--limit N]
 
 <service> is an id, <project>/<service>, or a service's slug or name when one project has it.
 --json prints JSON (streams: one JSON object per line). SLIPWAY_URL and SLIPWAY_TOKEN override the login.
@@ -35,6 +36,7 @@ const COMMANDS: Record<string, (ctx: Context, args: string[]) => Promise<number>
   domains: commands.domains,
   db: commands.db,
   rollback: commands.rollback,
+  audit: commands.audit,
 };
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -67,7 +69,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         out,
         signal: controller.signal,
         env,
-        flags: { follow: values.follow ?? false, secret: values.secret ?? false, url: values.url, token: values.token, tail: values.tail },
+        flags: {
+          follow: values.follow ?? false,
+          secret: values.secret ?? false,
+          url: values.url,
+          token: values.token,
+          tail: values.tail,
+          project: values.project,
+          actor: values.actor,
+          operation: values.operation,
+          since: values.since,
+          limit: values.limit,
+        },
       },
       args,
     );
@@ -94,6 +107,11 @@ function parse(argv: string[]) {
       url: { type: 'string' },
       token: { type: 'string' },
       tail: { type: 'string' },
+      project: { type: 'string' },
+      actor: { type: 'string' },
+      operation: { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import { assertAdministrator, type Actor } from '../domain/access.js';
+import { isKnownEventPattern } from '../domain/events.js';
+import { NotFoundError, ValidationError } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { ServiceDeps } from '../platform/deps.js';
+import { projectFor } from '../platform/lookup.js';
+import type { ChannelSender } from './channel-sender.js';
+import type { DeliveryWorker } from './delivery-worker.js';
+import { testMessage } from './event-message.js';
+import {
+  channelConfigs,
+  secretFields,
+  urlFields,
+  type ChannelInput,
+  type ChannelPatchInput,
+  type DeliveriesQuery,
+  type RuleInput,
+} from './notification.inputs.js';
+import {
+  FAILING_AFTER,
+  TEST_EVENT_TYPE,
+  type AttemptRecord,
+  type ChannelConfig,
+  type ChannelRecord,
+  type ChannelType,
+  type DeliveryRecord,
+  type RuleRecord,
+} from './notification.records.js';
+import type { ChannelView, NotificationDeliveryView, NotificationsHealthView, RuleView, TestResultView } from './notification-views.js';
+import type { TargetGuard } from './notifier.port.js';
+import { isPrivateAddress } from './private-address.js';
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+/** `whsec_` and 32 random bytes in base64: the Standard Webhooks secret format. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+function maskUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    return `${url.protocol}//${url.host}/********`;
+  } catch {
+    return '********';
+  }
+}
+
+export function maskConfig(type: ChannelType, config: ChannelConfig): ChannelConfig {
+  const masked: ChannelConfig = { ...config };
+  for (const field of secretFields[type]) {
+    const value = masked[field];
+    if (typeof value === 'string') masked[field] = urlFields[type].includes(field) ? maskUrl(value) : '********';
+  }
+  return masked;
+}
+
+export function presentAttempt(attempt: AttemptRecord) {
+  return {
+    attempt: attempt.attempt,
+    at: attempt.at.toISOString(),
+    ok: attempt.ok,
+    statusCode: attempt.statusCode,
+    latencyMs: attempt.latencyMs,
+    error: attempt.error,
+  };
+}
+
+function presentRule(rule: RuleRecord): RuleView {
+  return {
+    id: rule.id,
+    projectId: rule.projectId,
+    events: rule.events,
+    channelIds: rule.channelIds,
+    createdAt: rule.createdAt.toISOString(),
+  };
+}
+
+/** The cursor of the deliveries listing: the last one's time and id. */
+function encodeCursor(delivery: DeliveryRecord): string {
+  return Buffer.from(`${delivery.createdAt.getTime()}.${delivery.id}`).toString('base64url');
+}
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const match = /^(\d{1,15})\.([a-z0-9]{1,32})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw new ValidationError('cursor', 'cursor: not a cursor this API gave');
+  return { createdAt: new Date(Number(match[1])), id: match[2]! };
+}
+
+/**
+ * Notification channels, the rules that route events to them, and their deliveries
+ * (docs/notifications.md). The install's owners and admins manage them; secrets in a channel's
+ * config are sealed at rest and masked in every answer, and a signed webhook's secret is shown once.
+ */
+export class NotificationService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly sender: ChannelSender,
+    private readonly worker: DeliveryWorker,
+    /** Resolves names on save; without it only literal addresses are checked. */
+    private readonly guard: TargetGuard | null,
+  ) {}
+
+  private get store() {
+    return this.deps.store.notifications;
+  }
+
+  async createChannel(actor: Actor, input: ChannelInput): Promise<{ channel: ChannelView; secret: string | null }> {
+    assertAdministrator(actor, 'manage notification channels');
+    const config = await this.validConfig(input.type, input.config);
+    const now = this.deps.clock.now();
+    const secret = input.type === 'webhook' ? newWebhookSecret() : null;
+    const record: ChannelRecord = {
+      id: newId(),
+      type: input.type,
+      name: input.name,
+      configEncrypted: this.deps.secrets.encrypt(JSON.stringify(config)),
+      secretEncrypted: secret ? this.deps.secrets.encrypt(secret) : null,
+      consecutiveFailures: 0,
+      lastAttemptAt: null,
+      lastError: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.store.insertChannel(record);
+    return { channel: this.present(record, config), secret };
+  }
+
+  async listChannels(actor: Actor): Promise<ChannelView[]> {
+    assertAdministrator(actor, 'read notification channels');
+    return (await this.store.listChannels()).map((channel) => this.present(channel));
+  }
+
+  async getChannel(actor: Actor, id: string): Promise<ChannelView> {
+    assertAdministrator(actor, 'read notification channels');
+    return this.present(await this.channel(id));
+  }
+
+  async updateChannel(actor: Actor, id: string, patch: ChannelPatchInput): Promise<ChannelView> {
+    assertAdministrator(actor, 'manage notification channels');
+    const channel = await this.channel(id);
+    const current = this.sender.configOf(channel);
+    const config = patch.config ? await this.validConfig(channel.type, { ...current, ...patch.config }) : current;
+    const changes = {
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.config ? { configEncrypted: this.deps.secrets.encrypt(JSON.stringify(config)) } : {}),
+      updatedAt: this.deps.clock.now(),
+    };
+    await this.store.updateChannel(id, changes);
+    return this.present({ ...channel, ...changes }, config);
+  }
+
+  /** The channel goes, with its deliveries, and leaves every rule that named it. */
+  async deleteChannel(actor: Actor, id: string): Promise<void> {
+    assertAdministrator(actor, 'manage notification channels');
+    await this.channel(id);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.notifications.removeChannelFromRules(id);
+      await tx.notifications.deleteChannel(id);
+    });
+  }
+
+  /** Sends a test message now and answers how it went; recorded as a delivery of its own. */
+  async testChannel(actor: Actor, id: string): Promise<TestResultView> {
+    assertAdministrator(actor, 'test notification channels');
+    const channel = await this.channel(id);
+    const now = this.deps.clock.now();
+    const delivery: DeliveryRecord = {
+      id: newId(),
+      channelId: channel.id,
+      eventId: null,
+      eventType: TEST_EVENT_TYPE,
+      status: 'sending',
+      attempts: 0,
+      nextAttemptAt: null,
+      leaseUntil: new Date(now.getTime() + this.deps.config.events.deliveryTimeoutMs),
+      lastError: null,
+      createdAt: now,
+      finishedAt: null,
+    };
+    await this.store.insertDeliveries([delivery]);
+    const outcome = await this.sender.send(channel, testMessage(delivery.id, channel.name, now));
+    // A test is tried once: the user is waiting for its answer.
+    await this.worker.record(delivery, outcome, true);
+    return { ...outcome, deliveryId: delivery.id };
+  }
+
+  async createRule(actor: Actor, input: RuleInput): Promise<RuleView> {
+    assertAdministrator(actor, 'manage notification rules');
+    if (input.projectId !== null) await projectFor(this.deps.store, actor, input.projectId);
+    input.events.forEach((pattern, index) => {
+      if (!isKnownEventPattern(pattern))
+        throw new ValidationError(`events.${index}`, `events.${index}: unknown event type ${JSON.stringify(pattern)} (see docs/events.md)`);
+    });
+    const channels = new Set((await this.store.listChannels(input.channelIds)).map((c) => c.id));
+    input.channelIds.forEach((channelId, index) => {
+      if (!channels.has(channelId))
+        throw new ValidationError(`channelIds.${index}`, `channelIds.${index}: no channel ${JSON.stringify(channelId)}`);
+    });
+    const rule: RuleRecord = {
+      id: newId(),
+      projectId: input.projectId,
+      events: [...new Set(input.events)],
+      channelIds: [...new Set(input.channelIds)],
+      createdAt: this.deps.clock.now(),
+    };
+    await this.store.insertRule(rule);
+    return presentRule(rule);
+  }
+
+  async listRules(actor: Actor): Promise<RuleView[]> {
+    assertAdministrator(actor, 'read notification rules');
+    return (await this.store.listRules()).map(presentRule);
+  }
+
+  async getRule(actor: Actor, id: string): Promise<RuleView> {
+    assertAdministrator(actor, 'read notification rules');
+    const rule = await this.store.getRule(id);
+    if (!rule) throw new NotFoundError('Rule', id);
+    return presentRule(rule);
+  }
+
+  async deleteRule(actor: Actor, id: string): Promise<void> {
+    assertAdministrator(actor, 'manage notification rules');
+    if (!(await this.store.getRule(id))) throw new NotFoundError('Rule', id);
+    await this.store.deleteRule(id);
+  }
+
+  /** Deliveries newest first, each with its attempts. */
+  async listDeliveries(
+    actor: Actor,
+    query: DeliveriesQuery,
+  ): Promise<{ deliveries: NotificationDeliveryView[]; nextCursor: string | null }> {
+    assertAdministrator(actor, 'read notification deliveries');
+    if (query.channelId) await this.channel(query.channelId);
+    const limit = query.limit ?? 50;
+    const page = await this.store.listDeliveries(
+      { channelId: query.channelId },
+      limit,
+      query.cursor ? decodeCursor(query.cursor) : undefined,
+    );
+    const attempts = await this.store.attemptsOf(page.map((d) => d.id));
+    const byDelivery = new Map<string, AttemptRecord[]>();
+    for (const attempt of attempts) byDelivery.set(attempt.deliveryId, [...(byDelivery.get(attempt.deliveryId) ?? []), attempt]);
+    return {
+      deliveries: page.map((delivery) => ({
+        id: delivery.id,
+        channelId: delivery.channelId,
+        eventId: delivery.eventId,
+        eventType: delivery.eventType,
+        status: delivery.status,
+        nextAttemptAt: iso(delivery.nextAttemptAt),
+        lastError: delivery.lastError,
+        createdAt: delivery.createdAt.toISOString(),
+        finishedAt: iso(delivery.finishedAt),
+        attempts: (byDelivery.get(delivery.id) ?? []).map(presentAttempt),
+      })),
+      nextCursor: page.length === limit ? encodeCursor(page.at(-1)!) : null,
+    };
+  }
+
+  /** For health and overview answers: the channels whose last attempts all failed. A failure is never silent. */
+  async health(): Promise<NotificationsHealthView> {
+    const channels = await this.store.listChannels();
+    const failing = channels
+      .filter((c) => c.consecutiveFailures >= FAILING_AFTER)
+      .map((c) => ({ id: c.id, name: c.name, type: c.type, lastError: c.lastError }));
+    return { status: failing.length > 0 ? 'failing' : 'ok', channels: channels.length, failing };
+  }
+
+  private async channel(id: string): Promise<ChannelRecord> {
+    const channel = await this.store.getChannel(id);
+    if (!channel) throw new NotFoundError('Channel', id);
+    return channel;
+  }
+
+  private present(channel: ChannelRecord, config = this.sender.configOf(channel)): ChannelView {
+    return {
+      id: channel.id,
+      type: channel.type,
+      name: channel.name,
+      config: maskConfig(channel.type, config),
+      state: channel.consecutiveFailures >= FAILING_AFTER ? 'failing' : 'ok',
+      consecutiveFailures: channel.consecutiveFailures,
+      lastAttemptAt: iso(channel.lastAttemptAt),
+      lastError: channel.lastError,
+      createdAt: channel.createdAt.toISOString(),
+      updatedAt: channel.updatedAt.toISOString(),
+    };
+  }
+
+  /** The type's schema, then every URL's target: a private one is refused unless the operator allows them. */
+  private async validConfig(type: ChannelType, raw: ChannelConfig): Promise<ChannelConfig> {
+    const parsed = channelConfigs[type].safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const path =
+        issue.code === 'unrecognized_keys' && issue.keys.length > 0
+          ? [...issue.path, issue.keys[0]!]
+          : issue.path.length > 0
+            ? issue.path
+            : [];
+      const field = ['config', ...path.map(String)].join('.');
+      const message = issue.code === 'unrecognized_keys' ? `unknown field for a ${type} channel` : issue.message;
+      throw new ValidationError(field, `${field}: ${message}`);
+    }
+    const config = parsed.data as ChannelConfig;
+    if (this.deps.config.events.allowPrivateTargets) return config;
+    for (const name of urlFields[type]) {
+      const url = new URL(config[name] as string);
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const refused =
+        isIP(host) !== 0
+          ? isPrivateAddress(host)
+            ? `${host} is a loopback, private or link-local address`
+            : null
+          : host === 'localhost' || host.endsWith('.localhost')
+            ? `${host} is a loopback name`
+            : await this.guard?.check(url.toString()).then((check) => (check.ok ? null : check.reason));
+      if (refused)
+        throw new ValidationError(
+          `config.${name}`,
+          `config.${name}: ${refused}; outbound targets must be public (NOTIFY_ALLOW_PRIVATE_TARGETS)`,
+        );
+    }
+    return config;
+  }
+}
