@@ -246,9 +246,8 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
       volumes: drillPorts?.volumes ?? null,
       ready: drillPorts?.ready ?? (drillAdmin ? (endpoint, signal) => drillAdmin.checkReady(endpoint, signal) : null),
       disk: drillPorts?.disk ?? (async () => null),
-      publish:
-        drillPorts?.publish ??
-        (async (event) => log?.(`restore ${event.type}`, { backupId: event.backupId, serviceId: event.serviceId, reason: event.reason })),
+      // The outcome is an event of the outbox (DrillService publishes it through deps.events); this is for other listeners.
+      publish: drillPorts?.publish ?? (async () => undefined),
     },
     { ...DEFAULT_DRILL_LIMITS, ...drillPorts?.limits },
     log,

@@ -1,5 +1,6 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import { ENGINE_SPECS } from '../domain/database-engines.js';
+import { serviceRefOf } from '../domain/events.js';
 import { ChecksumMismatchError, ConflictError, NotFoundError, NotSupportedError } from '../domain/errors.js';
 import type { DatabaseEndpoint } from '../domain/database-engines.js';
 import type { EnvService } from '../env/env.service.js';
@@ -18,7 +19,7 @@ import type { ScratchDatabases } from './scratch-database.port.js';
 import { DAY_MS } from './cron.js';
 import type { VolumeArchive } from './volume-archive.port.js';
 
-/** A drill's outcome, told to whoever listens (the events outbox once it exists: docs/backups.md, Restore drills). */
+/** A drill's outcome, told to whoever listens besides the events outbox (docs/backups.md, Restore drills). */
 export interface DrillEvent {
   type: 'drill.passed' | 'drill.failed';
   serviceId: string;
@@ -247,6 +248,8 @@ export class DrillService {
   private async announce(backup: BackupRecord, type: DrillEvent['type'], reason: string | null): Promise<void> {
     const service = await this.deps.store.projects.getService(backup.serviceId);
     if (!service) return;
+    // The event outbox (notifications and the event stream deliver it); then whoever else listens.
+    await this.deps.events.publishQuietly(type, { ...serviceRefOf(service), backupId: backup.id, reason }, this.log);
     await this.ports
       .publish({ type, serviceId: service.id, projectId: service.projectId, backupId: backup.id, reason })
       .catch((error: Error) => this.log('drill event not published', { backupId: backup.id, error: error.message }));
