@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { databaseEngineOf } from '../domain/database-engines.js';
 import { idFromBytes } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { PassLoop } from '../platform/pass-loop.js';
 import { DAY_MS, parseCron } from './cron.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import type { BackupRecord } from './backup.records.js';
@@ -26,8 +27,11 @@ export function runId(scheduleId: string, slot: Date): string {
  * configuration's succeeded backups beyond its count or older than its age go from every place.
  */
 export class BackupScheduler {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly loop = new PassLoop(
+    () => this.tick(),
+    () => this.deps.config.backups.schedulerIntervalMs,
+    (error) => this.log('backup scheduler pass failed', { error: error.message }),
+  );
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -39,23 +43,12 @@ export class BackupScheduler {
   ) {}
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => this.wake(), this.deps.config.backups.schedulerIntervalMs);
-    this.wake();
+    this.loop.start();
+    this.loop.wake();
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
-  }
-
-  private wake(): void {
-    this.running ??= this.tick()
-      .catch((error: Error) => this.log('backup scheduler pass failed', { error: error.message }))
-      .finally(() => {
-        this.running = null;
-      });
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One pass: queue what is due, then apply retention. */
