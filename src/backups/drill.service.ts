@@ -17,6 +17,7 @@ import type { DatabaseDump } from './database-dump.port.js';
 import { countMismatches } from './drill-counts.js';
 import type { ScratchDatabases } from './scratch-database.port.js';
 import { DAY_MS } from './cron.js';
+import { PassLoop } from '../platform/pass-loop.js';
 import type { VolumeArchive } from './volume-archive.port.js';
 
 /** A drill's outcome, told to whoever listens besides the events outbox (docs/backups.md, Restore drills). */
@@ -68,9 +69,14 @@ class DrillFailure extends Error {}
  * drill asked for survives a restart; one cut off by a restart ends `failed`.
  */
 export class DrillService {
-  private timer: NodeJS.Timeout | null = null;
-  private pass: Promise<void> | null = null;
-  private again = false;
+  private readonly loop = new PassLoop(
+    () => this.drain(),
+    () => this.limits.pollMs,
+    (error) => this.log('drill pass failed', { error: error.message }),
+  );
+  private started = false;
+  /** A wake that came while a pass ran: the pass looks again before it ends (a drill queued meanwhile waits for no tick). */
+  private woken = false;
   private stopping = false;
   private readonly controller = new AbortController();
 
@@ -130,17 +136,16 @@ export class DrillService {
   }
 
   start(): void {
-    if (this.timer || this.stopping) return;
-    this.timer = setInterval(() => this.wake(), this.limits.pollMs);
+    if (this.started || this.stopping) return;
+    this.started = true;
+    this.loop.start();
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
     this.controller.abort(new Error('The platform is stopping'));
-    await this.pass;
+    await this.loop.stop();
   }
 
   /** Drills a stopped platform left running end `failed`; their scratch containers go. */
@@ -158,22 +163,19 @@ export class DrillService {
       this.log('drill leftover removed', { name: removed });
   }
 
-  /** Runs a pass now (or once the one under way ends); nothing before start(). */
+  /** Runs a pass now (or has the one under way look again before it ends); nothing before start(). */
   wake(): void {
-    if (this.stopping || !this.timer) return;
-    if (this.pass) {
-      this.again = true;
-      return;
-    }
-    this.pass = this.runPass()
-      .catch((error: Error) => this.log('drill pass failed', { error: error.message }))
-      .finally(() => {
-        this.pass = null;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    if (this.stopping || !this.started) return;
+    this.woken = true;
+    this.loop.wake();
+  }
+
+  /** One pass of the loop (a tick or a wake), then again for each wake that came while it ran. */
+  private async drain(): Promise<void> {
+    do {
+      this.woken = false;
+      await this.runPass();
+    } while (this.woken && !this.stopping);
   }
 
   /** Queues the drills the configurations are due for, then runs the queued ones, one at a time, oldest first. */
