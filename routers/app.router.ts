@@ -22,6 +22,7 @@ import { serviceRouter } from './service.router.js';
 import { settingsRouter } from './settings.router.js';
 import { userRouter, usersRouter } from './user.router.js';
 import { terminalRouter } from './terminal.router.js';
+import { serverRouter } from './server.router.js';
 import { auditRouter } from './audit.router.js';
 import { eventRouter } from './event.router.js';
 import { notificationRouter } from './notification.router.js';
@@ -73,6 +74,7 @@ export const appRouter = router({
   storage: storageRouter,
   system: systemRouter,
   backupConfigurations: backupConfigurationRouter,
+  servers: serverRouter,
   notifications: notificationRouter,
   audit: auditRouter,
   events: eventRouter,

@@ -30,6 +30,8 @@ export * from './tls/tls-views.js';
 export * from './backups/backup-views.js';
 export * from './backups/backup-schedule-views.js';
 export * from './storage/storage-views.js';
+export * from './cluster/cluster-views.js';
+export * from './cluster/cluster.inputs.js';
 export * from './git-hooks/git-hook-views.js';
 export * from './previews/preview-views.js';
 export type { StorageServer, StorageServerTarget } from './deployments/storage-server.port.js';

@@ -36,6 +36,9 @@ import type { SystemService } from './settings/system.service.js';
 import type { StorageCatalog } from './storage/storage-catalog.service.js';
 import type { TerminalService } from './terminals/terminal.service.js';
 import type { DatabaseTlsService } from './tls/database-tls.service.js';
+import type { JoinService } from './cluster/join.service.js';
+import type { RegistryService } from './cluster/registry.service.js';
+import type { ServerService } from './cluster/server.service.js';
 
 /**
  * The use cases the doors (routers, MCP, the SSE and download bridges, terminal sockets) call, by
@@ -75,6 +78,9 @@ export interface Services {
   metrics: MetricsService;
   health: HealthService;
   terminals: TerminalService;
+  servers: ServerService;
+  serverJoins: JoinService;
+  registry: RegistryService;
   /** A project's webhook (URL, secret) and its recent deliveries. */
   webhooks: WebhookService;
   /** The public webhook door's use case: a delivery verified, recorded and acted on. */

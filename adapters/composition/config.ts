@@ -26,6 +26,8 @@ export interface AppConfig {
   authFailuresPerMinute: number;
   trustProxy: boolean;
   dockerSocket: string;
+  /** DOCKER_CERTS_DIR: the local engine's certs.d, where the cluster registry's CA is trusted for pushes. */
+  dockerCertsDir: string;
   accounts: AccountsConfig;
   /** Base URLs of the DNS providers' APIs: the vendors' own unless overridden (tests, compatible endpoints). */
   dnsApiUrls: { cloudflare?: string | undefined; digitalocean?: string | undefined; hetzner?: string | undefined };
@@ -280,6 +282,59 @@ function backupsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig[
   };
 }
 
+function clusterConfig(env: NodeJS.ProcessEnv): PlatformConfig['cluster'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.cluster;
+  const advertise = env.SWARM_ADVERTISE_ADDR?.trim() || defaultRouteAddress() || detectPublicIp() || defaults.advertiseAddress;
+  if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(advertise) || (advertise.includes('.') && advertise.split('.').some((n) => Number(n) > 255)))
+    throw new ConfigError(`SWARM_ADVERTISE_ADDR must be an IP address, got ${JSON.stringify(advertise)}`);
+  const joinUrl = env.CLUSTER_JOIN_URL?.trim().replace(/\/+$/, '') || null;
+  if (joinUrl && !/^https?:\/\/[A-Za-z0-9.:[\]-]+$/.test(joinUrl))
+    throw new ConfigError(
+      `CLUSTER_JOIN_URL must be an http(s) URL without a path, like http://10.0.0.2:3000, got ${JSON.stringify(joinUrl)}`,
+    );
+  return {
+    advertiseAddress: advertise,
+    joinUrl,
+    joinTokenTtlMs: int(env, 'JOIN_TOKEN_TTL_SECONDS', defaults.joinTokenTtlMs / 1000, 10, 86_400) * 1000,
+    engineTlsPort: int(env, 'NODE_ENGINE_PORT', defaults.engineTlsPort, 1, 65535),
+    monitorIntervalMs: int(env, 'CLUSTER_MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 200, 600_000),
+    maxReplicas: int(env, 'SERVICE_MAX_REPLICAS', defaults.maxReplicas, 1, 1000),
+    registry: {
+      image: env.REGISTRY_IMAGE || defaults.registry.image,
+      port: int(env, 'REGISTRY_PORT', defaults.registry.port, 1, 65535),
+      checkTimeoutMs: int(env, 'REGISTRY_CHECK_TIMEOUT_MS', defaults.registry.checkTimeoutMs, 100, 120_000),
+    },
+  };
+}
+
+function controlPlaneConfig(env: NodeJS.ProcessEnv): PlatformConfig['controlPlane'] {
+  const defaults = DEFAULT_PLATFORM_CONFIG.controlPlane;
+  const heartbeatMs = int(env, 'CONTROL_PLANE_HEARTBEAT_MS', defaults.heartbeatMs, 100, 60_000);
+  const deadAfterMs = int(env, 'CONTROL_PLANE_DEAD_AFTER_MS', defaults.deadAfterMs, 500, 3_600_000);
+  if (deadAfterMs < 3 * heartbeatMs)
+    throw new ConfigError(
+      `CONTROL_PLANE_DEAD_AFTER_MS (${deadAfterMs}) must be at least three heartbeats (CONTROL_PLANE_HEARTBEAT_MS ${heartbeatMs})`,
+    );
+  return { heartbeatMs, deadAfterMs };
+}
+
+/** The source address of the host's default route (from /proc/net/route): what other servers reach this one at. */
+function defaultRouteAddress(): string | null {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/route', 'utf8');
+  } catch {
+    return null;
+  }
+  const device = table
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .find((fields) => fields[1] === '00000000' && fields[7] === '00000000')?.[0];
+  const address = device ? networkInterfaces()[device]?.find((a) => a.family === 'IPv4' && !a.internal)?.address : undefined;
+  return address ?? null;
+}
+
 /** Push to deploy (docs/push-to-deploy.md): delivery limits, the git hosts' status API roots, the previews' database copy limits. */
 function hooksConfig(env: NodeJS.ProcessEnv): PlatformConfig['hooks'] {
   const defaults = DEFAULT_PLATFORM_CONFIG.hooks;
@@ -349,6 +404,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: env.TRUST_PROXY === 'true',
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
+    dockerCertsDir: env.DOCKER_CERTS_DIR || '/etc/docker/certs.d',
     accounts: accountsConfig(env),
     dnsApiUrls: {
       cloudflare: env.CLOUDFLARE_API_URL || undefined,
@@ -383,6 +439,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       },
       ai: { timeoutMs: int(env, 'AI_TIMEOUT_MS', DEFAULT_PLATFORM_CONFIG.ai.timeoutMs, 100, 600_000) },
       backups: backupsConfig(env, dataDir),
+      cluster: clusterConfig(env),
+      controlPlane: controlPlaneConfig(env),
       hooks: hooksConfig(env),
       events: eventsConfig(env, dataDir),
       licensePublicKey: licensePublicKey(env.LICENSE_PUBLIC_KEY),

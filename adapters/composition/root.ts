@@ -39,6 +39,10 @@ import { CaddyReverseProxy } from '../proxy/caddy.reverse-proxy.js';
 import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
+import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
+import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
+import { joinScriptLoader } from '../docker/join-script.js';
+import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
 import { DockerContainerExits } from '../docker/docker.container-exits.js';
 import { StatfsDiskUsage } from '../host/statfs.disk-usage.js';
 import { createNotifiers } from '../notify/notifiers.js';
@@ -64,6 +68,8 @@ export interface ComposeOptions {
   operatorOnly?: boolean;
   /** Where password-reset links point when APP_URL is not set: this API's own address, once it listens. */
   ownUrl?: () => string;
+  /** The port this API listens on, once it does (a joining server's URL: SWARM_ADVERTISE_ADDR and this port). */
+  ownPort?: () => number;
 }
 
 /** The platform built from its configuration: the database, the use cases, and the work that runs beside the doors. */
@@ -90,7 +96,9 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const mailer =
     !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
-  const ports = options.operatorOnly ? operatorPorts() : await runtimePorts(config, log, options.ownUrl ?? (() => ''));
+  const ports = options.operatorOnly
+    ? operatorPorts()
+    : await runtimePorts(config, log, options.ownUrl ?? (() => ''), options.ownPort ?? (() => config.port));
   const databaseAdmin = ports.databases?.admin;
   const useCases = createUseCases(
     {
@@ -118,6 +126,8 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
     useCases,
     async prepare() {
       await useCases.settings.load();
+      // This process among those on the database: its claims of running jobs and its heartbeat.
+      await useCases.controlPlane.start();
       if (config.bootstrapApiKey) {
         await useCases.apiKeys.bootstrap(config.bootstrapApiKey);
         return { initialApiKey: null };
@@ -134,14 +144,29 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
     start() {
       // Deployments start once the API answers; a Docker engine that is down only delays them. Routes
       // load once the runner knows which containers serve: a table before that would send all to 503.
-      void (async () => {
-        await useCases.runner?.start();
-        useCases.routing.start();
-        useCases.sampler?.start();
-        useCases.statuses.start();
-        useCases.poller.start();
-        useCases.previews.start();
-      })();
+      // With several platform processes on one database, one of them runs them (and the runtime they
+      // keep: host ports, routes, slots, metrics, the servers' monitor, push's loops); the others take over when it is gone.
+      void useCases.controlPlane.lead(
+        'runtime',
+        async () => {
+          await useCases.runner?.start();
+          useCases.routing.start();
+          useCases.sampler?.start();
+          useCases.serverMonitor?.start();
+          useCases.statuses.start();
+          useCases.poller.start();
+          useCases.previews.start();
+        },
+        async () => {
+          await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
+          await useCases.serverMonitor?.stop();
+          await useCases.sampler?.stop();
+          await useCases.routing.stop();
+          await useCases.runner?.stop();
+        },
+      );
+      // The host is the first server; the cluster's monitor has nothing to do until a second one joins.
+      void useCases.servers.ensureLocal().catch((error: Error) => log('the local server could not be recorded', { error: error.message }));
       // Imports a previous process left running are failed (with the reason) before new ones are claimed.
       void useCases.imports
         .startRunner()
@@ -150,6 +175,8 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       useCases.eventLoops.start();
     },
     async stop() {
+      await useCases.serverMonitor?.stop();
+      useCases.nodeEngines?.closeAll();
       await useCases.sampler?.stop();
       await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
@@ -159,6 +186,8 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       await useCases.imports.stop();
       // Deliveries under way finish (each within its timeout); what is left is sent after the restart.
       await useCases.eventLoops.stop();
+      // Its duties and registration go last: another process takes over at once.
+      await useCases.controlPlane.stop();
       // The proxy keeps serving the loaded routes while the platform is down.
       await useCases.routing.stop();
       await ports.runtime?.forwarder.closeAll();
@@ -195,7 +224,7 @@ export async function trafficGatePreflight(config: AppConfig, log: Log): Promise
 }
 
 /** The adapters of every port, as the configuration names them. */
-async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string): Promise<UseCasePorts> {
+async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, ownPort: () => number): Promise<UseCasePorts> {
   if (config.proxy.kind !== 'none') await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
   const engine = new DockerodeContainerEngine(docker);
@@ -238,6 +267,18 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string): 
     containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId),
     ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
     terminals: { engine: new DockerodeTerminalEngine(docker) },
+    // Servers and the cluster: the local engine is the manager (docs/cluster.md).
+    cluster: {
+      runtime: new SwarmClusterRuntime(docker, config.platform.instanceId),
+      remoteEngines: new MtlsRemoteEngines(),
+      registry: new DistributionImageRegistry(docker, {
+        certsDir: config.dockerCertsDir,
+        prefix: config.platform.resourcePrefix,
+        instanceId: config.platform.instanceId,
+      }),
+      joinScript: joinScriptLoader(),
+      joinUrl: () => config.platform.cluster.joinUrl ?? `http://${config.platform.cluster.advertiseAddress}:${ownPort()}`,
+    },
     events: {
       ...createNotifiers({
         allowPrivate: () => config.platform.events.allowPrivateTargets,

@@ -68,6 +68,9 @@ import type { TerminalEngine } from '../../src/terminals/terminal-engine.port.js
 import { TerminalService, type TerminalLimits } from '../../src/terminals/terminal.service.js';
 import type { CertificateIssuer } from '../../src/tls/certificate-issuer.port.js';
 import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
+import { CertificateAuthority } from '../../src/tls/certificate-authority.js';
+import { createCluster, type ClusterOptions } from '../../src/cluster/cluster.js';
+import { ControlPlane, type ProcessIdentity } from '../../src/jobs/control-plane.js';
 import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
 import { CommitStatusReporter } from '../../src/git-hooks/commit-status.reporter.js';
 import { DeliveryReceiver } from '../../src/git-hooks/delivery-receiver.js';
@@ -114,6 +117,10 @@ export interface UseCasePorts {
   accounts?:
     | { mailer?: Mailer | null; mailerFor?: (smtp: SmtpSettings) => Mailer; sessionTtlMs?: number; appUrl?: () => string }
     | undefined;
+  /** Servers and the cluster (src/cluster): the manager's runtime, the nodes' engines, the registry. */
+  cluster?: ClusterOptions | undefined;
+  /** This process among those sharing the database (default: this process itself). */
+  process?: ProcessIdentity | undefined;
   /** Container terminals: they need the runtime too. */
   terminals?: { engine?: TerminalEngine | undefined; limits?: TerminalLimits } | undefined;
   /** Where backups are written and what dumps them; without files, backups fail saying so. */
@@ -174,7 +181,9 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     },
   };
 
-  // Shared ground: routing, variables, settings, host ports.
+  // Shared ground: the processes on the database, routing, variables, settings, host ports.
+  // Several platform processes on one database: claims of running jobs and the runtime's one leader.
+  const controlPlane = new ControlPlane(deps.store, () => deps.config.controlPlane, ports.process, log);
   const current = ports.runtime ? new CurrentContainers(deps, ports.runtime.engine) : null;
   const locate = current ? containerLocators(current) : null;
   // Without a runtime nothing runs, so there are no containers to wait for before routes load.
@@ -184,11 +193,13 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   const hostPorts = new HostPortAllocator(deps, ports.portProbe);
 
   // Deployments: one TLS service makes the install's CA once, whoever asks first (a deployment or GET tls).
-  const tls = new DatabaseTlsService(deps, ports.tls?.issuer ?? null, current);
+  // One CA for the install: database certificates, the cluster's registry and nodes' engines.
+  const ca = new CertificateAuthority(deps, ports.tls?.issuer ?? null);
+  const tls = new DatabaseTlsService(deps, ports.tls?.issuer ?? null, current, ca);
   const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log }) : null;
-  const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log) : null;
+  const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log, controlPlane.claims('deployment')) : null;
   const teardown = runtime && runner ? new ServiceTeardown(deps, runtime, routing, slots, (ids) => runner.stopDeploymentsOf(ids)) : null;
   const power = new ServicePower(deps, deployments, runtime && current ? { engine: runtime.engine, current } : null);
 
@@ -208,7 +219,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   const imports = new DatabaseImportService(
     deps,
     importJobs,
-    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log }),
+    new JobRunner(importJobs, { concurrency: () => IMPORT_CONCURRENCY, log, claims: controlPlane.claims('import') }),
     importLocator,
   );
 
@@ -230,6 +241,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   const backupRunner = new JobRunner(new BackupJobs(deps, env, dump, destinations, backupLog, backupRuntime), {
     concurrency: () => deps.config.backups.concurrency,
     log,
+    claims: controlPlane.claims('backup'),
   });
   backupQueue.onQueued(() => backupRunner.wake());
   const backupRestore = new BackupRestore(deps, env, dump, destinations, backupLog, backupRuntime);
@@ -274,7 +286,9 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   });
   const projects = new ProjectService(deps, removal);
   const serviceReader = new ServiceReader(deps, env);
-  const serviceCreation = new ServiceCreation(deps, env, hostPorts);
+  // The servers' room for reservations, read through the cluster's servers (made further down).
+  const capacity = () => cluster.servers.capacity();
+  const serviceCreation = new ServiceCreation(deps, env, hostPorts, capacity);
 
   // Metrics: the sampler ticks only once started; without stats, the service answers without samples.
   const sampler = ports.containerStats
@@ -369,6 +383,19 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   );
   deliveries.handlePullRequests(previews);
 
+  // Servers and the cluster (docs/cluster.md): the host is the first server.
+  const cluster = createCluster(deps, {
+    engine: ports.runtime?.engine ?? null,
+    ca,
+    issuer: ports.tls?.issuer ?? null,
+    options: ports.cluster ?? {},
+    log: log ?? (() => {}),
+  });
+  // A follower's writes do not move this process's store version: while others are alive, the leader re-reads its routing table.
+  controlPlane.onBeat(async () => {
+    if (controlPlane.hasPeers) routing.invalidate();
+  });
+  deployments.usePeers(() => controlPlane.hasPeers);
   const useCases = {
     // What the doors call (Services).
     system: new SystemService(
@@ -388,7 +415,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     environments,
     serviceCreation,
     serviceReader,
-    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing),
+    serviceChanges: new ServiceChanges(deps, serviceReader, projects, routing, capacity),
     suggestions: new ServiceSuggestions(deps),
     removal,
     env,
@@ -418,10 +445,17 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
       current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
       ports.terminals?.limits,
     ),
+    servers: cluster.servers,
+    serverJoins: cluster.join,
+    registry: cluster.registry,
     notifications: events.notifications,
     eventStream: events.eventStream,
     audit: events.audit,
     // What runs beside the doors: the platform starts and stops it (root.ts).
+    controlPlane,
+    serverMonitor: cluster.monitor,
+    clusterFormation: cluster.formation,
+    nodeEngines: cluster.engines,
     routing,
     runner,
     teardown,

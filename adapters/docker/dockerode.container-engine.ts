@@ -187,6 +187,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
         NetworkMode: request.network,
         Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+        ...hostLimits(request.limits),
       },
       NetworkingConfig: { EndpointsConfig: { [request.network]: { Aliases: request.aliases } } },
       abortSignal: timeout(request.signal),
@@ -516,4 +517,15 @@ function statusOf(error: unknown): number | undefined {
 /** The address other services and the platform use: the slot address is the proxy's alone. */
 function projectIp(networks: Array<{ IPAddress?: string }>, labels: Record<string, string>): string | null {
   return networks.find((n) => n.IPAddress && n.IPAddress !== labels[LABELS.slot])?.IPAddress ?? null;
+}
+
+/** The service's resources in Docker's terms; none given, none set (Docker's defaults: no limit). */
+function hostLimits(limits: RunRequest['limits']): Record<string, number> {
+  if (!limits) return {};
+  return {
+    ...(limits.nanoCpus !== undefined ? { NanoCpus: limits.nanoCpus } : {}),
+    ...(limits.memoryBytes !== undefined ? { Memory: limits.memoryBytes } : {}),
+    ...(limits.memoryReservationBytes !== undefined ? { MemoryReservation: limits.memoryReservationBytes } : {}),
+    ...(limits.cpuShares !== undefined ? { CpuShares: limits.cpuShares } : {}),
+  };
 }

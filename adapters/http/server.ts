@@ -32,7 +32,8 @@ export function log(message: string, extra: Record<string, unknown> = {}): void 
 export async function startServer(config: AppConfig): Promise<RunningServer> {
   // Reset links point at APP_URL, else at this API's own address once it listens.
   let ownUrl = '';
-  const platform = await composePlatform(config, { log, ownUrl: () => ownUrl });
+  let listeningPort = config.port;
+  const platform = await composePlatform(config, { log, ownUrl: () => ownUrl, ownPort: () => listeningPort });
   const services = platform.useCases;
   const { initialApiKey } = await platform.prepare();
 
@@ -65,6 +66,7 @@ export async function startServer(config: AppConfig): Promise<RunningServer> {
   });
   platform.start();
   const address = server.address() as AddressInfo;
+  listeningPort = address.port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   ownUrl = `http://${host}:${address.port}`;
 

@@ -1,3 +1,4 @@
+import type { ContainerLimits } from '../domain/service-scale.js';
 import type { LogStream } from '../domain/types.js';
 
 export type LineSink = (line: string, stream: LogStream) => void;
@@ -32,6 +33,8 @@ export interface RunRequest {
    * with `mode`; their directory is made, owned by the same user.
    */
   files?: Array<{ path: string; content: string; mode: number; owner: string }>;
+  /** What the container may use and is promised (the service's resources); none: no limit. */
+  limits?: ContainerLimits;
   signal: AbortSignal;
 }
 

@@ -1,3 +1,4 @@
+import { containerLimitsOf } from '../domain/service-scale.js';
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -119,6 +120,7 @@ export class ContainerLaunch {
         // The volume outlives every deployment: only deleting the service removes it.
         volumes: dataDir ? [{ name: names.volume, target: dataDir }] : [],
         ...(tls ? { files: tls.files } : {}),
+        limits: containerLimitsOf(service),
         signal: ctx.signal,
       });
     } catch (error) {

@@ -1,5 +1,6 @@
 import type { DeploymentRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
+import type { JobClaims } from '../jobs/control-plane.js';
 import { JobAborted } from '../jobs/job-kind.js';
 import type { JobLogWriter } from '../jobs/job-log-writer.js';
 import { JobRunner, type RunnerLog } from '../jobs/job-runner.js';
@@ -25,14 +26,16 @@ export class DeployRunner {
   private readonly loop: ReconcileLoop;
 
   constructor(
-    deps: ServiceDeps,
+    private readonly deps: ServiceDeps,
     runtime: RuntimeDeps,
     deployments: DeploymentService,
     env: EnvService,
     routing: RoutingService,
     /** Null without a traffic gate or a proxy: cutovers then reload the proxy with the new address. */
     slots: TrafficSlots | null,
-    log: RunnerLog = () => {},
+    private readonly log: RunnerLog = () => {},
+    /** Which process holds each deployment, with several on one database (src/jobs/control-plane.ts). */
+    claims?: JobClaims,
   ) {
     const containers = new CurrentContainers(deps, runtime.engine);
     const pipeline = new DeploymentPipeline(deps, runtime, env, deployments);
@@ -41,7 +44,7 @@ export class DeployRunner {
       readyToClaim: () => this.loop.engineReachable(),
       recoverRuntime: () => this.reconciler.recoverRuntime(),
     });
-    this.jobs = new JobRunner(kind, { concurrency: () => deps.config.deploy.buildConcurrency, log });
+    this.jobs = new JobRunner(kind, { concurrency: () => deps.config.deploy.buildConcurrency, log, ...(claims ? { claims } : {}) });
     this.reconciler = new Reconciler(
       deps,
       runtime,
@@ -71,6 +74,9 @@ export class DeployRunner {
 
   /** Recovers from whatever a previous process left (once the engine answers), then takes work. */
   async start(): Promise<void> {
+    // Otherwise a paused runner shows only queued deployments, which reads as a hang.
+    if (this.deps.config.deploy.buildConcurrency === 0)
+      this.log('the deploy runner is paused (BUILD_CONCURRENCY=0): deployments stay queued');
     this.jobs.start();
     await this.loop.maintain();
     this.loop.start();

@@ -28,6 +28,10 @@ export type AbortListener = (deploymentId: string) => void;
 export class DeploymentService implements JobQueue<DeploymentRecord>, DeploymentRecorder {
   private readonly abortListeners = new Set<AbortListener>();
   private readonly createdListeners = new Set<() => void>();
+  /** Deployments this process runs: their lines come through the in-process bus. */
+  private readonly runningHere = new Set<string>();
+  /** Whether other platform processes share the database (one of them may run a deployment). */
+  private peers: () => boolean = () => false;
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -38,6 +42,11 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   onAbort(listener: AbortListener): () => void {
     this.abortListeners.add(listener);
     return () => this.abortListeners.delete(listener);
+  }
+
+  /** With several processes on one database, a stream reads the lines another one writes from the table. */
+  usePeers(peers: () => boolean): void {
+    this.peers = peers;
   }
 
   /** Told when a deployment is queued, so the runner need not wait for its next poll. */
@@ -272,6 +281,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
         ended: async () => isTerminal((await store.deployments.get(deployment.id))?.status ?? 'failed'),
         subscribe: (listener) => logBus.subscribe(deployment.id, listener),
         isEnd: isTerminal,
+        runsHere: () => this.runningHere.has(deployment.id) || !this.peers(),
       },
       presentLogLine,
       { ...opts, pingMs: config.streamPingMs },
@@ -296,6 +306,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
       return moved;
     });
     if (!claimed) return null;
+    this.runningHere.add(deployment.id);
     this.deps.logBus.publish(deployment.id, { type: 'status', status: 'running' });
     return { ...deployment, status: 'running', startedAt: now };
   }
@@ -314,6 +325,7 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
       if (await tx.deployments.transition(deployment.id, ['running'], { status: outcome, finishedAt: this.deps.clock.now() }))
         await this.publish(tx, `deployment.${outcome}`, deployment, null, reason);
     });
+    this.runningHere.delete(deployment.id);
     this.deps.logBus.publish(deployment.id, { type: 'status', status: outcome });
   }
 

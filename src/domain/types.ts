@@ -109,6 +109,12 @@ export interface ServiceRecord {
   runtimeMode: RuntimeMode;
   internalPort: number;
   hostPort: number;
+  /** Copies that run (0: stopped and kept) and what each may use (service-scale.ts). */
+  replicas: number;
+  cpuLimitMillis: number | null;
+  memoryLimitMb: number | null;
+  cpuReservationMillis: number | null;
+  memoryReservationMb: number | null;
   status: ServiceStatus;
   reachable: boolean;
   preferredDomain: string | null;

@@ -12,6 +12,11 @@ export interface JobLogSource<L extends { id: number }, S> {
   ended(): Promise<boolean>;
   subscribe(listener: (event: JobEvent<L, S>) => void): () => void;
   isEnd(status: S): boolean;
+  /**
+   * Whether this process runs the job, so its lines come through the bus. When another process runs
+   * it (several on one database), the stream reads the table instead while the bus is quiet.
+   */
+  runsHere?(): boolean;
 }
 
 /**
@@ -22,8 +27,9 @@ export interface JobLogSource<L extends { id: number }, S> {
 export async function* followJobLog<L extends { id: number }, S, V>(
   source: JobLogSource<L, S>,
   present: (line: L) => V,
-  opts: { lastEventId?: number | undefined; signal: AbortSignal; pingMs: number },
+  opts: { lastEventId?: number | undefined; signal: AbortSignal; pingMs: number; pollMs?: number },
 ): AsyncGenerator<JobStreamEvent<V>> {
+  const pollMs = opts.pollMs ?? 1_000;
   const queue = new AsyncQueue<JobEvent<L, S>>();
   const unsubscribe = source.subscribe((event) => queue.push(event));
   try {
@@ -31,13 +37,28 @@ export async function* followJobLog<L extends { id: number }, S, V>(
     let lastId = snapshot.at(-1)?.id ?? opts.lastEventId ?? 0;
     yield { type: 'snapshot', lines: snapshot.map(present), lastId };
     let finished = await source.ended();
+    let lastSent = Date.now();
     while (!finished && !opts.signal.aborted) {
-      const event = await queue.next(opts.pingMs, opts.signal);
+      const remote = source.runsHere ? !source.runsHere() : false;
+      const wait = remote ? Math.min(pollMs, Math.max(1, opts.pingMs - (Date.now() - lastSent))) : opts.pingMs;
+      const event = await queue.next(wait, opts.signal);
       if (opts.signal.aborted) break;
       if (!event) {
+        if (remote) {
+          // Another process writes this job's lines: they are read from the table.
+          for (const line of await source.lines(lastId)) {
+            lastId = line.id;
+            lastSent = Date.now();
+            yield { type: 'log', line: present(line) };
+          }
+          finished = await source.ended();
+          if (finished || Date.now() - lastSent < opts.pingMs) continue;
+        }
+        lastSent = Date.now();
         yield { type: 'ping', t: Date.now() };
         continue;
       }
+      lastSent = Date.now();
       if (event.type === 'log') {
         if (event.line.id <= lastId) continue;
         lastId = event.line.id;

@@ -1,3 +1,4 @@
+import type { JobClaims } from './control-plane.js';
 import { JobAborted, JobInterrupted, type JobKind } from './job-kind.js';
 import type { JobLog, JobOutcome } from './job-queue.port.js';
 
@@ -9,6 +10,14 @@ export interface JobRunnerOptions {
   /** How often the table is looked at for queued jobs and abort requests; `wake()` does not wait for it. */
   pollMs?: number;
   log?: RunnerLog;
+  /**
+   * Which process holds each running job, when several share the database (control-plane.ts): a job
+   * is claimed in this process's name, and one that another process runs is settled only once that
+   * process is gone. Without it, every running job this runner does not hold is a leftover.
+   */
+  claims?: JobClaims;
+  /** How often running jobs are checked for a holder that is gone (with claims). */
+  orphanCheckMs?: number;
 }
 
 interface RunningJob<J> {
@@ -19,6 +28,7 @@ interface RunningJob<J> {
 }
 
 const POLL_MS = 500;
+const ORPHAN_CHECK_MS = 5_000;
 
 /**
  * Runs the queued jobs of one kind from their table: at most one per key at a time and at most
@@ -31,6 +41,8 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private checkingAborts: Promise<void> | null = null;
+  private checkingOrphans: Promise<void> | null = null;
+  private lastOrphanCheck = 0;
   private stopped = true;
   private recoveredOnce = false;
   private readonly log: RunnerLog;
@@ -51,6 +63,22 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
       this.checkingAborts ??= this.checkAbortRequests().finally(() => {
         this.checkingAborts = null;
       });
+      if (
+        this.options.claims &&
+        this.recoveredOnce &&
+        Date.now() - this.lastOrphanCheck >= (this.options.orphanCheckMs ?? ORPHAN_CHECK_MS)
+      ) {
+        this.lastOrphanCheck = Date.now();
+        this.checkingOrphans ??= this.settleOrphans()
+          .then(async (settled) => {
+            // What the gone process left at runtime (a half-started container) is the kind's recovery's to clear.
+            if (settled > 0) await this.kind.recover?.();
+          })
+          .catch((error: Error) => this.log('jobs of a gone process could not be settled', { error: error.message }))
+          .finally(() => {
+            this.checkingOrphans = null;
+          });
+      }
     }, this.options.pollMs ?? POLL_MS);
   }
 
@@ -63,6 +91,7 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
     await Promise.allSettled([...this.running.values()].map((job) => job.done));
     await this.ticking;
     await this.checkingAborts;
+    await this.checkingOrphans;
   }
 
   get recovered(): boolean {
@@ -78,16 +107,27 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
    * kind's own recovery, then lets claims begin. Throws when either fails; call it again later.
    */
   async recover(): Promise<void> {
+    await this.settleOrphans();
+    await this.kind.recover?.();
+    this.recoveredOnce = true;
+    this.lastOrphanCheck = Date.now();
+    this.wake();
+  }
+
+  /** Running jobs that no runner holds any more (this process's before a restart, or a gone process's): the kind says what they become. */
+  private async settleOrphans(): Promise<number> {
+    let settled = 0;
     for (const job of await this.kind.queue.listRunning()) {
       if (this.running.has(job.id)) continue;
+      if (this.options.claims && !(await this.options.claims.orphaned(job.id))) continue;
       const log = this.kind.openLog(job);
       const outcome = await this.kind.interrupted(job, log);
       await log.flush();
       if (outcome) await this.kind.queue.finish(job, outcome);
+      await this.options.claims?.release(job.id);
+      settled++;
     }
-    await this.kind.recover?.();
-    this.recoveredOnce = true;
-    this.wake();
+    return settled;
   }
 
   /** Looks at the queue now rather than at the next poll. */
@@ -141,8 +181,13 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
         if (this.kind.readyToClaim && !(await this.kind.readyToClaim())) return;
       }
       busy.add(key);
+      // Claimed in this process's name first: of several processes, one gets the job.
+      if (this.options.claims && !(await this.options.claims.claim(candidate.id))) continue;
       const job = await this.kind.queue.claim(candidate);
-      if (!job) continue;
+      if (!job) {
+        await this.options.claims?.release(candidate.id);
+        continue;
+      }
       const controller = new AbortController();
       const entry: RunningJob<J> = { job, key, controller, done: Promise.resolve() };
       this.running.set(job.id, entry);
@@ -166,6 +211,7 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
     try {
       await log.flush();
       await this.kind.queue.finish(job, outcome);
+      await this.options.claims?.release(job.id);
     } catch (error) {
       this.log('a finished job could not be recorded', { jobId: job.id, error: (error as Error).message });
     }

@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { DATA_SAFETY_ENTITIES } from './data-safety-entities.js';
+import { CLUSTER_ENTITIES } from './cluster-entities.js';
 import { EVENT_ENTITIES } from './event-entities.js';
 import type {
   BackupFormat,
@@ -129,6 +130,12 @@ export const Service = defineEntity({
     internalPort: p.integer(),
     // Unique: a host port is never handed to two services at once.
     hostPort: p.integer().unique(),
+    // Replicas and resources (src/domain/service-scale.ts): CPUs in thousandths, memory in MB.
+    replicas: p.integer().default(1),
+    cpuLimitMillis: p.integer().strictNullable(),
+    memoryLimitMb: p.integer().strictNullable(),
+    cpuReservationMillis: p.integer().strictNullable(),
+    memoryReservationMb: p.integer().strictNullable(),
     status: str(16).$type<ServiceStatus>(),
     reachable: p.boolean(),
     preferredDomain: nullableStr(253),
@@ -651,6 +658,8 @@ export const ALL_ENTITIES = [
   ...EVENT_ENTITIES,
   AuthRateHit,
   SigninBackoffEntry,
+  // Servers, the registry's images and the control planes (cluster-entities.ts).
+  ...CLUSTER_ENTITIES,
   ProjectWebhook,
   WebhookDelivery,
   ServicePoll,

@@ -12,6 +12,8 @@ import { ProjectRepository } from '../projects/project.repository.js';
 import { DomainRepository } from '../routing/domain.repository.js';
 import { SettingsRepository } from '../settings/settings.repository.js';
 import { MetricsRepository } from '../metrics/metrics.repository.js';
+import { ServerRepository } from '../cluster/server.repository.js';
+import { ControlPlaneRepository } from '../jobs/control-plane.repository.js';
 import { GitHookRepository } from '../git-hooks/git-hook.repository.js';
 import { PreviewRepository } from '../previews/preview.repository.js';
 import { EventRepository } from '../events/event.repository.js';
@@ -38,6 +40,8 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
+  readonly servers: ServerRepository;
+  readonly controlPlanes: ControlPlaneRepository;
   readonly gitHooks: GitHookRepository;
   readonly previews: PreviewRepository;
   readonly events: EventRepository;
@@ -64,6 +68,8 @@ export class Store {
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
+    this.servers = new ServerRepository(this.session);
+    this.controlPlanes = new ControlPlaneRepository(this.session);
     this.gitHooks = new GitHookRepository(this.session);
     this.previews = new PreviewRepository(this.session);
     this.events = new EventRepository(this.session);

@@ -82,6 +82,29 @@ export interface BackupsConfig {
   objectStoreTimeoutMs: number;
 }
 
+/** The cluster (issue 31): how servers join and reach the manager, and the registry it runs. */
+export interface ClusterConfig {
+  /** SWARM_ADVERTISE_ADDR: the address other servers reach the manager at (default: the address of the host's default route). */
+  advertiseAddress: string;
+  /** CLUSTER_JOIN_URL: the platform's URL as a joining server reaches it; null: `http://<advertiseAddress>:<the API's port>`. */
+  joinUrl: string | null;
+  /** How long a join command's token is valid. */
+  joinTokenTtlMs: number;
+  /** The port of each node engine's API over mutual TLS. */
+  engineTlsPort: number;
+  /** How often the manager is asked about the nodes (their state, the events of a node going down). */
+  monitorIntervalMs: number;
+  /** SERVICE_MAX_REPLICAS: the most replicas a service may ask for. */
+  maxReplicas: number;
+  /** The platform's registry: its image (`registry:2`) and port on the manager's address; how long a registry's check may take. */
+  registry: { image: string; port: number; checkTimeoutMs: number };
+}
+
+/** Platform processes sharing one database: how often each says it is alive, and when it counts as gone. */
+export interface ControlPlaneConfig {
+  heartbeatMs: number;
+  deadAfterMs: number;
+}
 /** Push to deploy, polling and previews (docs/push-to-deploy.md). */
 export interface HooksConfig {
   /** Where the platform's API is reached from outside (PUBLIC_URL): webhook URLs and commit statuses' links; null: the API's own address. */
@@ -184,6 +207,8 @@ export interface PlatformConfig {
   /** Service metrics: sampling interval (0: off) and how long the per-minute history is kept. */
   metrics: { intervalMs: number; retentionHours: number };
   backups: BackupsConfig;
+  cluster: ClusterConfig;
+  controlPlane: ControlPlaneConfig;
   hooks: HooksConfig;
   events: EventsConfig;
   /** Ed25519 public key (base64 SPKI DER) license keys are verified against. */
@@ -235,6 +260,16 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
   backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
+  cluster: {
+    advertiseAddress: '127.0.0.1',
+    joinUrl: null,
+    joinTokenTtlMs: 15 * 60_000,
+    engineTlsPort: 2376,
+    monitorIntervalMs: 5_000,
+    maxReplicas: 10,
+    registry: { image: 'registry:2', port: 5000, checkTimeoutMs: 10_000 },
+  },
+  controlPlane: { heartbeatMs: 2_000, deadAfterMs: 15_000 },
   hooks: {
     publicUrl: null,
     maxBodyBytes: 5 * 1024 * 1024,

@@ -1,3 +1,4 @@
+import { resourcesOf } from '../domain/service-scale.js';
 import { z } from 'zod';
 import {
   BUILD_METHODS,
@@ -44,6 +45,15 @@ export const serviceView = z
     runtimeMode: z.enum(RUNTIME_MODES),
     internalPort: z.number().int(),
     hostPort: z.number().int(),
+    replicas: z.number().int().meta({ description: 'Copies that run (0: stopped and kept)' }),
+    resources: z
+      .object({
+        cpuLimit: z.number().nullable(),
+        memoryLimitMb: z.number().int().nullable(),
+        cpuReservation: z.number().nullable(),
+        memoryReservationMb: z.number().int().nullable(),
+      })
+      .meta({ id: 'ServiceResources', description: 'What each replica may use (limits) and is promised (reservations); null: none' }),
     databasePublicEnabled: z.boolean(),
     databasePublicHostname: z.string().nullable(),
     postgresLogicalReplicationEnabled: z.boolean(),
@@ -148,6 +158,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     runtimeMode: service.runtimeMode,
     internalPort: service.internalPort,
     hostPort: service.hostPort,
+    replicas: service.replicas,
+    resources: resourcesOf(service),
     databasePublicEnabled: wire.databasePublicEnabled,
     databasePublicHostname: wire.databasePublicHostname,
     postgresLogicalReplicationEnabled: wire.postgresLogicalReplicationEnabled,

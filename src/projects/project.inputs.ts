@@ -1,7 +1,18 @@
 import { z } from 'zod';
 import { DATABASE_ENGINES, type DatabaseEngine } from '../domain/database-engines.js';
 import { GIT_URL, IMAGE_REF, REPO_FULL_NAME } from '../domain/validation.js';
-import { line, nullableLine, nullableText, port, runtimeMode, buildMethod, strictBoolean, text } from '../platform/input-schemas.js';
+import { MIN_MEMORY_MB } from '../domain/service-scale.js';
+import {
+  line,
+  nullableLine,
+  nullableText,
+  port,
+  runtimeMode,
+  buildMethod,
+  strictBoolean,
+  strictInt,
+  text,
+} from '../platform/input-schemas.js';
 import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
 
 /*
@@ -20,6 +31,30 @@ export const envEntryInput = z.strictObject({ key: line(255), value: text(), sec
 export type EnvEntryInput = z.output<typeof envEntryInput>;
 
 const serviceName = line(100).min(1);
+
+/** CPUs: a positive number of them, kept to the thousandth; null: none (a pipe: never coerced, see strictInt). */
+const cpus = z
+  .number()
+  .min(0.001)
+  .max(1024)
+  .transform((value) => value)
+  .nullable()
+  .optional();
+/** Megabytes, whole; a limit at least Docker's minimum. */
+const megabytes = (min: number) => strictInt(min, 16_777_216).nullable().optional();
+
+/** What each replica may use (limits) and is promised (reservations); a field left out stays as it is, null clears it. */
+export const serviceResourcesInput = z
+  .strictObject({
+    cpuLimit: cpus.meta({ description: 'At most this many CPUs (0.5 is half of one); null: no limit' }),
+    memoryLimitMb: megabytes(MIN_MEMORY_MB).meta({
+      description: `At most this much memory, in MB (at least ${MIN_MEMORY_MB}); null: no limit`,
+    }),
+    cpuReservation: cpus.meta({ description: 'CPUs set aside on the server that runs it; null: none' }),
+    memoryReservationMb: megabytes(1).meta({ description: 'Memory set aside on the server that runs it, in MB; null: none' }),
+  })
+  .meta({ id: 'ServiceResourcesInput' });
+export type ServiceResourcesInput = z.output<typeof serviceResourcesInput>;
 const REPO_URL_DESCRIPTION =
   'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL (a 400 with gitToken as well)';
 
@@ -40,6 +75,10 @@ const serviceSettings = {
   databasePublicEnabled: strictBoolean().optional(),
   databasePublicHostname: nullableLine(253),
   postgresLogicalReplicationEnabled: strictBoolean().optional(),
+  replicas: strictInt(0, 1000)
+    .optional()
+    .meta({ description: 'Copies that run (default 1; at most SERVICE_MAX_REPLICAS); 0 stops the service and keeps it' }),
+  resources: serviceResourcesInput.optional(),
   ...deployTriggerInputs,
 };
 
@@ -69,6 +108,8 @@ export const updateServiceInput = createServiceInput.pick({
   dockerfilePath: true,
   runtimeMode: true,
   internalPort: true,
+  replicas: true,
+  resources: true,
   autoDeploy: true,
   watchPaths: true,
   pollIntervalSeconds: true,

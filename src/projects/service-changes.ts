@@ -14,6 +14,7 @@ import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { deployTriggersPatch } from '../git-hooks/trigger-settings.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 import type { ServiceReader } from './service-reader.js';
+import { scaleAfter, type CapacityOf } from './service-scale-rules.js';
 
 /** Changing a service: how it is built and run, and the project it belongs to. */
 export class ServiceChanges {
@@ -22,6 +23,8 @@ export class ServiceChanges {
     private readonly reader: ServiceReader,
     private readonly projects: ProjectService,
     private readonly routing: RoutingService,
+    /** The servers' free room: a reservation no server can hold is refused at once. */
+    private readonly capacity?: CapacityOf,
   ) {}
 
   async update(actor: Actor, serviceId: string, input: UpdateServiceInput): Promise<ServiceView> {
@@ -46,6 +49,19 @@ export class ServiceChanges {
         throw new ConflictError('Workers do not accept domains: remove the domains of this service before making it a worker');
       }
       patch.runtimeMode = input.runtimeMode;
+    }
+    if (input.replicas !== undefined || input.resources !== undefined) {
+      // Taken by the next deployment's containers (a redeploy applies them).
+      const scale = await scaleAfter(
+        service,
+        { replicas: input.replicas, resources: input.resources },
+        {
+          config: this.deps.config,
+          stateful: service.source.kind === 'database' || service.source.kind === 'storage',
+          capacity: this.capacity,
+        },
+      );
+      Object.assign(patch, scale);
     }
     await this.deps.store.projects.updateService(service.id, patch);
     return this.reader.view(service.id);

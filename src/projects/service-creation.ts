@@ -12,6 +12,8 @@ import { environmentFor, projectFor } from '../platform/lookup.js';
 import { generatePassword } from '../platform/secret-box.js';
 import type { EnvService } from '../env/env.service.js';
 import type { HostPortAllocator } from './host-port-allocator.js';
+import { DEFAULT_SCALE } from '../domain/service-scale.js';
+import { scaleAfter, type CapacityOf } from './service-scale-rules.js';
 import {
   serviceSources,
   sourceKindOf,
@@ -41,6 +43,8 @@ export class ServiceCreation {
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
     private readonly hostPorts: HostPortAllocator,
+    /** The servers' free room: a reservation no server can hold is refused at once. */
+    private readonly capacity?: CapacityOf,
   ) {}
 
   /** In the project's default environment (see defaultEnvironment): the detailed API's creation. */
@@ -76,6 +80,11 @@ export class ServiceCreation {
     // A storage instance serves S3 over HTTP: a web service, whatever was asked.
     const runtimeMode = variant.kind === 'storage' ? 'web' : (input.runtimeMode ?? 'web');
     const engine = variant.kind === 'database' ? variant.engine : null;
+    const scale = await scaleAfter(
+      DEFAULT_SCALE,
+      { replicas: input.replicas, resources: input.resources },
+      { config: this.deps.config, stateful: variant.kind === 'database' || variant.kind === 'storage', capacity: this.capacity },
+    );
     const now = this.deps.clock.now();
 
     const scope = hostnameScope(project.slug, environment);
@@ -104,6 +113,7 @@ export class ServiceCreation {
           input.internalPort ??
           (engine ? ENGINE_SPECS[engine].internalPort : variant.kind === 'storage' ? STORAGE_SERVER.internalPort : DEFAULT_INTERNAL_PORT),
         hostPort,
+        ...scale,
         source:
           variant.kind === 'repository'
             ? { kind: 'repository', repoFullName: variant.repoFullName, repoUrl: variant.repoUrl }

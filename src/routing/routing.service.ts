@@ -66,6 +66,11 @@ export class RoutingService {
     return this.served;
   }
 
+  /** Reads the table from the database again at the next look (another process may have changed it). */
+  invalidate(): void {
+    this.cached = null;
+  }
+
   markUpstreamsKnown(): void {
     this.upstreamsKnown = true;
   }

@@ -112,6 +112,8 @@ interface Fixtures {
   backupId: string;
   /** A backup configuration of db. */
   configurationId: string;
+  /** The host: the first server. */
+  localServerId: string;
   tokens: Record<Caller, string | undefined>;
   /** The member's credentials, for rows that sign in afresh. */
   member: { email: string; password: string; id: string };
@@ -257,9 +259,10 @@ interface Row {
   template: string;
   /**
    * read: read key allowed. write: write key, project scope. admin: write key for all projects (api
-   * keys, creating projects). session: a signed-in user only. public: anyone, alike.
+   * keys, creating projects). session: a signed-in user only. public: anyone, alike. install-read: the
+   * install's own state (servers, the registry): all-project keys, read ones too; project-scoped keys 403.
    */
-  access: 'read' | 'write' | 'admin' | 'session' | 'public';
+  access: 'read' | 'write' | 'admin' | 'session' | 'public' | 'install-read';
   /** The member's status where it differs from `success` (another user's token: 404). */
   memberStatus?: number;
   /** Session callers sign in afresh for each call (logout ends the session it is called with). */
@@ -269,8 +272,10 @@ interface Row {
    * 409 where it reaches a database that is not running (this matrix runs no containers); 404 where
    * what it asks for cannot exist without one (an import's log, the CA before any deployment).
    */
-  success: 200 | 201 | 400 | 403 | 404 | 409;
+  success: 200 | 201 | 400 | 401 | 403 | 404 | 409;
   sse?: boolean;
+  /** A successful answer's content type, where it is not JSON (a download). */
+  contentType?: RegExp;
   /** For the key scoped to project B: 404 for project A's resources (default; 403 on admin rows) or a 200 that shows only B. */
   other?: 'hidden' | 'list-only-own';
   prepare: () => Promise<Prepared>;
@@ -1409,6 +1414,114 @@ const rows: Row[] = [
       check: (res) => expect(res.json).toMatchObject({ error: 'not_running' }),
     }),
   ),
+  // Servers and the registry (docs/cluster.md): the install's, not a project's. No cluster forms here
+  // (a single server; servers added never join), so nothing touches the engine's swarm state.
+  {
+    method: 'GET',
+    template: '/api/servers',
+    access: 'install-read',
+    success: 200,
+    prepare: async () => ({ path: '/api/servers' }),
+    check: (res) => expect(res.json.servers[0]).toMatchObject({ id: f.localServerId, local: true, role: 'manager' }),
+  },
+  {
+    method: 'POST',
+    template: '/api/servers',
+    access: 'admin',
+    success: 201,
+    prepare: async () => {
+      const name = uniq('server');
+      return {
+        path: '/api/servers',
+        body: { name },
+        unchanged: async () => {
+          const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
+          expect(servers.map((s: { name: string }) => s.name)).not.toContain(name);
+        },
+      };
+    },
+    check: (res) => {
+      expect(res.json.server).toMatchObject({ role: 'worker', state: 'unknown' });
+      expect(res.json.join.token).toMatch(/^slwj_/);
+    },
+  },
+  {
+    method: 'GET',
+    template: '/api/servers/{id}',
+    access: 'install-read',
+    success: 200,
+    prepare: async () => ({ path: `/api/servers/${f.localServerId}` }),
+    check: (res) => expect(res.json.server).toMatchObject({ id: f.localServerId, local: true }),
+  },
+  {
+    method: 'PATCH',
+    template: '/api/servers/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const { server: added } = await ok(admin('POST', '/api/servers', { name: uniq('relabel') }), 'server');
+      return {
+        path: `/api/servers/${added.id}`,
+        body: { labels: { zone: 'matrix' } },
+        unchanged: async () => expect((await ok(admin('GET', `/api/servers/${added.id}`), 'server')).server.labels).toEqual({}),
+      };
+    },
+    check: (res) => expect(res.json.server.labels).toEqual({ zone: 'matrix' }),
+  },
+  {
+    method: 'DELETE',
+    template: '/api/servers/{id}',
+    access: 'admin',
+    success: 200,
+    prepare: async () => {
+      const { server: added } = await ok(admin('POST', '/api/servers', { name: uniq('remove') }), 'server');
+      return {
+        path: `/api/servers/${added.id}`,
+        unchanged: async () => expect((await admin('GET', `/api/servers/${added.id}`)).status).toBe(200),
+      };
+    },
+  },
+  {
+    // The joining machine's own exchange: no key, the join token is its credential; a wrong one is 401 for anyone.
+    method: 'POST',
+    template: '/api/servers/join',
+    access: 'public',
+    success: 401,
+    prepare: async () => ({
+      path: '/api/servers/join',
+      body: {
+        token: `slwj_${'m'.repeat(43)}`,
+        csrBase64: Buffer.from('-----BEGIN CERTIFICATE REQUEST-----\n').toString('base64'),
+        address: '192.0.2.10',
+        hostname: 'matrix',
+      },
+    }),
+  },
+  {
+    method: 'GET',
+    template: '/api/servers/join.sh',
+    access: 'public',
+    success: 200,
+    contentType: /^text\/x-shellscript/,
+    prepare: async () => ({ path: '/api/servers/join.sh' }),
+    check: (res) => expect(res.text).toMatch(/^#!\/usr\/bin\/env bash/),
+  },
+  {
+    method: 'GET',
+    template: '/api/registry',
+    access: 'install-read',
+    success: 200,
+    prepare: async () => ({ path: '/api/registry' }),
+    check: (res) => expect(res.json.registry).toMatchObject({ kind: 'platform', running: false }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/registry',
+    access: 'admin',
+    success: 200,
+    prepare: async () => ({ path: '/api/registry', body: { kind: 'platform' } }),
+    check: (res) => expect(res.json.registry).toMatchObject({ kind: 'platform' }),
+  },
   {
     method: 'GET',
     template: '/api/storage',
@@ -1908,12 +2021,12 @@ function expectedStatus(row: Row, caller: Caller): number {
     case 'revoked':
       return 401;
     case 'read':
-      return row.access === 'read' ? row.success : 403;
+      return row.access === 'read' || row.access === 'install-read' ? row.success : 403;
     case 'write':
       return row.access === 'session' ? 403 : row.success;
     case 'other':
       if (row.other === 'list-only-own') return row.success;
-      return row.access === 'admin' || row.access === 'session' ? 403 : 404;
+      return row.access === 'admin' || row.access === 'session' || row.access === 'install-read' ? 403 : 404;
     case 'owner':
       return row.success;
     case 'member':
@@ -1966,6 +2079,7 @@ beforeAll(async () => {
     deploymentId: deployment.id,
     backupId: '',
     configurationId: '',
+    localServerId: (await ok(admin('GET', '/api/servers'), 'servers')).servers[0].id,
     tokens: {
       none: undefined,
       unknown: 'slw_this-token-was-never-issued-0000',
@@ -2091,7 +2205,7 @@ describe('access matrix', () => {
           const res = await api(server.url, token)(row.method, prepared.path, prepared.body);
           if (expected < 300) {
             expect(res.status, `${label}: ${res.text}`).toBe(expected);
-            expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
+            expect(res.headers.get('content-type') ?? '').toMatch(row.contentType ?? /^application\/json/);
             await row.check?.(res, caller);
           } else {
             expectErrorBody(res, expected, label);

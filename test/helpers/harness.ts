@@ -50,6 +50,7 @@ export async function createHarness(
     tls?: UseCasePorts['tls'];
     accounts?: UseCasePorts['accounts'];
     backups?: UseCasePorts['backups'];
+    cluster?: UseCasePorts['cluster'];
     hooks?: UseCasePorts['hooks'];
     events?: UseCasePorts['events'];
   } = {},
@@ -79,6 +80,7 @@ export async function createHarness(
       tls: opts.tls,
       accounts: opts.accounts,
       backups: opts.backups,
+      cluster: opts.cluster,
       hooks: opts.hooks,
       events: opts.events,
     },

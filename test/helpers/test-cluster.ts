@@ -40,6 +40,12 @@ export interface TestCluster {
   docker(node: string, ...args: string[]): Promise<string>;
   /** Loads images from the host engine into nodes (all by default) that lack them, as a public registry would serve them. */
   loadImages(images: string[], nodes?: string[]): Promise<void>;
+  /**
+   * What a machine's root shell is for the join command: the node's network namespace (its address,
+   * the platform at hostAddress), its engine as DOCKER_HOST, and how the join script writes the
+   * engine's /etc/docker and restarts it with flags (the harness's engines are not systemd's).
+   */
+  joinEnvironment(node: string): { argvPrefix: string[]; env: Record<string, string> };
   /** A lost machine: SIGKILL of the node's engine, containerd, shims and containers at once. */
   kill(node: string): Promise<void>;
   /** Starts a killed node's engine again on its kept data root (it rejoins by itself) and waits until it is Ready. */
@@ -116,6 +122,19 @@ function describe(id: string, names: string[], timings: Record<string, number>):
     async loadImages(images, on = names) {
       await Promise.all(on.map((node) => script(['load-images', id, node, ...images], {}, 600_000)));
     },
+    joinEnvironment(node) {
+      const n = byName(node);
+      const nodeDir = path.join(dir, 'nodes', node);
+      return {
+        argvPrefix: ['nsenter', `--net=/run/netns/slwc-${id}-${node}`],
+        env: {
+          DOCKER_HOST: `unix://${n.socket}`,
+          SLIPWAY_DOCKER_ETC: path.join(nodeDir, 'etc'),
+          SLIPWAY_ENGINE_ARGS_FILE: path.join(nodeDir, 'dockerd.args'),
+          SLIPWAY_ENGINE_RESTART: `bash ${SCRIPT} restart-node ${id} ${node}`,
+        },
+      };
+    },
     async kill(node) {
       byName(node);
       await script(['kill-node', id, node]);
@@ -150,6 +169,11 @@ export interface TestClusterOptions {
   images?: string[];
   /** Cluster id, 3-8 of [a-z0-9] (default random). */
   id?: string;
+  /**
+   * False: the engines only, no swarm (default true: `swarm init` on the first, the others joined).
+   * What the platform's own cluster tests start from: it forms the swarm and joins the nodes itself.
+   */
+  swarm?: boolean;
 }
 
 /**
@@ -171,8 +195,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     started = performance.now();
     const cluster = describe(id, names, timings);
     clusters.set(id, cluster);
-    await script(['join', id], {}, 120_000);
-    timings.swarm = Math.round(performance.now() - started);
+    if (options.swarm !== false) {
+      await script(['join', id], {}, 120_000);
+      timings.swarm = Math.round(performance.now() - started);
+    }
     if (options.images?.length) {
       started = performance.now();
       await cluster.loadImages(options.images);

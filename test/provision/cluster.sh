@@ -11,6 +11,9 @@
 #   cluster.sh start-node ID NODE      (re)starts a node's engine on its kept data root
 #   cluster.sh kill-node ID NODE       a lost machine: SIGKILL of its dockerd, containerd, shims and
 #                                      containers, all at once (frozen first, through the freezer cgroup)
+#   cluster.sh restart-node ID NODE    the node's engine (and its containers) stopped by their cgroup, then
+#                                      started again with nodes/<node>/dockerd.args (what the join script
+#                                      does to a node's engine; it may run in the node's network namespace)
 #   cluster.sh load-images ID NODE IMAGE...   docker save (host engine) | docker load (node)
 #   cluster.sh down ID                 kills every node, removes namespaces, veths, cgroups, the state dir
 #   cluster.sh sweep                   `down` for every cluster whose owner process is gone
@@ -72,6 +75,26 @@ kill_node() {
   done
   pids=$(node_pids "$id" "$node" with-netns | sort -un | tr '\n' ' ')
   [ -z "${pids// /}" ] || die "node $node of cluster $id: processes left after SIGKILL: $pids"
+  rm -f "$(sock_of "$id" "$node")"
+}
+
+# The node's engine and containers, by their cgroup only: the caller may live in the node's network
+# namespace (the join script) and must survive.
+stop_engine() {
+  local id=$1 node=$2 freezer pids
+  freezer=/sys/fs/cgroup/freezer/$CG_PREFIX$id/$node
+  [ -d "$freezer" ] && echo FROZEN >"$freezer/freezer.state" 2>/dev/null || true
+  pids=$(node_pids "$id" "$node" | sort -un | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  [ -n "${pids// /}" ] && kill -9 $pids 2>/dev/null || true
+  [ -d "$freezer" ] && echo THAWED >"$freezer/freezer.state" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    pids=$(node_pids "$id" "$node" | sort -un | tr '\n' ' ')
+    [ -z "${pids// /}" ] && break
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null || true
+    sleep 0.1
+  done
   rm -f "$(sock_of "$id" "$node")"
 }
 
@@ -290,6 +313,7 @@ case ${1:-} in
   wait-ready) valid_id "$2"; id=$2; shift 2; for n in "$@"; do valid_node "$n"; done; wait_ready "$id" "$@" ;;
   start-node) valid_id "$2"; valid_node "$3"; start_node "$2" "$3" ;;
   kill-node) valid_id "$2"; valid_node "$3"; kill_node "$2" "$3" ;;
+  restart-node) valid_id "$2"; valid_node "$3"; stop_engine "$2" "$3"; start_node "$2" "$3" ;;
   load-images) valid_id "$2"; valid_node "$3"; id=$2; node=$3; shift 3; load_images "$id" "$node" "$@" ;;
   down) valid_id "$2"; down "$2"; rm -f "$(dir_of "$2").lock" ;;
   sweep)

@@ -60,7 +60,17 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
   const serviceIds = services.map((s) => s.id);
   const deployments = (await Promise.all(serviceIds.map((id) => store.deployments.list(id)))).flat();
   expect(asJson(await store.projects.list(null))).toEqual(want.projects);
-  expect(asJson(serviceRows)).toEqual(want.services);
+  // Columns added since 0.1.0 read as their default on old rows: one replica, no limits or reservations.
+  expect(asJson(serviceRows)).toEqual(
+    (want.services as object[]).map((s) => ({
+      ...s,
+      replicas: 1,
+      cpuLimitMillis: null,
+      memoryLimitMb: null,
+      cpuReservationMillis: null,
+      memoryReservationMb: null,
+    })),
+  );
   // Every project got its first environment, `production`, with the project's id (so its network and
   // generated hostnames are the project's of before), and every service lives in its project's.
   expect(asJson(await store.environments.list(null))).toEqual(

@@ -25,7 +25,18 @@ describe('scope declarations', () => {
       .map(({ path }) => path)
       .sort();
     expect(publicOnes).toEqual(
-      ['auth.forgotPassword', 'auth.resetPassword', 'auth.signin', 'auth.signup', 'auth.twoFactorVerify', 'health', 'system.public'].sort(),
+      [
+        'auth.forgotPassword',
+        'auth.resetPassword',
+        'auth.signin',
+        'auth.signup',
+        'auth.twoFactorVerify',
+        'health',
+        'system.public',
+        // A joining server's exchange (its join token in the body is the credential) and the join script.
+        'servers.join',
+        'servers.joinScript',
+      ].sort(),
     );
   });
 

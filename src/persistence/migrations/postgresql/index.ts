@@ -13,6 +13,8 @@ import { Migration20261127090000 } from './Migration20261127090000.js';
 import { Migration20261127091000 } from './Migration20261127091000.js';
 import { Migration20261128025817 } from './Migration20261128025817.js';
 import { Migration20261128035831 } from './Migration20261128035831.js';
+import { Migration20261128040537 } from './Migration20261128040537.js';
+import { Migration20261128095140 } from './Migration20261128095140.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
 import { Migration20261128040741 } from './Migration20261128040741.js';
 
@@ -32,6 +34,8 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261127091000', class: Migration20261127091000 },
   { name: 'Migration20261128025817', class: Migration20261128025817 },
   { name: 'Migration20261128035831', class: Migration20261128035831 },
+  { name: 'Migration20261128040537', class: Migration20261128040537 },
+  { name: 'Migration20261128095140', class: Migration20261128095140 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
   { name: 'Migration20261128040741', class: Migration20261128040741 },
 ];

@@ -13,6 +13,8 @@ import { Migration20261127090000 } from './Migration20261127090000.js';
 import { Migration20261127091000 } from './Migration20261127091000.js';
 import { Migration20261128025815 } from './Migration20261128025815.js';
 import { Migration20261128035829 } from './Migration20261128035829.js';
+import { Migration20261128040536 } from './Migration20261128040536.js';
+import { Migration20261128095139 } from './Migration20261128095139.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
 import { Migration20261128040740 } from './Migration20261128040740.js';
 
@@ -32,6 +34,8 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261127091000', class: Migration20261127091000 },
   { name: 'Migration20261128025815', class: Migration20261128025815 },
   { name: 'Migration20261128035829', class: Migration20261128035829 },
+  { name: 'Migration20261128040536', class: Migration20261128040536 },
+  { name: 'Migration20261128095139', class: Migration20261128095139 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
   { name: 'Migration20261128040740', class: Migration20261128040740 },
 ];

@@ -1,0 +1,283 @@
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import { request } from 'node:https';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provisionDocker } from '../helpers/docker.js';
+import { expectErrorShape } from '../helpers/error-bodies.js';
+import { ok } from '../helpers/http.js';
+import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+
+/*
+ * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
+ * started as `npm start` starts it, its engine the manager of a test cluster of namespaced engines
+ * (test/helpers/test-cluster.ts; the host's engine is never put in swarm mode), the nodes' engines
+ * not yet in any swarm. The join command the API answers is run as a user would run it on the new
+ * machine (in the node's network namespace, as root), and the platform forms the swarm, starts its
+ * registry, hands the node its certificate, and shows it ready. Then a used token, drain, removal
+ * through the node's own engine over mutual TLS, and the refusals.
+ */
+const run = promisify(execFile);
+let cluster: TestCluster;
+let server: ServerProcess;
+let admin: ReturnType<typeof api>;
+let scopedKey: string;
+const timings: Record<string, number> = {};
+
+/** A free port on the host's address of the hub bridge: the platform listens there, the nodes reach it. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** The user pastes the command on the new machine as root: here, in the node's network namespace. */
+async function runJoinCommand(node: string, command: string): Promise<{ code: number; output: string }> {
+  const { argvPrefix, env } = cluster.joinEnvironment(node);
+  try {
+    const { stdout, stderr } = await run(argvPrefix[0]!, [...argvPrefix.slice(1), 'bash', '-c', command], {
+      env: { ...process.env, ...env },
+      timeout: 180_000,
+      maxBuffer: 4 * 1024 * 1024,
+    });
+    return { code: 0, output: stdout + stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+type Server = {
+  id: string;
+  name: string;
+  role: string;
+  state: string;
+  availability: string;
+  address: string | null;
+  engineVersion: string | null;
+  labels: Record<string, string>;
+  local: boolean;
+  resources: { cpus: number; memoryMb: number } | null;
+};
+
+async function waitForServer(id: string, match: (s: Server) => boolean, timeoutMs = 60_000): Promise<Server> {
+  const started = Date.now();
+  let last: Server | undefined;
+  while (Date.now() - started < timeoutMs) {
+    const res = await admin('GET', `/api/servers/${id}`);
+    if (res.status === 200) {
+      last = res.json.server as Server;
+      if (match(last)) return last;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(
+    `server ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(last)}\n${server.output().slice(-3000)}`,
+  );
+}
+
+/** An HTTPS call to a node's engine: with no client certificate it must be refused. */
+function engineWithoutClientCertificate(address: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const req = request({ host: address, port, path: '/version', rejectUnauthorized: false, timeout: 10_000 }, (res) =>
+      resolve(`answered ${res.statusCode}`),
+    );
+    req.on('error', (error) => resolve(`refused: ${error.message}`));
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+beforeAll(async () => {
+  await provisionDocker({ images: 'registry' });
+  let started = performance.now();
+  cluster = await startTestCluster({ nodes: ['m', 'w1', 'w2'], swarm: false, images: ['registry:2'] });
+  Object.assign(timings, cluster.timings);
+  timings['cluster (engines, registry image)'] = Math.round(performance.now() - started);
+  // The registry image is the manager's only: the nodes never need it.
+  started = performance.now();
+  const port = await freePort(cluster.hostAddress);
+  server = await startServerProcess({
+    HOST: cluster.hostAddress,
+    PORT: String(port),
+    DOCKER_SOCKET: cluster.manager.socket,
+    DOCKER_CERTS_DIR: `${cluster.dir}/nodes/m/etc/certs.d`,
+    SWARM_ADVERTISE_ADDR: cluster.manager.address,
+    CLUSTER_JOIN_URL: `http://${cluster.hostAddress}:${port}`,
+    CLUSTER_MONITOR_INTERVAL_MS: '500',
+    JOIN_TOKEN_TTL_SECONDS: '300',
+  });
+  timings['platform started'] = Math.round(performance.now() - started);
+  admin = api(server.url, server.token);
+  const project = (await ok(admin('POST', '/api/projects', { name: 'p1' }), 'project')).project;
+  scopedKey = (await ok(admin('POST', '/api/api-keys', { name: 'scoped', access: 'write', projectIds: [project.id] }), 'key')).token;
+}, 600_000);
+
+afterAll(async () => {
+  await server?.dispose();
+  await cluster?.down();
+  console.log(`cluster-servers timings (ms): ${JSON.stringify(timings)}`);
+}, 180_000);
+
+describe('servers on a real cluster', () => {
+  let w1: Server;
+
+  it('lists the host as the only server, a ready manager, with the engine and its resources; no swarm yet', async () => {
+    const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
+    expect(servers).toHaveLength(1);
+    expect(servers[0]).toMatchObject({
+      role: 'manager',
+      local: true,
+      state: 'ready',
+      availability: 'active',
+      address: cluster.manager.address,
+      engineVersion: expect.stringMatching(/^\d+\.\d+/),
+    });
+    expect(servers[0].resources.cpus).toBeGreaterThan(0);
+    expect(servers[0].resources.memoryMb).toBeGreaterThan(0);
+    expect(await cluster.docker('m', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
+  }, 180_000);
+
+  it('joins a server with the one-line command: the swarm forms, the registry starts, the node is ready within seconds', async () => {
+    const created = await admin('POST', '/api/servers', { name: 'worker-1', labels: { zone: 'a' } });
+    expect(created.status, created.text).toBe(201);
+    const { server: added, join } = created.json;
+    expect(added).toMatchObject({ name: 'worker-1', role: 'worker', state: 'unknown', labels: { zone: 'a' } });
+    expect(join.managerAddress).toBe(`${cluster.manager.address}:2377`);
+    expect(join.command).toContain(join.token);
+    // Shown once: no read shows the token again.
+    expect((await admin('GET', '/api/servers')).text).not.toContain(join.token);
+
+    const started = performance.now();
+    const result = await runJoinCommand('w1', join.command);
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain('joined as worker-1');
+    timings['join command (w1)'] = Math.round(performance.now() - started);
+    const readyAt = performance.now();
+    w1 = await waitForServer(added.id, (s) => s.state === 'ready', 30_000);
+    timings['w1 ready after the command'] = Math.round(performance.now() - readyAt);
+    expect(w1).toMatchObject({ role: 'worker', availability: 'active', address: cluster.node('w1').address, labels: { zone: 'a' } });
+    expect(w1.engineVersion).toMatch(/^\d+\.\d+/);
+    expect(await cluster.docker('m', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('active');
+    // The swarm node carries the user's labels and the platform's link to the server.
+    const labels = JSON.parse(await cluster.docker('m', 'node', 'inspect', '--format', '{{json .Spec.Labels}}', 'w1'));
+    expect(labels).toEqual({ zone: 'a', 'slipway.server': added.id });
+
+    // The platform's registry runs on the manager, answers with TLS from the install's CA, with authentication.
+    const registry = await waitFor(async () => {
+      const res = await admin('GET', '/api/registry');
+      return res.json.registry?.running ? res.json.registry : null;
+    }, 90_000);
+    expect(registry).toMatchObject({ kind: 'platform', address: `${cluster.manager.address}:5000`, username: 'slipway', running: true });
+    expect(JSON.stringify(registry)).not.toMatch(/password/i);
+    // The node trusts it: its CA is in the node's certs.d for the registry's address.
+    expect(await cluster.docker('w1', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('active');
+
+    // The node's engine listens with mutual TLS only: no client certificate, no answer.
+    expect(await engineWithoutClientCertificate(cluster.node('w1').address, 2376)).toMatch(/^refused/);
+  }, 180_000);
+
+  it('refuses the used token, a wrong one, and a malformed join', async () => {
+    const publicCall = api(server.url, undefined);
+    const used = await publicCall('POST', '/api/servers/join', {
+      token: `slwj_${'A'.repeat(43)}`,
+      csrBase64: Buffer.from('-----BEGIN CERTIFICATE REQUEST-----').toString('base64'),
+      address: '100.64.0.99',
+      hostname: 'x',
+    });
+    expectErrorShape(used, 401, 'wrong token');
+    const missing = await publicCall('POST', '/api/servers/join', { token: 'slwj_x' });
+    expect(missing.status).toBe(400);
+    // A token exchanged once (as the join script does, with a real certificate request) is spent.
+    const created = await ok(admin('POST', '/api/servers', { name: 'spent' }), 'spent');
+    const key = await run(
+      'openssl',
+      ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', '/dev/null', '-subj', '/CN=spent'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    const exchange = {
+      token: created.join.token,
+      csrBase64: Buffer.from(key.stdout).toString('base64'),
+      address: '100.64.0.250',
+      hostname: 'spent',
+    };
+    const first = await publicCall('POST', '/api/servers/join', exchange);
+    expect(first.status, first.text).toBe(200);
+    expect(first.json).toMatchObject({
+      name: 'spent',
+      managerAddress: `${cluster.manager.address}:2377`,
+      swarmJoinToken: expect.stringMatching(/^SWMTKN-/),
+    });
+    const again = await publicCall('POST', '/api/servers/join', exchange);
+    expectErrorShape(again, 401, 'used token');
+    expect(again.json.message).toMatch(/already used/);
+    // A server that never joined is removed at once.
+    expect((await admin('DELETE', `/api/servers/${created.server.id}`)).status).toBe(200);
+  }, 180_000);
+
+  it('joins a second worker, drains it, and removes it: its engine leaves the swarm over mutual TLS', async () => {
+    const { server: added, join } = await ok(admin('POST', '/api/servers', { name: 'worker-2' }), 'add w2');
+    const result = await runJoinCommand('w2', join.command);
+    expect(result.code, result.output).toBe(0);
+    await waitForServer(added.id, (s) => s.state === 'ready', 30_000);
+    const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
+    expect(servers.filter((s: Server) => s.state === 'ready').map((s: Server) => s.name)).toEqual(
+      expect.arrayContaining(['worker-1', 'worker-2']),
+    );
+
+    // Not drained: refused.
+    const early = await admin('DELETE', `/api/servers/${added.id}`);
+    expectErrorShape(early, 409, 'remove before drain');
+    const drained = await admin('PATCH', `/api/servers/${added.id}`, { availability: 'drain' });
+    expect(drained.status, drained.text).toBe(200);
+    expect(drained.json.server.availability).toBe('drain');
+    expect(await cluster.docker('m', 'node', 'inspect', '--format', '{{.Spec.Availability}}', 'w2')).toBe('drain');
+    const removed = await admin('DELETE', `/api/servers/${added.id}`);
+    expect(removed.status, removed.text).toBe(200);
+    expect(await cluster.docker('w2', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
+    expect((await admin('GET', `/api/servers/${added.id}`)).status).toBe(404);
+    const nodes = await cluster.docker('m', 'node', 'ls', '--format', '{{.Hostname}}');
+    expect(nodes.split('\n')).not.toContain('w2');
+  }, 180_000);
+
+  it('refuses removing the last manager, bad input, and callers that are not the install’s admins', async () => {
+    const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
+    const local = servers.find((s: Server) => s.local);
+    expectErrorShape(await admin('DELETE', `/api/servers/${local.id}`), 409, 'last manager');
+    const bad = await admin('PATCH', `/api/servers/${w1.id}`, { availability: 'sideways' });
+    expectErrorShape(bad, 400, 'bad availability');
+    const unknown = await admin('POST', '/api/servers', { name: 'x', colour: 'red' });
+    expectErrorShape(unknown, 400, 'unknown field');
+    expect(unknown.json.message).toContain('colour');
+    const scoped = api(server.url, scopedKey);
+    expectErrorShape(await scoped('GET', '/api/servers'), 403, 'project key reads servers');
+    expectErrorShape(await scoped('POST', '/api/servers', { name: 'nope' }), 403, 'project key adds a server');
+  }, 180_000);
+
+  it('shows a worker whose machine is lost as down, and ready again when it is back', async () => {
+    await cluster.kill('w1');
+    const lost = performance.now();
+    await waitForServer(w1.id, (s) => s.state === 'down', 60_000);
+    timings['w1 down after its kill'] = Math.round(performance.now() - lost);
+    await cluster.revive('w1');
+    await waitForServer(w1.id, (s) => s.state === 'ready', 60_000);
+  }, 180_000);
+});
+
+async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms\n${server.output().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
