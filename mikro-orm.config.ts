@@ -1,4 +1,4 @@
 import { ormOptions } from './src/persistence/database.js';
 
 // For the MikroORM CLI; the server builds the same options in its composition root.
-export default ormOptions({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.DATA_DIR ?? './data' });
+export default await ormOptions({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.DATA_DIR ?? './data' });

@@ -3,13 +3,12 @@ import { configDefaults, defineConfig } from 'vitest/config';
 import SlowFirstSequencer from './test/helpers/slow-first-sequencer.js';
 
 /**
- * Test files one at a time unless SLIPWAY_TEST_WORKERS says more. Side by side they overlap their waits on
- * Docker, Caddy and databases, and each keeps to its own platform, ports, names, Caddy and containers;
- * but on a loaded 2-core host (load 25) 4 workers pushed server starts and tests past their 30 s limits,
- * so more than one is opt-in until a CI run on an idle machine has measured it. Files on the run's shared
+ * Two test files at a time (SLIPWAY_TEST_WORKERS says otherwise): side by side they overlap their waits
+ * on Docker, Caddy and databases, and each keeps to its own platform, ports, names, Caddy and containers.
+ * More than two pushed server starts past their 30 s limit on a 2-core host. Files on the run's shared
  * Swarm cluster (sharedTestCluster: a file may kill and revive its nodes) always run one at a time, last.
  */
-const PARALLEL_FILES = Number(process.env.SLIPWAY_TEST_WORKERS ?? '1');
+const PARALLEL_FILES = Number(process.env.SLIPWAY_TEST_WORKERS ?? '2');
 /** The cluster-* e2e files but cluster-harness, which builds a cluster of its own (startTestCluster). */
 const SHARED_CLUSTER_FILES = readdirSync(new URL('test/e2e/', import.meta.url))
   .filter((name) => /^cluster-.+\.test\.ts$/.test(name) && name !== 'cluster-harness.test.ts')

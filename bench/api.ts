@@ -1,109 +1,83 @@
 /**
- * API benchmark: `npx tsx bench/api.ts` (or `npm run bench:api`).
+ * Control-plane benchmark: `npm run bench:api` (one part of `npm run bench`).
  *
- * In one run it
- *  1. starts the real server as a child process exactly as `npm start` does (through
- *     test/helpers/server-process.ts) with a fresh temporary DATA_DIR and
- *     RATE_LIMIT_PER_MINUTE=0, and reads its resident memory once idle;
- *  2. seeds 100 projects x 10 services through the REST API, plus a few variables, a domain
- *     and a few deployments on the service whose overview is measured;
- *  3. loads GET /api/projects and GET /api/services/:id/overview with autocannon
- *     (50 connections, 10 s each, Authorization: Bearer <token>);
- *  4. measures a bare koa server (a child process) that answers the same paths with the very
- *     JSON bodies fetched once from the real server, kept in memory, with the same settings;
- *  5. prints a plain-text table with both figures, their ratio and the target.
- *
- * It is informational: whatever the figures, it exits 0 unless it crashes.
+ * In one run, against a koa "hello" started with the same node and V8 flags (bench/bare-koa.mjs):
+ *  1. start time: spawn of the server as `npm start` runs it (test/helpers/server-process.ts) on an
+ *     empty data directory, to the first answered request; the koa baseline from spawn to its first answer;
+ *  2. idle RSS after start;
+ *  3. seeds 100 projects x 10 services through the REST API (a few variables, a domain and deployments on
+ *     the service whose overview is measured), then loads GET /api/projects (its default page),
+ *     GET /api/services/:id/overview and GET /api/services/:id/deployments with autocannon (50 connections,
+ *     12 s each in 4 rounds alternating with the koa baseline, which answers the same paths with the very
+ *     JSON bodies fetched once, so the load of a shared machine weighs on both alike;
+ *  4. seeds 10 deployments per service (10,000; each aborted, so history rather than a queue) and reads the
+ *     RSS again, after a warm-up of every measured path;
+ *  5. restarts the server on that data directory and times spawn to first answered request again.
+ * BENCH_SIZE=tiny runs it at a tiny size (what `npm test` does, to prove it runs). It never asserts a figure:
+ * whatever they are, it exits 0 unless it crashes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { api, startArgs, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { ownPortRange } from '../test/helpers/docker.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
-import { cpuSeconds, table } from './bench-support.js';
+import { type BenchRow, benchPortRange, cpuSeconds, recordRows, rowsTable, TINY } from './bench-support.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const THIS_FILE = path.join(ROOT, 'bench', 'api.ts');
 
-const PROJECTS = 100;
-const SERVICES_PER_PROJECT = 10;
+const PROJECTS = TINY ? 2 : 100;
+const SERVICES_PER_PROJECT = TINY ? 4 : 10;
+const DEPLOYMENTS_PER_SERVICE = TINY ? 1 : 10;
 /** Concurrent seeding clients. */
-const SEED_CLIENTS = 2;
-const CONNECTIONS = 50;
-const DURATION_S = 10;
+const SEED_CLIENTS = 4;
+const CONNECTIONS = TINY ? 4 : 50;
+const DURATION_S = TINY ? 0.3 : Number(process.env.BENCH_DURATION_S ?? 12);
+/** Each path's load, for slipway and the baseline alike, is this many alternating rounds of DURATION_S / LOAD_ROUNDS. */
+const LOAD_ROUNDS = TINY ? 1 : 4;
 /** Warm-up: enough requests to get the JIT going, few connections so no long backlog is left. */
-const WARMUP_S = 1;
+const WARMUP_S = TINY ? 0.1 : 1;
+/** At the tiny size each load is this many requests, whatever its duration. */
+const SMOKE_REQUESTS = 40;
 const WARMUP_CONNECTIONS = 8;
-/** The baseline needs less: it has no database or ORM code to warm. */
-const BARE_WARMUP_S = 0.5;
 const REQUEST_TIMEOUT_S = 60;
 /** The bench gives up (and cleans up) if a run takes this long: a hang must not go unnoticed. */
-const WATCHDOG_MS = 240_000;
-const IDLE_SETTLE_MS = 500;
+const WATCHDOG_MS = 20 * 60_000;
+const IDLE_SETTLE_MS = TINY ? 0 : 1000;
+/** How long the bench waits for the server to go quiet before reading its RSS. */
+const IDLE_WAIT_MS = TINY ? 1000 : 30_000;
+/**
+ * Host ports for 1,000 services (none is bound: no deployment runs); the test helper's default window
+ * of 200 runs out. One window for both starts, so the restarted server finds its services' ports inside it.
+ */
+// 1,000 services need a window of 2,000; the tiny size's 8 fit one of the slot's windows (benchPortRange).
+const HOST_PORT_RANGE = TINY ? benchPortRange() : ownPortRange(2000);
 
-const TARGET_RATIO = 0.5;
-const TARGET_P99_MS = 20;
-const TARGET_RSS_MB = 100;
-
-// ---------------------------------------------------------------------------------------------
+const TARGET = {
+  listRatio: 0.6,
+  overviewP99Ms: 20,
+  idleRss: 1.2,
+  seededRss: 1.6,
+  startEmptyMs: 1000,
+  startSeededMs: 2000,
+};
 
 // ---------------------------------------------------------------------------------------------
 // /proc helpers (Linux)
 
-function readStatus(pid: number): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of readFileSync(`/proc/${pid}/status`, 'utf8').split('\n')) {
-    const i = line.indexOf(':');
-    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1).trim();
-  }
-  return out;
-}
-
-/** VmRSS in MiB. */
 function rssMb(pid: number): number {
-  const kb = Number.parseInt(readStatus(pid).VmRSS ?? '0', 10);
-  return kb / 1024;
+  const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
-/** utime + stime of a process, in ms. */
 const cpuMs = (pid: number): number => cpuSeconds(pid) * 1000;
 
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * When the server is started through the `tsx` launcher, the server is the node process the
- * launcher spawns; with `node --import tsx` it is the child itself. Returns the server's pid.
- */
-function serverPidUnder(launcherPid: number): number {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    if (parentOf(pid) !== launcherPid) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('adapters/http/main.ts')) return pid;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return launcherPid;
-}
-
 /** Waits until the process uses under 5% of a core over 250 ms (at most `maxMs`). */
-async function waitIdle(pid: number, maxMs = 30_000): Promise<void> {
+async function waitIdle(pid: number, maxMs = IDLE_WAIT_MS): Promise<void> {
   const deadline = Date.now() + maxMs;
   while (Date.now() < deadline) {
     const before = cpuMs(pid);
@@ -120,54 +94,22 @@ function machineBusyMs(): number {
   return (busy * 1000) / 100;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
-// The bare koa baseline: this same file, run as a child with --bare-koa.
-
-async function runBareKoa(): Promise<void> {
-  const { default: Koa } = await import('koa');
-  // The bodies arrive over IPC once fetched from the real server; until then, 404.
-  const bodies = new Map<string, unknown>();
-  process.on('message', (message: { bodies?: Record<string, unknown> }) => {
-    for (const [p, body] of Object.entries(message.bodies ?? {})) bodies.set(p, body);
-    process.send!({ loaded: bodies.size });
-  });
-  const app = new Koa();
-  app.use((ctx) => {
-    const body = ctx.method === 'GET' ? bodies.get(ctx.path) : undefined;
-    if (body === undefined) {
-      ctx.status = 404;
-      ctx.body = { error: 'not_found' };
-      return;
-    }
-    // An object: koa serialises it per request, as any server without a response cache must.
-    ctx.body = body;
-  });
-  const server = createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
-  process.once('SIGTERM', () => server.close(() => process.exit(0)));
-  process.once('disconnect', () => process.exit(0));
-}
+// The koa baseline: bench/bare-koa.mjs under the node and flags of `npm start`.
 
 interface BareKoa {
   url: string;
   pid: number;
+  /** Spawn to first answered request, ms. */
+  startMs: number;
   load(bodies: Record<string, unknown>): Promise<void>;
   stop(): Promise<void>;
 }
 
 async function startBareKoa(): Promise<BareKoa> {
-  // One process (node with tsx's loader), so its pid is the server's own.
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', THIS_FILE, '--bare-koa'], {
+  const flags = startArgs().slice(0, -1);
+  const started = performance.now();
+  const child: ChildProcess = spawn(process.execPath, [...flags, path.join(ROOT, 'bench', 'bare-koa.mjs')], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
@@ -188,9 +130,14 @@ async function startBareKoa(): Promise<BareKoa> {
       void exited.then(() => reject(new Error(`bare koa exited:\n${output}`)));
     });
   const port = await reply((m) => (typeof m.port === 'number' ? m.port : undefined));
+  const url = `http://127.0.0.1:${port}`;
+  const hello = await fetch(`${url}/`);
+  await hello.text();
+  const startMs = performance.now() - started;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     pid: child.pid!,
+    startMs,
     async load(bodies) {
       const answer = reply((m) => (typeof m.loaded === 'number' ? m.loaded : undefined));
       child.send({ bodies });
@@ -205,33 +152,54 @@ async function startBareKoa(): Promise<BareKoa> {
   };
 }
 
+/** Starts the server as `npm start` does; returns it with the time from spawn to its first answered request. */
+async function startTimed(dataDir: string, token: string): Promise<{ server: ServerProcess; startMs: number }> {
+  const started = performance.now();
+  const server = await startServerProcess({ RATE_LIMIT_PER_MINUTE: '0', HOST_PORT_RANGE }, { dataDir, token });
+  const res = await api(server.url, token)('GET', '/api/projects');
+  if (res.status !== 200) throw new Error(`GET /api/projects answered ${res.status}: ${res.text.slice(0, 300)}`);
+  return { server, startMs: performance.now() - started };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Seeding through the REST API
 
 interface Seeded {
-  projectCount: number;
-  serviceCount: number;
+  serviceIds: string[];
   overviewServiceId: string;
   seconds: number;
 }
 
+type Call = ReturnType<typeof api>;
+
+async function must(call: Call, method: string, pathname: string, body?: unknown, expected = 201) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await call(method, pathname, body);
+    if (res.status === expected) return res.json;
+    // Two writers may race for a host port or slug; the loser gets a conflict and asks again.
+    if (res.status === 409 && attempt < 5) continue;
+    throw new Error(`${method} ${pathname} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  }
+}
+
+/** Runs `work(i)` for i in [0, count) on `clients` concurrent workers. */
+async function pool(count: number, clients: number, work: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < count) await work(next++);
+    }),
+  );
+}
+
 async function seed(url: string, token: string): Promise<Seeded> {
   const call = api(url, token);
-  const must = async (method: string, pathname: string, body?: unknown, expected = 201) => {
-    for (let attempt = 1; ; attempt++) {
-      const res = await call(method, pathname, body);
-      if (res.status === expected) return res.json;
-      // Two writers may race for a host port or slug; the loser gets a conflict and asks again.
-      if (res.status === 409 && attempt < 5) continue;
-      throw new Error(`${method} ${pathname} answered ${res.status}: ${res.text.slice(0, 300)}`);
-    }
-  };
   const overviewProject = Math.floor(PROJECTS / 2);
   let overviewServiceId = '';
-  let serviceCount = 0;
+  const serviceIds: string[] = [];
 
   const seedProject = async (p: number) => {
-    const { project } = await must('POST', '/api/projects', {
+    const { project } = await must(call, 'POST', '/api/projects', {
       name: `Bench project ${p}`,
       description: `Project ${p} of the API benchmark`,
     });
@@ -252,13 +220,13 @@ async function seed(url: string, token: string): Promise<Seeded> {
                   buildCommand: 'npm run build',
                   startCommand: 'npm start',
                 };
-      const { service } = await must('POST', `/api/projects/${project.id}/services`, input);
+      const { service } = await must(call, 'POST', `/api/projects/${project.id}/services`, input);
       slugs.push(service.slug);
-      serviceCount++;
+      serviceIds.push(service.id);
       if (p === overviewProject && s === 0) overviewServiceId = service.id;
     }
     if (p !== overviewProject) return;
-    // The measured overview: a few variables (one secret, one reference), a domain, deployments.
+    // The measured overview: a few variables (one secret, one reference), a domain.
     const id = overviewServiceId;
     const dbSlug = slugs[SERVICES_PER_PROJECT - 1]!;
     const vars: Array<{ key: string; value: string; secret?: boolean }> = [
@@ -268,24 +236,26 @@ async function seed(url: string, token: string): Promise<Seeded> {
       { key: 'DATABASE_URL', value: `\${${dbSlug}.DATABASE_URL}` },
       { key: 'PUBLIC_URL', value: 'https://app.bench.example.com' },
     ];
-    for (const v of vars) await must('POST', `/api/services/${id}/env`, v, 200);
-    await must('POST', `/api/services/${id}/domains`, { hostname: 'app.bench.example.com' });
-    const deployments: string[] = [];
-    for (let d = 0; d < 3; d++) deployments.push((await must('POST', `/api/services/${id}/deployments`)).deployment.id);
-    // Aborting a queued deployment: 200; 409 if a runner already finished it (not an error here).
-    const abort = await call('POST', `/api/deployments/${deployments[0]}/abort`);
-    if (abort.status !== 200 && abort.status !== 409) throw new Error(`abort answered ${abort.status}: ${abort.text.slice(0, 300)}`);
+    for (const v of vars) await must(call, 'POST', `/api/services/${id}/env`, v, 200);
+    await must(call, 'POST', `/api/services/${id}/domains`, { hostname: 'app.bench.example.com' });
   };
 
-  // A couple of clients at once keep the server busy while the other waits on its response.
   const started = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: SEED_CLIENTS }, async () => {
-      while (next < PROJECTS) await seedProject(next++);
-    }),
-  );
-  return { projectCount: PROJECTS, serviceCount, overviewServiceId, seconds: (performance.now() - started) / 1000 };
+  await pool(PROJECTS, SEED_CLIENTS, seedProject);
+  return { serviceIds, overviewServiceId, seconds: (performance.now() - started) / 1000 };
+}
+
+/** `perService` deployments on every service, each aborted at once: history, not a queue (the runner is paused). */
+async function seedDeployments(url: string, token: string, serviceIds: string[], perService: number): Promise<number> {
+  const call = api(url, token);
+  const started = performance.now();
+  await pool(serviceIds.length * perService, SEED_CLIENTS, async (i) => {
+    const id = serviceIds[i % serviceIds.length]!;
+    const { deployment } = await must(call, 'POST', `/api/services/${id}/deployments`);
+    const abort = await call('POST', `/api/deployments/${deployment.id}/abort`);
+    if (abort.status !== 200 && abort.status !== 409) throw new Error(`abort answered ${abort.status}: ${abort.text.slice(0, 300)}`);
+  });
+  return (performance.now() - started) / 1000;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,12 +266,7 @@ interface Load {
   p99: number;
   avg: number;
   total: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  cpuMsPerRequest: number;
-  cpuBusy: number;
-  /** CPU used meanwhile by processes other than the bench and the server under test, in cores. */
+  bad: number;
   otherCores: number;
 }
 
@@ -314,6 +279,8 @@ async function load(url: string, token: string | undefined, durationS: number, p
     url,
     connections,
     duration: durationS,
+    // A tiny run proves the path answers: a few requests, not a second of them (autocannon's least duration).
+    ...(TINY ? { amount: SMOKE_REQUESTS } : {}),
     headers: token ? { authorization: `Bearer ${token}` } : {},
     // Long enough that a slow server is measured, not timed out and flooded with retries.
     timeout: REQUEST_TIMEOUT_S,
@@ -321,47 +288,37 @@ async function load(url: string, token: string | undefined, durationS: number, p
   const wallMs = performance.now() - started;
   const cpu = cpuMs(pid) - cpuBefore;
   const otherCores = (machineBusyMs() - machineBefore - cpu - (cpuMs(process.pid) - selfBefore)) / wallMs;
-  // Requests still in flight when autocannon stops are abandoned, not cancelled: let the
-  // server finish them so the next run (or memory reading) starts from an idle server.
+  // Requests still in flight when autocannon stops are abandoned, not cancelled: let the server finish them.
   await waitIdle(pid);
   return {
     rps: result.requests.average,
     p99: result.latency.p99,
     avg: result.latency.average,
     total: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    cpuMsPerRequest: result.requests.total > 0 ? cpu / result.requests.total : Number.NaN,
-    cpuBusy: cpu / wallMs,
+    bad: result.non2xx + result.errors + result.timeouts,
     otherCores,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
-// Report
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
-const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
 async function main(): Promise<void> {
   const runStarted = performance.now();
-  const log = (msg: string) => process.stderr.write(`[bench ${fmt((performance.now() - runStarted) / 1000, 1)}s] ${msg}\n`);
+  const log = (msg: string) => process.stderr.write(`[bench:api ${fmt((performance.now() - runStarted) / 1000, 1)}s] ${msg}\n`);
   const workDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
   const dataDir = path.join(workDir, 'data');
   const token = `boot_${randomBytes(16).toString('hex')}`;
-  const load1 = loadavg()[0]!;
+  const loadAtStart = loadavg()[0]!;
 
   let slipway: ServerProcess | undefined;
-  let slipwayPid: number | undefined;
   let bare: BareKoa | undefined;
   const cleanup = async () => {
     await bare?.stop().catch(() => {});
     if (slipway) {
       await Promise.race([slipway.stop(), sleep(5000)]).catch(() => {});
-      // SIGTERM reaches the server through tsx; make sure no orphan survives a failed stop.
-      if (slipwayPid && alive(slipwayPid)) process.kill(slipwayPid, 'SIGKILL');
-      await slipway.dispose().catch(() => {});
+      await slipway.kill().catch(() => {});
     }
     rmSync(workDir, { recursive: true, force: true });
   };
@@ -370,28 +327,32 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
 
   try {
-    // 1. The real server, started as `npm start` does.
-    log('starting slipway as `npm start` does and, idle until needed, the bare koa baseline');
-    const bareStarting = startBareKoa().then((b) => (bare = b));
-    // The seed makes 1,000 services, each with a host port: the helper's default window of 200 runs out.
-    slipway = await startServerProcess(
-      { RATE_LIMIT_PER_MINUTE: '0', HOST_PORT_RANGE: ownPortRange(PROJECTS * SERVICES_PER_PROJECT * 2) },
-      { dataDir, token },
-    );
-    await bareStarting;
-    slipwayPid = serverPidUnder(slipway.child.pid!);
+    // 1-2. Start times and idle memory, the baseline first (alone on the machine, as the server will be).
+    log('starting the koa baseline, then slipway on an empty data directory');
+    bare = await startBareKoa();
     await sleep(IDLE_SETTLE_MS);
-    const rssStart = rssMb(slipwayPid);
-    const bareRssStart = rssMb(bare!.pid);
-    const launcherRss = slipwayPid !== slipway.child.pid ? rssMb(slipway.child.pid!) : Number.NaN;
-    log(`slipway at ${slipway.url}, server pid ${slipwayPid}, RSS ${fmt(rssStart)} MB`);
+    const bareRss = rssMb(bare.pid);
+    const first = await startTimed(dataDir, token);
+    slipway = first.server;
+    const pid = slipway.child.pid!;
+    await waitIdle(pid);
+    await sleep(IDLE_SETTLE_MS);
+    const rssStart = rssMb(pid);
+    log(
+      `slipway answered ${fmt(first.startMs, 0)} ms after spawn (koa ${fmt(bare.startMs, 0)} ms); idle RSS ${fmt(rssStart)} MB (koa ${fmt(bareRss)} MB)`,
+    );
 
-    // 2. Seed.
+    // 3. Seed, fetch the bodies once, load.
     log(`seeding ${PROJECTS} projects x ${SERVICES_PER_PROJECT} services through the REST API`);
     const seeded = await seed(slipway.url, token);
     log(`seeded in ${fmt(seeded.seconds)} s`);
-
-    const paths = { projects: '/api/projects', overview: `/api/services/${seeded.overviewServiceId}/overview` };
+    const paths = {
+      'GET /api/projects (first page)': '/api/projects',
+      'GET /api/services/:id/overview': `/api/services/${seeded.overviewServiceId}/overview`,
+      'GET /api/services/:id/deployments': `/api/services/${seeded.overviewServiceId}/deployments`,
+    };
+    // A few deployments on the measured service before its bodies are read (the rest come later).
+    await seedDeployments(slipway.url, token, [seeded.overviewServiceId], 3);
     const bodies: Record<string, unknown> = {};
     const sizes: Record<string, number> = {};
     for (const p of Object.values(paths)) {
@@ -400,154 +361,138 @@ async function main(): Promise<void> {
       bodies[p] = res.json;
       sizes[p] = Buffer.byteLength(res.text);
     }
-    const listed = (bodies[paths.projects] as { projects: Array<{ services: unknown[] }> }).projects;
-    const listedServices = listed.reduce((n, p) => n + p.services.length, 0);
-    if (listed.length !== PROJECTS || listedServices !== PROJECTS * SERVICES_PER_PROJECT) {
-      throw new Error(
-        `GET /api/projects lists ${listed.length} projects / ${listedServices} services, expected ${PROJECTS} / ${PROJECTS * SERVICES_PER_PROJECT}`,
-      );
+    const listedProjects = await countAllProjects(slipway.url, token);
+    if (listedProjects !== PROJECTS)
+      throw new Error(`GET /api/projects, page by page, lists ${listedProjects} projects, expected ${PROJECTS}`);
+
+    // Both answer side by side, in alternating rounds (which goes first alternating too): the load of a
+    // shared machine, which moves within seconds, weighs on both alike.
+    log('warming up slipway and the koa baseline (given the same bodies), then loading each path in alternating rounds');
+    await bare.load(bodies);
+    // No warm-up at the tiny size: its one small load per path is the smoke run, and warms nothing it measures.
+    for (const p of TINY ? [] : Object.values(paths)) {
+      await load(slipway.url + p, token, WARMUP_S, pid, WARMUP_CONNECTIONS);
+      await load(bare.url + p, undefined, WARMUP_S, bare.pid, WARMUP_CONNECTIONS);
+    }
+    const sLoads: Record<string, Load> = {};
+    const bLoads: Record<string, Load> = {};
+    for (const [name, p] of Object.entries(paths)) {
+      const runs: { slipway: Load[]; koa: Load[] } = { slipway: [], koa: [] };
+      for (let round = 0; round < LOAD_ROUNDS; round++) {
+        const order = round % 2 === 0 ? (['slipway', 'koa'] as const) : (['koa', 'slipway'] as const);
+        for (const who of order) {
+          runs[who].push(
+            who === 'slipway'
+              ? await load(slipway.url + p, token, DURATION_S / LOAD_ROUNDS, pid)
+              : await load(bare.url + p, token, DURATION_S / LOAD_ROUNDS, bare.pid),
+          );
+        }
+      }
+      sLoads[name] = combine(runs.slipway);
+      bLoads[name] = combine(runs.koa);
     }
 
-    // 3. Warm up, settle, measure memory, then load.
-    log('warming up slipway');
-    for (const p of Object.values(paths)) await load(slipway.url + p, token, WARMUP_S, slipwayPid, WARMUP_CONNECTIONS);
+    // 4. History: deployments on every service, then memory after warming every path again.
+    log(`seeding ${DEPLOYMENTS_PER_SERVICE} deployments on each of ${seeded.serviceIds.length} services`);
+    const deploySeedS = await seedDeployments(slipway.url, token, seeded.serviceIds, DEPLOYMENTS_PER_SERVICE);
+    log(`seeded deployments in ${fmt(deploySeedS)} s`);
+    for (const p of TINY ? [] : Object.values(paths)) await load(slipway.url + p, token, WARMUP_S, pid, WARMUP_CONNECTIONS);
+    await waitIdle(pid);
     await sleep(IDLE_SETTLE_MS);
-    const rssWarm = rssMb(slipwayPid);
-    log(`RSS after seeding + warm-up ${fmt(rssWarm)} MB; loading GET ${paths.projects}`);
-    const sProjects = await load(slipway.url + paths.projects, token, DURATION_S, slipwayPid);
-    log(`loading GET ${paths.overview}`);
-    const sOverview = await load(slipway.url + paths.overview, token, DURATION_S, slipwayPid);
-    await sleep(IDLE_SETTLE_MS);
-    const rssAfterLoad = rssMb(slipwayPid);
+    const rssSeeded = rssMb(pid);
+    log(`RSS with ${seeded.serviceIds.length} services and their deployments: ${fmt(rssSeeded)} MB`);
 
-    // Stop it so the baseline has the machine to itself.
+    // 5. Restart on that data directory (not at the tiny size: it would run startTimed a second time, and
+    // double the smoke run's cost, to measure nothing).
     await slipway.stop();
-    if (alive(slipwayPid)) process.kill(slipwayPid, 'SIGKILL');
-    await slipway.dispose();
     slipway = undefined;
+    let second = { startMs: Number.NaN };
+    if (!TINY) {
+      const restarted = await startTimed(dataDir, token);
+      second = restarted;
+      slipway = restarted.server;
+      log(`restarted: answered ${fmt(second.startMs, 0)} ms after spawn`);
+      await slipway.stop();
+      slipway = undefined;
+    }
 
-    // 4. The bare koa baseline, same paths, same bodies, same settings.
-    log('loading the bare koa baseline with the same bodies');
-    await bare!.load(bodies);
-    for (const p of Object.values(paths)) await load(bare!.url + p, token, BARE_WARMUP_S, bare!.pid, WARMUP_CONNECTIONS);
-    await sleep(IDLE_SETTLE_MS);
-    const bareRssWarm = rssMb(bare!.pid);
-    log('measuring bare koa');
-    const bProjects = await load(bare!.url + paths.projects, token, DURATION_S, bare!.pid);
-    const bOverview = await load(bare!.url + paths.overview, token, DURATION_S, bare!.pid);
-    await sleep(IDLE_SETTLE_MS);
-    const bareRssAfterLoad = rssMb(bare!.pid);
-    await bare!.stop();
+    const bareStartMs = bare.startMs;
+    await bare.stop();
     bare = undefined;
 
-    // 5. Report.
-    const kb = (n: number) => `${fmt(n / 1024, 1)} KB`;
-    const rows: string[][] = [['measure', 'slipway', 'bare koa', 'ratio', 'target']];
-    const addLoad = (label: string, s: Load, b: Load) => {
-      rows.push([`${label} throughput (req/s)`, fmt(s.rps), fmt(b.rps), fmt(s.rps / b.rps, 2), `ratio >= ${TARGET_RATIO}`]);
-      rows.push([`${label} p99 latency (ms)`, fmt(s.p99, 0), fmt(b.p99, 0), fmt(s.p99 / b.p99, 1), `slipway < ${TARGET_P99_MS} ms`]);
-      rows.push([`${label} mean latency (ms)`, fmt(s.avg), fmt(b.avg), fmt(s.avg / b.avg, 1), 'info']);
-      rows.push([
-        `${label} server CPU per request (ms)`,
-        fmt(s.cpuMsPerRequest, 2),
-        fmt(b.cpuMsPerRequest, 2),
-        fmt(s.cpuMsPerRequest / b.cpuMsPerRequest, 1),
-        'info',
-      ]);
-    };
-    addLoad('GET /api/projects', sProjects, bProjects);
-    addLoad('GET /api/services/:id/overview', sOverview, bOverview);
-    rows.push([
-      'RSS idle after start (MB)',
-      fmt(rssStart),
-      fmt(bareRssStart),
-      fmt(rssStart / bareRssStart, 2),
-      `slipway < ${TARGET_RSS_MB} MB`,
-    ]);
-    rows.push([
-      'RSS idle after seeding + warm-up (MB)',
-      fmt(rssWarm),
-      fmt(bareRssWarm),
-      fmt(rssWarm / bareRssWarm, 2),
-      `slipway < ${TARGET_RSS_MB} MB`,
-    ]);
-    rows.push([
-      'RSS idle after the load runs (MB)',
-      fmt(rssAfterLoad),
-      fmt(bareRssAfterLoad),
-      fmt(rssAfterLoad / bareRssAfterLoad, 2),
-      'info',
-    ]);
+    // Report.
+    const services = seeded.serviceIds.length;
+    const rows: BenchRow[] = [];
+    const mb = (n: number) => `${fmt(n)} MB`;
+    const ms = (n: number) => `${fmt(n, 0)} ms`;
+    rows.push({
+      measure: 'RSS idle after start',
+      value: mb(rssStart),
+      baseline: mb(bareRss),
+      ratio: rssStart / bareRss,
+      target: `<= ${TARGET.idleRss}x`,
+      met: rssStart / bareRss <= TARGET.idleRss,
+    });
+    rows.push({
+      measure: `RSS with ${services} services, ${services * DEPLOYMENTS_PER_SERVICE + 3} deployments`,
+      value: mb(rssSeeded),
+      baseline: mb(bareRss),
+      ratio: rssSeeded / bareRss,
+      target: `<= ${TARGET.seededRss}x`,
+      met: rssSeeded / bareRss <= TARGET.seededRss,
+    });
+    rows.push({
+      measure: 'start, empty data dir: spawn to first answer',
+      value: ms(first.startMs),
+      baseline: ms(bareStartMs),
+      ratio: bareStartMs / first.startMs,
+      target: `<= ${TARGET.startEmptyMs} ms`,
+      met: first.startMs <= TARGET.startEmptyMs,
+    });
+    rows.push({
+      measure: `start with ${services} services: spawn to first answer`,
+      value: ms(second.startMs),
+      baseline: ms(bareStartMs),
+      ratio: bareStartMs / second.startMs,
+      target: `<= ${TARGET.startSeededMs} ms`,
+      met: second.startMs <= TARGET.startSeededMs,
+    });
+    for (const name of Object.keys(paths)) {
+      const s = sLoads[name]!;
+      const b = bLoads[name]!;
+      rows.push({
+        measure: `${name} req/s (${fmt(sizes[paths[name as keyof typeof paths]]! / 1024)} KB)`,
+        value: fmt(s.rps, 0),
+        baseline: fmt(b.rps, 0),
+        ratio: s.rps / b.rps,
+        target: `>= ${TARGET.listRatio}x`,
+        met: s.rps / b.rps >= TARGET.listRatio,
+      });
+      const isOverview = name.includes('overview');
+      rows.push({
+        measure: `${name} p99 at ${CONNECTIONS} connections`,
+        value: ms(s.p99),
+        baseline: ms(b.p99),
+        ratio: b.p99 > 0 && s.p99 > 0 ? b.p99 / s.p99 : null,
+        target: isOverview ? `< ${TARGET.overviewP99Ms} ms` : 'info',
+        met: isOverview ? s.p99 < TARGET.overviewP99Ms : null,
+      });
+    }
+    const bad = Object.entries({ ...prefixed('slipway', sLoads), ...prefixed('koa', bLoads) }).filter(([, l]) => l.bad > 0);
+    recordRows('api', rows);
 
-    const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-    const checks: Array<[string, boolean, string]> = [
-      ['projects ratio', sProjects.rps / bProjects.rps >= TARGET_RATIO, fmt(sProjects.rps / bProjects.rps, 2)],
-      ['projects p99', sProjects.p99 < TARGET_P99_MS, `${fmt(sProjects.p99, 0)} ms`],
-      ['overview ratio', sOverview.rps / bOverview.rps >= TARGET_RATIO, fmt(sOverview.rps / bOverview.rps, 2)],
-      ['overview p99', sOverview.p99 < TARGET_P99_MS, `${fmt(sOverview.p99, 0)} ms`],
-      ['RSS after start', rssStart < TARGET_RSS_MB, `${fmt(rssStart)} MB`],
-      ['RSS after seed+warm-up', rssWarm < TARGET_RSS_MB, `${fmt(rssWarm)} MB`],
+    const others = [...Object.values(sLoads), ...Object.values(bLoads)].map((l) => fmt(Math.max(0, l.otherCores), 2));
+    const out = [
+      '',
+      `bench:api: ${PROJECTS} projects x ${SERVICES_PER_PROJECT} services seeded through REST in ${fmt(seeded.seconds)} s, ${DEPLOYMENTS_PER_SERVICE} deployments each in ${fmt(deploySeedS)} s; autocannon ${CONNECTIONS} connections, ${DURATION_S} s per path and server in ${LOAD_ROUNDS} alternating rounds`,
+      'baseline: koa (bench/bare-koa.mjs) under the same node and V8 flags as npm start, answering the same paths with the same bodies, serialised per request; RSS = VmRSS',
+      '',
+      rowsTable(rows, 'koa'),
+      '',
+      `machine: ${cpus().length} CPUs, load average ${fmt(loadAtStart, 2)} at start, ${fmt(loadavg()[0]!, 2)} at the end; cores used by other processes during the loads: ${others.join(' / ')}`,
+      ...(bad.length > 0 ? [`WARNING: not 2xx, errors or timeouts: ${bad.map(([n, l]) => `${n} ${l.bad}`).join('; ')}`] : []),
+      `total ${fmt((performance.now() - runStarted) / 1000, 1)} s`,
     ];
-    const problems = [
-      ...(
-        [
-          ['slipway projects', sProjects],
-          ['slipway overview', sOverview],
-          ['bare projects', bProjects],
-          ['bare overview', bOverview],
-        ] as const
-      )
-        .filter(([, l]) => l.non2xx + l.errors + l.timeouts > 0)
-        .map(([name, l]) => `${name}: ${l.non2xx} non-2xx, ${l.errors} errors, ${l.timeouts} timeouts`),
-    ];
-
-    const out: string[] = [];
-    out.push('');
-    out.push(
-      `slipway API benchmark: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run, Authorization: Bearer <key>, RATE_LIMIT_PER_MINUTE=0`,
-    );
-    out.push(
-      `data: ${seeded.projectCount} projects x ${SERVICES_PER_PROJECT} services (seeded through REST by ${SEED_CLIENTS} clients in ${fmt(seeded.seconds)} s); ` +
-        `GET /api/projects body ${kb(sizes[paths.projects]!)}, overview body ${kb(sizes[paths.overview]!)} (5 variables, 1 domain, 3 deployments)`,
-    );
-    out.push(
-      'bare koa: a koa app in its own process answering the same paths with the same bodies, held in memory as objects and serialised per request',
-    );
-    out.push('ratio = slipway / bare koa; RSS = VmRSS of the server process (MiB)');
-    out.push(
-      `note: in a closed loop of ${CONNECTIONS} connections, latency ~ ${CONNECTIONS} / throughput: p99 < ${TARGET_P99_MS} ms needs about ${fmtInt((CONNECTIONS * 1000) / TARGET_P99_MS)} req/s`,
-    );
-    out.push('');
-    out.push(table(rows));
-    out.push('');
-    out.push(
-      `requests: slipway ${fmtInt(sProjects.total)} + ${fmtInt(sOverview.total)}, bare koa ${fmtInt(bProjects.total)} + ${fmtInt(bOverview.total)} (projects + overview); ` +
-        `slipway server CPU busy ${fmt(sProjects.cpuBusy * 100, 0)}% / ${fmt(sOverview.cpuBusy * 100, 0)}% of one core`,
-    );
-    if (Number.isFinite(launcherRss))
-      out.push(
-        `note: started through tsx, the server has a launcher parent process too (${fmt(launcherRss)} MB RSS after start), not counted above`,
-      );
-    const others = [sProjects, sOverview, bProjects, bOverview].map((l) => l.otherCores);
-    out.push(
-      `machine: ${cpus().length} CPUs shared by autocannon and the server under test; load average ${fmt(load1, 2)} at start; ` +
-        `CPU used by other processes during the runs (cores): slipway ${others
-          .slice(0, 2)
-          .map((x) => fmt(Math.max(0, x), 2))
-          .join(' / ')}, ` +
-        `bare koa ${others
-          .slice(2)
-          .map((x) => fmt(Math.max(0, x), 2))
-          .join(' / ')}`,
-    );
-    if (others.some((x) => x > 0.25))
-      out.push('WARNING: other processes used the CPUs during the runs: the figures are pessimistic and noisy; rerun on a quiet machine');
-    if (problems.length > 0) out.push(`WARNING (responses that were not 2xx, errors or timeouts): ${problems.join('; ')}`);
-    out.push(`total bench time ${fmt((performance.now() - runStarted) / 1000, 1)} s`);
-    out.push('');
-    out.push(
-      `Targets: ${checks.map(([name, ok, value]) => `${name} ${verdict(ok)} (${value})`).join('; ')} -> ${checks.filter((c) => c[1]).length}/${checks.length} met`,
-    );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     process.off('SIGINT', onSignal);
@@ -556,8 +501,38 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--bare-koa') {
-  await runBareKoa();
-} else {
-  await runBench(main, WATCHDOG_MS);
+/** Rounds of one load as one: mean throughput, median p99 and mean latency, every request and failure counted. */
+function combine(runs: Load[]): Load {
+  const mean = (f: (l: Load) => number) => runs.reduce((s, l) => s + f(l), 0) / runs.length;
+  const p99s = runs.map((l) => l.p99).sort((a, b) => a - b);
+  return {
+    rps: mean((l) => l.rps),
+    p99: p99s[Math.floor(p99s.length / 2)]!,
+    avg: mean((l) => l.avg),
+    total: runs.reduce((s, l) => s + l.total, 0),
+    bad: runs.reduce((s, l) => s + l.bad, 0),
+    otherCores: mean((l) => l.otherCores),
+  };
 }
+
+function prefixed(prefix: string, loads: Record<string, Load>): Record<string, Load> {
+  return Object.fromEntries(Object.entries(loads).map(([k, v]) => [`${prefix} ${k}`, v]));
+}
+
+/** Follows GET /api/projects page by page (nextCursor) and counts the projects. */
+async function countAllProjects(url: string, token: string): Promise<number> {
+  const call = api(url, token);
+  let count = 0;
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 10_000; pages++) {
+    const res = await call('GET', `/api/projects${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+    if (res.status !== 200) throw new Error(`GET /api/projects answered ${res.status}: ${res.text.slice(0, 300)}`);
+    const body = res.json as { projects: unknown[]; nextCursor?: string | null };
+    count += body.projects.length;
+    cursor = body.nextCursor ?? null;
+    if (!cursor) return count;
+  }
+  throw new Error('GET /api/projects never ended its pages');
+}
+
+await runBench(main, WATCHDOG_MS);

@@ -28,6 +28,8 @@ type Autocannon = (opts: {
   url: string;
   connections: number;
   duration: number;
+  /** Requests to send; overrides duration (which autocannon counts in whole seconds, at least one). */
+  amount?: number;
   headers?: Record<string, string>;
   timeout?: number;
 }) => Promise<AutocannonResult>;

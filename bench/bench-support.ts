@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { ownPortRange } from '../test/helpers/docker.js';
 
 /** The middle value; the mean of the two middle ones for an even count. */
 export function median(values: number[]): number {
@@ -27,4 +28,56 @@ export function cpuSeconds(pid: number): number {
   // Fields after the command name (which may hold spaces) in parentheses: utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** One line of `npm run bench`'s table: a figure, the baseline measured in the same run, their ratio and the target. */
+export interface BenchRow {
+  measure: string;
+  value: string;
+  baseline: string;
+  /** value / baseline (or baseline / value for times, so that higher is better); null when there is none. */
+  ratio: number | null;
+  target: string;
+  /** Whether the target is met; null for figures given for information. */
+  met: boolean | null;
+}
+
+/**
+ * Hands a bench's rows to `npm run bench` (bench/all.ts), which names a file in BENCH_RESULTS: one JSON
+ * line per bench. Run alone, a bench prints its own table and this does nothing.
+ */
+export function recordRows(part: string, rows: BenchRow[]): void {
+  const file = process.env.BENCH_RESULTS;
+  if (file) appendFileSync(file, `${JSON.stringify({ part, rows })}\n`);
+}
+
+/** The rows as the table every bench prints: measure | slipway | baseline | ratio | target | met. */
+export function rowsTable(rows: BenchRow[], baselineName = 'baseline'): string {
+  const fmtRatio = (r: number | null) => (r === null || !Number.isFinite(r) ? '-' : `${r.toFixed(2)}x`);
+  const verdict = (m: boolean | null) => (m === null ? 'info' : m ? 'yes' : 'NO');
+  return table([
+    ['measure', 'slipway', baselineName, 'ratio', 'target', 'met'],
+    ...rows.map((r) => [r.measure, r.value, r.baseline, fmtRatio(r.ratio), r.target, verdict(r.met)]),
+  ]);
+}
+
+/** BENCH_SIZE=tiny: the size `npm test` runs each bench at, to prove it runs, not to measure. */
+export const TINY = process.env.BENCH_SIZE === 'tiny';
+
+/** The parts of `npm run bench` (bench/all.ts), each bench/<part>.ts. */
+export const BENCH_PARTS = ['api', 'deploy', 'proxy', 'db-admin'] as const;
+export type BenchPart = (typeof BENCH_PARTS)[number];
+
+/**
+ * A host port window for a part's server. Parts run side by side (bench/all.ts with BENCH_JOBS) each get a
+ * slot (BENCH_PORT_SLOT) and pick only among its windows, so two parts of one run never share a window;
+ * run alone, any window of the test installs' (ownPortRange).
+ */
+export function benchPortRange(size = 200): string {
+  const slot = Number(process.env.BENCH_PORT_SLOT ?? Number.NaN);
+  if (!Number.isInteger(slot) || slot < 0 || slot >= BENCH_PARTS.length) return ownPortRange(size);
+  // ownPortRange's windows (14000-19999, `size` each), those whose index falls to this slot.
+  const mine = Array.from({ length: Math.floor(6_000 / size) }, (_, i) => i).filter((i) => i % BENCH_PARTS.length === slot);
+  const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
+  return `${base}-${base + size - 1}`;
 }

@@ -1,7 +1,7 @@
 import { tracked } from '@trpc/server';
 import { z } from 'zod';
 import { deploymentLogView, deploymentView, LOG_PAGE_MAX } from '../src/index.js';
-import { idParam, queryInt, strictInt } from './schemas.js';
+import { idParam, queryInt, strictInt, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
 const tags = ['Deployments'];
@@ -26,7 +26,7 @@ export const deploymentRouter = router({
       openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' },
     })
     .input(z.strictObject({ serviceId: idParam }))
-    .output(z.object({ deployments: z.array(deploymentView) }))
+    .output(trustedOutput('DeploymentList', z.object({ deployments: z.array(deploymentView) })))
     .query(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.list(ctx.actor, input.serviceId) })),
 
   get: readProcedure

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { projectInput, projectPatchInput, projectView, proxyResultView, suggestionView } from '../src/index.js';
+import {
+  projectInput,
+  projectPage,
+  projectPageInput,
+  projectPatchInput,
+  projectView,
+  proxyResultView,
+  suggestionView,
+} from '../src/index.js';
 import { idParam, line, trustedOutput } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -9,11 +17,16 @@ export const projectRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
-      openapi: { method: 'GET', path: '/api/projects', tags, summary: 'List the projects visible to the key, with their services' },
+      openapi: {
+        method: 'GET',
+        path: '/api/projects',
+        tags,
+        summary: 'List the projects visible to the key, with their services, a page at a time (oldest first; follow nextCursor)',
+      },
     })
-    .input(z.strictObject({}).optional())
-    .output(trustedOutput('ProjectList', z.object({ projects: z.array(projectView) })))
-    .query(async ({ ctx }) => ({ projects: await ctx.services.projects.list(ctx.actor) })),
+    .input(projectPageInput.optional())
+    .output(trustedOutput('ProjectList', projectPage))
+    .query(async ({ ctx, input }) => ctx.services.projects.page(ctx.actor, input)),
 
   create: writeProcedure
     .meta({

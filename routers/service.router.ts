@@ -6,6 +6,7 @@ import {
   domainView,
   envVarView,
   hasScope,
+  notificationsHealthView,
   projectView,
   proxyResultView,
   serviceView,
@@ -63,14 +64,19 @@ export const serviceRouter = router({
           domains: z.array(domainView),
           publicIp: z.string(),
           liveDeploymentId: z.string().nullable().meta({ description: 'The deployment serving now; null before the first went live' }),
+          notifications: notificationsHealthView.meta({
+            description:
+              "The notification channels this project's events go to: `failing` with those whose last 5 deliveries failed and their last error (secrets taken out)",
+          }),
         }),
       ),
     )
     .query(async ({ ctx, input }) => {
       const overview = await ctx.services.serviceReader.overview(ctx.actor, input.serviceId);
+      const notifications = await ctx.services.notifications.healthForProject(overview.service.projectId);
       // A token without env:read sees which variables exist, never their values.
-      if (hasScope(ctx.actor, 'env:read')) return overview;
-      return { ...overview, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
+      if (hasScope(ctx.actor, 'env:read')) return { ...overview, notifications };
+      return { ...overview, notifications, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
     }),
 
   update: writeProcedure

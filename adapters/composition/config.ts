@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import { networkInterfaces, tmpdir } from 'node:os';
+import { MAX_ROUTE_UPSTREAMS } from '../../src/routing/reverse-proxy.port.js';
 import {
   DEFAULT_EVENTS_CONFIG,
   DEFAULT_PLATFORM_CONFIG,
@@ -298,7 +299,8 @@ function clusterConfig(env: NodeJS.ProcessEnv): PlatformConfig['cluster'] {
     joinTokenTtlMs: int(env, 'JOIN_TOKEN_TTL_SECONDS', defaults.joinTokenTtlMs / 1000, 10, 86_400) * 1000,
     engineTlsPort: int(env, 'NODE_ENGINE_PORT', defaults.engineTlsPort, 1, 65535),
     monitorIntervalMs: int(env, 'CLUSTER_MONITOR_INTERVAL_MS', defaults.monitorIntervalMs, 200, 600_000),
-    maxReplicas: int(env, 'SERVICE_MAX_REPLICAS', defaults.maxReplicas, 1, 1000),
+    // The proxy balances one hostname over MAX_ROUTE_UPSTREAMS upstreams at most.
+    maxReplicas: int(env, 'SERVICE_MAX_REPLICAS', defaults.maxReplicas, 1, MAX_ROUTE_UPSTREAMS),
     registry: {
       image: env.REGISTRY_IMAGE || defaults.registry.image,
       port: int(env, 'REGISTRY_PORT', defaults.registry.port, 1, 65535),

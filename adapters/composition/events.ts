@@ -71,6 +71,39 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     timer.unref?.();
     timers.push(timer);
   };
+  const startLoops = (): void => {
+    dispatcher.start();
+    worker.start();
+    if (crashLoops && ports.exits)
+      stopWatching = ports.exits.watch(
+        (exit) =>
+          void crashLoops
+            .onExit(exit)
+            .catch((error: Error) => ports.log?.('a container exit could not be looked at', { error: error.message })),
+        ports.log,
+      );
+    const interval = deps.config.events.monitorIntervalMs;
+    if (interval > 0)
+      every(
+        interval,
+        once('monitor', () => monitor.pass()),
+      );
+    // Recoveries from a crash loop are looked for every 10 s, or four times a window when it is
+    // shorter, so a recovery is told within a quarter window of when it is due.
+    if (crashLoops)
+      every(
+        Math.max(250, Math.min(10_000, Math.floor(deps.config.events.crashLoopWindowMs / 4))),
+        once('crash-loop', () => crashLoops.tick()),
+      );
+  };
+  const stopLoops = async (): Promise<void> => {
+    stopWatching?.();
+    stopWatching = null;
+    for (const timer of timers.splice(0)) clearInterval(timer);
+    await Promise.allSettled(running.values());
+    await dispatcher.stop();
+    await worker.stop();
+  };
   return {
     publisher,
     notifications,
@@ -80,38 +113,13 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
     deliveries: worker,
     crashLoops,
     monitor,
-    /** Starts the dispatcher, the delivery worker, the exit watcher and the monitor pass. */
-    start(): void {
-      dispatcher.start();
-      worker.start();
-      if (crashLoops && ports.exits)
-        stopWatching = ports.exits.watch(
-          (exit) =>
-            void crashLoops
-              .onExit(exit)
-              .catch((error: Error) => ports.log?.('a container exit could not be looked at', { error: error.message })),
-          ports.log,
-        );
-      const interval = deps.config.events.monitorIntervalMs;
-      if (interval > 0)
-        every(
-          interval,
-          once('monitor', () => monitor.pass()),
-        );
-      // Recoveries from a crash loop are looked for every 10 s.
-      if (crashLoops)
-        every(
-          10_000,
-          once('crash-loop', () => crashLoops.tick()),
-        );
-    },
-    async stop(): Promise<void> {
-      stopWatching?.();
-      for (const timer of timers.splice(0)) clearInterval(timer);
-      await Promise.allSettled(running.values());
-      await dispatcher.stop();
-      await worker.stop();
-    },
+    /**
+     * The dispatcher, the delivery worker, the exit watcher and the monitor pass. The composition root
+     * runs them in the one process leading `events` among those on one database: two exit watchers
+     * would alert twice, two monitors report every failing check twice.
+     */
+    start: startLoops,
+    stop: stopLoops,
   };
 }
 

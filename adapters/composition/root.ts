@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
@@ -172,7 +173,12 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
         .startRunner()
         .catch((error: Error) => log('imports left running could not be settled', { error: error.message }));
       startBackups(useCases, log);
-      useCases.eventLoops.start();
+      // The event loops run in one process too (their own lease: the runtime's leader may be busy deploying).
+      void useCases.controlPlane.lead(
+        'events',
+        async () => useCases.eventLoops.start(),
+        () => useCases.eventLoops.stop(),
+      );
     },
     async stop() {
       await useCases.serverMonitor?.stop();

@@ -364,6 +364,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     new PushDeployer(deps, deployments, statuses),
     poller,
     log,
+    events.audit,
   );
   const previews = new PreviewService(
     deps,
@@ -388,7 +389,16 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     engine: ports.runtime?.engine ?? null,
     ca,
     issuer: ports.tls?.issuer ?? null,
-    options: ports.cluster ?? {},
+    options: {
+      // A server that goes down or comes back is an install event like any other: notified, streamed, kept.
+      events: {
+        serverDown: (server) =>
+          publisher.publishQuietly('server.down', { serverId: server.id, name: server.name, address: server.address }, log),
+        serverUp: (server) =>
+          publisher.publishQuietly('server.up', { serverId: server.id, name: server.name, address: server.address }, log),
+      },
+      ...ports.cluster,
+    },
     log: log ?? (() => {}),
   });
   // A follower's writes do not move this process's store version: while others are alive, the leader re-reads its routing table.

@@ -7,7 +7,6 @@ import { trpcErrorOf, type Context } from '../../routers/trpc.js';
 import { closeAfterResponse, errorBodyOf, sendError, sendErrorAndClose } from './error-response.js';
 import { PayloadTooLargeError, readTrpcBody } from './request-body.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { loggableError } from '../../src/persistence/error-detail.js';
 import { hostProblem, pathProblem } from './path-guard.js';
 import { createRestHandler } from './rest.js';
@@ -64,14 +63,19 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     },
   });
   const dashboard = opts.dashboard === undefined ? DashboardFiles.fromBuild() : opts.dashboard;
-  let docCache: { json: string; html: string } | undefined;
-  const documents = () => {
-    if (!docCache) {
-      const doc = buildOpenApiDocument(opts.router, '/');
-      docCache = { json: JSON.stringify(doc), html: renderDocsPage(doc) };
-    }
-    return docCache;
-  };
+  let docCache: Promise<{ json: string; html: string }> | undefined;
+  // The document's generator (trpc-to-openapi's, with zod-openapi, openapi3-ts and yaml) loads on the
+  // first request for it: an idle platform does not hold it (issue 32).
+  const documents = () =>
+    (docCache ??= import('./openapi.js')
+      .then(({ buildOpenApiDocument, renderDocsPage }) => {
+        const doc = buildOpenApiDocument(opts.router, '/');
+        return { json: JSON.stringify(doc), html: renderDocsPage(doc) };
+      })
+      .catch((error: unknown) => {
+        docCache = undefined; // a failure is not kept: the next request tries again
+        throw error;
+      }));
 
   // Every error of REST and SSE is answered here with the spec's body and the status of its code.
   // Anything but a known error is our fault: a 500 without detail, and the cause in our log.
@@ -117,12 +121,12 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     const pathname = ctx.path;
     if (ctx.method === 'GET' && pathname === '/api/openapi.json') {
       ctx.type = 'application/json';
-      ctx.body = documents().json;
+      ctx.body = (await documents()).json;
       return;
     }
     if (ctx.method === 'GET' && (pathname === '/api/docs' || pathname === '/api/docs/')) {
       ctx.type = 'text/html';
-      ctx.body = documents().html;
+      ctx.body = (await documents()).html;
       return;
     }
     // The doors write the raw response themselves; koa sets 404 before handlers run.

@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { authenticatedCaller, type Context } from '../../routers/trpc.js';
 import type { Actor } from '../../src/domain/access.js';
 import { MethodNotAllowedError, NotFoundError, RateLimitedError } from '../../src/domain/errors.js';
-import { createMcpServer } from './mcp-server.js';
 import { assertOriginAllowed } from './origin.js';
 import { readJsonBody } from './request-body.js';
 
@@ -23,6 +21,30 @@ const MESSAGES = '/api/mcp/messages';
 const MAX_SSE_SESSIONS = 200;
 const MAX_SSE_SESSIONS_PER_KEY = 10;
 const SSE_PING_MS = 15_000;
+
+/**
+ * The MCP SDK (with its web framework and JSON-schema validator) and the tools generated from the router
+ * load with the first MCP request: some 10 MB an install that never speaks MCP does not carry.
+ */
+let loaded:
+  | Promise<{
+      createMcpServer: typeof import('./mcp-server.js').createMcpServer;
+      SSEServerTransport: typeof import('@modelcontextprotocol/sdk/server/sse.js').SSEServerTransport;
+      StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+    }>
+  | undefined;
+function mcpModules() {
+  loaded ??= Promise.all([
+    import('./mcp-server.js'),
+    import('@modelcontextprotocol/sdk/server/sse.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ]).then(([server, sse, streamable]) => ({
+    createMcpServer: server.createMcpServer,
+    SSEServerTransport: sse.SSEServerTransport,
+    StreamableHTTPServerTransport: streamable.StreamableHTTPServerTransport,
+  }));
+  return loaded;
+}
 
 interface SseSession {
   transport: SSEServerTransport;
@@ -52,6 +74,7 @@ export class McpEndpoint {
     assertOriginAllowed(req, this.opts.publicUrl);
     const method = req.method ?? 'GET';
     const context = () => this.opts.createContext(req, res);
+    const { createMcpServer, StreamableHTTPServerTransport } = await mcpModules();
     if (pathname === STREAMABLE) {
       // Stateless: there is no session stream to GET and no session to DELETE.
       if (method !== 'POST') throw methodNotAllowed(res, 'POST', method, pathname);
@@ -68,7 +91,7 @@ export class McpEndpoint {
     }
     if (pathname === SSE) {
       if (method !== 'GET') throw methodNotAllowed(res, 'GET', method, pathname);
-      this.openSession(req, res, ctx, actor, context);
+      await this.openSession(req, res, ctx, actor, context);
       return;
     }
     if (method !== 'POST') throw methodNotAllowed(res, 'POST', method, pathname);
@@ -85,11 +108,12 @@ export class McpEndpoint {
     for (const session of [...this.sessions.values()]) session.close();
   }
 
-  private openSession(req: IncomingMessage, res: ServerResponse, ctx: Context, actor: Actor, context: () => Context): void {
+  private async openSession(req: IncomingMessage, res: ServerResponse, ctx: Context, actor: Actor, context: () => Context): Promise<void> {
     const mine = [...this.sessions.values()].filter((s) => s.keyId === actor.keyId).length;
     if (this.sessions.size >= MAX_SSE_SESSIONS || mine >= MAX_SSE_SESSIONS_PER_KEY) {
       throw new RateLimitedError(`At most ${MAX_SSE_SESSIONS_PER_KEY} MCP SSE sessions may be open at once per key`, 5);
     }
+    const { createMcpServer, SSEServerTransport } = await mcpModules();
     const transport = new SSEServerTransport(MESSAGES, res);
     const server = createMcpServer(actor, context, this.opts.version);
     const ping = setInterval(() => {

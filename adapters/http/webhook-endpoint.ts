@@ -49,12 +49,12 @@ export class WebhookEndpoint {
     const declared = Number(req.headers['content-length'] ?? '0');
     const body = declared > maxBodyBytes ? null : await readLimited(req, maxBodyBytes);
     if (body === null) {
-      const answer = await deliveries.refuseTooLarge(projectId, head, maxBodyBytes);
+      const answer = await deliveries.refuseTooLarge(projectId, head, maxBodyBytes, ctx.ip);
       if ('error' in answer)
         sendErrorAndClose(res, answer.status, { error: answer.error.code, message: answer.error.message, details: {} });
       return;
     }
-    const answer = await deliveries.receive(projectId, { ...head, body });
+    const answer = await deliveries.receive(projectId, { ...head, body }, ctx.ip);
     if ('error' in answer) {
       sendError(res, answer.status, { error: answer.error.code, message: answer.error.message, details: {} });
       return;

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Mailer, MailMessage } from '../../src/index.js';
 
 /**
@@ -6,7 +6,8 @@ import type { Mailer, MailMessage } from '../../src/index.js';
  * credentials: it is never logged, and errors are reported by their message only.
  */
 export class SmtpMailer implements Mailer {
-  private readonly transport: Transporter;
+  /** nodemailer loads with the first mail: most starts send none. */
+  private readonly transport: Promise<Transporter>;
 
   constructor(
     url: string,
@@ -14,22 +15,24 @@ export class SmtpMailer implements Mailer {
     timeoutMs = 10_000,
   ) {
     const parsed = new URL(url);
-    this.transport = nodemailer.createTransport({
-      host: parsed.hostname,
-      port: parsed.port ? Number(parsed.port) : parsed.protocol === 'smtps:' ? 465 : 587,
-      secure: parsed.protocol === 'smtps:',
-      auth: parsed.username ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : undefined,
-      // A plain smtp:// URL to a local relay (or the tests' server) needs no TLS; any other upgrades when offered.
-      ignoreTLS: parsed.searchParams.get('tls') === 'off',
-      connectionTimeout: timeoutMs,
-      greetingTimeout: timeoutMs,
-      socketTimeout: timeoutMs,
-    });
+    this.transport = import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        host: parsed.hostname,
+        port: parsed.port ? Number(parsed.port) : parsed.protocol === 'smtps:' ? 465 : 587,
+        secure: parsed.protocol === 'smtps:',
+        auth: parsed.username ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : undefined,
+        // A plain smtp:// URL to a local relay (or the tests' server) needs no TLS; any other upgrades when offered.
+        ignoreTLS: parsed.searchParams.get('tls') === 'off',
+        connectionTimeout: timeoutMs,
+        greetingTimeout: timeoutMs,
+        socketTimeout: timeoutMs,
+      }),
+    );
   }
 
   async send(message: MailMessage, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
-    const sent = this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    const sent = (await this.transport).sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
     if (!signal) {
       await sent;
       return;
@@ -51,6 +54,6 @@ export class SmtpMailer implements Mailer {
   }
 
   close(): void {
-    this.transport.close();
+    void this.transport.then((transport) => transport.close());
   }
 }

@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { ObjectStore, ObjectStoreConfig } from '../../src/index.js';
 
 const CALL_TIMEOUT_MS = 30_000;
@@ -8,25 +7,37 @@ const CALL_TIMEOUT_MS = 30_000;
 const PART_SIZE = 8 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 
+/**
+ * The AWS SDK, loaded on first use: it is the largest dependency (some 15 MB of heap), and an install
+ * that never backs up to an object store or runs a storage instance never needs it.
+ */
+export const s3Sdk = () => import('@aws-sdk/client-s3');
+
 /** A bucket of an S3-compatible store through the AWS SDK (AWS, MinIO, R2, s3rver...). */
 export class S3ObjectStore implements ObjectStore {
-  private readonly client: S3Client;
+  private clientOnce: Promise<S3Client> | undefined;
 
-  constructor(private readonly config: ObjectStoreConfig) {
-    this.client = s3Client(config);
+  constructor(private readonly config: ObjectStoreConfig) {}
+
+  private client(): Promise<S3Client> {
+    this.clientOnce ??= s3Client(this.config);
+    return this.clientOnce;
   }
 
   async check(signal: AbortSignal): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.config.bucket }), { abortSignal: bounded(signal) });
+      const { HeadBucketCommand } = await s3Sdk();
+      await (await this.client()).send(new HeadBucketCommand({ Bucket: this.config.bucket }), { abortSignal: bounded(signal) });
     } catch (error) {
       throw describe(error, `bucket ${this.config.bucket}`);
     }
   }
 
   async upload(key: string, body: Readable, signal: AbortSignal): Promise<void> {
+    const client = await this.client();
+    const { Upload } = await import('@aws-sdk/lib-storage');
     const upload = new Upload({
-      client: this.client,
+      client,
       params: { Bucket: this.config.bucket, Key: key, Body: body, ContentType: 'application/octet-stream' },
       partSize: PART_SIZE,
       queueSize: QUEUE_SIZE,
@@ -47,7 +58,8 @@ export class S3ObjectStore implements ObjectStore {
 
   async download(key: string, signal: AbortSignal): Promise<Readable> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key }), { abortSignal: signal });
+      const { GetObjectCommand } = await s3Sdk();
+      const out = await (await this.client()).send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key }), { abortSignal: signal });
       if (!(out.Body instanceof Readable)) throw new Error('the object store answered without a body');
       return out.Body;
     } catch (error) {
@@ -57,7 +69,8 @@ export class S3ObjectStore implements ObjectStore {
 
   async remove(key: string, signal: AbortSignal): Promise<void> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }), { abortSignal: bounded(signal) });
+      const { DeleteObjectCommand } = await s3Sdk();
+      await (await this.client()).send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }), { abortSignal: bounded(signal) });
     } catch (error) {
       throw describe(error, `removal of ${key}`);
     }
@@ -65,7 +78,8 @@ export class S3ObjectStore implements ObjectStore {
 }
 
 /** One client per bucket configuration; the platform's own calls to any S3-compatible server go through it. */
-export function s3Client(config: Omit<ObjectStoreConfig, 'bucket'>): S3Client {
+export async function s3Client(config: Omit<ObjectStoreConfig, 'bucket'>): Promise<S3Client> {
+  const { S3Client } = await s3Sdk();
   return new S3Client({
     endpoint: config.endpoint,
     region: config.region,

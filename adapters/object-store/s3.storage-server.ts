@@ -1,11 +1,11 @@
-import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { StorageServer, StorageServerTarget } from '../../src/index.js';
-import { bounded, describe, s3Client } from './s3.object-store.js';
+import { bounded, describe, s3Client, s3Sdk } from './s3.object-store.js';
 
 /** A storage instance's new server, through the AWS SDK: the bucket answers, made first when missing. */
 export class S3StorageServer implements StorageServer {
   async ensureBucket(target: StorageServerTarget, signal: AbortSignal): Promise<string> {
-    const client = s3Client({ ...target, endpoint: `http://${target.host}:${target.port}`, forcePathStyle: true });
+    const { CreateBucketCommand, HeadBucketCommand } = await s3Sdk();
+    const client = await s3Client({ ...target, endpoint: `http://${target.host}:${target.port}`, forcePathStyle: true });
     try {
       const head = () => client.send(new HeadBucketCommand({ Bucket: target.bucket }), { abortSignal: bounded(signal) });
       try {

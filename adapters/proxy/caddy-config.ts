@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RoutingTable } from '../../src/routing/reverse-proxy.port.js';
+import { MAX_ROUTE_UPSTREAMS, type RoutingTable } from '../../src/routing/reverse-proxy.port.js';
 
 export interface CaddyServeOptions {
   httpPort: number;
@@ -39,6 +39,12 @@ export const WAITING_DIR = '_waiting';
 
 /** `<dir>/<hostname>/<ip:port>`: the one file in a hostname's directory names its upstream. */
 export const UPSTREAMS_DIR = '_upstream';
+
+/**
+ * `<dir>/<hostname>/<n>-<ip:port>`: the upstreams of a hostname's other replicas (n from 1), beside
+ * its first one in UPSTREAMS_DIR; a request is balanced over the first and every n found in order.
+ */
+export const REPLICAS_DIR = '_replicas';
 
 /** Where Caddy asks whether a hostname may have a certificate: answered by Caddy itself, from the directory. */
 export const TLS_PERMISSION_PATH = '/slipway/tls-permission';
@@ -94,8 +100,14 @@ export function planFiles(table: RoutingTable): RouteFiles[] {
       waiting.push(route.hostname);
       continue;
     }
-    if (!FILE_NAME_UPSTREAM.test(route.upstream)) throw new Error(`${JSON.stringify(route.upstream)} is not an upstream Caddy can dial`);
+    const replicas = route.replicaUpstreams ?? [];
+    for (const upstream of [route.upstream, ...replicas])
+      if (!FILE_NAME_UPSTREAM.test(upstream)) throw new Error(`${JSON.stringify(upstream)} is not an upstream Caddy can dial`);
+    if (replicas.length >= MAX_ROUTE_UPSTREAMS)
+      throw new Error(`${route.hostname} has ${replicas.length + 1} upstreams: the proxy balances over ${MAX_ROUTE_UPSTREAMS} at most`);
     upstreams.push({ dir: `${UPSTREAMS_DIR}/${route.hostname}`, names: [route.upstream] });
+    if (replicas.length)
+      upstreams.push({ dir: `${REPLICAS_DIR}/${route.hostname}`, names: replicas.map((upstream, i) => `${i + 1}-${upstream}`) });
   }
   return [
     { dir: ALL_HOSTNAMES_DIR, names: all },
@@ -330,7 +342,7 @@ function upstreamRoute(root: string): Record<string, unknown> {
         routes: [
           {
             match: [{ vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } }],
-            handle: [reverseProxy('{http.regexp.slipway_upstream.1}')],
+            handle: [{ handler: 'subroute', routes: replicaRoutes(root, 1) }],
             terminal: true,
           },
           { handle: [notFound()] },
@@ -339,6 +351,45 @@ function upstreamRoute(root: string): Record<string, unknown> {
     ],
     terminal: true,
   };
+}
+
+/** The dial of a hostname's n-th upstream (0: its first, in UPSTREAMS_DIR), as captured from its file's name. */
+function upstreamDial(n: number): string {
+  return n === 0 ? '{http.regexp.slipway_upstream.1}' : `{http.regexp.slipway_replica_${n}.1}`;
+}
+
+/**
+ * With the hostname's first n upstreams known: when `_replicas/<hostname>/<n>-<ip:port>` exists, its
+ * upstream is captured and the next one looked for; else the request goes to the n found. A service
+ * with one replica (no such file) costs one look more than before and is proxied exactly as before.
+ * Nested rather than listed, so a request stops looking at the first number missing.
+ */
+function replicaRoutes(root: string, n: number): Record<string, unknown>[] {
+  const found = Array.from({ length: n }, (_, i) => upstreamDial(i));
+  const proxy = n === 1 ? reverseProxy(found[0]!) : balancingProxy(found);
+  if (n >= MAX_ROUTE_UPSTREAMS) return [{ handle: [proxy] }];
+  return [
+    {
+      match: [hostnameIn(`${root}/${REPLICAS_DIR}`, `${HOSTNAME}/${n}-*`)],
+      handle: [
+        {
+          handler: 'subroute',
+          routes: [
+            {
+              match: [
+                { vars_regexp: { '{http.matchers.file.relative}': { name: `slipway_replica_${n}`, pattern: `^/[^/]+/${n}-([^/]+)$` } } },
+              ],
+              handle: [{ handler: 'subroute', routes: replicaRoutes(root, n + 1) }],
+              terminal: true,
+            },
+            { handle: [proxy] },
+          ],
+        },
+      ],
+      terminal: true,
+    },
+    { handle: [proxy] },
+  ];
 }
 
 /**
@@ -363,6 +414,21 @@ function reverseProxy(dial: string): Record<string, unknown> {
     transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
     // A request that could not reach the container is retried for a moment (it never got there).
     load_balancing: { try_duration: '5s', try_interval: '100ms' },
+  };
+}
+
+/**
+ * Over a service's replicas, in turn. Caddy runs no health checks on upstreams named by placeholders
+ * (and would share their state between hostnames, the placeholder being the key): a replica leaves
+ * the route when its file goes (before it drains or stops), and a dial that fails (a replica that
+ * died before its file went) is tried again on the next replica within a second.
+ */
+function balancingProxy(dials: string[]): Record<string, unknown> {
+  return {
+    handler: 'reverse_proxy',
+    upstreams: dials.map((dial) => ({ dial })),
+    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+    load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
   };
 }
 

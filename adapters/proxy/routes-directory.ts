@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ALL_HOSTNAMES_DIR, UPSTREAMS_DIR, type RouteFiles } from './caddy-config.js';
+import { ALL_HOSTNAMES_DIR, REPLICAS_DIR, UPSTREAMS_DIR, type RouteFiles } from './caddy-config.js';
 
 /** Which table the directory (and the configuration Caddy was given with it) was last brought to. */
 export interface RoutesStamp {
@@ -72,6 +72,7 @@ export class RoutesDirectory {
     if (!GENERATION.test(digest)) throw new Error(`not a routes generation: ${JSON.stringify(digest)}`);
     const generation = path.join(this.root, digest);
     await mkdir(path.join(generation, UPSTREAMS_DIR), { recursive: true, mode: 0o755 });
+    await mkdir(path.join(generation, REPLICAS_DIR), { recursive: true, mode: 0o755 });
     const wanted = new Map<string, Set<string>>();
     for (const { dir, names } of files) wanted.set(dir, new Set([...(wanted.get(dir) ?? []), ...names]));
     const present = await this.read(generation);
@@ -106,19 +107,22 @@ export class RoutesDirectory {
     return { added, removed };
   }
 
-  /** What a generation holds: directories (`_upstream/<hostname>` ones included) with their entries, and anything else. */
+  /** What a generation holds: directories (`_upstream/<hostname>` and `_replicas/<hostname>` ones included) with their entries, and anything else. */
   private async read(generation: string): Promise<{ dirs: Map<string, Set<string>>; strays: string[] }> {
     const dirs = new Map<string, Set<string>>();
     const strays: string[] = [];
     const list = (dir: string) => readdir(path.join(generation, dir), { withFileTypes: true });
     for (const entry of await list('')) {
       if (!entry.isDirectory()) strays.push(entry.name);
-      else if (entry.name !== UPSTREAMS_DIR) dirs.set(entry.name, new Set(await readdir(path.join(generation, entry.name))));
+      else if (entry.name !== UPSTREAMS_DIR && entry.name !== REPLICAS_DIR)
+        dirs.set(entry.name, new Set(await readdir(path.join(generation, entry.name))));
     }
-    const hostnames = await list(UPSTREAMS_DIR);
-    for (const entry of hostnames) if (!entry.isDirectory()) strays.push(path.join(UPSTREAMS_DIR, entry.name));
-    const subdirs = hostnames.filter((entry) => entry.isDirectory()).map((entry) => path.join(UPSTREAMS_DIR, entry.name));
-    await inParallel(subdirs, async (dir) => void dirs.set(dir, new Set(await readdir(path.join(generation, dir)))));
+    for (const parent of [UPSTREAMS_DIR, REPLICAS_DIR]) {
+      const hostnames = await list(parent);
+      for (const entry of hostnames) if (!entry.isDirectory()) strays.push(path.join(parent, entry.name));
+      const subdirs = hostnames.filter((entry) => entry.isDirectory()).map((entry) => path.join(parent, entry.name));
+      await inParallel(subdirs, async (dir) => void dirs.set(dir, new Set(await readdir(path.join(generation, dir)))));
+    }
     return { dirs, strays };
   }
 

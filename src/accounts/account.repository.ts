@@ -97,7 +97,7 @@ export class AccountRepository extends Repository {
   }
   /** Marks a reset used only if it still was not: two concurrent resets with one token, one wins. */
   async consumeReset(id: string, now: Date): Promise<boolean> {
-    this.written();
+    this.written(PasswordReset);
     const changed = await this.fork().nativeUpdate(PasswordReset, { id, usedAt: null } as never, { usedAt: now } as never);
     return changed === 1;
   }

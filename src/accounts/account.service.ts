@@ -84,8 +84,6 @@ export class AccountService {
       () => this.deps.store.authLimits,
       () => this.deps.clock.now().getTime(),
     );
-    // Made now, so the first sign-in with an unknown email does not also pay for making it.
-    void dummyPasswordHash();
   }
 
   private get store() {

@@ -5,7 +5,11 @@ import type { Access, ApiKeyRecord } from '../domain/types.js';
 import { assertAdministrator, type Actor } from '../domain/access.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { VersionedCache } from '../platform/versioned-cache.js';
+import type { Table } from '../persistence/store.js';
 import type { ApiKeyView } from './account-views.js';
+
+/** The key cache reads the keys alone: a deployment or a project change leaves it be. */
+const KEY_TABLES: readonly Table[] = ['ApiKey'];
 
 const TOKEN_PREFIX = 'slw_';
 /** lastUsedAt is a hint, not an audit log: writing it on every request would cost a write per read. */
@@ -35,7 +39,7 @@ const keyEvent = (key: ApiKeyRecord) => ({ apiKeyId: key.id, name: key.name, acc
 
 export class ApiKeyService {
   /** Keys by token hash, dropped by any write here, and after 2 s for keys revoked by the CLI. */
-  private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.version, 1000, 2000);
+  private readonly keyCache = new VersionedCache<string, ApiKeyRecord>(() => this.deps.store.versionOf(KEY_TABLES), 1000, 2000);
 
   constructor(private readonly deps: ServiceDeps) {}
 
@@ -43,7 +47,7 @@ export class ApiKeyService {
   async authenticate(token: string | undefined): Promise<Actor> {
     if (!token) throw new UnauthorizedError('Missing API key: send Authorization: Bearer <key>');
     const hash = hashToken(token);
-    const version = this.deps.store.version;
+    const version = this.deps.store.versionOf(KEY_TABLES);
     let key = this.keyCache.get(hash);
     if (!key) {
       key = (await this.deps.store.apiKeys.getByHash(hash)) ?? undefined;

@@ -1,4 +1,3 @@
-import QRCode from 'qrcode';
 import type { UserRecord } from '../domain/accounts.js';
 import type { Actor } from '../domain/access.js';
 import { ConflictError, InvalidCredentialsError, ValidationError } from '../domain/errors.js';
@@ -34,7 +33,12 @@ export class TwoFactorService {
       updatedAt: this.deps.clock.now(),
     });
     const uri = otpauthUri(secret, user.email, ISSUER);
-    return { secret, otpauthUri: uri, qrCode: await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M' }), recoveryCodes };
+    return {
+      secret,
+      otpauthUri: uri,
+      qrCode: await (await import('qrcode')).default.toDataURL(uri, { errorCorrectionLevel: 'M' }),
+      recoveryCodes,
+    };
   }
 
   /** Confirms a setup with its first code: from now on, sign-in asks for one. */

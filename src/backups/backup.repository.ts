@@ -69,7 +69,7 @@ export class BackupRepository extends Repository {
   }
   /** The compare-and-set of the job queue: moves the row only if it is still in `from`. */
   async transition(id: string, from: BackupStatus[], patch: Patch<BackupRecord>): Promise<boolean> {
-    this.written();
+    this.written(Backup);
     return (await this.fork().nativeUpdate(Backup, { id, status: { $in: from } }, backupRowPatch(patch) as never)) > 0;
   }
   async listAbortRequested(ids: string[]): Promise<string[]> {
@@ -84,13 +84,13 @@ export class BackupRepository extends Repository {
   }
   /** Moves a backup's drill only if it is still in `from` (the drills' compare-and-set). */
   async transitionDrill(id: string, from: DrillStatus[], drill: NonNullable<BackupRecord['drill']>): Promise<boolean> {
-    this.written();
+    this.written(Backup);
     const patch = backupRowPatch({ drill });
     return (await this.fork().nativeUpdate(Backup, { id, drillStatus: { $in: from } }, patch as never)) > 0;
   }
   /** Queues a drill unless one is queued or running (a backup never drilled, or whose last drill ended). */
   async queueDrill(id: string, drill: NonNullable<BackupRecord['drill']>): Promise<boolean> {
-    this.written();
+    this.written(Backup);
     const patch = backupRowPatch({ drill });
     const where = { id, $or: [{ drillStatus: null }, { drillStatus: { $in: ['passed', 'failed', 'skipped'] } }] };
     return (await this.fork().nativeUpdate(Backup, where as never, patch as never)) > 0;
@@ -139,7 +139,7 @@ export class BackupRepository extends Repository {
     return this.row(BackupSettings, { serviceId });
   }
   async putSettings(settings: BackupSettingsRecord): Promise<void> {
-    this.written();
+    this.written(BackupSettings);
     await this.fork().upsert(BackupSettings, settings as BackupSettingsRow);
   }
 

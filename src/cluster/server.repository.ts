@@ -25,7 +25,7 @@ export class ServerRepository extends Repository {
   }
   /** The compare-and-set of a join: only one exchange of a token wins. */
   async useToken(id: string, hash: string, now: Date): Promise<boolean> {
-    this.written();
+    this.written(Server);
     return (await this.fork().nativeUpdate(Server, { id, joinTokenHash: hash, joinUsedAt: null }, { joinUsedAt: now })) > 0;
   }
   /**
@@ -33,7 +33,7 @@ export class ServerRepository extends Repository {
    * swarm, one records the change (and its event).
    */
   async moveState(id: string, from: ServerState, to: ServerState, now: Date): Promise<boolean> {
-    this.written();
+    this.written(Server);
     return (await this.fork().nativeUpdate(Server, { id, state: from }, { state: to, stateChangedAt: now, updatedAt: now })) > 0;
   }
   /**
@@ -41,7 +41,7 @@ export class ServerRepository extends Repository {
    * spent, the machine never joined): the address is the newest attempt's, which the monitor links.
    */
   async releaseAddress(address: string, keepId: string): Promise<void> {
-    this.written();
+    this.written(Server);
     await this.fork().nativeUpdate(Server, { address, swarmNodeId: null, local: false, id: { $ne: keepId } }, { address: null });
   }
   async remove(id: string): Promise<void> {
@@ -57,7 +57,7 @@ export class ServerRepository extends Repository {
     return this.row(ServicePlacement, { serviceId });
   }
   async place(serviceId: string, serverId: string, now: Date): Promise<void> {
-    this.written();
+    this.written(ServicePlacement);
     await this.fork().upsert(ServicePlacement, { serviceId, serverId, updatedAt: now } as ServicePlacementRow);
   }
   unplace(serviceIds: string[]): Promise<void> {

@@ -5,7 +5,7 @@ import type { ServiceRecord } from '../domain/types.js';
 import type { EnvService } from '../env/env.service.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
-import { VersionedCache } from '../platform/versioned-cache.js';
+import { SERVICE_TABLES, VersionedCache } from '../platform/versioned-cache.js';
 import type { CellValue, DatabaseAdmin, DatabaseEndpoint, Row, TableRef } from './database-admin.port.js';
 import type { QueryResultView, RowsView, TablesView } from './database-views.js';
 
@@ -35,7 +35,7 @@ export class DatabaseAdminService {
    * hand answers `not_running` from the adapter meanwhile).
    */
   private readonly endpoints = new VersionedCache<string, { admin: DatabaseAdmin; db: DatabaseEndpoint; projectId: string }>(
-    () => this.deps.store.version,
+    () => this.deps.store.versionOf(SERVICE_TABLES),
     1000,
     2_000,
   );
@@ -136,7 +136,7 @@ export class DatabaseAdminService {
 
   private async open(actor: Actor, serviceId: string, access: 'read' | 'write'): Promise<{ admin: DatabaseAdmin; db: DatabaseEndpoint }> {
     if (access === 'write') assertWrite(actor);
-    const version = this.deps.store.version;
+    const version = this.deps.store.versionOf(SERVICE_TABLES);
     const cached = this.endpoints.get(serviceId);
     if (cached) {
       // The same 404 as serviceFor for a key that may not see the project.

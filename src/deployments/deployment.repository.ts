@@ -38,7 +38,7 @@ export class DeploymentRepository extends Repository {
    * and the runner from both winning. Returns whether this call made the move.
    */
   async transition(id: string, from: DeploymentRecord['status'][], patch: Patch<DeploymentRecord>): Promise<boolean> {
-    this.written();
+    this.written(Deployment);
     const changed = await this.fork().nativeUpdate(Deployment, { id, status: { $in: from } }, patch as never);
     return changed > 0;
   }

@@ -3,9 +3,10 @@ import { ConflictError, ImageGoneError, ValidationError } from '../domain/errors
 import { newId } from '../domain/ids.js';
 import type { DeploymentLogRecord, DeploymentRecord, DeploymentTrigger, LogStream, ServiceRecord } from '../domain/types.js';
 import type { DeploymentOrigin } from '../domain/deploy-triggers.js';
+import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+import type { Store, Table } from '../persistence/store.js';
 import { serviceRefOf } from '../domain/events.js';
-import type { Store } from '../persistence/store.js';
-import { assertWrite, type Actor } from '../domain/access.js';
 import { followJobLog, type JobStreamEvent } from '../jobs/job-log-stream.js';
 import type { JobOutcome, JobQueue } from '../jobs/job-queue.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -25,7 +26,14 @@ export type AbortListener = (deploymentId: string) => void;
  * and row writes the runner makes (it calls these; this class knows no runner, only the listeners
  * it was given).
  */
+/** A service's deployment list reads the service (for its project) and the deployments. */
+const LIST_TABLES: readonly Table[] = ['Service', 'Deployment'];
+
 export class DeploymentService implements JobQueue<DeploymentRecord>, DeploymentRecorder {
+  /** Deployment lists by service, read again after any write to a service or a deployment. */
+  private readonly listCache = new VersionedCache<string, { projectId: string; deployments: DeploymentView[] }>(() =>
+    this.deps.store.versionOf(LIST_TABLES),
+  );
   private readonly abortListeners = new Set<AbortListener>();
   private readonly createdListeners = new Set<() => void>();
   /** Deployments this process runs: their lines come through the in-process bus. */
@@ -192,8 +200,17 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   }
 
   async list(actor: Actor, serviceId: string): Promise<DeploymentView[]> {
+    const cached = this.listCache.get(serviceId);
+    if (cached) {
+      // The same 404 as serviceFor for a key that may not see the project.
+      assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
+      return cached.deployments;
+    }
+    const version = this.deps.store.versionOf(LIST_TABLES);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    return (await this.deps.store.deployments.list(service.id)).map(presentDeployment);
+    const deployments = (await this.deps.store.deployments.list(service.id)).map(presentDeployment);
+    this.listCache.set(service.id, { projectId: service.projectId, deployments }, version);
+    return deployments;
   }
 
   async get(actor: Actor, deploymentId: string): Promise<DeploymentView> {

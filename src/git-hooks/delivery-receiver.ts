@@ -1,3 +1,4 @@
+import type { AuditService } from '../audit/audit.service.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { DeliveryAnswer } from './git-hook-views.js';
@@ -45,6 +46,8 @@ export class DeliveryReceiver {
     private readonly pushes: PushDeployer,
     private readonly poller: TriggerPoller,
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
+    /** The audit log: every delivery is a write through the git-webhook door, the refused ones included. */
+    private readonly audit?: Pick<AuditService, 'record'>,
   ) {}
 
   /** The public door's body limit, read at each delivery (the configuration is live). */
@@ -57,7 +60,23 @@ export class DeliveryReceiver {
     this.pullRequests = handler;
   }
 
-  async receive(projectId: string, request: HookRequest): Promise<DeliveryResponse> {
+  /**
+   * One delivery, acted on and recorded in the audit log (door `git-webhook`, operation
+   * `hooks.<provider>`, the deployments and previews it made as targets; the caller is anonymous:
+   * the signature, not a credential, vouches for it). `clientAddress` is the sender's.
+   */
+  async receive(projectId: string, request: HookRequest, clientAddress: string | null = null): Promise<DeliveryResponse> {
+    const provider = this.providers.find((p) => p.recognizes(request))?.id ?? 'unknown';
+    let response: DeliveryResponse | null = null;
+    try {
+      response = await this.handle(projectId, request);
+      return response;
+    } finally {
+      await this.audited(projectId, provider, response, clientAddress);
+    }
+  }
+
+  private async handle(projectId: string, request: HookRequest): Promise<DeliveryResponse> {
     const project = await this.deps.store.projects.get(projectId);
     if (!project) return { status: 404, error: { code: 'not_found', message: `Project ${JSON.stringify(projectId)} was not found` } };
     const provider = this.providers.find((p) => p.recognizes(request)) ?? null;
@@ -140,7 +159,39 @@ export class DeliveryReceiver {
   }
 
   /** A body over the limit, refused before it was read (413): recorded with what the headers say. */
-  async refuseTooLarge(projectId: string, request: Omit<HookRequest, 'body'>, limitBytes: number): Promise<DeliveryResponse> {
+  async refuseTooLarge(
+    projectId: string,
+    request: Omit<HookRequest, 'body'>,
+    limitBytes: number,
+    clientAddress: string | null = null,
+  ): Promise<DeliveryResponse> {
+    const withoutBody: HookRequest = { ...request, body: Buffer.alloc(0) };
+    const provider = this.providers.find((p) => p.recognizes(withoutBody))?.id ?? 'unknown';
+    const response = await this.refuseTooLargeUnaudited(projectId, request, limitBytes);
+    await this.audited(projectId, provider, response, clientAddress);
+    return response;
+  }
+
+  /** The audit record of one delivery: null when handling it threw (the caller got a 500). */
+  private async audited(projectId: string, provider: string, response: DeliveryResponse | null, clientAddress: string | null) {
+    if (!this.audit) return;
+    const found = response && !('error' in response && response.error.code === 'not_found');
+    await this.audit.record({
+      who: null,
+      operation: `hooks.${provider}`,
+      door: 'git-webhook',
+      targetIds: [projectId, ...(response && 'body' in response ? [...response.body.deploymentIds, ...response.body.previewIds] : [])],
+      projectId: found ? projectId : null,
+      clientAddress,
+      outcome: !response ? 'internal_error' : 'error' in response ? response.error.code : 'success',
+    });
+  }
+
+  private async refuseTooLargeUnaudited(
+    projectId: string,
+    request: Omit<HookRequest, 'body'>,
+    limitBytes: number,
+  ): Promise<DeliveryResponse> {
     const project = await this.deps.store.projects.get(projectId);
     const message = `The body is over the ${limitBytes}-byte limit of a delivery`;
     if (!project) return { status: 404, error: { code: 'not_found', message: `Project ${JSON.stringify(projectId)} was not found` } };

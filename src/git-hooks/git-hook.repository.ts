@@ -19,7 +19,7 @@ export class GitHookRepository extends Repository {
   }
   /** Creates the project's webhook, or replaces its secret (a rotation). */
   async putWebhook(webhook: ProjectWebhookRecord): Promise<void> {
-    this.written();
+    this.written(ProjectWebhook);
     await this.fork().upsert(ProjectWebhook, webhook);
   }
   async deleteWebhook(projectId: string): Promise<void> {
@@ -74,7 +74,7 @@ export class GitHookRepository extends Repository {
     return this.rows(ServicePoll, {});
   }
   async putPoll(poll: ServicePollRecord): Promise<void> {
-    this.written();
+    this.written(ServicePoll);
     await this.fork().upsert(ServicePoll, poll);
   }
   async deletePolls(serviceIds: string[]): Promise<void> {

@@ -20,7 +20,7 @@ export class DatabaseImportRepository extends Repository {
   }
   /** Moves an import only while it is still running: returns whether this call ended it. */
   async finish(id: string, patch: Patch<DatabaseImportRecord>): Promise<boolean> {
-    this.written();
+    this.written(DatabaseImport);
     return (await this.fork().nativeUpdate(DatabaseImport, { id, status: 'running' }, patch as never)) > 0;
   }
   update(id: string, patch: Patch<DatabaseImportRecord>): Promise<void> {

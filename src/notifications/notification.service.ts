@@ -57,6 +57,33 @@ export function maskConfig(type: ChannelType, config: ChannelConfig): ChannelCon
   return masked;
 }
 
+/**
+ * An error message with the channel's secrets taken out: each secret field's value, and for a URL its
+ * credentials, path and query (webhook URLs hold their token there), wherever a receiver or a library
+ * echoed them. The senders already name targets by origin only; this is the second lock.
+ */
+export function redactError(error: string | null, type: ChannelType, config: ChannelConfig): string | null {
+  if (!error) return error;
+  const secrets = new Set<string>();
+  for (const field of secretFields[type]) {
+    const value = config[field];
+    if (typeof value !== 'string' || value.length === 0) continue;
+    secrets.add(value);
+    if (!urlFields[type].includes(field)) continue;
+    try {
+      const url = new URL(value);
+      for (const part of [url.username, url.password, url.pathname, url.search, decodeURIComponent(url.pathname)])
+        if (part.length >= 4 && part !== '/') secrets.add(part);
+    } catch {
+      // Not a URL: its whole value is taken out above.
+    }
+  }
+  let text = error;
+  // Longest first, so a URL goes before its own path.
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) text = text.split(secret).join('********');
+  return text;
+}
+
 export function presentAttempt(attempt: AttemptRecord) {
   return {
     attempt: attempt.attempt,
@@ -260,13 +287,37 @@ export class NotificationService {
     };
   }
 
-  /** For health and overview answers: the channels whose last attempts all failed. A failure is never silent. */
+  /** For the health answer: the channels whose last attempts all failed. A failure is never silent. */
   async health(): Promise<NotificationsHealthView> {
-    const channels = await this.store.listChannels();
+    return this.healthOf(await this.store.listChannels());
+  }
+
+  /**
+   * For a service's overview: the channels its project's events go to (its rules and the install's),
+   * the failing ones with their last error, secrets taken out. Readers of the project see them: a
+   * silent alert is the failure this answer exists to show.
+   */
+  async healthForProject(projectId: string): Promise<NotificationsHealthView> {
+    const routed = new Set((await this.store.listRules([projectId])).flatMap((rule) => rule.channelIds));
+    if (routed.size === 0) return { status: 'ok', channels: 0, failing: [] };
+    return this.healthOf((await this.store.listChannels()).filter((channel) => routed.has(channel.id)));
+  }
+
+  private healthOf(channels: ChannelRecord[]): NotificationsHealthView {
     const failing = channels
       .filter((c) => c.consecutiveFailures >= FAILING_AFTER)
-      .map((c) => ({ id: c.id, name: c.name, type: c.type, lastError: c.lastError }));
+      .map((c) => ({ id: c.id, name: c.name, type: c.type, lastError: this.lastErrorOf(c) }));
     return { status: failing.length > 0 ? 'failing' : 'ok', channels: channels.length, failing };
+  }
+
+  private lastErrorOf(channel: ChannelRecord, error = channel.lastError): string | null {
+    if (!error) return error;
+    try {
+      return redactError(error, channel.type, this.sender.configOf(channel));
+    } catch {
+      // A config that no longer decrypts (another SECRET_KEY): nothing of it can be in the answer but the error's own words.
+      return error;
+    }
   }
 
   private async channel(id: string): Promise<ChannelRecord> {
@@ -284,7 +335,7 @@ export class NotificationService {
       state: channel.consecutiveFailures >= FAILING_AFTER ? 'failing' : 'ok',
       consecutiveFailures: channel.consecutiveFailures,
       lastAttemptAt: iso(channel.lastAttemptAt),
-      lastError: channel.lastError,
+      lastError: this.lastErrorOf(channel),
       createdAt: channel.createdAt.toISOString(),
       updatedAt: channel.updatedAt.toISOString(),
     };

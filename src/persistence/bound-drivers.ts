@@ -1,6 +1,4 @@
 import type { Configuration, Platform, Transaction } from '@mikro-orm/core';
-import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { SqliteConnection, SqliteDriver } from '@mikro-orm/sqlite';
 import { CompiledQuery } from 'kysely';
 
 /*
@@ -79,7 +77,7 @@ function splitAbort(loggerContext: Record<string, unknown> | undefined): { abort
   return { abort: { signal, inflightQueryAbortStrategy }, rest };
 }
 
-function boundExecute(placeholder: (n: number) => string) {
+export function boundExecute(placeholder: (n: number) => string) {
   return async function execute(
     this: ConnectionInternals,
     query: unknown,
@@ -105,37 +103,11 @@ function boundExecute(placeholder: (n: number) => string) {
   };
 }
 
-class BoundSqliteConnection extends SqliteConnection {}
-Object.defineProperty(BoundSqliteConnection.prototype, 'execute', { value: boundExecute(() => '?'), writable: true, configurable: true });
-
-class BoundPostgreSqlConnection extends PostgreSqlConnection {}
-Object.defineProperty(BoundPostgreSqlConnection.prototype, 'execute', {
-  value: boundExecute((n) => `$${n}`),
-  writable: true,
-  configurable: true,
-});
-
 type DriverInternals = { connection: unknown; replicas: unknown[]; config: Configuration };
 
 /** Swaps the driver's connection for the binding one (no replicas are configured). */
-function useConnection(driver: object, Connection: new (config: Configuration) => unknown): void {
+export function useConnection(driver: object, Connection: new (config: Configuration) => unknown): void {
   const self = driver as DriverInternals;
   self.connection = new Connection(self.config);
   self.replicas = [];
-}
-
-/** SqliteDriver with every string bound. */
-export class BoundSqliteDriver extends SqliteDriver {
-  constructor(config: Configuration) {
-    super(config);
-    useConnection(this, BoundSqliteConnection);
-  }
-}
-
-/** PostgreSqlDriver with every string bound. */
-export class BoundPostgreSqlDriver extends PostgreSqlDriver {
-  constructor(config: Configuration) {
-    super(config);
-    useConnection(this, BoundPostgreSqlConnection);
-  }
 }

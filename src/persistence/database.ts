@@ -5,11 +5,9 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager as SqlEntityManager } from '@mikro-orm/sql';
 // @mikro-orm/sqlite runs on better-sqlite3 13 (Node-API, prebuilt in the package): the
 // ObjectWrap-based 11.x that @mikro-orm/better-sqlite pinned aborts on Node 24 and does not build on 26.
-// Its drivers, with values bound rather than written into the SQL text (see bound-drivers.ts).
-import { BoundPostgreSqlDriver, BoundSqliteDriver } from './bound-drivers.js';
+// Its drivers, with values bound rather than written into the SQL text (see bound-drivers.ts), load with
+// the database they speak to: an install on SQLite never loads pg, one on PostgreSQL never better-sqlite3.
 import { ALL_ENTITIES } from './entities.js';
-import { postgresqlMigrations } from './migrations/postgresql/index.js';
-import { sqliteMigrations } from './migrations/sqlite/index.js';
 import { Store } from './store.js';
 
 export interface DatabaseConfig {
@@ -25,7 +23,7 @@ export function isPostgresUrl(url: string | undefined): url is string {
 }
 
 /** MikroORM options for a configuration; also what `mikro-orm.config.ts` exports for the CLI. */
-export function ormOptions(config: DatabaseConfig): Partial<Options> {
+export async function ormOptions(config: DatabaseConfig): Promise<Partial<Options>> {
   const common = {
     entities: ALL_ENTITIES,
     debug: config.debug ?? false,
@@ -35,6 +33,10 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
     forceUtcTimezone: true,
   } satisfies Partial<Options>;
   if (isPostgresUrl(config.databaseUrl)) {
+    const [{ BoundPostgreSqlDriver }, { postgresqlMigrations }] = await Promise.all([
+      import('./bound-postgresql.driver.js'),
+      import('./migrations/postgresql/index.js'),
+    ]);
     return {
       ...common,
       driver: BoundPostgreSqlDriver,
@@ -51,6 +53,10 @@ export function ormOptions(config: DatabaseConfig): Partial<Options> {
   }
   const dbName = config.dataDir === ':memory:' ? ':memory:' : path.join(config.dataDir, 'slipway.db');
   if (dbName !== ':memory:') mkdirSync(config.dataDir, { recursive: true });
+  const [{ BoundSqliteDriver }, { sqliteMigrations }] = await Promise.all([
+    import('./bound-sqlite.driver.js'),
+    import('./migrations/sqlite/index.js'),
+  ]);
   return {
     ...common,
     driver: BoundSqliteDriver,
@@ -76,7 +82,7 @@ export interface Database {
 
 /** Opens the database and brings its schema up to date with the committed migrations. */
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
-  const orm = await MikroORM.init(ormOptions(config));
+  const orm = await MikroORM.init(await ormOptions(config));
   let fresh = false;
   try {
     if (!isPostgresUrl(config.databaseUrl)) {

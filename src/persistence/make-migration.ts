@@ -8,7 +8,7 @@ import { MikroORM } from '@mikro-orm/core';
 import { ormOptions } from './database.js';
 
 async function make(databaseUrl: string | undefined, path: string): Promise<void> {
-  const options = ormOptions({ databaseUrl, dataDir: ':memory:' });
+  const options = await ormOptions({ databaseUrl, dataDir: ':memory:' });
   const orm = await MikroORM.init({ ...options, migrations: { ...options.migrations, path, emit: 'ts', snapshot: false } });
   try {
     if (databaseUrl) await orm.schema.drop({ dropMigrationsTable: true });

@@ -7,13 +7,50 @@ export type Patch<T> = Partial<Omit<T, 'id'>>;
 export type Where<T> = FilterQuery<T>;
 
 /**
+ * Counts writes per table, so that a cache is dropped by a write to what it was read from and by no
+ * other: one global counter emptied every cache (API keys, database endpoints, the project list,
+ * overviews) on any write anywhere, a key's last-use stamp included. A version over some tables is
+ * the sum of their counters: counters only grow, so it changes exactly when one of them is written.
+ */
+export class WriteCounter {
+  /** Every write, whatever the table. */
+  count = 0;
+  private readonly tables = new Map<string, number>();
+
+  constructor(private readonly parent?: WriteCounter) {}
+
+  bump(table: string): void {
+    this.count++;
+    this.tables.set(table, (this.tables.get(table) ?? 0) + 1);
+    this.parent?.bump(table);
+  }
+
+  /** The version of these tables. */
+  of(tables: readonly string[]): number {
+    let version = 0;
+    for (const table of tables) version += this.tables.get(table) ?? 0;
+    return version;
+  }
+
+  /** The tables written through this counter (a transaction's, made with `new WriteCounter(parent)`). */
+  written(): string[] {
+    return [...this.tables.keys()];
+  }
+}
+
+/** A table's name, as caches name what they read: the entity's class name (`Service`, `Deployment`...). */
+export function tableOf(entity: object | string): string {
+  return typeof entity === 'string' ? entity : (entity as { name: string }).name;
+}
+
+/**
  * What the repositories of one store share: the entity manager (the transaction's inside one), whether
- * that is a transaction, and the write counter the store's version reads.
+ * that is a transaction, and the write counter the store's versions read.
  */
 export interface Session {
   readonly em: EntityManager;
   readonly inTransaction: boolean;
-  readonly writes: { count: number };
+  readonly writes: WriteCounter;
 }
 
 /**
@@ -24,8 +61,8 @@ export interface Session {
 export abstract class Repository {
   constructor(protected readonly session: Session) {}
 
-  protected written(): void {
-    this.session.writes.count++;
+  protected written(entity: object): void {
+    this.session.writes.bump(tableOf(entity));
   }
 
   /** Outside a transaction, a fresh fork per call; inside, the transaction's own manager (SQLite has one connection). */
@@ -58,7 +95,7 @@ export abstract class Repository {
 
   protected async insertRow<T extends object>(entity: EntityName<T>, data: T, what: string): Promise<T> {
     try {
-      this.written();
+      this.written(entity);
       await this.fork().insert(entity, data);
       return data;
     } catch (error) {
@@ -69,7 +106,7 @@ export abstract class Repository {
   protected async updateRow<T extends object>(entity: EntityName<T>, id: string, patch: Patch<NoInfer<T>>, what: string): Promise<void> {
     if (Object.keys(patch).length === 0) return;
     try {
-      this.written();
+      this.written(entity);
       await this.fork().nativeUpdate(entity, { id } as never, patch as never);
     } catch (error) {
       throw uniqueToConflict(error, what);
@@ -77,7 +114,7 @@ export abstract class Repository {
   }
 
   protected async deleteRows<T extends object>(entity: EntityName<T>, where: FilterQuery<T>): Promise<void> {
-    this.written();
+    this.written(entity);
     await this.fork().nativeDelete(entity, where as never);
   }
 }

@@ -20,7 +20,11 @@ import { EventRepository } from '../events/event.repository.js';
 import { NotificationRepository } from '../notifications/notification.repository.js';
 import { AuditRepository } from '../audit/audit.repository.js';
 import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
-import type { Session } from './repository.js';
+import type * as Entities from './entities.js';
+import { type Session, WriteCounter } from './repository.js';
+
+/** A table, by its entity's name: what a cache says it reads from (see Store.versionOf). */
+export type Table = Exclude<keyof typeof Entities, 'ALL_ENTITIES'>;
 
 /**
  * The repositories the use cases read and write through, one per capability, all on one session:
@@ -53,7 +57,7 @@ export class Store {
   /** Inside a transaction: what runs once it committed (never after a rollback). */
   private readonly committed: Array<() => void> | null;
 
-  constructor(em: EntityManager, inTransaction = false, writes: { count: number } = { count: 0 }) {
+  constructor(em: EntityManager, inTransaction = false, writes: WriteCounter = new WriteCounter()) {
     this.session = { em, inTransaction, writes };
     this.committed = inTransaction ? [] : null;
     this.projects = new ProjectRepository(this.session);
@@ -93,19 +97,30 @@ export class Store {
     return this.session.writes.count;
   }
 
+  /**
+   * The version of some tables (entity names: `Service`, `Deployment`, `ApiKey`...): changes with every
+   * write to one of them, and only then. What a cache reads from, it names here.
+   */
+  versionOf(tables: readonly Table[]): number {
+    return this.session.writes.of(tables);
+  }
+
   /** Runs `fn` in one database transaction; a throw rolls everything back. */
   async transaction<T>(fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.session.inTransaction) return fn(this);
+    const writes = new WriteCounter(this.session.writes);
     let inner: Store | undefined;
     try {
       const result = await this.session.em.fork({ clear: true }).transactional((em) => {
-        inner = new Store(em, true, this.session.writes);
+        inner = new Store(em, true, writes);
         return fn(inner);
       });
       for (const committed of inner?.committed ?? []) queueMicrotask(committed);
       return result;
     } finally {
-      this.session.writes.count++;
+      // Reads made meanwhile may have seen rows the transaction wrote (or then rolled back): once
+      // more for each table it wrote, so nothing cached during it outlives it.
+      for (const table of writes.written()) this.session.writes.bump(table);
     }
   }
 

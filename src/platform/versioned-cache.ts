@@ -1,6 +1,24 @@
+import type { Table } from '../persistence/store.js';
+
+/**
+ * What the caches read from, by table (see Store.versionOf): a cache is dropped by writes to these and
+ * by no other. The catalog: projects, their environments, services with their sources, domains, settings.
+ */
+export const CATALOG_TABLES: readonly Table[] = [
+  'Project',
+  'Environment',
+  'Service',
+  'ServiceDatabase',
+  'ServiceStorage',
+  'Domain',
+  'Setting',
+];
+/** A service's overview and where its database answers: the catalog, its variables and its deployments. */
+export const SERVICE_TABLES: readonly Table[] = [...CATALOG_TABLES, 'EnvVar', 'Deployment'];
+
 /**
  * A read cache that is right by construction: an entry is served only while the store's write
- * version is the one it was read at. Callers take the version before they read.
+ * version (of the tables it reads from) is the one it was read at. Callers take the version before they read.
  */
 export class VersionedCache<K, V> {
   private readonly entries = new Map<K, { version: number; value: V; at: number }>();

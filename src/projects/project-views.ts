@@ -86,6 +86,13 @@ export const projectView = z
   .meta({ id: 'Project' });
 export type ProjectView = z.infer<typeof projectView>;
 
+/** A page of GET /api/projects: nextCursor is null on the last page. */
+export const projectPage = z.object({
+  projects: z.array(projectView),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+});
+export type ProjectPage = z.infer<typeof projectPage>;
+
 export const suggestionView = z.object({ key: z.string(), value: z.string().optional(), label: z.string() }).meta({ id: 'Suggestion' });
 export type SuggestionView = z.infer<typeof suggestionView>;
 

@@ -7,6 +7,7 @@ import {
   nullableLine,
   nullableText,
   port,
+  queryInt,
   runtimeMode,
   buildMethod,
   strictBoolean,
@@ -22,6 +23,17 @@ import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
 
 export const projectInput = z.strictObject({ name: line(100).min(1), description: text(10_000).optional() });
 export type ProjectInput = z.output<typeof projectInput>;
+
+/** GET /api/projects pages: this many projects unless `limit` says otherwise, never more than the maximum. */
+export const PROJECT_PAGE_DEFAULT = 100;
+export const PROJECT_PAGE_MAX = 500;
+export const projectPageInput = z.strictObject({
+  limit: queryInt(1, PROJECT_PAGE_MAX)
+    .optional()
+    .meta({ description: `Projects per page: 1-${PROJECT_PAGE_MAX}, default ${PROJECT_PAGE_DEFAULT}` }),
+  cursor: line(200).optional().meta({ description: "Where the page starts: the previous page's nextCursor; omitted for the first page" }),
+});
+export type ProjectPageInput = z.output<typeof projectPageInput>;
 
 /** Renaming keeps the slug. */
 export const projectPatchInput = projectInput.partial();

@@ -82,7 +82,7 @@ export class ProjectRepository extends Repository {
   /** A database service's own settings (engine excepted: a service keeps its source for life). */
   async updateDatabaseSource(serviceId: string, patch: Partial<Omit<DatabaseSource, 'kind' | 'engine'>>): Promise<void> {
     if (Object.keys(patch).length === 0) return;
-    this.written();
+    this.written(ServiceDatabase);
     await this.fork().nativeUpdate(ServiceDatabase, { serviceId }, patch);
   }
   /** The service rows alone: their variables, domains and deployments go first, through ServiceRemoval. */

@@ -7,34 +7,58 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
 import { groupBy } from '../platform/group-by.js';
 import { cleanName } from '../domain/validation.js';
-import { VersionedCache } from '../platform/versioned-cache.js';
+import { CATALOG_TABLES, VersionedCache } from '../platform/versioned-cache.js';
 import { presentProject, presentService } from './project-views.js';
 import type { ServiceRemoval } from './service-removal.js';
-import type { ProjectInput, ProjectPatchInput } from './project.inputs.js';
-import type { ProjectView } from './project-views.js';
+import { PROJECT_PAGE_DEFAULT, type ProjectInput, type ProjectPageInput, type ProjectPatchInput } from './project.inputs.js';
+import type { ProjectPage, ProjectView } from './project-views.js';
 import type { ProxyResultView } from '../routing/routing-views.js';
-import { NotFoundError } from '../domain/errors.js';
+import { NotFoundError, ValidationError } from '../domain/errors.js';
 import { FIRST_ENVIRONMENT_NAME } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 
 export class ProjectService {
-  private readonly listCache = new VersionedCache<'all', ProjectView[]>(() => this.deps.store.version, 1);
+  /** Every project's view with where it sorts (creation time, then id), read once per version of the catalog. */
+  private readonly listCache = new VersionedCache<'all', ListedProject[]>(() => this.deps.store.versionOf(CATALOG_TABLES), 1);
 
   constructor(
     private readonly deps: ServiceDeps,
     private readonly removal: ServiceRemoval,
   ) {}
 
-  /** The whole list is read once per store version; a scoped key gets its part of it. */
+  /** Every project the key may see, oldest first (the MCP tools and the use cases). */
   async list(actor: Actor): Promise<ProjectView[]> {
-    const version = this.deps.store.version;
+    return (await this.listed(actor)).map((p) => p.view);
+  }
+
+  /**
+   * One page of the projects the key may see, oldest first: `limit` of them (PROJECT_PAGE_DEFAULT unless
+   * given) after `cursor`, and the cursor of the next page, null on the last. A cursor names the place
+   * after a project (its creation time and id), not an index: projects made or deleted between two
+   * pages neither repeat nor skip one.
+   */
+  async page(actor: Actor, input: ProjectPageInput = {}): Promise<ProjectPage> {
+    const limit = input.limit ?? PROJECT_PAGE_DEFAULT;
+    const after = input.cursor === undefined ? null : decodeCursor(input.cursor);
+    const listed = await this.listed(actor);
+    const start = after === null ? 0 : listed.findIndex((p) => compareKeys(p.key, after) > 0);
+    const slice = start < 0 ? [] : listed.slice(start, start + limit);
+    const more = start >= 0 && start + limit < listed.length;
+    return { projects: slice.map((p) => p.view), nextCursor: more ? encodeCursor(slice.at(-1)!.key) : null };
+  }
+
+  /** The whole list is read once per catalog version; a scoped key gets its part of it. */
+  private async listed(actor: Actor): Promise<ListedProject[]> {
+    const version = this.deps.store.versionOf(CATALOG_TABLES);
     let all = this.listCache.get('all');
     if (!all) {
-      all = await this.present(await this.deps.store.projects.list(null), true);
+      const records = await this.deps.store.projects.list(null);
+      const views = await this.present(records, true);
+      all = records.map((record, i) => ({ key: [record.createdAt.getTime(), record.id] as const, view: views[i]! }));
       this.listCache.set('all', all, version);
     }
     const visible = actor.projectIds;
-    return visible ? all.filter((project) => visible.includes(project.id)) : all;
+    return visible ? all.filter((project) => visible.includes(project.view.id)) : all;
   }
 
   /** By slug, or by id (the general API's `GET /api/projects/:id`): slugs and ids never look alike. */
@@ -134,4 +158,30 @@ export class ProjectService {
       ),
     );
   }
+}
+
+type SortKey = readonly [number, string];
+interface ListedProject {
+  key: SortKey;
+  view: ProjectView;
+}
+
+function compareKeys(a: SortKey, b: SortKey): number {
+  return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+}
+
+/** Opaque to callers: base64url of `<creation ms>.<id>`. */
+function encodeCursor(key: SortKey): string {
+  return Buffer.from(`${key[0]}.${key[1]}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): SortKey {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const dot = text.indexOf('.');
+  const ms = Number(text.slice(0, dot));
+  const id = text.slice(dot + 1);
+  if (dot < 1 || !Number.isSafeInteger(ms) || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) {
+    throw new ValidationError('cursor', 'cursor is not one this API gave: pass nextCursor from the previous page');
+  }
+  return [ms, id];
 }

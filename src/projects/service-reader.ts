@@ -4,7 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 import { groupBy } from '../platform/group-by.js';
-import { VersionedCache } from '../platform/versioned-cache.js';
+import { SERVICE_TABLES, VersionedCache } from '../platform/versioned-cache.js';
 import type { EnvService } from '../env/env.service.js';
 import type { EnvVarView } from '../env/env-views.js';
 import { presentDomain, type DomainView } from '../routing/routing-views.js';
@@ -26,8 +26,8 @@ const OVERVIEW_DEPLOYMENTS = 50;
 
 /** Services as the API shows them: one, a list (two queries whatever their number), and a service's overview. */
 export class ServiceReader {
-  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(
-    () => this.deps.store.version,
+  private readonly overviewCache = new VersionedCache<string, { projectId: string; overview: ServiceOverview }>(() =>
+    this.deps.store.versionOf(SERVICE_TABLES),
   );
 
   constructor(
@@ -41,7 +41,7 @@ export class ServiceReader {
       assertProjectVisible(actor, cached.projectId, 'Service', serviceId);
       return cached.overview;
     }
-    const version = this.deps.store.version;
+    const version = this.deps.store.versionOf(SERVICE_TABLES);
     const service = await serviceFor(this.deps.store, actor, serviceId);
     const [scope, domains, deployments, env, live, polls] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),

@@ -13,7 +13,15 @@ export interface RouteTarget {
    * connection error.
    */
   upstream: string | null;
+  /**
+   * The upstreams of the service's other replicas, when it runs several (`upstream` is the first's):
+   * the proxy balances each request over all of them. At most MAX_ROUTE_UPSTREAMS - 1.
+   */
+  replicaUpstreams?: string[];
 }
+
+/** The most upstreams one hostname is balanced over (its replicas): what the proxy's configuration is built for. */
+export const MAX_ROUTE_UPSTREAMS = 32;
 
 /** The whole routing table, as one value: the proxy never gets a partial update. */
 export interface RoutingTable {

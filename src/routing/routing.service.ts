@@ -5,6 +5,7 @@ import type { ProxyResult, ReverseProxy, RouteTarget, RoutingTable } from './rev
 import type { ServiceDeps } from '../platform/deps.js';
 import { generatedHostname } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
+import { CATALOG_TABLES } from '../platform/versioned-cache.js';
 
 const NOT_READY: ProxyResult = {
   ok: false,
@@ -76,7 +77,7 @@ export class RoutingService {
   }
 
   async table(): Promise<RoutingTable> {
-    const key = `${this.deps.store.version}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
+    const key = `${this.deps.store.versionOf(CATALOG_TABLES)}|${this.upstreamVersion}|${this.deps.config.rootDomain ?? ''}`;
     if (this.cached?.key === key) return this.cached.table;
     const [domains, services, scopes] = await Promise.all([
       this.deps.store.domains.list(null),

@@ -7,7 +7,7 @@ export class SettingsRepository extends Repository {
     return (await this.row(Setting, { key }))?.value ?? null;
   }
   async put(key: string, value: string, now: Date): Promise<void> {
-    this.written();
+    this.written(Setting);
     await this.fork().upsert(Setting, { key, value, updatedAt: now } as SettingRow);
   }
   delete(key: string): Promise<void> {

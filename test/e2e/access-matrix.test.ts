@@ -2318,6 +2318,8 @@ describe('the audit log of the matrix', () => {
   it('holds a record of every operation above: each write a success, each refused one its code', async () => {
     const missing: string[] = [];
     for (const row of rows) {
+      // A public read (the join script) refuses no one, and successful reads are not recorded: nothing to find.
+      if (row.method === 'GET' && row.access === 'public') continue;
       const operation = OPERATION_OF.get(`${row.method} ${row.template}`);
       expect(operation, `${row.method} ${row.template}`).toBeTypeOf('string');
       const res = await admin('GET', `/api/audit?operation=${encodeURIComponent(operation!)}&limit=200`);

@@ -3,6 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +35,9 @@ const POLL = { timeout: 20_000, interval: 100 };
 let server: ServerProcess;
 let caddy: CaddyProcess;
 let git: Awaited<ReturnType<typeof startGitServer>>;
+/** A notification channel's webhook target: what it received, by event type. */
+let receiver: Server;
+const received: string[] = [];
 let context: BrowserContext;
 let page: Page;
 let profile = '';
@@ -60,8 +65,19 @@ beforeAll(async () => {
   caddy = await startCaddy();
   git = await startGitServer();
   repoUrl = (await git.addRepo(`acme/shop-${SUFFIX}`, APP)).cloneUrl;
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   server = await startServerProcess({
     ...caddy.platformEnv,
+    // The channel's receiver is this test, on loopback.
+    NOTIFY_ALLOW_PRIVATE_TARGETS: 'true',
     BUILD_CONCURRENCY: '2',
     HEALTH_TIMEOUT_MS: '120000',
     STOP_GRACE_SECONDS: '1',
@@ -103,6 +119,7 @@ afterAll(async () => {
   await server?.dispose();
   await caddy?.stop();
   await git?.close();
+  await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
 });
 
 /** axe-core on the screen as it is now: serious and critical violations fail the test; the screenshot goes to SHOTS. */
@@ -322,11 +339,21 @@ describe('the dashboard, step by step', () => {
     await tab('Settings');
     await page.getByRole('heading', { name: 'Build and run' }).waitFor();
     await check('service-settings');
+    // Replicas and resources: the API's refusal beside the field it names, then a valid save.
+    const memory = page.getByLabel('Memory limit (MB)');
+    await memory.fill('3');
+    await page.getByRole('button', { name: 'Save scale' }).click();
+    await expect.poll(() => memory.getAttribute('aria-invalid'), POLL).toBe('true');
+    await check('service-settings-scale-error');
+    await memory.fill('');
+    await page.getByRole('button', { name: 'Save scale' }).click();
+    await page.getByText('Saved. Deploy to apply.').waitFor();
+    expect(await memory.getAttribute('aria-invalid')).toBeNull();
   }, 60_000);
 
   it('7. creates a PostgreSQL database, browses a table, edits a row, runs a query', async () => {
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
-    await page.getByRole('link', { name: 'Shop' }).click();
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
     await page.getByRole('button', { name: 'Create service' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel('Database').check();
@@ -451,6 +478,104 @@ describe('the dashboard, step by step', () => {
     expect(await page.getByTestId('secret-once').count()).toBe(0);
   }, 60_000);
 
+  it('manages servers, notification channels and rules, reads deliveries and the audit log, and sets push to deploy', async () => {
+    const main = page.getByRole('navigation', { name: 'Main' });
+    // Servers: the host running the platform first; a new one's join command shown once; labels; removal.
+    await main.getByRole('link', { name: 'Servers' }).click();
+    const servers = page.getByRole('table', { name: 'Servers' });
+    await servers.getByText('(this host)').waitFor();
+    await check('servers');
+    await page.getByRole('button', { name: 'Add server' }).click();
+    await page.getByRole('dialog').getByLabel('Server name').fill('worker-1');
+    await page
+      .getByRole('dialog')
+      .getByLabel(/^Labels/)
+      .fill('region=eu-1');
+    await page.getByRole('dialog').getByRole('button', { name: 'Add server' }).click();
+    expect(await page.getByTestId('join-command').innerText()).toMatch(/slwj_/);
+    await page.getByRole('button', { name: 'Copy join command' }).waitFor();
+    await check('servers-join-command');
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.getByTestId('join-command').count()).toBe(0);
+    await servers.getByRole('link', { name: 'worker-1' }).click();
+    await page.getByRole('heading', { name: 'worker-1', level: 1 }).waitFor();
+    const labels = page.getByRole('textbox', { name: /^Labels/ });
+    await expect.poll(() => labels.inputValue(), POLL).toBe('region=eu-1');
+    await labels.fill('region=eu-2\ndisk=ssd');
+    await page.getByRole('button', { name: 'Save labels' }).click();
+    await page.getByText('Labels saved.').waitFor();
+    await check('server-detail');
+    await page.getByRole('button', { name: 'Remove server' }).click();
+    await page.getByRole('alertdialog').getByLabel(/^Type/).fill('worker-1');
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Remove server' }).click();
+    await page.waitForURL(/\/servers$/);
+    await servers.getByText('(this host)').waitFor();
+    await expect.poll(() => servers.getByRole('link', { name: 'worker-1' }).count(), POLL).toBe(0);
+
+    // Notifications: a signed webhook channel (its secret shown once), a test send, a rule, the deliveries.
+    await main.getByRole('link', { name: 'Notifications' }).click();
+    await page.getByText(/^No channel yet/).waitFor();
+    await page.getByLabel('Channel type').selectOption('webhook');
+    await page.getByLabel('Channel name').fill('ops');
+    await page.getByLabel('Webhook URL').fill('not a url');
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    await expect.poll(() => page.getByLabel('Webhook URL').getAttribute('aria-invalid'), POLL).toBe('true');
+    const port = (receiver.address() as AddressInfo).port;
+    await page.getByLabel('Webhook URL').fill(`http://127.0.0.1:${port}/hook`);
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    expect((await page.getByTestId('secret-once').innerText()).trim()).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Send test to ops' }).click();
+    await page.getByText(/^Test to ops: delivered/).waitFor();
+    expect(received.length).toBeGreaterThan(0);
+    await check('notifications-channels');
+    await page.getByRole('navigation', { name: 'Notifications' }).getByRole('link', { name: 'Rules' }).click();
+    await page.getByLabel('Events').fill('deployment.*');
+    await page.getByRole('checkbox', { name: 'ops' }).check();
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByRole('table', { name: 'Notification rules' }).getByText('deployment.*').waitFor();
+    await check('notifications-rules');
+    await page.getByRole('navigation', { name: 'Notifications' }).getByRole('link', { name: 'Deliveries' }).click();
+    const delivery = page.getByRole('table', { name: 'Deliveries, newest first' }).getByRole('row').nth(1);
+    await expect.poll(() => delivery.locator('[data-status]').getAttribute('data-status'), POLL).toBe('succeeded');
+    await check('notifications-deliveries');
+
+    // The audit log: every write recorded; filtered by operation.
+    await main.getByRole('link', { name: 'Audit log' }).click();
+    const audit = page.getByRole('table', { name: 'Audit log, newest first' });
+    await audit.getByText('notifications.rules.create').first().waitFor();
+    await page.getByLabel('Operation').fill('projects.create');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await expect
+      .poll(async () => [...new Set(await audit.locator('tbody td.mono:nth-child(3)').allInnerTexts())].join(','), POLL)
+      .toBe('projects.create');
+    await check('audit-log');
+
+    // Push to deploy on the web service: the project's webhook (secret shown once), git hook settings checked by the API.
+    await page.goto(`${server.url}/services/${state.serviceId}/push`);
+    await page.getByRole('heading', { name: 'Git hook settings' }).waitFor();
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByTestId('secret-once').waitFor();
+    await expect.poll(() => page.getByTestId('webhook-url').count(), POLL).toBe(1);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByLabel('Poll every (seconds)').fill('5');
+    await page.getByRole('button', { name: 'Save git hook settings' }).click();
+    await expect.poll(() => page.getByLabel('Poll every (seconds)').getAttribute('aria-invalid'), POLL).toBe('true');
+    await page.getByLabel('Poll every (seconds)').fill('');
+    await page.getByLabel(/^Watch paths/).fill('src/**');
+    await page.getByRole('button', { name: 'Save git hook settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).first().waitFor();
+    await page.getByText('No preview of this service is open.').waitFor();
+    await page.getByText('Nothing delivered to the webhook yet.').waitFor();
+    await check('push-previews');
+    // Back to every push deploying: the later redeploys of this scenario are manual either way.
+    await page.getByLabel(/^Watch paths/).fill('');
+    await page.getByRole('button', { name: 'Save git hook settings' }).click();
+    await expect.poll(() => page.getByLabel(/^Watch paths/).inputValue(), POLL).toBe('');
+    await main.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('navigation', { name: 'Settings' }).waitFor();
+  }, 120_000);
+
   it('shows every other screen without an accessibility violation', async () => {
     for (const [link, heading, screen] of [
       ['API keys', 'Create an API key', 'settings-api-keys'],
@@ -472,10 +597,10 @@ describe('the dashboard, step by step', () => {
     await page.getByText('No storage instances yet.').waitFor();
     await check('storage-empty');
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
-    await page.getByRole('link', { name: 'Shop' }).waitFor();
+    await page.getByRole('link', { name: 'Shop', exact: true }).waitFor();
     await check('projects');
-    await page.getByRole('link', { name: 'Shop' }).click();
-    await page.getByRole('link', { name: 'web' }).waitFor();
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // Shared variables: a plain one shown, a secret one never shown again.
     await page.getByLabel('Shared key').fill('LOG_LEVEL');
     await page.getByLabel('Shared value').fill('debug');
@@ -495,6 +620,11 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('button', { name: 'Deploy all' }).click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Deploy all' }).click();
     await page.getByText('Queued 2 deployments.').waitFor();
+    // The service's screen follows the deployments live: the event stream, not a reload (its own reads
+    // fall to every 30 s while the stream is up).
+    await page.getByRole('link', { name: 'web', exact: true }).click();
+    await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Live updates on' }).waitFor();
     const call = api(server.url, server.token);
     await expect
       .poll(
@@ -512,11 +642,25 @@ describe('the dashboard, step by step', () => {
         { timeout: 240_000, interval: 500 },
       )
       .toBe('succeeded,succeeded');
+    const { deployments: webDeployments } = (await call('GET', `/api/services/${state.serviceId}/deployments`)).json as {
+      deployments: Array<{ id: string }>;
+    };
+    const recent = page.getByRole('region', { name: 'Recent deployments' });
+    await expect
+      .poll(() => recent.getByRole('link').first().getAttribute('href'), { timeout: 10_000, interval: 100 })
+      .toContain(webDeployments[0]!.id);
+    await expect
+      .poll(() => recent.locator('[data-status]').first().getAttribute('data-status'), { timeout: 10_000, interval: 100 })
+      .toBe('succeeded');
+    // The rule sends deployment events to the channel's webhook.
+    await expect.poll(() => received.some((body) => body.includes('deployment.succeeded')), POLL).toBe(true);
+    await page.getByRole('link', { name: 'Shop', exact: true }).click();
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // The dark palette (the system's choice) meets the same contrast rules.
     await page.emulateMedia({ colorScheme: 'dark' });
     try {
       await check('project-dark');
-      await page.getByRole('link', { name: 'web' }).click();
+      await page.getByRole('link', { name: 'web', exact: true }).click();
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
       await check('service-overview-dark');
       await tab('Variables');
@@ -534,6 +678,8 @@ describe('the dashboard, step by step', () => {
         ['/projects', 'mobile-projects'],
         [`/services/${state.serviceId}`, 'mobile-service'],
         [`/services/${state.serviceId}/variables`, 'mobile-variables'],
+        ['/servers', 'mobile-servers'],
+        ['/audit', 'mobile-audit'],
       ] as const) {
         await page.goto(`${server.url}${url}`);
         await page.getByRole('heading', { level: 1 }).first().waitFor();

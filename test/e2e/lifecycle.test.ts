@@ -111,9 +111,16 @@ describe('start, restart and stop', () => {
     await Promise.all(inFlight);
     expect(acknowledged).toHaveLength(160);
     const second = await start({}, { dataDir: first.dataDir, token: first.token });
-    const ids = new Set(
-      ((await api(second.url, second.token)('GET', '/api/projects')).json.projects as Array<{ id: string }>).map((p) => p.id),
-    );
+    // Every page of the list (it answers pages): up to 176 projects may be there.
+    const ids = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page: { projects: Array<{ id: string }>; nextCursor: string | null } = (
+        await api(second.url, second.token)('GET', `/api/projects?limit=100${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json;
+      for (const p of page.projects as Array<{ id: string }>) ids.add(p.id);
+      cursor = page.nextCursor;
+    } while (cursor);
     expect(acknowledged.filter((id) => !ids.has(id))).toEqual([]);
   }, 60_000);
 

@@ -87,6 +87,8 @@ describe('OpenAPI document', () => {
         'POST /api/services/{serviceId}/database/backups/{backupId}/restore',
         'DELETE /api/services/{serviceId}/database/backups/{backupId}',
         'GET /api/services/{serviceId}/database/backups/{backupId}/download',
+        // An external registry is checked with its credentials before it is saved.
+        'PUT /api/registry',
       ].sort(),
     );
   });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape } from '../helpers/error-bodies.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { startReceivers } from '../standins/notify-receivers.js';
 
 /*
  * Two platform processes against one PostgreSQL database, as a cluster runs them (one SECRET_KEY,
@@ -10,10 +11,13 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
  * authentication endpoints, the failed-authentication count and the per-account sign-in backoff
  * are the database's, so a client spreading its attempts over both processes gets no more of them
  * than from one; the public webhook door's per-address budget likewise. TRUST_PROXY=true lets each test speak from an address of its own.
+ * The event loops (dispatcher, delivery worker, exit watcher, monitors) run in one of the two only,
+ * the holder of the leader lease; the other takes over when it stops.
  */
 let db: Awaited<ReturnType<typeof createScratchDatabase>>;
 let first: ServerProcess;
 let second: ServerProcess;
+let receivers: Awaited<ReturnType<typeof startReceivers>>;
 let ipSeq = 0;
 const newIp = () => `198.51.100.${++ipSeq}`;
 const OWNER = { email: 'owner@shared.test', password: 'owner password long', name: 'Owner' };
@@ -28,12 +32,18 @@ const either = (i: number) => (i % 2 === 0 ? first : second);
 
 beforeAll(async () => {
   db = await createScratchDatabase();
+  receivers = await startReceivers();
   const env = {
     DATABASE_URL: db.url,
     SECRET_KEY: randomBytes(24).toString('hex'),
     TRUST_PROXY: 'true',
     AUTH_FAILURES_PER_MINUTE: '4',
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '4',
+    NOTIFY_ALLOW_PRIVATE_TARGETS: 'true',
+    TELEGRAM_API_URL: receivers.telegram.origin,
+    // Leases are checked at every heartbeat: a stopped leader's duties move within half a second.
+    CONTROL_PLANE_HEARTBEAT_MS: '500',
+    CONTROL_PLANE_DEAD_AFTER_MS: '3000',
   };
   // One after the other: the first runs the migrations.
   first = await startServerProcess(env);
@@ -46,6 +56,7 @@ afterAll(async () => {
   await first?.dispose();
   await second?.dispose();
   await db?.drop();
+  await receivers?.close();
 }, 60_000);
 
 describe('limits shared by two processes on one database', () => {
@@ -123,4 +134,52 @@ describe('limits shared by two processes on one database', () => {
     // Another address is not affected.
     expectErrorShape(await from(second, newIp())('POST', '/api/hooks/nosuchproject', { zen: 'hello' }), 404, 'another address');
   });
+});
+
+describe('the event loops of two processes on one database', () => {
+  const leads = (server: ServerProcess) => server.output().match(/"msg":"this control plane leads"[^\n]*"lease":"events"/g)?.length ?? 0;
+
+  async function until(what: string, probe: () => boolean, ms = 15_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!probe()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('run in the leader only: an event published at the other is delivered once; when the leader stops, the other leads and delivers', async () => {
+    await until('a leader', () => leads(first) + leads(second) > 0);
+    // Four heartbeats: the other has asked for the lease since and was refused.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(leads(first) + leads(second)).toBe(1);
+    const [leader, follower] = leads(first) === 1 ? [first, second] : [second, first];
+    const call = api(follower.url, follower.token);
+    const channel = await call('POST', '/api/notifications/channels', {
+      type: 'webhook',
+      name: 'keys',
+      config: receivers.webhook.config(),
+    });
+    expect(channel.status, channel.text).toBe(201);
+    receivers.webhook.secret = channel.json.secret;
+    const rule = await call('POST', '/api/notifications/rules', {
+      projectId: null,
+      events: ['api_key.created'],
+      channelIds: [channel.json.channel.id],
+    });
+    expect(rule.status, rule.text).toBe(201);
+
+    expect((await call('POST', '/api/api-keys', { name: 'one', access: 'read' })).status).toBe(201);
+    const [one] = await receivers.webhook.waitFor(1);
+    expect(one!.json).toMatchObject({ type: 'api_key.created', data: { data: { name: 'one' } } });
+
+    // The leader stops (it gives the lease up): the follower leads at its next heartbeat and delivers the next.
+    expect(await leader.stop()).toBe(0);
+    await until('the follower to lead', () => leads(follower) === 1, 10_000);
+    expect((await call('POST', '/api/api-keys', { name: 'two', access: 'read' })).status).toBe(201);
+    const [, two] = await receivers.webhook.waitFor(2);
+    expect(two!.json).toMatchObject({ type: 'api_key.created', data: { data: { name: 'two' } } });
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(receivers.webhook.received).toHaveLength(2);
+    expect(receivers.webhook.refused).toEqual([]);
+  }, 60_000);
 });

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { DEFAULT_EVENTS_CONFIG } from '../../src/index.js';
@@ -122,6 +124,57 @@ describe('notification channels, rules and deliveries', () => {
     );
     expect(refused).toMatchObject({ code: 'BAD_REQUEST' });
     expect(JSON.stringify(refused)).toContain('url');
+  });
+
+  it("a channel whose last 5 deliveries failed is failing in a service's overview, with its last error and no secret", async () => {
+    // A receiver that answers 500 and echoes the path it was posted to (the webhook URL's token).
+    const echo = createServer((req, res) => {
+      res.statusCode = 500;
+      res.end(`no hook at ${req.url}`);
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (echo.address() as AddressInfo).port;
+      const token = 'T00000000/B00000000/XXXXXXXXsecretpath';
+      const api = h.caller();
+      const { project } = await api.projects.create({ name: 'alerting' });
+      const { service } = await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+      const { channel } = await api.notifications.channels.create({
+        type: 'slack',
+        name: 'ops',
+        config: { webhookUrl: `http://127.0.0.1:${port}/services/${token}` },
+      });
+      const { channel: unrouted } = await api.notifications.channels.create({
+        type: 'slack',
+        name: 'elsewhere',
+        config: { webhookUrl: `http://127.0.0.1:${port}/services/other` },
+      });
+      expect((await api.services.overview({ serviceId: service.id })).notifications).toEqual({ status: 'ok', channels: 0, failing: [] });
+      await api.notifications.rules.create({ projectId: project.id, events: ['service.*'], channelIds: [channel.id] });
+      for (let i = 0; i < 4; i++) expect((await api.notifications.channels.test({ id: channel.id })).test.ok).toBe(false);
+      await api.notifications.channels.test({ id: unrouted.id });
+      expect((await api.services.overview({ serviceId: service.id })).notifications).toEqual({ status: 'ok', channels: 1, failing: [] });
+      // The fifth failure in a row: the overview (a project reader's too) and health say so.
+      await api.notifications.channels.test({ id: channel.id });
+      const reader = h.caller(await h.mintKey('read', [project.id]));
+      for (const caller of [api, reader]) {
+        const { notifications } = await caller.services.overview({ serviceId: service.id });
+        expect(notifications).toEqual({
+          status: 'failing',
+          channels: 1,
+          failing: [{ id: channel.id, name: 'ops', type: 'slack', lastError: expect.stringContaining('500') }],
+        });
+        expect(notifications.failing[0]!.lastError).toContain('********');
+        expect(JSON.stringify(notifications)).not.toContain('secretpath');
+      }
+      expect((await api.notifications.channels.get({ id: channel.id })).channel).toMatchObject({
+        state: 'failing',
+        consecutiveFailures: 5,
+      });
+      expect(JSON.stringify(await api.notifications.channels.get({ id: channel.id }))).not.toContain('secretpath');
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
   });
 
   it('only the install administrators manage channels; a read key is refused', async () => {

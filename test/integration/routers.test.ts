@@ -54,6 +54,28 @@ describe('projects', () => {
     expect(await codeOf(api.projects.create({ name: 5 as unknown as string }))).toBe('BAD_REQUEST');
     expect(await codeOf(api.projects.create({ name: '   ' }))).toBe('BAD_REQUEST');
   });
+
+  it('lists a page at a time: limit after cursor, oldest first, and nextCursor until the last page', async () => {
+    const api = h.caller();
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await api.projects.create({ name: `Paged ${i}` })).project.id);
+    const first = await api.projects.list({ limit: 2 });
+    expect(first.projects.map((p) => p.id)).toEqual(made.slice(0, 2));
+    expect(first.nextCursor).toEqual(expect.any(String));
+    // A project deleted between two pages moves nothing: the cursor names a place, not an index.
+    await api.projects.delete({ projectId: made[0]! });
+    const second = await api.projects.list({ limit: 2, cursor: first.nextCursor! });
+    expect(second.projects.map((p) => p.id)).toEqual(made.slice(2, 4));
+    const last = await api.projects.list({ limit: 2, cursor: second.nextCursor! });
+    expect(last.projects.map((p) => p.id)).toEqual([made[4]]);
+    expect(last.nextCursor).toBeNull();
+    // The default page holds them all here; the whole list is one page with no cursor.
+    expect(await api.projects.list()).toMatchObject({ nextCursor: null });
+    expect((await api.projects.list()).projects).toHaveLength(4);
+    expect(await codeOf(api.projects.list({ cursor: 'not-a-cursor' }))).toBe('BAD_REQUEST');
+    expect(await codeOf(api.projects.list({ limit: 0 }))).toBe('BAD_REQUEST');
+    expect(await codeOf(api.projects.list({ limit: 501 }))).toBe('BAD_REQUEST');
+  });
 });
 
 describe('services', () => {

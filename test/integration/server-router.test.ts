@@ -148,3 +148,38 @@ describe('/api/registry', () => {
     expect(await h.database.store.settings.get('cluster_registry')).not.toContain('hunter2-secret');
   });
 });
+
+describe('server events', () => {
+  it('publishes a server going down and coming back as server.down and server.up, with its id, name and address', async () => {
+    // The composition root's own ServerEvents (the publisher), not the recording fake of the other tests.
+    const own = new FakeSwarm();
+    const events = await createHarness({
+      config: { cluster: { ...DEFAULT_PLATFORM_CONFIG.cluster, advertiseAddress: '10.9.0.1' } },
+      tls: { issuer: new OpensslCertificateIssuer() },
+      cluster: {
+        runtime: own,
+        remoteEngines: new FakeRemoteEngines(),
+        registry: new FakeRegistry(),
+        joinUrl: () => 'http://10.9.0.1:3000',
+        joinScript: async () => '#!/usr/bin/env bash\necho join\n',
+      },
+    });
+    try {
+      const { join, server } = await events.caller().servers.create({ name: 'worker-1' });
+      await events.caller('').servers.join({ token: join.token, csrBase64: csrBase64(), address: '10.9.0.11', hostname: 'w1' });
+      own.join('node-w1', 'w1', '10.9.0.11');
+      await events.services.serverMonitor!.tick();
+      own.setState('node-w1', 'down');
+      await events.services.serverMonitor!.tick();
+      own.setState('node-w1', 'ready');
+      await events.services.serverMonitor!.tick();
+      const published = (await events.database.store.events.after(0, 100)).filter((e) => e.type.startsWith('server.'));
+      expect(published.map((e) => [e.type, e.data])).toEqual([
+        ['server.down', { serverId: server.id, name: 'worker-1', address: '10.9.0.11' }],
+        ['server.up', { serverId: server.id, name: 'worker-1', address: '10.9.0.11' }],
+      ]);
+    } finally {
+      await events.close();
+    }
+  });
+});

@@ -204,6 +204,25 @@ describe('deliveries', () => {
     ]);
     expect(deliveries[1]!.deploymentIds).toEqual([deploymentId]);
     expect(JSON.stringify(deliveries)).not.toContain(secret);
+
+    // Each delivery is a write through its own door of the audit log: anonymous (the signature vouches
+    // for it), the deployment it made as a target, the sender's address, no secret and no body.
+    const hooked = await h.services.deliveries.receive(
+      project.id,
+      request(githubDelivery('push', fixture('github-push'), 'whsec_wrong')),
+      '203.0.113.9',
+    );
+    expect(hooked).toMatchObject({ status: 401 });
+    const { entries } = await api.audit.list({ projectId: project.id, operation: 'hooks.github' });
+    expect(entries.map((e) => [e.door, e.actor.kind, e.outcome])).toEqual([
+      ['git-webhook', 'anonymous', 'unauthorized'],
+      ['git-webhook', 'anonymous', 'success'],
+      ['git-webhook', 'anonymous', 'success'],
+    ]);
+    expect(entries[0]!.clientAddress).toBe('203.0.113.9');
+    expect(entries[2]!.targetIds).toEqual([project.id, deploymentId]);
+    expect(JSON.stringify(entries)).not.toContain(secret);
+    expect(JSON.stringify(entries)).not.toContain(PUSHED);
   });
 
   it('answers bad input as the issue says, each leaving only its delivery record', async () => {
@@ -277,6 +296,13 @@ describe('deliveries', () => {
       ['refused', 413],
     ]);
     expect(JSON.stringify(deliveries)).not.toContain(secret);
+    const audited = await api.audit.list({ projectId: project.id });
+    expect(
+      audited.entries
+        .filter((e) => e.door === 'git-webhook')
+        .map((e) => e.outcome)
+        .reverse(),
+    ).toEqual(['unauthorized', 'unauthorized', 'unauthorized', 'success', 'success', 'validation_error', 'success', 'payload_too_large']);
   });
 
   it('one webhook for a monorepo: each service whose watchPaths match deploys; none matching is recorded with the reason', async () => {

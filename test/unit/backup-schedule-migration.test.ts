@@ -20,7 +20,7 @@ afterEach(async () => {
 
 async function upgradeFrom(config: DatabaseConfig): Promise<void> {
   // The schema as the release before configurations left it, with two services' settings.
-  const orm = await MikroORM.init(ormOptions(config));
+  const orm = await MikroORM.init(await ormOptions(config));
   try {
     await orm.migrator.up({ to: BEFORE });
     const saved = new Date('2026-11-20T10:00:00.000Z');

@@ -83,14 +83,44 @@ describe('buildCaddyConfig', () => {
     expect(dialled.match).toEqual([
       { vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_upstream', pattern: '^/[^/]+/([^/]+)$' } } },
     ]);
-    expect(dialled.handle).toEqual([
+    const single = {
+      handler: 'reverse_proxy',
+      upstreams: [{ dial: '{http.regexp.slipway_upstream.1}' }],
+      transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+      load_balancing: { try_duration: '5s', try_interval: '100ms' },
+    };
+    // One replica (no `_replicas/<hostname>/1-*` file): proxied as it always was, after one look more.
+    const [replica1, alone] = dialled.handle[0].routes;
+    expect(dialled.handle[0].handler).toBe('subroute');
+    expect(alone).toEqual({ handle: [single] });
+    expect(replica1.match).toEqual([
+      { file: { root: `/srv/routes/${digest}/_replicas`, try_files: ['{http.vars.slipway_host}/1-*'], try_policy: 'first_exist' } },
+    ]);
+    // Two: captured from its file's name, then the third looked for; without one, both in turn.
+    const [captured, firstOnly] = replica1.handle[0].routes;
+    expect(firstOnly).toEqual({ handle: [single] });
+    expect(captured.match).toEqual([
+      { vars_regexp: { '{http.matchers.file.relative}': { name: 'slipway_replica_1', pattern: '^/[^/]+/1-([^/]+)$' } } },
+    ]);
+    const [replica2, two] = captured.handle[0].routes;
+    expect(replica2.match[0].file.try_files).toEqual(['{http.vars.slipway_host}/2-*']);
+    expect(two.handle).toEqual([
       {
         handler: 'reverse_proxy',
-        upstreams: [{ dial: '{http.regexp.slipway_upstream.1}' }],
-        transport: { protocol: 'http', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
-        load_balancing: { try_duration: '5s', try_interval: '100ms' },
+        upstreams: [{ dial: '{http.regexp.slipway_upstream.1}' }, { dial: '{http.regexp.slipway_replica_1.1}' }],
+        transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '2s', max_idle_conns_per_host: 256 } },
+        load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
       },
     ]);
+    // 32 upstreams at most: the deepest level looks for no 32nd replica file.
+    let level = dialled.handle[0].routes;
+    let depth = 1;
+    while (level.length === 2) {
+      level = level[0].handle[0].routes[0].handle[0].routes;
+      depth++;
+    }
+    expect(depth).toBe(32);
+    expect(level[0].handle[0].upstreams).toHaveLength(32);
     expect(odd.handle[0].status_code).toBe(404);
     // The same route again: a request that listed the directory as a cutover moved its file looks once more.
     expect(secondLook).toEqual(upstream);
@@ -150,6 +180,22 @@ describe('buildCaddyConfig', () => {
       { dir: '_all', names: [] },
       { dir: '_waiting', names: [] },
     ]);
+  });
+
+  it('plans a service with several replicas: its first upstream in _upstream/, the others numbered from 1 in _replicas/; 32 at most', () => {
+    const replicas = (replicaUpstreams: string[]) =>
+      table('v', [{ hostname: 'r.test', serviceId: 'r', upstream: '172.16.0.2:80', replicaUpstreams }]);
+    expect(planFiles(replicas(['172.16.0.3:80', '172.16.0.4:80']))).toEqual([
+      { dir: '_all', names: ['r.test'] },
+      { dir: '_waiting', names: [] },
+      { dir: '_replicas/r.test', names: ['1-172.16.0.3:80', '2-172.16.0.4:80'] },
+      { dir: '_upstream/r.test', names: ['172.16.0.2:80'] },
+    ]);
+    expect(planFiles(replicas([]))).toEqual(planFiles(table('v', [{ hostname: 'r.test', serviceId: 'r', upstream: '172.16.0.2:80' }])));
+    const many = (n: number) => Array.from({ length: n }, (_, i) => `172.16.1.${i + 1}:80`);
+    expect(planFiles(replicas(many(31))).at(0)?.names).toEqual(['r.test']);
+    expect(() => planFiles(replicas(many(32)))).toThrow(/32 at most/);
+    expect(() => planFiles(replicas(['../x:80']))).toThrow(/not an upstream/);
   });
 
   it('refuses a hostname or an upstream that cannot be a file name in the routes directory', () => {
@@ -274,6 +320,7 @@ describe('RoutesDirectory', () => {
       '_all/a.test',
       '_all/b.test',
       '_all/c.test',
+      '_replicas',
       '_upstream',
       '_upstream/a.test',
       '_upstream/a.test/172.16.0.2:80',
@@ -300,6 +347,7 @@ describe('RoutesDirectory', () => {
       '_all/a.test',
       '_all/c.test',
       '_all/d.test',
+      '_replicas',
       '_upstream',
       '_upstream/a.test',
       '_upstream/a.test/172.16.0.3:80',
@@ -315,7 +363,27 @@ describe('RoutesDirectory', () => {
     await mkdir(path.join(dir.root, gen, '_pair-000'));
     await writeFile(path.join(dir.root, gen, '_pair-000', 'a.test'), '');
     expect(await dir.sync(gen, next)).toEqual({ added: 0, removed: 1 });
-    expect(await files(path.join(dir.root, gen))).toHaveLength(11);
+    expect(await files(path.join(dir.root, gen))).toHaveLength(12);
+  });
+
+  it('a service with several replicas gets its numbered files under _replicas/<hostname>/; down to one, the directory goes whole', async () => {
+    const other = '1111222233334444';
+    const three = plan([
+      { hostname: 'r.test', serviceId: 'r', upstream: '172.16.0.2:80', replicaUpstreams: ['172.16.0.3:80', '172.16.0.4:80'] },
+    ]);
+    expect(await dir.sync(other, three)).toEqual({ added: 4, removed: 0 });
+    expect((await files(path.join(dir.root, other))).filter((f) => f.startsWith('_replicas'))).toEqual([
+      '_replicas',
+      '_replicas/r.test',
+      '_replicas/r.test/1-172.16.0.3:80',
+      '_replicas/r.test/2-172.16.0.4:80',
+    ]);
+    expect(await dir.sync(other, plan([{ hostname: 'r.test', serviceId: 'r', upstream: '172.16.0.2:80' }]))).toEqual({
+      added: 0,
+      removed: 2,
+    });
+    expect((await files(path.join(dir.root, other))).filter((f) => f.startsWith('_replicas'))).toEqual(['_replicas']);
+    await rm(path.join(dir.root, other), { recursive: true, force: true });
   });
 
   it('has: whether a generation exists', async () => {
@@ -647,6 +715,49 @@ describe('CaddyReverseProxy against a real Caddy', () => {
       expect((await adminGet(caddy, '/config/')).body).toEqual(before);
     } finally {
       agent.destroy();
+    }
+    expect((await proxy.apply(v1)).ok).toBe(true);
+    expect((await requestVia(caddy.httpPort, 'app.test'))?.text).toMatch(/^hello from upstream /);
+  });
+
+  it('several replicas: one route balances over all of them in turn, a dead one is skipped, scaling is files only (no load)', async () => {
+    const before = (await adminGet(caddy, '/config/')).body;
+    const third = await serverSaying('third');
+    const dead = await serverSaying('dead');
+    await new Promise((resolve) => dead.server.close(resolve));
+    const replicated = (version: string, replicaUpstreams: string[]) =>
+      table(version, [
+        { hostname: 'app.test', serviceId: 's1', upstream: `127.0.0.1:${upstreamPort}`, replicaUpstreams },
+        { hostname: 'idle.test', serviceId: 's2', upstream: null },
+      ]);
+    const names = async (count: number) => {
+      const seen: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const answer = await requestVia(caddy.httpPort, 'app.test');
+        expect(answer?.status).toBe(200);
+        seen.push(/^hello from (\w+) /.exec(answer!.text)![1]!);
+      }
+      return seen;
+    };
+    const tally = (seen: string[]) =>
+      Object.fromEntries([...new Set(seen)].sort().map((name) => [name, seen.filter((n) => n === name).length]));
+    try {
+      expect((await proxy.apply(replicated('v7aaaaaaaaaaaaaa', [`127.0.0.2:${otherPort}`, `127.0.0.3:${third.port}`]))).detail).toMatch(
+        /without a reload$/,
+      );
+      expect(tally(await names(12))).toEqual({ other: 4, third: 4, upstream: 4 });
+      // A replica that died before its file went: its dial fails and the request goes to the next one.
+      const withDead = replicated('v8aaaaaaaaaaaaaa', [`127.0.0.2:${otherPort}`, `127.0.0.4:${dead.port}`, `127.0.0.3:${third.port}`]);
+      expect((await proxy.apply(withDead)).ok).toBe(true);
+      expect(tally(await names(12))).toEqual({ other: expect.any(Number), third: expect.any(Number), upstream: expect.any(Number) });
+      // Down to one replica, and up again: files only.
+      expect((await proxy.apply(replicated('v9aaaaaaaaaaaaaa', []))).detail).toMatch(/without a reload$/);
+      expect(tally(await names(4))).toEqual({ upstream: 4 });
+      expect((await proxy.apply(replicated('vaaaaaaaaaaaaaaa', [`127.0.0.3:${third.port}`]))).detail).toMatch(/without a reload$/);
+      expect(tally(await names(4))).toEqual({ third: 2, upstream: 2 });
+      expect((await adminGet(caddy, '/config/')).body).toEqual(before);
+    } finally {
+      await new Promise((resolve) => third.server.close(resolve));
     }
     expect((await proxy.apply(v1)).ok).toBe(true);
     expect((await requestVia(caddy.httpPort, 'app.test'))?.text).toMatch(/^hello from upstream /);

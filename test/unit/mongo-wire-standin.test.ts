@@ -521,12 +521,13 @@ describe('the wire', () => {
     await raw.ready();
     const big = 'x'.repeat(16 * 1024 * 1024 + 10);
     raw.send(opMsg({ insert: 'big', $db: 'wire' }, { sequences: [['documents', [{ _id: 1, big }]]] }));
-    const tooLarge = await raw.reply();
+    // 16 MB each way through BSON: on a loaded 2-core machine that alone took past the default 2 s wait.
+    const tooLarge = await raw.reply(20_000);
     expect(tooLarge.doc.n).toBe(0);
     expect(tooLarge.doc.writeErrors[0]).toMatchObject({ index: 0, code: 2 });
     expect(tooLarge.doc.writeErrors[0].errmsg).toMatch(/^object to insert too large\. size in bytes: \d+, max size: 16777216$/);
     raw.send(opMsg({ insert: 'big', documents: [{ big: 'x'.repeat(16 * 1024 * 1024 + 16 * 1024) }], $db: 'wire' }));
-    expect((await raw.reply()).doc).toMatchObject({ ok: 0, code: 10334, codeName: 'BSONObjectTooLarge' });
+    expect((await raw.reply(20_000)).doc).toMatchObject({ ok: 0, code: 10334, codeName: 'BSONObjectTooLarge' });
 
     const header = Buffer.alloc(16);
     header.writeInt32LE(48_000_001, 0);

@@ -190,6 +190,11 @@ describe('traffic slots', () => {
 });
 
 describe('bad values are refused with a clear message', () => {
+  it('SERVICE_MAX_REPLICAS above 32: the proxy balances one hostname over 32 upstreams at most', () => {
+    expect(load({ SERVICE_MAX_REPLICAS: '32' }).platform.cluster.maxReplicas).toBe(32);
+    expect(configError({ SERVICE_MAX_REPLICAS: '33' })).toBe('SERVICE_MAX_REPLICAS must be an integer from 1 to 32, got "33"');
+  });
+
   it('PROXY other than caddy or none', () => {
     expect(configError({ PROXY: 'nginx' })).toBe('PROXY must be caddy or none, got "nginx"');
   });

@@ -93,3 +93,24 @@ export function createClient(options: ClientOptions): SlipwayClient {
     ],
   });
 }
+
+/**
+ * Every project the key may see, following GET /api/projects page by page (`projects.list` answers one
+ * page, `limit` projects after `cursor`, and `nextCursor`, null on the last page).
+ */
+export async function listAllProjects(
+  client: SlipwayClient,
+  options: { signal?: AbortSignal; pageSize?: number } = {},
+): Promise<Project[]> {
+  const all: Project[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.projects.list.query(
+      { ...(options.pageSize ? { limit: options.pageSize } : {}), ...(cursor ? { cursor } : {}) },
+      { signal: options.signal },
+    );
+    all.push(...page.projects);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return all;
+}

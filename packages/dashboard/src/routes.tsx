@@ -17,11 +17,16 @@ export interface NavEntry {
   to: string;
   label: string;
   group: 'Build' | 'Manage';
+  /** Shown to the install's owners and admins only (the API refuses the others). */
+  admin?: boolean;
 }
 export const NAV: readonly NavEntry[] = [
   { to: '/projects', label: 'Projects', group: 'Build' },
   { to: '/databases', label: 'Databases', group: 'Build' },
   { to: '/storage', label: 'Storage', group: 'Build' },
+  { to: '/servers', label: 'Servers', group: 'Manage', admin: true },
+  { to: '/notifications', label: 'Notifications', group: 'Manage', admin: true },
+  { to: '/audit', label: 'Audit log', group: 'Manage', admin: true },
   { to: '/settings', label: 'Settings', group: 'Manage' },
 ];
 
@@ -49,9 +54,22 @@ export const routes: RouteObject[] = [
           { path: 'metrics', ...screen(() => import('./screens/service/metrics')) },
           { path: 'terminal', ...screen(() => import('./screens/service/terminal')) },
           { path: 'database', ...screen(() => import('./screens/database/database-screen')) },
+          { path: 'push', ...screen(() => import('./screens/service/push-previews')) },
           { path: 'settings', ...screen(() => import('./screens/service/service-settings')) },
         ],
       },
+      { path: 'servers', ...screen(() => import('./screens/servers/server-list')) },
+      { path: 'servers/:serverId', ...screen(() => import('./screens/servers/server-detail')) },
+      {
+        path: 'notifications',
+        ...screen(() => import('./screens/notifications/notifications-layout')),
+        children: [
+          { index: true, ...screen(() => import('./screens/notifications/channels')) },
+          { path: 'rules', ...screen(() => import('./screens/notifications/rules')) },
+          { path: 'deliveries', ...screen(() => import('./screens/notifications/deliveries')) },
+        ],
+      },
+      { path: 'audit', ...screen(() => import('./screens/audit/audit-log')) },
       { path: 'databases', ...screen(() => import('./screens/database/database-list')) },
       { path: 'storage', ...screen(() => import('./screens/storage/storage-list')) },
       {

@@ -1,4 +1,12 @@
-import { createClient, type Deployment, type DeploymentLogLine, type Project, type Service, type SlipwayClient } from '../index.js';
+import {
+  createClient,
+  listAllProjects,
+  type Deployment,
+  type DeploymentLogLine,
+  type Project,
+  type Service,
+  type SlipwayClient,
+} from '../index.js';
 import { SlipwayError } from '../errors.js';
 import { credentials, removeConfig, writeConfig } from './config.js';
 import { table, type Output } from './output.js';
@@ -80,7 +88,7 @@ const matches = (item: { id: string; slug: string; name: string }, ref: string) 
   item.id === ref || item.slug === ref || item.name === ref;
 
 async function findProject(client: SlipwayClient, ref: string, signal: AbortSignal): Promise<Project> {
-  const { projects } = await client.projects.list.query(undefined, { signal });
+  const projects = await listAllProjects(client, { signal });
   const found = projects.filter((p) => matches(p, ref));
   if (found.length === 0) throw new CliError(`No project "${ref}" (see \`slipway projects\`)`, EXIT.notFound);
   if (found.length > 1) throw new CliError(`"${ref}" names ${found.length} projects: use its id or slug`, EXIT.usage);
@@ -89,7 +97,7 @@ async function findProject(client: SlipwayClient, ref: string, signal: AbortSign
 
 /** A service by id, by `project/service` (slug or name), or by its slug or name alone when only one project has it. */
 async function findService(client: SlipwayClient, ref: string, signal: AbortSignal): Promise<Service> {
-  const { projects } = await client.projects.list.query(undefined, { signal });
+  const projects = await listAllProjects(client, { signal });
   const slash = ref.indexOf('/');
   const projectRef = slash > 0 ? ref.slice(0, slash) : undefined;
   const serviceRef = slash > 0 ? ref.slice(slash + 1) : ref;
@@ -113,7 +121,7 @@ export async function login(ctx: Context, args: string[]): Promise<number> {
   if (!url || !token) throw new CliError('usage: slipway login --url <url> --token <key>', EXIT.usage);
   // A key that cannot list projects is no login: say so now, not at the first command.
   const client = createClient({ url, token });
-  const { projects } = await client.projects.list.query(undefined, { signal: ctx.signal });
+  const projects = await listAllProjects(client, { signal: ctx.signal });
   const file = writeConfig({ url, token }, ctx.env);
   ctx.out.result(
     { url, config: file, projects: projects.length },
@@ -131,7 +139,7 @@ export async function logout(ctx: Context, args: string[]): Promise<number> {
 
 export async function projects(ctx: Context, args: string[]): Promise<number> {
   need(args, 0, 'projects');
-  const { projects } = await connect(ctx).projects.list.query(undefined, { signal: ctx.signal });
+  const projects = await listAllProjects(connect(ctx), { signal: ctx.signal });
   ctx.out.result(projects, () =>
     table(
       ['NAME', 'SLUG', 'STATUS', 'SERVICES', 'ID'],

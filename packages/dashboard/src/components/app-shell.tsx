@@ -4,6 +4,7 @@ import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-route
 import { apiErrorOf } from '../lib/api-error';
 import { useTRPC } from '../lib/trpc';
 import { NAV } from '../routes';
+import { LiveIndicator, LiveUpdates } from './live-updates';
 import { ErrorNotice, Loading } from './ui';
 
 /** Signed-in pages: the navigation, the account, and the screen. Without a session: to sign-in (or owner sign-up on a first start). */
@@ -42,9 +43,11 @@ export function AppShell() {
     );
   }
   const user = me.data.user;
-  const groups = [...new Set(NAV.map((n) => n.group))];
+  const admin = user.role === 'owner' || user.role === 'admin';
+  const nav = NAV.filter((n) => !n.admin || admin);
+  const groups = [...new Set(nav.map((n) => n.group))];
   return (
-    <>
+    <LiveUpdates>
       <a className="skip-link" href="#main">
         Skip to content
       </a>
@@ -63,15 +66,18 @@ export function AppShell() {
             <div key={group}>
               <div className="nav-group">{group}</div>
               <div className="nav">
-                {NAV.filter((n) => n.group === group).map((n) => (
-                  <NavLink key={n.to} to={n.to}>
-                    {n.label}
-                  </NavLink>
-                ))}
+                {nav
+                  .filter((n) => n.group === group)
+                  .map((n) => (
+                    <NavLink key={n.to} to={n.to}>
+                      {n.label}
+                    </NavLink>
+                  ))}
               </div>
             </div>
           ))}
           <div className="sidebar-foot">
+            <LiveIndicator />
             <span>
               {user.name} <span className="muted">({user.role})</span>
             </span>
@@ -88,6 +94,6 @@ export function AppShell() {
           <Outlet />
         </main>
       </div>
-    </>
+    </LiveUpdates>
   );
 }

@@ -129,6 +129,23 @@ const TONE: Record<string, 'ok' | 'warn' | 'danger' | 'neutral'> = {
   failed: 'danger',
   aborted: 'neutral',
   pending: 'neutral',
+  // servers
+  ready: 'ok',
+  down: 'danger',
+  unknown: 'neutral',
+  drain: 'warn',
+  pause: 'warn',
+  // notification channels and deliveries
+  ok: 'ok',
+  failing: 'danger',
+  sending: 'warn',
+  success: 'ok',
+  // webhook deliveries and previews
+  deployed: 'ok',
+  ignored: 'neutral',
+  refused: 'danger',
+  duplicate: 'neutral',
+  limited: 'warn',
 };
 
 export function StatusBadge({ status, label }: { status: string; label?: string }) {

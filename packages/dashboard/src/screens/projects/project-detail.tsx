@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useId, useState } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
+import { useLivePoll } from '../../components/live-updates';
 import { ServiceList } from '../../components/service-list';
 import { Confirm, Empty, ErrorNotice, Field, Modal, PageTitle, QueryState } from '../../components/ui';
 import { formError } from '../../lib/api-error';
@@ -13,7 +14,8 @@ export default function ProjectDetail() {
   const { projectSlug = '' } = useParams();
   const trpc = useTRPC();
   // Service states change on their own (deploys, crashes): refreshed while the page is open.
-  const project = useQuery({ ...trpc.projects.bySlug.queryOptions({ projectSlug }), refetchInterval: 5_000 });
+  const every = useLivePoll(5_000);
+  const project = useQuery({ ...trpc.projects.bySlug.queryOptions({ projectSlug }), refetchInterval: every });
   return (
     <QueryState query={project} label="the project">
       {({ project: p }) => <ProjectView project={p} />}

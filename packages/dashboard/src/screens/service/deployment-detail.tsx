@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { LogView } from '../../components/log-view';
+import { useLivePoll } from '../../components/live-updates';
 import { useDeploymentLog } from '../../components/use-deployment-log';
 import { Confirm, ErrorNotice, Field, QueryState, StatusBadge } from '../../components/ui';
 import { formError } from '../../lib/api-error';
@@ -13,9 +14,10 @@ export default function DeploymentDetail() {
   const { deploymentId = '', serviceId = '' } = useParams();
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  const every = useLivePoll(2_000);
   const deployment = useQuery({
     ...trpc.deployments.get.queryOptions({ deploymentId }),
-    refetchInterval: (q) => (q.state.data && isFinished(q.state.data.deployment.status) ? false : 2_000),
+    refetchInterval: (q) => (q.state.data && isFinished(q.state.data.deployment.status) ? false : every),
   });
   const log = useDeploymentLog(deploymentId);
   const abort = useMutation(

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import { useLivePoll } from '../../components/live-updates';
 import { Empty, QueryState, StatusBadge } from '../../components/ui';
 import { formatDate, timeAgo } from '../../lib/format';
 import { useTRPC } from '../../lib/trpc';
@@ -9,7 +10,8 @@ import { useServiceOverview } from './use-service';
 export default function Deployments() {
   const { serviceId, overview } = useServiceOverview();
   const trpc = useTRPC();
-  const list = useQuery({ ...trpc.deployments.list.queryOptions({ serviceId }), refetchInterval: 3_000 });
+  const every = useLivePoll(3_000);
+  const list = useQuery({ ...trpc.deployments.list.queryOptions({ serviceId }), refetchInterval: every });
   const live = overview.data?.liveDeploymentId;
   return (
     <div className="stack">

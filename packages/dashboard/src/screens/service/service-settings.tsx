@@ -4,6 +4,7 @@ import { useNavigate } from 'react-router';
 import { Confirm, ErrorNotice, Field, QueryState } from '../../components/ui';
 import { formError } from '../../lib/api-error';
 import { useTRPC } from '../../lib/trpc';
+import { ScaleForm } from './scale-form';
 import { isDatabase, type Overview, useServiceOverview } from './use-service';
 
 export default function ServiceSettings() {
@@ -40,6 +41,11 @@ function SettingsForm({ service }: { service: Overview['service'] }) {
   });
   const set = (k: keyof typeof form) => (v: string) => setForm((f) => ({ ...f, [k]: v }));
   const update = useMutation(
+    trpc.services.update.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.services.overview.queryKey({ serviceId: service.id }) }),
+    }),
+  );
+  const scale = useMutation(
     trpc.services.update.mutationOptions({
       onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.services.overview.queryKey({ serviceId: service.id }) }),
     }),
@@ -138,6 +144,16 @@ function SettingsForm({ service }: { service: Overview['service'] }) {
             </p>
           ) : null}
         </form>
+      </section>
+      <section className="card" aria-labelledby="scale-h">
+        <h2 id="scale-h">Replicas and resources</h2>
+        <ScaleForm
+          initial={{ replicas: service.replicas, resources: service.resources }}
+          error={scale.error}
+          pending={scale.isPending}
+          saved={scale.isSuccess}
+          onSave={(values) => scale.mutate({ serviceId: service.id, ...values })}
+        />
       </section>
       <section className="card" aria-labelledby="danger-h">
         <h2 id="danger-h">Delete</h2>
