@@ -51,6 +51,9 @@ export interface DrillLimits {
 
 export const DEFAULT_DRILL_LIMITS: DrillLimits = { timeoutMs: 30 * 60_000, readyTimeoutMs: 180_000, pollMs: 60_000 };
 
+/** How long a stop waits for the drill in flight to end (recorded, its scratch container removed). */
+export const STOP_GRACE_MS = 5_000;
+
 /** A drill is skipped when the disk would pass this share once the restored copy is on it. */
 export const DRILL_DISK_LIMIT = 0.9;
 /** What a restored copy takes on disk, against its backup's size (a dump's indexes and free space grow back). */
@@ -142,10 +145,20 @@ export class DrillService {
     this.wake();
   }
 
+  /**
+   * Aborts the drill in flight and waits for it to record `failed` and remove its scratch container, but
+   * never longer than STOP_GRACE_MS: a drill must not hold up a platform stop. One still going then is
+   * left to recover(), which fails it and sweeps its container at the next start.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.controller.abort(new Error('The platform is stopping'));
-    await this.loop.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, STOP_GRACE_MS);
+      timer.unref();
+    });
+    await Promise.race([this.loop.stop(), grace]).finally(() => clearTimeout(timer));
   }
 
   /** Drills a stopped platform left running end `failed`; their scratch containers go. */
@@ -194,6 +207,7 @@ export class DrillService {
    * newest succeeded backup, unless that one is queued or running already.
    */
   async scheduleDue(now: Date): Promise<void> {
+    if (!this.deps.config.backups.scheduledDrills) return;
     for (const schedule of await this.deps.store.backupSchedules.list(null)) {
       if (schedule.drill === 'off' || schedule.volume !== null) continue;
       if (schedule.lastDrillAt && now.getTime() - schedule.lastDrillAt.getTime() < PERIOD_MS[schedule.drill]) continue;
