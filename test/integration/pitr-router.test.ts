@@ -13,7 +13,14 @@ describe('pitr router', () => {
     const { service } = await databaseService(h);
     const api = h.caller();
     const { pitr } = await api.pitr.get({ serviceId: service.id });
-    expect(pitr).toMatchObject({ serviceId: service.id, enabled: false, storage: 'disk', retentionDays: 7, window: null, lastBaseBackup: null });
+    expect(pitr).toMatchObject({
+      serviceId: service.id,
+      enabled: false,
+      storage: 'disk',
+      retentionDays: 7,
+      window: null,
+      lastBaseBackup: null,
+    });
     expect(pitr.lag).toEqual({ pendingSegments: 0, pendingBytes: 0, seconds: 0, lagging: false, lastShippedAt: null, lastError: null });
     const put = await api.pitr.put({ serviceId: service.id, enabled: true, storage: 'disk', retentionDays: 30 });
     expect(put.pitr).toMatchObject({ enabled: true, storage: 'disk', retentionDays: 30, baseSchedule: '30 0 * * *' });

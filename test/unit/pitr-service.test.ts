@@ -144,7 +144,13 @@ describe('PitrService', () => {
     expect(woken).toEqual([]);
 
     const early = await pitr.restore(admin, db.id, { at: at(30).toISOString() });
-    expect(early).toMatchObject({ status: 'queued', baseBackupId: 'BASE1', replace: false, targetServiceId: null, at: at(30).toISOString() });
+    expect(early).toMatchObject({
+      status: 'queued',
+      baseBackupId: 'BASE1',
+      replace: false,
+      targetServiceId: null,
+      at: at(30).toISOString(),
+    });
     const late = await pitr.restore(admin, db.id, { at: at(100).toISOString() });
     expect(late.baseBackupId).toBe('BASE2');
     expect(woken).toEqual(['wake', 'wake']);
