@@ -79,3 +79,15 @@ describe('pitr router', () => {
     expect((await errorOf(stranger.pitr.get({ serviceId: service.id }))).error).toBe('not_found');
   });
 });
+
+describe('pitr rows of a deleted service', () => {
+  it('go with it', async () => {
+    h = await createHarness();
+    const { service } = await databaseService(h);
+    const api = h.caller();
+    await api.pitr.put({ serviceId: service.id, enabled: true });
+    expect(await h.database.store.pitr.getSettings(service.id)).not.toBeNull();
+    await api.services.delete({ serviceId: service.id });
+    expect(await h.database.store.pitr.getSettings(service.id)).toBeNull();
+  });
+});
