@@ -62,6 +62,24 @@ export const backupRouter = router({
     .output(restoreResultView)
     .mutation(({ ctx, input, signal }) => ctx.services.backupRestore.restore(ctx.actor, input.serviceId, input.backupId, signal)),
 
+  drill: writeProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'POST',
+        path: `${base}/{backupId}/drill`,
+        tags,
+        summary: 'Run a restore drill of this backup now: restored into a scratch container and checked; the report is on the backup',
+        description:
+          "Answers at once with the backup, its `drill` `queued`; drills run one at a time. The drill checks the checksum, restores into a scratch container of the engine's image on a private network (no domain, no host port), compares the engine's own counts with those recorded at backup time, and removes the container. `drill.status` ends `passed`, `failed` (with the reason) or `skipped` (the disk would pass 90%). 409 while a drill of it is queued or running, or when the backup did not succeed.",
+      },
+    })
+    .input(z.strictObject(backupParams))
+    .output(z.object({ backup: backupView }))
+    .mutation(async ({ ctx, input }) => ({
+      backup: await ctx.services.drills.request(ctx.actor, input.serviceId, input.backupId),
+    })),
+
   delete: writeProcedure
     .meta({
       scope: 'db:manage',

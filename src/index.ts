@@ -39,7 +39,7 @@ export { BACKUP_STORAGES } from './backups/backup.records.js';
 export type { BackupFormat } from './backups/backup.records.js';
 export type { BackupFiles } from './backups/backup-files.port.js';
 export type { ObjectStore, ObjectStoreConfig, ObjectStoreFactory } from './backups/object-store.port.js';
-export type { DatabaseDump, DumpTarget, RunningDump } from './backups/database-dump.port.js';
+export type { CountTarget, DatabaseDump, DumpTarget, EngineCounts, RunningDump } from './backups/database-dump.port.js';
 export type { DeploymentStreamEvent } from './deployments/deployment.service.js';
 export type { RuntimeStreamEvent } from './deployments/runtime-log.service.js';
 export * from './platform/input-schemas.js';
@@ -64,6 +64,19 @@ export { DEPLOYMENT_STATUSES } from './domain/deployment-state.js';
 export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
 export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';
+// Data safety (docs/backups.md): point-in-time recovery, restore drills, volume backups.
+export { WAL_FILE_NAME, WAL_SPOOL_DIR, ARCHIVE_COMMAND, archiveMount, type ArchiveMount } from './pitr/wal-spool.js';
+export type {
+  ArchivedFile,
+  PointInTimeRecovery,
+  RecoveryRequest,
+  RecoveryResult,
+  SpooledFile,
+  WalSpool,
+} from './pitr/wal-archive.port.js';
+export type { VolumeArchive, VolumeStats } from './backups/volume-archive.port.js';
+export type { ScratchDatabase, ScratchDatabaseSpec, ScratchDatabases } from './backups/scratch-database.port.js';
+export type { DrillEvent, DrillLimits, DrillPorts } from './backups/drill.service.js';
 export { EVENT_TYPES, type EventType, type EventPayloads, type DomainEvent, type EventSeverity } from './domain/events.js';
 export { CHANNEL_TYPES, type ChannelType } from './notifications/notification.records.js';
 export {
@@ -90,3 +103,12 @@ export {
 export * from './audit/audit-views.js';
 export { eventView, type EventView } from './events/event-views.js';
 export type { AuditDoor } from './audit/audit.records.js';
+export {
+  pitrSettingsInput,
+  pitrRestoreInput,
+  pitrRestoreFields,
+  confirmRequired,
+  type PitrSettingsInput,
+  type PitrRestoreInput,
+} from './pitr/pitr.inputs.js';
+export { pitrView, pitrRestoreView, recoveryWindowView, type PitrView, type PitrRestoreView } from './pitr/pitr-views.js';

@@ -10,6 +10,8 @@ import type { BackupRestore } from './backups/backup-restore.js';
 import type { BackupScheduleService } from './backups/backup-schedule.service.js';
 import type { BackupSettingsService } from './backups/backup-settings.service.js';
 import type { BackupService } from './backups/backup.service.js';
+import type { DrillService } from './backups/drill.service.js';
+import type { PitrService } from './pitr/pitr.service.js';
 import type { DatabaseAdminService } from './databases/database-admin.service.js';
 import type { DatabaseCatalog } from './databases/database-catalog.service.js';
 import type { DeliveryReceiver } from './git-hooks/delivery-receiver.js';
@@ -72,6 +74,8 @@ export interface Services {
   backupSettings: BackupSettingsService;
   backupRestore: BackupRestore;
   backupSchedules: BackupScheduleService;
+  drills: DrillService;
+  pitr: PitrService;
   ai: AiDiagnosticsService;
   metrics: MetricsService;
   health: HealthService;

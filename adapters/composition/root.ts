@@ -3,6 +3,8 @@ import Docker from 'dockerode';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
 import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
+import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
+import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
 import { EngineDatabaseAdmin } from '../databases/by-engine.database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy.database-admin.js';
@@ -183,6 +185,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       await useCases.sampler?.stop();
       await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
+      await useCases.drills.stop();
       await useCases.backupRunner.stop();
       await useCases.runner?.stop();
       await useCases.imports.stop();
@@ -257,6 +260,10 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
       files: new DiskBackupFiles(config.platform.backups.dir),
       objectStores: (store) => new S3ObjectStore(store),
       dump: new DockerExecDatabaseDump(docker),
+      drills: {
+        scratch: new DockerScratchDatabases(docker, config.platform.instanceId, config.platform.resourcePrefix),
+        disk: statfsDiskUsage(config.platform.backups.dir),
+      },
     },
     dnsProviders: [
       new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
@@ -333,7 +340,7 @@ function operatorPorts(): UseCasePorts {
 }
 
 /** One adapter per engine family, each loaded on first use; PostgreSQL's serves TimescaleDB too. */
-function engineDatabaseAdmin(): EngineDatabaseAdmin {
+export function engineDatabaseAdmin(): EngineDatabaseAdmin {
   const postgres = lazyDatabaseAdmin(async () => new (await import('../databases/postgres.database-admin.js')).PostgresDatabaseAdmin());
   return new EngineDatabaseAdmin({
     postgres,
@@ -385,7 +392,16 @@ function startBackups(useCases: UseCases, log: Log): void {
   const recover = () => {
     if (useCases.backupRunner.stopping) return;
     useCases.backupRunner.recover().then(
-      () => useCases.backupScheduler.start(),
+      () => {
+        useCases.backupScheduler.start();
+        // Point-in-time restores left running end failed (the original untouched).
+        void useCases.pitr.recover().catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
+        // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
+        useCases.drills
+          .recover()
+          .catch((error: Error) => log('drill recovery failed', { error: error.message }))
+          .finally(() => useCases.drills.start());
+      },
       (error: Error) => {
         log('backup recovery failed; trying again', { error: error.message });
         setTimeout(recover, 5_000).unref();

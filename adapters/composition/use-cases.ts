@@ -15,6 +15,8 @@ import { BackupScheduleService } from '../../src/backups/backup-schedule.service
 import { BackupScheduler } from '../../src/backups/backup-scheduler.js';
 import { BackupSettingsService } from '../../src/backups/backup-settings.service.js';
 import { BackupService } from '../../src/backups/backup.service.js';
+import { DEFAULT_DRILL_LIMITS, DrillService, type DrillLimits, type DrillPorts } from '../../src/backups/drill.service.js';
+import { PitrService } from '../../src/pitr/pitr.service.js';
 import type { DatabaseDump } from '../../src/backups/database-dump.port.js';
 import type { ObjectStoreFactory } from '../../src/backups/object-store.port.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from '../../src/databases/database-admin.service.js';
@@ -129,9 +131,11 @@ export interface UseCasePorts {
         objectStores?: ObjectStoreFactory;
         dump?: DatabaseDump | undefined;
         /** The container a database runs in (router tests); else the runtime's current container. */
-        locate?: (service: ServiceRecord) => Promise<{ containerId: string } | null>;
+        locate?: (service: ServiceRecord) => Promise<{ containerId: string; host?: string | null } | null>;
         /** A reconcile pass after a restore (router tests); else the deploy runner's. */
         repoint?: () => Promise<void>;
+        /** Restore drills: the scratch databases they restore into, the disk's fill, where their outcomes go. */
+        drills?: Partial<DrillPorts> & { limits?: Partial<DrillLimits> };
       }
     | undefined;
   /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
@@ -241,6 +245,28 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     claims: controlPlane.claims('backup'),
   });
   backupQueue.onQueued(() => backupRunner.wake());
+  const backupRestore = new BackupRestore(deps, env, dump, destinations, backupLog, backupRuntime);
+  const drillPorts = ports.backups?.drills;
+  const drillAdmin = ports.databases?.admin ?? null;
+  const drills = new DrillService(
+    deps,
+    dump,
+    backupLog,
+    backupRestore,
+    env,
+    {
+      scratch: drillPorts?.scratch ?? null,
+      volumes: drillPorts?.volumes ?? null,
+      ready: drillPorts?.ready ?? (drillAdmin ? (endpoint, signal) => drillAdmin.checkReady(endpoint, signal) : null),
+      disk: drillPorts?.disk ?? (async () => null),
+      // The outcome is an event of the outbox (DrillService publishes it through deps.events); this is for other listeners.
+      publish: drillPorts?.publish ?? (async () => undefined),
+    },
+    { ...DEFAULT_DRILL_LIMITS, ...drillPorts?.limits },
+    log,
+  );
+  // Point-in-time recovery: settings, window and lag; no restore runner is wired yet (docs/backups.md, What is left).
+  const pitr = new PitrService(deps, destinations, null);
 
   // Projects and their services: removal last of the ground, since it ends what every capability keeps of a service.
   const removal = new ServiceRemoval(deps, routing, teardown, {
@@ -321,7 +347,6 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
 
   const domains = new DomainService(deps, routing);
   const environments = new EnvironmentService(deps, serviceReader, removal, routing, hostPorts);
-  const backupRestore = new BackupRestore(deps, env, dump, destinations, backupLog, backupRuntime);
 
   // Push to deploy, branch and digest polling, commit statuses and pull-request previews.
   const hookPorts = ports.hooks ?? {};
@@ -420,6 +445,8 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     backups: new BackupService(deps, backupQueue, backupSettings, destinations),
     backupSettings,
     backupRestore,
+    drills,
+    pitr,
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,

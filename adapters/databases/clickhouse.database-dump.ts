@@ -5,7 +5,7 @@ import type { DumpFamily } from './dump-family.js';
 export const NATIVE_MAGIC = 'SLIPWAY-CLICKHOUSE-NATIVE 1';
 const LINE_MAX = 16 * 1024 * 1024;
 /** Engines whose rows live in the table itself: the ones read and written back. */
-const DATA_ENGINES = /MergeTree$|^(TinyLog|StripeLog|Log|Memory)$/;
+export const DATA_ENGINES = /MergeTree$|^(TinyLog|StripeLog|Log|Memory)$/;
 /** Created after the rows are in: a materialized view made earlier would see the rows inserted again. */
 const VIEW_ENGINES = /^(View|MaterializedView|LiveView|WindowView|Dictionary)$/;
 
@@ -145,7 +145,7 @@ export function quoteIdentifier(name: string): string {
 }
 
 /** `clickhouse-client` in the container, logged in through a config file, on the service's database. */
-class ClickHouseClient {
+export class ClickHouseClient {
   private constructor(
     private readonly exec: ContainerExec,
     readonly database: string,

@@ -1,6 +1,11 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { BackupFormat, DatabaseDump, DumpTarget, RunningDump } from '../../src/index.js';
+import type { BackupFormat, CountTarget, DatabaseDump, DumpTarget, EngineCounts, RunningDump } from '../../src/index.js';
+import { countClickHouse } from './clickhouse.database-counts.js';
+import { countMongo } from './mongodb.database-counts.js';
+import { countMysql } from './mysql.database-counts.js';
+import { countPostgres } from './postgres.database-counts.js';
+import { countRedis } from './redis.database-counts.js';
 import { ClickHouseDump } from './clickhouse.database-dump.js';
 import { ContainerExec } from './container-exec.js';
 import type { DumpFamily } from './dump-family.js';
@@ -38,6 +43,24 @@ export class DockerExecDatabaseDump implements DatabaseDump {
     return this.family(target)
       .restore(new ContainerExec(this.docker, target.containerId, signal, log), target.env, input)
       .finally(() => input.destroy());
+  }
+
+  /** The drills' check: each engine family counts with its own means (docs/backups.md, Restore drills). */
+  count(target: CountTarget, signal: AbortSignal, log: (line: string) => void): Promise<EngineCounts> {
+    const exec = new ContainerExec(this.docker, target.containerId, signal, log);
+    switch (target.engine) {
+      case 'postgres':
+      case 'timescale':
+        return countPostgres(exec, target.env);
+      case 'mysql':
+        return countMysql(exec, target.env);
+      case 'redis':
+        return countRedis(exec, target.env);
+      case 'clickhouse':
+        return countClickHouse(exec, target.env);
+      case 'mongodb':
+        return countMongo(target.host, target.env, signal);
+    }
   }
 
   private family(target: DumpTarget): DumpFamily {

@@ -106,7 +106,7 @@ function auth(env: Record<string, string>): Record<string, string> {
 }
 
 /** redis-cli in the container, one command per exec; the password in REDISCLI_AUTH. */
-class RedisCli {
+export class RedisCli {
   constructor(
     private readonly exec: ContainerExec,
     private readonly env: Record<string, string>,
@@ -131,7 +131,7 @@ class RedisCli {
     if (out !== 'OK') throw new Error(`CONFIG SET ${name}: ${out}`);
   }
 
-  private async info(section: string): Promise<Record<string, string>> {
+  async info(section: string): Promise<Record<string, string>> {
     const out = await this.call('INFO', section);
     return Object.fromEntries(
       out.split(/\r?\n/).flatMap((line) => {

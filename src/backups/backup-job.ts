@@ -14,9 +14,7 @@ import type { BackupLog } from './backup-log.js';
 import type { RestoreRuntime } from './backup-restore.js';
 import type { DatabaseDump } from './database-dump.port.js';
 import type { ObjectStore } from './object-store.port.js';
-
-/** A failure the user can act on: its message is the backup's `error` as is. */
-class BackupFailure extends Error {}
+import { BackupFailure, dumpSource, type BackupSources, type OpenedSource } from './backup-sources.js';
 
 /**
  * Backups as a kind of durable job: the backups table is the queue, one backup runs at a time per
@@ -24,14 +22,20 @@ class BackupFailure extends Error {}
  * for. A backup that did not reach each of them is `failed`, and what it left is removed.
  */
 export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue<BackupRecord> {
+  private readonly sources: BackupSources;
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly env: EnvService,
-    private readonly dump: DatabaseDump | null,
+    dump: DatabaseDump | null,
     private readonly destinations: BackupDestinations,
     private readonly log: BackupLog,
     private readonly runtime: Pick<RestoreRuntime, 'locate'>,
-  ) {}
+    /** Volumes' tars and base backups; a database's dump is the dump port's. */
+    sources: BackupSources = {},
+  ) {
+    this.sources = { dump: dumpSource(dump, (service) => runtime.locate(service)), ...sources };
+  }
 
   get queue(): JobQueue<BackupRecord> {
     return this;
@@ -110,10 +114,12 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       localPath: wantsDisk ? files.pathOf(backup.serviceId, name) : null,
       objectKey: wantsObject ? `backups/${backup.serviceId}/${name}` : null,
     };
+    let opened: OpenedSource | null = null;
     try {
       const service = await this.deps.store.projects.getService(backup.serviceId);
       if (!service) throw new BackupFailure('The service was deleted');
-      if (!this.dump) throw new BackupFailure('This platform has no container engine to run the dump in');
+      const source = this.sources[backup.kind];
+      if (!source) throw new BackupFailure(`This platform cannot make ${backup.kind} backups`);
       let store: ObjectStore | null = null;
       if (wantsObject) {
         const config = await this.destinations.configOf(backup.storageId);
@@ -122,13 +128,15 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
         log.mask(config.secretAccessKey);
         store = this.destinations.open(config);
       }
-      const container = await this.runtime.locate(service);
-      if (!container) throw new BackupFailure(`${service.name} is not running: deploy it before backing up`);
       const { env } = await this.env.resolvedFor(service);
       secrets = { ...secrets, ...env };
       log.mask(...Object.values(env));
       await this.deps.store.backups.update(backup.id, { localPath: placed.localPath, objectKey: placed.objectKey });
-      log.write(`Backup ${backup.id} started: ${backup.engine}, format ${backup.format}, to ${backup.storage}`);
+      log.write(
+        backup.kind === 'volume'
+          ? `Backup ${backup.id} started: volume ${backup.volume} (${backup.volumeMode}), format ${backup.format}, to ${backup.storage}`
+          : `Backup ${backup.id} started: ${backup.engine}${backup.kind === 'base' ? ' base backup' : ''}, format ${backup.format}, to ${backup.storage}`,
+      );
 
       // Every destination is open before the dump starts: a dump nobody reads would hold its server.
       const targets: Writable[] = [];
@@ -146,9 +154,8 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
         uploads.push(upload);
         log.write(`Uploading to the object store as ${placed.objectKey}`);
       }
-      const dump = await this.dump.dump({ engine: backup.engine, containerId: container.containerId, env }, work.signal, (line) =>
-        log.write(line, 'stderr'),
-      );
+      opened = await source.open({ backup, service, env, signal: work.signal, log });
+      const dump = opened;
       const hasher = new HashingStream();
       const tasks: Array<Promise<unknown>> = [dump.done, ...uploads];
       tasks.push(pipeline(dump.stream, hasher, new FanOut(targets), { signal: work.signal }));
@@ -166,7 +173,8 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       if (failed) throw failed.reason;
       if (placed.localPath) await files.commit(placed.localPath);
       const checksum = hasher.checksum();
-      await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null });
+      const recorded = await opened.finish();
+      await this.deps.store.backups.update(backup.id, { sizeBytes: hasher.bytes, checksum, error: null, ...recorded });
       log.write(`Backup succeeded: ${hasher.bytes} bytes, ${checksum}`);
       return 'succeeded';
     } catch (error) {
@@ -185,6 +193,7 @@ export class BackupJobs implements JobKind<BackupRecord, JobLogWriter>, JobQueue
       return 'failed';
     } finally {
       signal.removeEventListener('abort', stop);
+      await opened?.release?.().catch((error: Error) => log.write(`After the backup: ${error.message}`, 'stderr'));
     }
   }
 

@@ -74,6 +74,12 @@ export class BackupQueue {
       startedAt: null,
       finishedAt: null,
       scheduleId,
+      kind: 'dump',
+      volume: null,
+      volumeMode: null,
+      walStart: null,
+      counts: null,
+      drill: null,
     };
   }
 

@@ -19,7 +19,7 @@ import type { DatabaseDump, DumpTarget } from './database-dump.port.js';
 /** Where a database runs, and how traffic finds it again after a restore restarted it. */
 export interface RestoreRuntime {
   /** The container of a database service's current deployment; null when none runs. */
-  locate(service: ServiceRecord): Promise<{ containerId: string } | null>;
+  locate(service: ServiceRecord): Promise<{ containerId: string; host?: string | null } | null>;
   /**
    * Points host ports and routes at the services' current containers again at once: a restore may restart
    * the database's container (Redis), and a reconcile pass meanwhile found no address and closed its host port.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { idParam, line, queryInt, strictInt } from '../platform/input-schemas.js';
 import { iso, timestamp } from '../platform/view-fields.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
-import { BACKUP_STORAGES, SCHEDULE_PERIODS } from './backup.records.js';
+import { BACKUP_STORAGES, DEFAULT_DRILL, DRILL_FREQUENCIES, SCHEDULE_PERIODS } from './backup.records.js';
 
 /** The general API's backup configurations (`/api/backups`), as the routers take and answer them. */
 
@@ -32,6 +32,10 @@ export const backupConfigurationView = z
     nextRunAt: timestamp.meta({ description: 'The next slot; a slot missed while the platform was down runs once when it is back' }),
     lastRunAt: timestamp.nullable().meta({ description: 'When it last queued a backup (fired or triggered)' }),
     lastError: z.string().nullable().meta({ description: 'Why its last slot queued no backup; null when it did' }),
+    drill: z.enum(DRILL_FREQUENCIES).meta({
+      description: 'How often its newest succeeded backup is restored into a scratch container and checked (default weekly)',
+    }),
+    lastDrillAt: timestamp.nullable().meta({ description: 'When it last queued a drill' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -59,8 +63,15 @@ export const backupConfigurationInput = z.strictObject({
     })
     .optional()
     .meta({ description: 'Without a count or an age, 7 backups are kept' }),
+  drill: z
+    .enum(DRILL_FREQUENCIES)
+    .default(DEFAULT_DRILL)
+    .meta({ description: 'Restore drills of its newest backup: daily, weekly (default) or off' }),
 });
-export type BackupConfigurationInput = z.output<typeof backupConfigurationInput>;
+/** `drill` defaults to weekly (the use case's callers may leave it out). */
+export type BackupConfigurationInput = Omit<z.output<typeof backupConfigurationInput>, 'drill'> & {
+  drill?: z.output<typeof backupConfigurationInput>['drill'];
+};
 
 export const backupRecordsQuery = {
   limit: queryInt(1, RECORDS_PAGE_MAX)
@@ -80,6 +91,8 @@ export function presentBackupConfiguration(s: BackupScheduleRecord, projectId: s
     nextRunAt: iso(s.nextRunAt),
     lastRunAt: s.lastRunAt ? iso(s.lastRunAt) : null,
     lastError: s.lastError,
+    drill: s.drill,
+    lastDrillAt: s.lastDrillAt ? iso(s.lastDrillAt) : null,
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),
   };

@@ -1,4 +1,4 @@
-import type { BackupStorage, SchedulePeriod } from './backup.records.js';
+import type { BackupStorage, DrillFrequency, SchedulePeriod, VolumeMode } from './backup.records.js';
 
 /**
  * A backup configuration: a database service backed up on a cron schedule (UTC) to a destination,
@@ -21,6 +21,14 @@ export interface BackupScheduleRecord {
   lastRunAt: Date | null;
   /** Why the last slot did not queue a backup (a refusal, or the previous one still running); null when it did. */
   lastError: string | null;
+  /** The named volume of the service it backs up; null: the database's dump. */
+  volume: string | null;
+  /** A volume configuration's snapshot mode; null for a database's. */
+  volumeMode: VolumeMode | null;
+  /** How often its newest succeeded backup is restored into a scratch container and checked. */
+  drill: DrillFrequency;
+  /** When it last queued a drill. */
+  lastDrillAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }

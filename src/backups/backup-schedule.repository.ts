@@ -1,5 +1,6 @@
 import { ConflictError } from '../domain/errors.js';
-import { Backup, BackupSchedule } from '../persistence/entities.js';
+import { Backup, BackupSchedule, type BackupRow } from '../persistence/entities.js';
+import { backupOfRow, backupRowPatch } from './backup.repository.js';
 import { Repository, type Patch, type Where } from '../persistence/repository.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
 import type { BackupRecord, SchedulePeriod } from './backup.records.js';
@@ -7,8 +8,8 @@ import type { BackupRecord, SchedulePeriod } from './backup.records.js';
 const NEWEST_FIRST = { createdAt: 'desc', id: 'desc' } as const;
 
 /** A managed configuration's records are its service's backups of its period (older ones included); any other's carry its id. */
-function recordsOf(schedule: BackupScheduleRecord): Where<BackupRecord> {
-  return schedule.managed ? { serviceId: schedule.serviceId, trigger: schedule.managed } : { scheduleId: schedule.id };
+function recordsOf(schedule: BackupScheduleRecord): Where<BackupRow> {
+  return schedule.managed ? { serviceId: schedule.serviceId, kind: 'dump', trigger: schedule.managed } : { scheduleId: schedule.id };
 }
 
 /** Backup configurations, and the backups each one made (its records). */
@@ -48,8 +49,8 @@ export class BackupScheduleRepository extends Repository {
    * The backups a configuration made, newest first. A managed one's are its service's backups of its
    * period (those made before configurations existed included); any other's carry its id.
    */
-  records(schedule: BackupScheduleRecord, options: { limit?: number } = {}): Promise<BackupRecord[]> {
-    return this.rows(Backup, recordsOf(schedule), NEWEST_FIRST, options.limit);
+  async records(schedule: BackupScheduleRecord, options: { limit?: number } = {}): Promise<BackupRecord[]> {
+    return (await this.rows(Backup, recordsOf(schedule), NEWEST_FIRST, options.limit)).map(backupOfRow);
   }
 
   /**
@@ -57,8 +58,8 @@ export class BackupScheduleRepository extends Repository {
    * `before` (never the newest of all). Found by the database, so a long history is not read to keep it.
    */
   async beyondRetention(schedule: BackupScheduleRecord, keepCount: number | null, before: Date | null): Promise<BackupRecord[]> {
-    const succeeded: Where<BackupRecord> = { $and: [recordsOf(schedule), { status: 'succeeded' }] };
-    const past: Where<BackupRecord>[] = [];
+    const succeeded: Where<BackupRow> = { $and: [recordsOf(schedule), { status: 'succeeded' }] };
+    const past: Where<BackupRow>[] = [];
     if (keepCount !== null) {
       const kept = await this.rows(Backup, succeeded, NEWEST_FIRST, keepCount);
       const last = kept.at(-1);
@@ -71,7 +72,7 @@ export class BackupScheduleRepository extends Repository {
       if (newest) past.push({ createdAt: { $lt: before }, id: { $ne: newest.id } });
     }
     if (past.length === 0) return [];
-    return this.rows(Backup, { $and: [succeeded, { $or: past }] }, NEWEST_FIRST);
+    return (await this.rows(Backup, { $and: [succeeded, { $or: past }] }, NEWEST_FIRST)).map(backupOfRow);
   }
 
   /**
@@ -80,7 +81,7 @@ export class BackupScheduleRepository extends Repository {
    */
   async insertRun(backup: BackupRecord): Promise<boolean> {
     try {
-      await this.insertRow(Backup, backup, 'backup');
+      await this.insertRow(Backup, backupRowPatch(backup) as BackupRow, 'backup');
       return true;
     } catch (error) {
       if (error instanceof ConflictError) return false;

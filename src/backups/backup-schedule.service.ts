@@ -6,7 +6,7 @@ import { visibleServices } from '../platform/lookup.js';
 import { CronError, parseCron, type CronSchedule } from './cron.js';
 import { type BackupConfigurationInput, type BackupConfigurationView, presentBackupConfiguration } from './backup-schedule-views.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
-import { SCHEDULE_PERIODS } from './backup.records.js';
+import { DEFAULT_DRILL, SCHEDULE_PERIODS } from './backup.records.js';
 import { presentBackup, type BackupView } from './backup-views.js';
 import type { BackupQueue } from './backup-queue.js';
 import type { BackupSettingsService } from './backup-settings.service.js';
@@ -93,6 +93,10 @@ export class BackupScheduleService {
       nextRunAt: cron.next(now)!,
       lastRunAt: null,
       lastError: null,
+      volume: null,
+      volumeMode: null,
+      drill: input.drill ?? DEFAULT_DRILL,
+      lastDrillAt: null,
       createdAt: now,
       updatedAt: now,
     });

@@ -6,7 +6,7 @@ import { serviceOfKind } from '../platform/lookup.js';
 import type { BackupDestinations } from './backup-destinations.js';
 import { backupFormat, databaseFor } from './backup-targets.js';
 import { presentBackupSettings, type BackupSettingsInput, type BackupSettingsView } from './backup-views.js';
-import type { BackupSettingsRecord, BackupStorage } from './backup.records.js';
+import { DEFAULT_DRILL, type BackupSettingsRecord, type BackupStorage } from './backup.records.js';
 import type { DatabaseDump } from './database-dump.port.js';
 import { syncManagedSchedules } from './managed-schedules.js';
 
@@ -37,6 +37,7 @@ export class BackupSettingsService {
       weeklyEnabled: true,
       monthlyEnabled: true,
       ...DEFAULT_RETENTION,
+      drill: DEFAULT_DRILL,
       createdAt: now,
       updatedAt: now,
     };

@@ -6,6 +6,11 @@ import {
   BACKUP_FORMATS,
   BACKUP_STORAGES,
   BACKUP_TRIGGERS,
+  BACKUP_KINDS,
+  COUNT_UNITS,
+  DRILL_FREQUENCIES,
+  DRILL_STATUSES,
+  type BackupCounts,
   type BackupLogRecord,
   type BackupRecord,
   type BackupSettingsRecord,
@@ -13,6 +18,36 @@ import {
 
 /** The spec's Backup, Backup settings and Object-store connection shapes, as the routers answer them. */
 const storage = z.enum(BACKUP_STORAGES);
+
+export const backupCountsView = z
+  .object({
+    unit: z.enum(COUNT_UNITS),
+    expected: z.record(z.string(), z.object({ min: z.number().int(), max: z.number().int() })).meta({
+      description:
+        'Per table (collection, logical database; `files` and `bytes` of a volume): the range a restore must hold, from the counts taken before and after the dump',
+    }),
+  })
+  .meta({ id: 'BackupCounts' });
+
+export const drillView = z
+  .object({
+    status: z.enum(DRILL_STATUSES).meta({
+      description:
+        "`queued`, `running`, then `passed`, `failed` (the reason says why, with the engine's message) or `skipped` (the disk would pass 90%)",
+    }),
+    reason: z.string().nullable(),
+    requestedAt: timestamp,
+    startedAt: timestamp.nullable(),
+    finishedAt: timestamp.nullable(),
+    durationMs: z.number().int().nullable().meta({ description: 'From start to end; null until it ended' }),
+    checksumOk: z.boolean().nullable().meta({ description: "The stored bytes matched the backup's checksum; null when not read" }),
+    counts: z
+      .record(z.string(), z.number().int())
+      .nullable()
+      .meta({ description: 'What the restored copy held, per table (collection, logical database); null when not counted' }),
+  })
+  .meta({ id: 'RestoreDrill' });
+export type DrillView = z.infer<typeof drillView>;
 
 export const backupView = z
   .object({
@@ -38,6 +73,13 @@ export const backupView = z
     createdAt: timestamp,
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
+    kind: z
+      .enum(BACKUP_KINDS)
+      .meta({ description: "`dump`: the database's dump; `volume`: a tar of a named volume; `base`: a PostgreSQL base backup" }),
+    counts: backupCountsView
+      .nullable()
+      .meta({ description: 'What a restore must hold, counted as the backup was made; null when not counted' }),
+    drill: drillView.nullable().meta({ description: 'The last restore drill of this backup; null: never drilled' }),
   })
   .meta({ id: 'Backup' });
 export type BackupView = z.infer<typeof backupView>;
@@ -56,6 +98,7 @@ export const backupSettingsView = z
     keepDaily: z.number().int(),
     keepWeekly: z.number().int(),
     keepMonthly: z.number().int(),
+    drill: z.enum(DRILL_FREQUENCIES).meta({ description: 'Restore drills of the daily, weekly and monthly backups (default weekly)' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -73,6 +116,12 @@ export const backupListView = z.object({
   backups: z.array(backupView),
   settings: backupSettingsView,
   objectStore: objectStoreConnectionView,
+  drills: z
+    .object({
+      neverDrilled: z.number().int().meta({ description: 'Succeeded backups never drilled' }),
+      failed: z.number().int().meta({ description: 'Backups whose last drill failed' }),
+    })
+    .meta({ id: 'DrillSummary' }),
 });
 export type BackupListView = z.infer<typeof backupListView>;
 
@@ -100,6 +149,10 @@ export const backupSettingsInput = z.strictObject({
   keepDaily: strictInt(1, 366).optional().meta({ description: 'Daily backups kept (default 7)' }),
   keepWeekly: strictInt(1, 520).optional().meta({ description: 'Weekly backups kept (default 4)' }),
   keepMonthly: strictInt(1, 240).optional().meta({ description: 'Monthly backups kept (default 12)' }),
+  drill: z
+    .enum(DRILL_FREQUENCIES)
+    .optional()
+    .meta({ description: 'Restore drills of the daily, weekly and monthly backups: daily, weekly (default) or off' }),
 });
 export type BackupSettingsInput = z.output<typeof backupSettingsInput>;
 
@@ -121,8 +174,26 @@ export function presentBackup(b: BackupRecord): BackupView {
     createdAt: iso(b.createdAt),
     startedAt: isoOrNull(b.startedAt),
     finishedAt: isoOrNull(b.finishedAt),
+    kind: b.kind,
+    counts: b.counts,
+    drill: b.drill ? presentDrill(b.drill) : null,
   };
 }
+
+export function presentDrill(d: NonNullable<BackupRecord['drill']>): DrillView {
+  return {
+    status: d.status,
+    reason: d.reason,
+    requestedAt: iso(d.requestedAt),
+    startedAt: isoOrNull(d.startedAt),
+    finishedAt: isoOrNull(d.finishedAt),
+    durationMs: d.startedAt && d.finishedAt ? d.finishedAt.getTime() - d.startedAt.getTime() : null,
+    checksumOk: d.checksumOk,
+    counts: d.counts,
+  };
+}
+
+export type { BackupCounts };
 
 export function presentBackupSettings(s: BackupSettingsRecord): BackupSettingsView {
   const { createdAt, updatedAt, ...rest } = s;

@@ -41,12 +41,13 @@ export class BackupService {
 
   async list(actor: Actor, serviceId: string, signal?: AbortSignal): Promise<BackupListView> {
     const { service } = await databaseFor(this.deps.store, actor, serviceId);
-    const [backups, [settings, objectStore]] = await Promise.all([
-      this.deps.store.backups.list(service.id, 500),
+    const [backups, drills, [settings, objectStore]] = await Promise.all([
+      this.deps.store.backups.listOf(service.id, 'dump', null, 500),
+      this.deps.store.backups.drillSummary(service.id, 'dump'),
       // The store this database's backups go to: its storage instance, or the platform's.
       this.settings.settingsOf(service.id).then(async (s) => [s, await this.destinations.connection(s.storageId, signal)] as const),
     ]);
-    return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore };
+    return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore, drills };
   }
 
   async create(actor: Actor, serviceId: string, storage: BackupStorage): Promise<BackupView> {

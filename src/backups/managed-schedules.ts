@@ -28,7 +28,7 @@ export async function syncManagedSchedules(store: Store, settings: BackupSetting
     }
     const keepCount = keep(settings, period);
     if (existing) {
-      await store.backupSchedules.update(existing.id, { storage: settings.storage, keepCount, updatedAt: now });
+      await store.backupSchedules.update(existing.id, { storage: settings.storage, keepCount, drill: settings.drill, updatedAt: now });
       continue;
     }
     await store.backupSchedules.insert({
@@ -43,6 +43,10 @@ export async function syncManagedSchedules(store: Store, settings: BackupSetting
       nextRunAt: parseCron(MANAGED_SCHEDULES[period]).previous(now) ?? now,
       lastRunAt: null,
       lastError: null,
+      volume: null,
+      volumeMode: null,
+      drill: settings.drill,
+      lastDrillAt: null,
       createdAt: now,
       updatedAt: now,
     });

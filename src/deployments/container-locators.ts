@@ -20,9 +20,9 @@ export function containerLocators(current: CurrentContainers) {
       },
     },
     backupTarget: {
-      async locate(service: ServiceRecord): Promise<{ containerId: string } | null> {
+      async locate(service: ServiceRecord): Promise<{ containerId: string; host: string | null } | null> {
         const container = await current.currentOf(service);
-        return container ? { containerId: container.id } : null;
+        return container ? { containerId: container.id, host: container.ip ?? null } : null;
       },
     },
   };

@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { DATA_SAFETY_ENTITIES } from './data-safety-entities.js';
 import { type Row, type Same, same } from './row-types.js';
 export type { Row } from './row-types.js';
 import { CLUSTER_ENTITIES } from './cluster-entities.js';
@@ -11,7 +12,11 @@ import type {
   BackupStatus,
   BackupStorage,
   BackupTrigger,
+  BackupKind,
+  DrillFrequency,
+  DrillStatus,
   SchedulePeriod,
+  VolumeMode,
 } from '../backups/backup.records.js';
 import type { BackupScheduleRecord } from '../backups/backup-schedule.records.js';
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
@@ -442,6 +447,21 @@ export const Backup = defineEntity({
     finishedAt: nullableDate(),
     /** The backup configuration that made it (fired or triggered); null for the detailed API's own. */
     scheduleId: nullableStr(32).index(),
+    kind: str(16).$type<BackupKind>().default('dump'),
+    volume: nullableStr(64),
+    volumeMode: nullableStr(16).$type<VolumeMode | null>(),
+    walStart: nullableStr(64),
+    /** BackupCounts as JSON. */
+    counts: nullableText(),
+    // The last restore drill; drillStatus is also the drill queue (queued -> running by compare-and-set).
+    drillStatus: nullableStr(16).$type<DrillStatus | null>().index(),
+    drillReason: nullableText(),
+    drillRequestedAt: nullableDate(),
+    drillStartedAt: nullableDate(),
+    drillFinishedAt: nullableDate(),
+    /** What the restored copy held, as JSON. */
+    drillCounts: nullableText(),
+    drillChecksumOk: p.boolean().strictNullable(),
   },
 });
 
@@ -473,6 +493,7 @@ export const BackupSettings = defineEntity({
     keepDaily: p.integer(),
     keepWeekly: p.integer(),
     keepMonthly: p.integer(),
+    drill: str(16).$type<DrillFrequency>().default('weekly'),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },
@@ -495,6 +516,10 @@ export const BackupSchedule = defineEntity({
     nextRunAt: p.datetime(),
     lastRunAt: nullableDate(),
     lastError: nullableText(),
+    volume: nullableStr(64),
+    volumeMode: nullableStr(16).$type<VolumeMode | null>(),
+    drill: str(16).$type<DrillFrequency>().default('weekly'),
+    lastDrillAt: nullableDate(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },
@@ -643,6 +668,8 @@ export const ALL_ENTITIES = [
   ServicePoll,
   CommitStatus,
   Preview,
+  // Point-in-time recovery and services' named volumes (data-safety-entities.ts).
+  ...DATA_SAFETY_ENTITIES,
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
@@ -675,6 +702,18 @@ export type ServicePollRow = Row<typeof ServicePoll>;
 export type CommitStatusRow = Row<typeof CommitStatus>;
 export type PreviewRow = Row<typeof Preview>;
 
+/** A backup as its row holds it: the drill in columns of its own, the counts as JSON. */
+export type BackupRowOf<B extends BackupRecord> = Omit<B, 'drill' | 'counts'> & {
+  counts: string | null;
+  drillStatus: DrillStatus | null;
+  drillReason: string | null;
+  drillRequestedAt: Date | null;
+  drillStartedAt: Date | null;
+  drillFinishedAt: Date | null;
+  drillCounts: string | null;
+  drillChecksumOk: boolean | null;
+};
+
 same<Same<ProjectRow, ProjectRecord>>();
 same<Same<EnvironmentRow, EnvironmentRecord>>();
 same<
@@ -696,7 +735,7 @@ same<Same<UserRow, UserRecord>>();
 same<Same<UserSessionRow, SessionRecord>>();
 same<Same<PersonalTokenRow, PersonalTokenRecord>>();
 same<Same<PasswordResetRow, PasswordResetRecord>>();
-same<Same<BackupRow, BackupRecord>>();
+same<Same<BackupRow, BackupRowOf<BackupRecord>>>();
 same<Same<BackupLogRow, BackupLogRecord>>();
 same<Same<BackupSettingsRow, BackupSettingsRecord>>();
 same<Same<BackupScheduleRow, BackupScheduleRecord>>();

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DatabaseEngine } from '../../src/domain/database-engines.js';
 import { deploy } from './deployments.js';
@@ -8,13 +10,18 @@ import { containersWithLabel, ownPortRange, provisionDocker } from './docker.js'
 import { expectErrorShape } from './error-bodies.js';
 import { startObjectStore, type TestObjectStore } from './object-store.js';
 import { api, startServerProcess, type ServerProcess } from './server-process.js';
+import { readSse } from './sse.js';
+
+const run = promisify(execFile);
 
 /**
  * Backups end to end for engines other than PostgreSQL (test/e2e/backups.test.ts has it): a platform
  * started as `npm start` does, database services deployed on the real Docker engine from the
  * stand-in images, a real S3-compatible server (s3rver on 127.0.0.1) through the AWS SDK. For each
- * engine and storage: write data, back up, change and drop data, restore, compare; a corrupted and a
- * truncated backup refused before the database is touched.
+ * engine and storage: write data, back up, change and drop data, restore, compare; a restore drill of a
+ * backup (the engine family's drill of record: scratch container, the engine's own counts, drill.passed
+ * on the event stream), on the same database container; a corrupted and a truncated backup refused
+ * before the database is touched.
  */
 
 type Call = ReturnType<typeof api>;
@@ -29,6 +36,14 @@ export interface Backup {
   localPath: string | null;
   objectKey: string | null;
   error: string | null;
+  counts: { unit: string; expected: Record<string, { min: number; max: number }> } | null;
+  drill: {
+    status: string;
+    reason: string | null;
+    checksumOk: boolean | null;
+    durationMs: number | null;
+    counts: Record<string, number> | null;
+  } | null;
 }
 
 /** A deployed database service, as the cases see it. */
@@ -187,6 +202,43 @@ export function backupRoundTrips(cases: Array<EngineCase<unknown>>): void {
       });
     }
 
+    it(`${c.engine}: drills a backup: restored into a scratch container, counted with the engine's own means, passed, removed`, {
+      timeout: 5 * 60_000,
+    }, async () => {
+      await c.write(db(), 'drill');
+      const backup = await backUp(db(), 'disk');
+      expect(backup.status, backup.error ?? '').toBe('succeeded');
+      expect(backup.drill).toBeNull();
+      const expected = backup.counts?.expected ?? {};
+      expect(
+        Object.values(expected).some((r) => r.max > 0),
+        JSON.stringify(backup.counts),
+      ).toBe(true);
+      const queued = await platform.call('POST', `/api/services/${db().id}/database/backups/${backup.id}/drill`);
+      expect(queued.status, queued.text).toBe(200);
+      // The drill's end is awaited as the event it publishes (the stream from its start: no race with a quick drill).
+      const stream = await readSse(`${platform.server.url}/api/events/stream`, {
+        token: platform.server.token,
+        headers: { 'last-event-id': '0' },
+        timeoutMs: 4 * 60_000,
+        until: (frames) => frames.some((f) => f.event === 'event' && /^drill\./.test(f.data.type) && f.data.data.backupId === backup.id),
+      });
+      const event = stream.frames.find((f) => f.event === 'event' && /^drill\./.test(f.data.type) && f.data.data.backupId === backup.id);
+      const text = await logsOf(db(), backup.id);
+      expect(event?.data, text).toMatchObject({ type: 'drill.passed', data: { serviceId: db().id, backupId: backup.id, reason: null } });
+      const list = (await platform.call('GET', `/api/services/${db().id}/database/backups`)).json.backups as Backup[];
+      const drilled = list.find((b) => b.id === backup.id)!;
+      expect(drilled.drill, text).toMatchObject({ status: 'passed', reason: null, checksumOk: true });
+      for (const [name, { min, max }] of Object.entries(expected)) {
+        expect(drilled.drill!.counts![name] ?? 0, name).toBeGreaterThanOrEqual(min);
+        expect(drilled.drill!.counts![name] ?? 0, name).toBeLessThanOrEqual(max);
+      }
+      expect(text).toMatch(/Scratch database .* on its private network .* no port published/);
+      expect(text).toMatch(/Scratch database removed/);
+      expect(text).not.toContain(db().env[c.passwordKey]);
+      expect(await scratchLeft(platform.server)).toBe('');
+    });
+
     it(`${c.engine}: refuses a corrupted and a truncated backup with 409 checksum_mismatch, touching nothing`, {
       timeout: 5 * 60_000,
     }, async () => {
@@ -220,6 +272,14 @@ export function backupRoundTrips(cases: Array<EngineCase<unknown>>): void {
       expect(off.status, off.text).toBe(200);
     });
   }
+}
+
+/** This install's drill scratch containers still there (other installs on the host, other test files among them, drill too). */
+async function scratchLeft(server: ServerProcess): Promise<string> {
+  const instance = /"instanceId":"([a-z0-9]+)"/.exec(server.output())?.[1];
+  if (!instance) throw new Error('the server did not log its instanceId');
+  const filters = ['--filter', 'label=slipway.scratch=drill', '--filter', `label=slipway.scratch-instance=${instance}`];
+  return (await run('docker', ['ps', '-a', ...filters, '--format', '{{.Names}}'])).stdout.trim();
 }
 
 /** The service's current containers, by name (running ones). */

@@ -270,6 +270,12 @@ describe('backup routers', () => {
       startedAt: new Date(),
       finishedAt: null,
       scheduleId: null,
+      kind: 'dump',
+      volume: null,
+      volumeMode: null,
+      walStart: null,
+      counts: null,
+      drill: null,
     });
     files.files.set(`${files.pathOf(service.id, `${id}.dump`)}.partial`, Buffer.from('half'));
     h.services.backupRunner.start();
@@ -313,6 +319,12 @@ describe('backup routers', () => {
         startedAt: null,
         finishedAt: null,
         scheduleId: null,
+        kind: 'dump',
+        volume: null,
+        volumeMode: null,
+        walStart: null,
+        counts: null,
+        drill: null,
       });
     }
     await h.services.backupScheduler.tick();

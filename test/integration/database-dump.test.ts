@@ -171,6 +171,33 @@ describe('PostgreSQL (pg_dump -Fc / pg_restore)', () => {
   });
 });
 
+describe('PostgreSQL counts (psql, count(*) of every table)', () => {
+  it('counts the rows of every table of every user schema, quoted names included', { timeout: 120_000 }, async () => {
+    const env = { POSTGRES_DB: 'shop', POSTGRES_USER: 'shop', POSTGRES_PASSWORD: PASSWORD };
+    const { id, port } = await startDatabase('postgres', env);
+    const client = await until('postgres', async () => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: 'shop', password: PASSWORD, database: 'shop' });
+      await c.connect();
+      return c;
+    });
+    try {
+      await client.query('CREATE SCHEMA "odd schema"');
+      await client.query('CREATE TABLE "odd schema"."Mixed ""Case""" (n int)');
+      await client.query('INSERT INTO "odd schema"."Mixed ""Case""" SELECT generate_series(1, 7)');
+      await client.query('CREATE TABLE plain (n int)');
+      await client.query('CREATE TABLE parted (n int) PARTITION BY RANGE (n)');
+      await client.query('CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (100)');
+      await client.query('INSERT INTO parted SELECT generate_series(1, 42)');
+      const logs = logged();
+      const counted = await dumps.count({ engine: 'postgres', containerId: id, env, host: null }, AbortSignal.timeout(60_000), logs.log);
+      expect(counted).toEqual({ unit: 'rows', counts: { 'odd schema.Mixed "Case"': 7, 'public.parted': 42, 'public.plain': 0 } });
+      await expectNoSecretsLeft(id, logs);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
 describe('MySQL (mysqldump --single-transaction / mysql; MariaDB 10.11 here)', () => {
   let target: DumpTarget;
   let conn: mysql.Connection;
@@ -216,6 +243,21 @@ describe('MySQL (mysqldump --single-transaction / mysql; MariaDB 10.11 here)', (
     expect((await conn.query('SELECT count(*) AS n FROM audit WHERE n = 1000'))[0]).toEqual([{ n: 1 }]);
     await expectNoSecretsLeft(target.containerId, logs);
     expect(logs.lines.join('\n')).toMatch(/--defaults-extra-file=\/tmp\/slipway-[0-9a-f]+\.cnf/);
+  });
+
+  it('counts the rows of every base table (COUNT(*), not the estimate)', { timeout: 60_000 }, async () => {
+    await conn.query('CREATE TABLE `odd ``name` (n int)');
+    await conn.query('INSERT INTO `odd ``name` VALUES (1), (2), (3)');
+    await conn.query('CREATE VIEW items_view AS SELECT id FROM items');
+    const logs = logged();
+    const counted = await dumps.count({ ...target, host: null }, AbortSignal.timeout(60_000), logs.log);
+    const count = async (table: string) =>
+      Number(((await conn.query(`SELECT count(*) AS n FROM ${table}`)) as never as [[{ n: number }]])[0][0].n);
+    expect(counted).toEqual({
+      unit: 'rows',
+      counts: { 'shop.audit': await count('audit'), 'shop.items': await count('items'), 'shop.odd `name': 3 },
+    });
+    await expectNoSecretsLeft(target.containerId, logs);
   });
 
   it('fails with the tool message when the root password is wrong', async () => {
@@ -298,6 +340,17 @@ describe('Redis (redis-cli --rdb, restored as the AOF base with a restart)', () 
     expect(await redis.get('str:42')).toBe('value 42');
     await redis.del('written');
     await expectNoSecretsLeft(target.containerId, logs);
+  });
+
+  it('counts keys per logical database, the ones with a TTL as their floor', { timeout: 60_000 }, async () => {
+    await redis.flushall();
+    for (let i = 0; i < 5; i++) await redis.set(`count:${i}`, 'v');
+    await redis.set('count:ttl', 'v', 'EX', 3600);
+    await redis.select(2);
+    await redis.set('other', 'v');
+    await redis.select(0);
+    const counted = await dumps.count({ ...target, host: null }, AbortSignal.timeout(60_000), () => undefined);
+    expect(counted).toEqual({ unit: 'keys', counts: { db0: 6, db2: 1 }, floors: { db0: 5, db2: 1 } });
   });
 
   it('refuses a broken snapshot before the server is touched', { timeout: 60_000 }, async () => {
@@ -400,6 +453,24 @@ describe('ClickHouse (clickhouse-client: SHOW CREATE + FORMAT Native, framed)', 
     await expectNoSecretsLeft(target.containerId, logs);
   });
 
+  it('counts the rows of the tables that hold rows', { timeout: 60_000 }, async () => {
+    const counted = await dumps.count({ ...target, host: null }, AbortSignal.timeout(60_000), () => undefined);
+    expect(counted.unit).toBe('rows');
+    const listed = (await (
+      await ch.query({ query: 'SELECT name, engine FROM system.tables WHERE database = currentDatabase()', format: 'JSONEachRow' })
+    ).json()) as Array<{ name: string; engine: string }>;
+    const expected: Record<string, number> = {};
+    for (const { name, engine } of listed) {
+      if (!/MergeTree$|^(TinyLog|StripeLog|Log|Memory)$/.test(engine) || name.startsWith('.inner')) continue;
+      const [row] = (await (await ch.query({ query: `SELECT count() AS n FROM \`${name}\``, format: 'JSONEachRow' })).json()) as Array<{
+        n: string;
+      }>;
+      expected[`shop.${name}`] = Number(row?.n);
+    }
+    expect(Object.keys(expected).length).toBeGreaterThan(0);
+    expect(counted.counts).toEqual(expected);
+  });
+
   it('refuses a dump cut short', async () => {
     const bytes = await dumpOf(target);
     await expect(restoreFrom(target, bytes.subarray(0, bytes.length - 20))).rejects.toThrow(/dump ends|stream ends/);
@@ -455,6 +526,12 @@ describe('MongoDB (mongodump --archive / mongorestore --drop; the stand-in tools
     expect((await shop.listCollections().toArray()).map((c) => c.name).sort()).toEqual(['empty', 'later', 'orders']);
     expect(logs.lines.join('\n')).toMatch(/1501 document\(s\) restored successfully/);
     await expectNoSecretsLeft(target.containerId, logs);
+  });
+
+  it('counts the documents of every collection over the wire', { timeout: 60_000 }, async () => {
+    const host = await dockerCli('inspect', '-f', '{{.NetworkSettings.IPAddress}}', target.containerId);
+    const counted = await dumps.count({ ...target, host }, AbortSignal.timeout(60_000), () => undefined);
+    expect(counted).toEqual({ unit: 'documents', counts: { 'crm.people': 1, 'shop.empty': 0, 'shop.later': 1, 'shop.orders': 1500 } });
   });
 
   it('refuses a broken archive with the tool message', async () => {

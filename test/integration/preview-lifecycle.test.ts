@@ -151,6 +151,12 @@ describe('a preview database copy', () => {
       startedAt: new Date(),
       finishedAt: new Date(),
       scheduleId: null,
+      kind: 'dump',
+      volume: null,
+      volumeMode: null,
+      walStart: null,
+      counts: null,
+      drill: null,
     });
     const { preview, copyId } = await openAndFill(ctx);
     expect(preview.status).toBe('failed');

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { MikroORM } from '@mikro-orm/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, ormOptions, type DatabaseConfig } from '../../src/persistence/database.js';
-import { BackupSettings } from '../../src/persistence/entities.js';
 import { createScratchDatabase } from '../helpers/postgres.js';
 
 /*
@@ -36,8 +35,41 @@ async function upgradeFrom(config: DatabaseConfig): Promise<void> {
       createdAt: saved,
       updatedAt: saved,
     };
-    await orm.em.fork().insert(BackupSettings, { ...settings, serviceId: 'automaticservice', automaticEnabled: true });
-    await orm.em.fork().insert(BackupSettings, { ...settings, serviceId: 'manualonlyservice', automaticEnabled: false });
+    // The table's columns of then, by name: the entity has grown columns since (a drill frequency).
+    const columns = [
+      'service_id',
+      'automatic_enabled',
+      'storage',
+      'daily_enabled',
+      'weekly_enabled',
+      'monthly_enabled',
+      'keep_daily',
+      'keep_weekly',
+      'keep_monthly',
+      'created_at',
+      'updated_at',
+    ];
+    const bool = (b: boolean) => (config.databaseUrl ? b : b ? 1 : 0);
+    const date = (d: Date) => (config.databaseUrl ? d : d.getTime());
+    for (const [serviceId, automatic] of [
+      ['automaticservice', true],
+      ['manualonlyservice', false],
+    ] as const)
+      await orm.em
+        .getConnection()
+        .execute(`insert into backup_settings (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`, [
+          serviceId,
+          bool(automatic),
+          settings.storage,
+          bool(settings.dailyEnabled),
+          bool(settings.weeklyEnabled),
+          bool(settings.monthlyEnabled),
+          settings.keepDaily,
+          settings.keepWeekly,
+          settings.keepMonthly,
+          date(settings.createdAt),
+          date(settings.updatedAt),
+        ]);
   } finally {
     await orm.close(true);
   }

@@ -74,6 +74,12 @@ function succeeded(serviceId: string, scheduleId: string, id: string, createdAt:
     startedAt: createdAt,
     finishedAt: createdAt,
     scheduleId,
+    kind: 'dump',
+    volume: null,
+    volumeMode: null,
+    walStart: null,
+    counts: null,
+    drill: null,
   };
 }
 

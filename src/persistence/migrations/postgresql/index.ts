@@ -16,6 +16,7 @@ import { Migration20261128035831 } from './Migration20261128035831.js';
 import { Migration20261128040537 } from './Migration20261128040537.js';
 import { Migration20261128095140 } from './Migration20261128095140.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
+import { Migration20261128040741 } from './Migration20261128040741.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -36,4 +37,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261128040537', class: Migration20261128040537 },
   { name: 'Migration20261128095140', class: Migration20261128095140 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
+  { name: 'Migration20261128040741', class: Migration20261128040741 },
 ];
