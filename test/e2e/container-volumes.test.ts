@@ -21,8 +21,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await docker.getContainer(name).remove({ force: true, v: true }).catch(() => {});
-  await docker.getVolume(named).remove().catch(() => {});
+  await docker
+    .getContainer(name)
+    .remove({ force: true, v: true })
+    .catch(() => {});
+  await docker
+    .getVolume(named)
+    .remove()
+    .catch(() => {});
 });
 
 it('removes a container with its anonymous volume and keeps the named volume it mounted', async () => {
