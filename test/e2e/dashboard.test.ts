@@ -588,6 +588,8 @@ describe('the dashboard, step by step', () => {
         .getByRole(link === 'Users' ? 'table' : 'heading', link === 'Users' ? {} : { name: heading })
         .first()
         .waitFor();
+      // The platform screen's registry (GET /api/registry) is read beside the settings.
+      if (link === 'Platform') await page.getByRole('button', { name: 'Save registry' }).waitFor();
       await check(screen);
     }
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Databases' }).click();
@@ -616,6 +618,13 @@ describe('the dashboard, step by step', () => {
     await sharedTable.getByRole('row', { name: /SHARED_TOKEN/ }).waitFor();
     expect(await sharedTable.innerText()).not.toContain('shared-s3cret');
     await check('project');
+    // The project's own audit log (GET /api/projects/:id/audit): the shared variables just saved are in it.
+    await page.getByRole('main').getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log of Shop', level: 1 }).waitFor();
+    await page.getByRole('table', { name: 'Audit log, newest first' }).getByRole('row').nth(1).waitFor();
+    await check('project-audit');
+    await page.goBack();
+    await page.getByRole('button', { name: 'Deploy all' }).waitFor();
     // Deploy all: one deployment queued per service of the environment, each run to its end.
     await page.getByRole('button', { name: 'Deploy all' }).click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Deploy all' }).click();

@@ -42,6 +42,7 @@ export const routes: RouteObject[] = [
       { index: true, element: <Navigate to="/projects" replace /> },
       { path: 'projects', ...screen(() => import('./screens/projects/project-list')) },
       { path: 'projects/:projectSlug', ...screen(() => import('./screens/projects/project-detail')) },
+      { path: 'projects/:projectSlug/audit', ...screen(() => import('./screens/projects/project-audit')) },
       {
         path: 'services/:serviceId',
         ...screen(() => import('./screens/service/service-layout')),

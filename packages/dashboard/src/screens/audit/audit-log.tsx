@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useId, useState } from 'react';
-import { Pager } from '../../components/pager';
-import { Empty, Field, PageTitle, QueryState, StatusBadge } from '../../components/ui';
+import { PagedTable } from '../../components/paged-table';
+import { ErrorNotice, Field, PageTitle, QueryState, StatusBadge } from '../../components/ui';
 import { type AuditFilterForm, auditQueryOf, EMPTY_AUDIT_FILTER } from '../../lib/audit-filter';
 import { useCursorPages } from '../../lib/cursor-pages';
 import { formatDate } from '../../lib/format';
@@ -9,19 +9,26 @@ import { useTRPC } from '../../lib/trpc';
 
 const PAGE = 50;
 
-/** The audit log, newest first: every write, by whom, through which door, with what outcome; filtered and paged. */
+/** The install's audit log, newest first: every write, by whom, through which door, with what outcome; filtered and paged. */
 export default function AuditLog() {
+  return <AuditLogView />;
+}
+
+/** The audit log, the install's or (for its writers) one project's (`audit.project`, GET /api/projects/:id/audit). */
+export function AuditLogView({ project }: { project?: { id: string; name: string } }) {
   const trpc = useTRPC();
-  const projects = useQuery(trpc.projects.list.queryOptions());
+  const projects = useQuery({ ...trpc.projects.list.queryOptions(), enabled: !project });
   const [form, setForm] = useState<AuditFilterForm>(EMPTY_AUDIT_FILTER);
   const [applied, setApplied] = useState<AuditFilterForm>(EMPTY_AUDIT_FILTER);
   const pages = useCursorPages();
+  const query = { ...auditQueryOf(applied), limit: PAGE, ...(pages.cursor ? { cursor: pages.cursor } : {}) };
+  const { projectId: _all, ...projectQuery } = query;
   const list = useQuery({
-    ...trpc.audit.list.queryOptions({ ...auditQueryOf(applied), limit: PAGE, ...(pages.cursor ? { cursor: pages.cursor } : {}) }),
+    ...(project ? trpc.audit.project.queryOptions({ ...projectQuery, projectId: project.id }) : trpc.audit.list.queryOptions(query)),
     placeholderData: keepPreviousData,
   });
   const projectSelect = useId();
-  const projectName = new Map((projects.data?.projects ?? []).map((p) => [p.id, p.name]));
+  const projectName = new Map(project ? [[project.id, project.name]] : (projects.data?.projects ?? []).map((p) => [p.id, p.name]));
   const set = (key: keyof AuditFilterForm) => (value: string) => setForm((f) => ({ ...f, [key]: value }));
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -30,20 +37,23 @@ export default function AuditLog() {
   };
   return (
     <div className="stack">
-      <PageTitle>Audit log</PageTitle>
+      <PageTitle>{project ? `Audit log of ${project.name}` : 'Audit log'}</PageTitle>
       <form className="card" onSubmit={submit} noValidate aria-label="Filter the audit log">
         <div className="grid-2">
-          <div className="field">
-            <label htmlFor={projectSelect}>Project</label>
-            <select id={projectSelect} value={form.projectId} onChange={(e) => set('projectId')(e.target.value)}>
-              <option value="">All projects</option>
-              {(projects.data?.projects ?? []).map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </div>
+          {project ? null : (
+            <div className="field">
+              <label htmlFor={projectSelect}>Project</label>
+              <select id={projectSelect} value={form.projectId} onChange={(e) => set('projectId')(e.target.value)}>
+                <option value="">All projects</option>
+                {(projects.data?.projects ?? []).map((p) => (
+                  <option key={p.id} value={p.id}>
+                    {p.name}
+                  </option>
+                ))}
+              </select>
+              {projects.error ? <ErrorNotice error={projects.error} title="Could not load projects" /> : null}
+            </div>
+          )}
           <Field
             label="Actor"
             name="actor"
@@ -82,48 +92,34 @@ export default function AuditLog() {
       <QueryState query={list} label="the audit log">
         {({ entries, nextCursor }) => (
           <>
-            {entries.length === 0 ? (
-              <Empty>{pages.page > 1 ? 'No older entries.' : 'No entry matches.'}</Empty>
-            ) : (
-              // biome-ignore lint/a11y/noNoninteractiveTabindex: a table wider than a phone scrolls sideways, by keyboard too
-              <section className="table-wrap" tabIndex={0} aria-label="Audit log table">
-                <table>
-                  <caption className="visually-hidden">Audit log, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Time</th>
-                      <th scope="col">Actor</th>
-                      <th scope="col">Operation</th>
-                      <th scope="col">Door</th>
-                      <th scope="col">Project</th>
-                      <th scope="col">Targets</th>
-                      <th scope="col">Address</th>
-                      <th scope="col">Outcome</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {entries.map((e) => (
-                      <tr key={e.id}>
-                        <td>{formatDate(e.at)}</td>
-                        <td>
-                          {e.actor.kind} <span className="mono">{e.actor.id ?? ''}</span>
-                        </td>
-                        <td className="mono">{e.operation}</td>
-                        <td>{e.door}</td>
-                        <td>{e.projectId ? (projectName.get(e.projectId) ?? e.projectId) : '-'}</td>
-                        <td className="mono">{e.targetIds.join(', ') || '-'}</td>
-                        <td className="mono">{e.clientAddress ?? '-'}</td>
-                        <td>
-                          <StatusBadge status={e.outcome === 'success' ? 'success' : 'failed'} label="Outcome" />
-                          {e.outcome === 'success' ? null : <span className="mono"> {e.outcome}</span>}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </section>
-            )}
-            <Pager page={pages.page} onPrevious={pages.previous} onNext={nextCursor ? () => pages.next(nextCursor) : undefined} />
+            <PagedTable
+              label="Audit log"
+              columns={['Time', 'Actor', 'Operation', 'Door', 'Project', 'Targets', 'Address', 'Outcome']}
+              count={entries.length}
+              empty="No entry matches."
+              emptyPastFirst="No older entries."
+              page={pages.page}
+              onPrevious={pages.previous}
+              onNext={nextCursor ? () => pages.next(nextCursor) : undefined}
+            >
+              {entries.map((e) => (
+                <tr key={e.id}>
+                  <td>{formatDate(e.at)}</td>
+                  <td>
+                    {e.actor.kind} <span className="mono">{e.actor.id ?? ''}</span>
+                  </td>
+                  <td className="mono">{e.operation}</td>
+                  <td>{e.door}</td>
+                  <td>{e.projectId ? (projectName.get(e.projectId) ?? e.projectId) : '-'}</td>
+                  <td className="mono">{e.targetIds.join(', ') || '-'}</td>
+                  <td className="mono">{e.clientAddress ?? '-'}</td>
+                  <td>
+                    <StatusBadge status={e.outcome === 'success' ? 'success' : 'failed'} label="Outcome" />
+                    {e.outcome === 'success' ? null : <span className="mono"> {e.outcome}</span>}
+                  </td>
+                </tr>
+              ))}
+            </PagedTable>
           </>
         )}
       </QueryState>

@@ -1,8 +1,8 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { useLivePoll } from '../../components/live-updates';
-import { Pager } from '../../components/pager';
-import { Empty, QueryState, StatusBadge } from '../../components/ui';
+import { PagedTable } from '../../components/paged-table';
+import { QueryState, StatusBadge } from '../../components/ui';
 import { useCursorPages } from '../../lib/cursor-pages';
 import { formatDate } from '../../lib/format';
 import { useTRPC } from '../../lib/trpc';
@@ -50,63 +50,50 @@ export default function Deliveries() {
       <QueryState query={list} label="deliveries">
         {({ deliveries, nextCursor }) => (
           <>
-            {deliveries.length === 0 ? (
-              <Empty>
-                {pages.page > 1 ? 'No more deliveries.' : 'Nothing delivered yet: a channel’s test or an event a rule routes shows here.'}
-              </Empty>
-            ) : (
-              // biome-ignore lint/a11y/noNoninteractiveTabindex: a table wider than a phone scrolls sideways, by keyboard too
-              <section className="table-wrap" tabIndex={0} aria-label="Deliveries table">
-                <table>
-                  <caption className="visually-hidden">Deliveries, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">Channel</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Attempts</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {deliveries.map((d) => (
-                      <tr key={d.id}>
-                        <td>{formatDate(d.createdAt)}</td>
-                        <td>{channelName.get(d.channelId) ?? d.channelId}</td>
-                        <td className="mono">{d.eventType}</td>
-                        <td>
-                          <StatusBadge status={d.status} />
-                          {d.nextAttemptAt && d.status !== 'succeeded' ? (
-                            <div className="muted">next try {formatDate(d.nextAttemptAt)}</div>
-                          ) : null}
-                        </td>
-                        <td>
-                          {d.attempts.length === 0 ? (
-                            <span className="muted">none yet</span>
-                          ) : (
-                            <details>
-                              <summary>
-                                {d.attempts.length} {d.attempts.length === 1 ? 'attempt' : 'attempts'}
-                                {d.lastError ? `: ${d.lastError}` : ''}
-                              </summary>
-                              <ol className="attempts">
-                                {d.attempts.map((a) => (
-                                  <li key={a.attempt}>
-                                    {formatDate(a.at)}: {a.ok ? 'delivered' : 'failed'}
-                                    {a.statusCode ? `, HTTP ${a.statusCode}` : ''}, {a.latencyMs} ms{a.error ? `, ${a.error}` : ''}
-                                  </li>
-                                ))}
-                              </ol>
-                            </details>
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </section>
-            )}
-            <Pager page={pages.page} onPrevious={pages.previous} onNext={nextCursor ? () => pages.next(nextCursor) : undefined} />
+            <PagedTable
+              label="Deliveries"
+              columns={['Created', 'Channel', 'Event', 'Status', 'Attempts']}
+              count={deliveries.length}
+              empty="Nothing delivered yet: a channel’s test or an event a rule routes shows here."
+              emptyPastFirst="No more deliveries."
+              page={pages.page}
+              onPrevious={pages.previous}
+              onNext={nextCursor ? () => pages.next(nextCursor) : undefined}
+            >
+              {deliveries.map((d) => (
+                <tr key={d.id}>
+                  <td>{formatDate(d.createdAt)}</td>
+                  <td>{channelName.get(d.channelId) ?? d.channelId}</td>
+                  <td className="mono">{d.eventType}</td>
+                  <td>
+                    <StatusBadge status={d.status} />
+                    {d.nextAttemptAt && d.status !== 'succeeded' ? (
+                      <div className="muted">next try {formatDate(d.nextAttemptAt)}</div>
+                    ) : null}
+                  </td>
+                  <td>
+                    {d.attempts.length === 0 ? (
+                      <span className="muted">none yet</span>
+                    ) : (
+                      <details>
+                        <summary>
+                          {d.attempts.length} {d.attempts.length === 1 ? 'attempt' : 'attempts'}
+                          {d.lastError ? `: ${d.lastError}` : ''}
+                        </summary>
+                        <ol className="attempts">
+                          {d.attempts.map((a) => (
+                            <li key={a.attempt}>
+                              {formatDate(a.at)}: {a.ok ? 'delivered' : 'failed'}
+                              {a.statusCode ? `, HTTP ${a.statusCode}` : ''}, {a.latencyMs} ms{a.error ? `, ${a.error}` : ''}
+                            </li>
+                          ))}
+                        </ol>
+                      </details>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </PagedTable>
           </>
         )}
       </QueryState>

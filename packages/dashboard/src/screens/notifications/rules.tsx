@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useId, useState } from 'react';
-import { Confirm, Empty, ErrorNotice, Field, QueryState } from '../../components/ui';
+import { Confirm, Empty, ErrorNotice, Field, Loading, QueryState } from '../../components/ui';
 import { fieldError, formError } from '../../lib/api-error';
 import { useTRPC } from '../../lib/trpc';
 
@@ -48,6 +48,7 @@ export default function Rules() {
                   </option>
                 ))}
               </select>
+              {projects.error ? <ErrorNotice error={projects.error} title="Could not load projects" /> : null}
             </div>
             <Field
               label="Events"
@@ -62,7 +63,13 @@ export default function Rules() {
             <legend>
               <strong>Channels</strong>
             </legend>
-            {(channels.data?.channels ?? []).length === 0 ? <p className="muted">Add a channel first.</p> : null}
+            {channels.isPending ? (
+              <Loading label="Loading channels" />
+            ) : channels.error ? (
+              <ErrorNotice error={channels.error} title="Could not load channels" />
+            ) : (channels.data?.channels ?? []).length === 0 ? (
+              <p className="muted">Add a channel first.</p>
+            ) : null}
             {(channels.data?.channels ?? []).map((c) => (
               <label key={c.id} className="check">
                 <input

@@ -62,6 +62,9 @@ function ProjectView({ project }: { project: Project }) {
                 Create service
               </button>
             ) : null}
+            <Link className="button" to={`/projects/${project.slug}/audit`}>
+              Audit log
+            </Link>
             <Confirm
               trigger={<button type="button">Delete project</button>}
               title={`Delete project ${project.name}?`}

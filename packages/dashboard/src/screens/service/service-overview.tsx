@@ -46,6 +46,8 @@ function OverviewView({ data }: { data: Overview }) {
         <DeployActions overview={data} />
       </section>
 
+      <FailingChannels notifications={data.notifications} />
+
       <section className="card" aria-labelledby="res-h">
         <h2 id="res-h">Resources</h2>
         {metrics.error ? <ErrorNotice error={metrics.error} title="Could not load metrics" /> : null}
@@ -156,6 +158,27 @@ function Domains({ data }: { data: Overview }) {
           Point the domain's DNS A record at <code>{data.publicIp}</code>.
         </p>
       ) : null}
+    </section>
+  );
+}
+
+/** The project's notification channels whose last 5 deliveries failed: an alert nobody receives is worth a look. */
+function FailingChannels({ notifications }: { notifications: Overview['notifications'] }) {
+  if (notifications.failing.length === 0) return null;
+  return (
+    <section className="card" aria-labelledby="notif-h">
+      <h2 id="notif-h">Notifications failing</h2>
+      <p className="alert" role="status">
+        {notifications.failing.length} of {notifications.channels} notification {notifications.channels === 1 ? 'channel' : 'channels'} of
+        this project failed their last 5 deliveries.
+      </p>
+      <ul>
+        {notifications.failing.map((c) => (
+          <li key={c.id}>
+            <Link to="/notifications">{c.name}</Link> ({c.type}){c.lastError ? <span className="mono">: {c.lastError}</span> : null}
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { ErrorNotice, Field, QueryState } from '../../components/ui';
 import { formError } from '../../lib/api-error';
 import { type RouterOutputs, useTRPC } from '../../lib/trpc';
+import { RegistrySettings } from './registry-form';
 
 type Settings = RouterOutputs['settings']['get']['settings'];
 const FIELDS = ['publicIp', 'rootDomain', 'registrationOpen', 'smtpUrl', 'mailFrom'];
@@ -17,6 +18,7 @@ export default function Platform() {
       <QueryState query={settings} label="settings">
         {({ settings: s }) => <SettingsForm settings={s} />}
       </QueryState>
+      <RegistrySettings />
       {system.data ? (
         <section className="card" aria-labelledby="sys-h">
           <h2 id="sys-h">About</h2>
