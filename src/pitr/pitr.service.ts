@@ -65,6 +65,12 @@ export class PitrService {
     assertWrite(actor);
     const { service } = await this.pitrDatabase(actor, serviceId);
     const { storage, storageId } = await this.storageOf(actor, input.storage ?? 'disk');
+    // Until this install ships WAL and restores from it, "enabled" would promise a window that never comes.
+    if (input.enabled && !this.runner)
+      throw new NotSupportedError(
+        'Point-in-time recovery cannot be turned on here yet: this install does not run continuous WAL archiving and restores (scheduled dumps and restore drills protect the database meanwhile)',
+        { field: 'enabled' },
+      );
     const now = this.deps.clock.now();
     const previous = await this.deps.store.pitr.getSettings(service.id);
     const baseSchedule = previous?.baseSchedule ?? DEFAULT_BASE_SCHEDULE;

@@ -22,9 +22,13 @@ describe('pitr router', () => {
       lastBaseBackup: null,
     });
     expect(pitr.lag).toEqual({ pendingSegments: 0, pendingBytes: 0, seconds: 0, lagging: false, lastShippedAt: null, lastError: null });
-    const put = await api.pitr.put({ serviceId: service.id, enabled: true, storage: 'disk', retentionDays: 30 });
-    expect(put.pitr).toMatchObject({ enabled: true, storage: 'disk', retentionDays: 30, baseSchedule: '30 0 * * *' });
-    expect(put.pitr.nextBaseAt).toMatch(/T00:30:00\.000Z$/);
+    // This install runs no WAL archiving yet: turning it on is refused, nothing is stored.
+    const on = await errorOf(api.pitr.put({ serviceId: service.id, enabled: true, storage: 'disk', retentionDays: 30 }));
+    expect(on).toMatchObject({ error: 'not_supported', details: { field: 'enabled' } });
+    expect(on.message).toMatch(/does not run continuous WAL archiving/);
+    const put = await api.pitr.put({ serviceId: service.id, enabled: false, storage: 'disk', retentionDays: 30 });
+    expect(put.pitr).toMatchObject({ enabled: false, storage: 'disk', retentionDays: 30, baseSchedule: '30 0 * * *' });
+    expect(put.pitr.nextBaseAt).toBeNull();
     expect((await api.pitr.get({ serviceId: service.id })).pitr).toEqual(put.pitr);
     // Off again: the retention is kept.
     expect((await api.pitr.put({ serviceId: service.id, enabled: false })).pitr).toMatchObject({ enabled: false, retentionDays: 30 });
@@ -85,7 +89,7 @@ describe('pitr rows of a deleted service', () => {
     h = await createHarness();
     const { service } = await databaseService(h);
     const api = h.caller();
-    await api.pitr.put({ serviceId: service.id, enabled: true });
+    await api.pitr.put({ serviceId: service.id, enabled: false });
     expect(await h.database.store.pitr.getSettings(service.id)).not.toBeNull();
     await api.services.delete({ serviceId: service.id });
     expect(await h.database.store.pitr.getSettings(service.id)).toBeNull();

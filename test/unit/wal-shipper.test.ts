@@ -67,7 +67,8 @@ async function rig() {
     async () => destination,
     async () => 'ctr-1',
   );
-  const pitr = new PitrService(deps, { configOf: async () => null }, null, { lagLimitSeconds: 60 });
+  // A restore runner stands in (never called): settings can be turned on only where restores run.
+  const pitr = new PitrService(deps, { configOf: async () => null }, {} as never, { lagLimitSeconds: 60 });
   await pitr.put(admin, db.id, { enabled: true });
   for (const n of [1, 2, 3]) spool.files.set(S(n), { name: S(n), bytes: 16 << 20, completedAt: at(n * 10) });
   const settings = async () => (await h.database.store.pitr.getSettings(db.id))!;
