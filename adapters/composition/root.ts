@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';

@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, p } from '@mikro-orm/core';
+import { type Row, type Same, same } from './row-types.js';
 import type {
   RegistryImageRecord,
   ServerAvailability,
@@ -103,7 +104,6 @@ export const Lease = defineEntity({
 
 export const CLUSTER_ENTITIES = [Server, ServicePlacement, RegistryImage, ControlPlane, JobClaim, Lease];
 
-type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 export type ServerRow = Row<typeof Server>;
 export type ServicePlacementRow = Row<typeof ServicePlacement>;
 export type RegistryImageRow = Row<typeof RegistryImage>;
@@ -111,16 +111,6 @@ export type ControlPlaneRow = Row<typeof ControlPlane>;
 export type JobClaimRow = Row<typeof JobClaim>;
 export type LeaseRow = Row<typeof Lease>;
 
-type Same<A, B> = [keyof A] extends [keyof B]
-  ? [keyof B] extends [keyof A]
-    ? [A] extends [B]
-      ? [B] extends [A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
-function same<_ extends true>(): void {}
 same<Same<ServerRow, ServerRecord>>();
 same<Same<ServicePlacementRow, ServicePlacementRecord>>();
 same<Same<RegistryImageRow, RegistryImageRecord>>();

@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, p } from '@mikro-orm/core';
+import { type Row, type Same, same } from './row-types.js';
 import type { PitrRestoreRecord, PitrRestoreStatus, PitrSettingsRecord, PitrStorage, WalSegmentRecord } from '../pitr/pitr.records.js';
 import type { ServiceVolumeRecord } from '../volumes/volume.records.js';
 
@@ -96,22 +97,11 @@ export const ServiceVolume = defineEntity({
 
 export const DATA_SAFETY_ENTITIES = [PitrSettings, WalSegment, PitrRestore, ServiceVolume];
 
-type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 export type PitrSettingsRow = Row<typeof PitrSettings>;
 export type WalSegmentRow = Row<typeof WalSegment>;
 export type PitrRestoreRow = Row<typeof PitrRestore>;
 export type ServiceVolumeRow = Row<typeof ServiceVolume>;
 
-type Same<A, B> = [keyof A] extends [keyof B]
-  ? [keyof B] extends [keyof A]
-    ? [A] extends [B]
-      ? [B] extends [A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
-function same<_ extends true>(): void {}
 same<Same<PitrSettingsRow, PitrSettingsRecord>>();
 same<Same<WalSegmentRow, WalSegmentRecord>>();
 same<Same<PitrRestoreRow, PitrRestoreRecord>>();

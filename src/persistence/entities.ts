@@ -1,5 +1,7 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, p } from '@mikro-orm/core';
 import { DATA_SAFETY_ENTITIES } from './data-safety-entities.js';
+import { type Row, type Same, same } from './row-types.js';
+export type { Row } from './row-types.js';
 import { CLUSTER_ENTITIES } from './cluster-entities.js';
 import { EVENT_ENTITIES } from './event-entities.js';
 import type {
@@ -18,6 +20,7 @@ import type {
 } from '../backups/backup.records.js';
 import type { BackupScheduleRecord } from '../backups/backup-schedule.records.js';
 import type { PasswordResetRecord, PersonalTokenRecord, SessionRecord, UserRecord } from '../domain/accounts.js';
+
 import type { DatabaseEngine } from '../domain/database-engines.js';
 import type { EnvironmentRecord } from '../domain/environments.js';
 import type { DeploymentOrigin, PreviewSettings } from '../domain/deploy-triggers.js';
@@ -670,7 +673,6 @@ export const ALL_ENTITIES = [
 ];
 
 /** A row as the query builder hands it back: the entity's columns, without MikroORM's type-level markers. */
-export type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 
 export type ProjectRow = Row<typeof Project>;
 export type EnvironmentRow = Row<typeof Environment>;
@@ -712,17 +714,6 @@ export type BackupRowOf<B extends BackupRecord> = Omit<B, 'drill' | 'counts'> & 
   drillChecksumOk: boolean | null;
 };
 
-/** Compiles only when the two types have the same keys with mutually assignable types. */
-type Same<A, B> = [keyof A] extends [keyof B]
-  ? [keyof B] extends [keyof A]
-    ? [A] extends [B]
-      ? [B] extends [A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
-function same<_ extends true>(): void {}
 same<Same<ProjectRow, ProjectRecord>>();
 same<Same<EnvironmentRow, EnvironmentRecord>>();
 same<

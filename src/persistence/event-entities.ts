@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, p } from '@mikro-orm/core';
+import { type Row, type Same, same } from './row-types.js';
 import type { AuditActorKind, AuditDoor, AuditRecord } from '../audit/audit.records.js';
 import type { EventType } from '../domain/events.js';
 import type {
@@ -153,21 +154,9 @@ export const EVENT_ENTITIES = [
   SigninAddress,
 ] as const;
 
-type Row<E> = { [K in keyof InferEntity<E> as K extends string ? K : never]: InferEntity<E>[K] };
 export type EventRowRow = Row<typeof EventRow>;
 export type SigninAddressRow = Row<typeof SigninAddress>;
 
-/** Compiles only when the two types have the same keys with mutually assignable types. */
-type Same<A, B> = [keyof A] extends [keyof B]
-  ? [keyof B] extends [keyof A]
-    ? [A] extends [B]
-      ? [B] extends [A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
-function same<_ extends true>(): void {}
 same<Same<Row<typeof NotificationChannel>, ChannelRecord>>();
 same<Same<Row<typeof NotificationRule>, RuleRecord>>();
 same<Same<Row<typeof NotificationDelivery>, DeliveryRecord>>();
