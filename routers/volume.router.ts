@@ -122,8 +122,8 @@ export const volumeRouter = router({
   /** The bytes are sent by adapters/http/download-bridge.ts; this checks the key and names the file. */
   download: readProcedure
     .meta({
-      // A volume's files may hold anything of the service's: its download takes the scope that may change it.
-      scope: 'project:write',
+      // As a database backup's download: a read key of the project may take it (docs/decisions.md).
+      scope: 'project:read',
       upstream: 'the object store',
       download: {
         tags,

@@ -215,7 +215,7 @@ describe('volume backups', () => {
     const { backup } = await api.volumes.createBackup({ serviceId: service.id, name: 'uploads' });
     const done = await finished(service.id, backup.id);
     const corrupt = Buffer.from(TAR);
-    corrupt[600] ^= 0xff;
+    corrupt[600] = corrupt[600]! ^ 0xff;
     files.files.set(done.localPath!, corrupt);
     const refused = await errorOf(api.volumes.restore({ serviceId: service.id, name: 'uploads', backupId: backup.id }));
     expect(refused.error).toBe('checksum_mismatch');
