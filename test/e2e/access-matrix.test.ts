@@ -2100,11 +2100,7 @@ beforeAll(async () => {
   admin = api(server.url, server.token);
   const A = await createProject('Project A', 'matrix A', 'A');
   const B = await createProject('Project B', 'matrix B', 'B');
-  const web = await createService(
-    A.id,
-    { name: 'web', repoFullName: 'acme/web', volumes: [{ name: 'files', mountPath: '/data' }] },
-    'web',
-  );
+  const web = await createService(A.id, { name: 'web', repoFullName: 'acme/web', volumes: [{ name: 'files', mountPath: '/data' }] }, 'web');
   const db = await createService(
     A.id,
     { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false },
