@@ -9,6 +9,38 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
+mkdir -p .test-cache
+# Type-checking, lint and the builds need no provisioning, and provisioning mostly waits on apt, Docker and
+# the network: they run side by side (each build step's output is kept in .test-cache/prelude-*.log and
+# printed when it is done). Provisioning stays one step after another: its apt installs share dpkg's lock.
+prelude() {
+  local name=$1
+  shift
+  if "$@" >".test-cache/prelude-$name.log" 2>&1; then
+    echo "-- $name: done"
+    cat ".test-cache/prelude-$name.log"
+  else
+    echo "-- $name: FAILED"
+    cat ".test-cache/prelude-$name.log"
+    return 1
+  fi
+}
+echo "== type-checking (tsc), lint and format check (biome), building what npm start runs, the client package and the dashboard, beside the provisioning"
+prelude typecheck npx tsc --noEmit -p . &
+typecheck=$!
+prelude lint npx biome check . &
+lint=$!
+(
+  prelude build npm run -s build &&
+    # packages/client: JavaScript, declarations, the router's type; the dashboard is type-checked against it, then built by Vite.
+    prelude client npm run -s build -w @slipway/client &&
+    prelude dashboard-typecheck npx tsc --noEmit -p packages/dashboard &&
+    prelude dashboard sh -c 'npm run -s build:dashboard >/dev/null && node scripts/dashboard-size.mjs'
+) &
+builds=$!
+# A provisioning step that fails ends the script: the builds beside it end with it.
+trap 'kill "$typecheck" "$lint" "$builds" 2>/dev/null || true' EXIT
+
 echo "== provisioning PostgreSQL for the tests"
 PG_TEST_URL=$(bash test/provision/postgres.sh)
 export PG_TEST_URL
@@ -25,23 +57,18 @@ echo "== provisioning Chromium (the docs page and dashboard tests) and Docker Co
 bash test/provision/chromium.sh >/dev/null
 bash test/provision/compose.sh >/dev/null
 
-echo "== type-checking and building what npm start runs"
-npx tsc --noEmit -p .
-echo "== lint and format check (biome)"
-npx biome check .
-npm run -s build
-echo "== building the client package (packages/client: JavaScript, declarations, the router's type)"
-npm run -s build -w @slipway/client
-echo "== building the dashboard (packages/dashboard: type-checked against the client's router type, then Vite)"
-npx tsc --noEmit -p packages/dashboard
-npm run -s build:dashboard >/dev/null
-node scripts/dashboard-size.mjs
+prepared=0
+for job in "$typecheck" "$lint" "$builds"; do wait "$job" || prepared=1; done
+if [ "$prepared" -ne 0 ]; then
+  echo "type-checking, lint or a build failed (above): no tests ran"
+  exit 1
+fi
+trap - EXIT
 export SLIPWAY_TEST_BUILT=1
 # The engine and every stand-in image are provisioned above: test files skip their own provisionDocker().
 export SLIPWAY_TEST_PROVISIONED=1
 
 echo "== running tests"
-mkdir -p .test-cache
 status=0
 npx vitest run --reporter=default --reporter=json --outputFile.json=.test-cache/vitest.json "$@" || status=$?
 

@@ -396,7 +396,9 @@ export class DockerodeContainerEngine implements ContainerEngine {
       if (status !== 304) throw error;
     }
     try {
-      await container.remove({ force: true, v: false, abortSignal: timeout() } as never);
+      // `v` takes the anonymous volumes an image's VOLUME made for this container alone (no later container mounts
+      // them: each redeploy left one behind); the named volumes the platform mounts are never removed by it.
+      await container.remove({ force: true, v: true, abortSignal: timeout() } as never);
     } catch (error) {
       if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
     }

@@ -21,7 +21,7 @@ const run = promisify(execFile);
 const tag = randomBytes(3).toString('hex');
 const user = 'slipway';
 const password = randomBytes(18).toString('base64url');
-let cluster: TestCluster;
+let cluster: TestCluster & { release(): void };
 let pki: string;
 let registry: string; // address:port
 let port: number;
@@ -197,15 +197,20 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!cluster) return;
-  await cluster.docker('m', 'service', 'rm', service).catch(() => {});
-  await cluster.docker('m', 'rm', '-f', '-v', container).catch(() => {});
-  await cluster.docker('m', 'volume', 'rm', volume).catch(() => {});
-  for (const node of cluster.nodes) {
-    rmSync(path.join(path.dirname(node.socket), 'etc', 'certs.d', registry), { recursive: true, force: true });
-    const images = await cluster.docker(node.name, 'images', '--format', '{{.ID}}', `${registry}/slipway/app`).catch(() => '');
-    for (const id of new Set(images.split('\n').filter(Boolean))) await cluster.docker(node.name, 'rmi', '-f', id).catch(() => {});
+  try {
+    await cluster.docker('m', 'service', 'rm', service).catch(() => {});
+    await cluster.docker('m', 'rm', '-f', '-v', container).catch(() => {});
+    await cluster.docker('m', 'volume', 'rm', volume).catch(() => {});
+    for (const node of cluster.nodes) {
+      rmSync(path.join(path.dirname(node.socket), 'etc', 'certs.d', registry), { recursive: true, force: true });
+      const images = await cluster.docker(node.name, 'images', '--format', '{{.ID}}', `${registry}/slipway/app`).catch(() => '');
+      for (const id of new Set(images.split('\n').filter(Boolean))) await cluster.docker(node.name, 'rmi', '-f', id).catch(() => {});
+    }
+    for (const dir of [pki, withCredentials, withoutCredentials]) if (dir) rmSync(dir, { recursive: true, force: true });
+  } finally {
+    // The next file on the shared cluster may start.
+    cluster.release();
   }
-  for (const dir of [pki, withCredentials, withoutCredentials]) if (dir) rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
 it('serves TLS from our CA only, and refuses requests without valid credentials', async () => {

@@ -1,6 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -215,21 +215,65 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
 /**
  * The run's shared cluster (m, w1, w2): built by the first test file that asks for it in this vitest run,
  * reused by the others, removed by the global teardown (test/helpers/cluster-global-setup.ts). A file
- * that kills a node revives it before it ends; a file removes the services it makes.
+ * that kills a node revives it before it ends; a file removes the services it makes. Files on it run
+ * beside the run's other files but one at a time on the cluster: this waits for the cluster's use lock,
+ * which the file gives back with `release()` in its afterAll (or by exiting).
  */
-export async function sharedTestCluster(runId: string, ownerPid: number): Promise<TestCluster> {
+export async function sharedTestCluster(runId: string, ownerPid: number, waitMs = 600_000): Promise<TestCluster & { release(): void }> {
   const id = `run${runId}`.slice(0, 8);
   const names = ['m', 'w1', 'w2'];
   const timings: Record<string, number> = {};
   const started = performance.now();
-  // One builder per run: the others wait on its lock, then find it built.
-  await script(['ensure', id, ...names], { SLIPWAY_CLUSTER_OWNER: String(ownerPid) }, 300_000);
-  timings['shared cluster ready'] = Math.round(performance.now() - started);
-  const cluster = describe(id, names, timings);
-  for (const node of names) {
-    if (!existsSync(cluster.node(node).socket)) await cluster.revive(node);
+  const release = await takeUseLock(`/tmp/slipway-cluster-${id}.in-use`, waitMs);
+  timings['waited for the cluster'] = Math.round(performance.now() - started);
+  try {
+    // One builder per run: the others wait on its lock, then find it built.
+    await script(['ensure', id, ...names], { SLIPWAY_CLUSTER_OWNER: String(ownerPid) }, 300_000);
+    timings['shared cluster ready'] = Math.round(performance.now() - started);
+    const cluster = describe(id, names, timings);
+    for (const node of names) {
+      if (!existsSync(cluster.node(node).socket)) await cluster.revive(node);
+    }
+    return Object.assign(cluster, { release });
+  } catch (error) {
+    release();
+    throw error;
   }
-  return cluster;
+}
+
+/**
+ * A lock directory naming its holder's pid (mkdir is atomic): taken when free or when its holder is
+ * gone, given back by the returned function or at the holder's exit.
+ */
+async function takeUseLock(dir: string, waitMs: number): Promise<() => void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(path.join(dir, 'pid'), String(process.pid));
+      const release = () => {
+        process.off('exit', release);
+        rmSync(dir, { recursive: true, force: true });
+      };
+      process.on('exit', release);
+      return release;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = Number(readFileSync(path.join(dir, 'pid'), { encoding: 'utf8', flag: 'a+' }) || 0);
+    if (holder && !alive(holder)) rmSync(dir, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error(`the shared test cluster stayed in use (${dir}, pid ${holder}) for ${waitMs} ms`);
+    else await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Removes the run's shared cluster, if one was built (the global teardown). */
