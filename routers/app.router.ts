@@ -5,6 +5,7 @@ import { metricsRouter } from './metrics.router.js';
 import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
+import { pitrRouter } from './pitr.router.js';
 import { volumeRouter } from './volume.router.js';
 import { backupConfigurationRouter } from './backup-configuration.router.js';
 // Here, not last: the document's components follow the order in which routers register trusted outputs (service.router's before project.router's).
@@ -65,6 +66,7 @@ export const appRouter = router({
   users: usersRouter,
   terminals: terminalRouter,
   backups: backupRouter,
+  pitr: pitrRouter,
   volumes: volumeRouter,
   webhooks: webhookRouter,
   // The general API's paths: second doors to the procedures above (general-api.ts).

@@ -125,6 +125,7 @@ export const ERRORS = {
   method_not_allowed: { trpc: 'METHOD_NOT_SUPPORTED', http: 405 },
   checksum_mismatch: { trpc: 'CONFLICT', http: 409 },
   not_supported: { trpc: 'UNPROCESSABLE_CONTENT', http: 422 },
+  outside_window: { trpc: 'UNPROCESSABLE_CONTENT', http: 422 },
   internal_error: { trpc: 'INTERNAL_SERVER_ERROR', http: 500 },
   invalid_credentials: { trpc: 'UNAUTHORIZED', http: 401 },
   registration_closed: { trpc: 'FORBIDDEN', http: 403 },

@@ -106,3 +106,12 @@ export {
 export * from './audit/audit-views.js';
 export { eventView, type EventView } from './events/event-views.js';
 export type { AuditDoor } from './audit/audit.records.js';
+export {
+  pitrSettingsInput,
+  pitrRestoreInput,
+  pitrRestoreFields,
+  confirmRequired,
+  type PitrSettingsInput,
+  type PitrRestoreInput,
+} from './pitr/pitr.inputs.js';
+export { pitrView, pitrRestoreView, recoveryWindowView, type PitrView, type PitrRestoreView } from './pitr/pitr-views.js';

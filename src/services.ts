@@ -11,6 +11,7 @@ import type { BackupScheduleService } from './backups/backup-schedule.service.js
 import type { BackupSettingsService } from './backups/backup-settings.service.js';
 import type { BackupService } from './backups/backup.service.js';
 import type { DrillService } from './backups/drill.service.js';
+import type { PitrService } from './pitr/pitr.service.js';
 import type { VolumeBackupService } from './volumes/volume-backup.service.js';
 import type { DatabaseAdminService } from './databases/database-admin.service.js';
 import type { DatabaseCatalog } from './databases/database-catalog.service.js';
@@ -75,6 +76,7 @@ export interface Services {
   backupRestore: BackupRestore;
   backupSchedules: BackupScheduleService;
   drills: DrillService;
+  pitr: PitrService;
   volumeBackups: VolumeBackupService;
   ai: AiDiagnosticsService;
   metrics: MetricsService;

@@ -400,6 +400,8 @@ function startBackups(useCases: UseCases, log: Log): void {
     useCases.backupRunner.recover().then(
       () => {
         useCases.backupScheduler.start();
+        // Point-in-time restores left running end failed (the original untouched).
+        void useCases.pitr.recover().catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
         // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
         useCases.drills
           .recover()

@@ -16,6 +16,7 @@ import { BackupScheduler } from '../../src/backups/backup-scheduler.js';
 import { BackupSettingsService } from '../../src/backups/backup-settings.service.js';
 import { BackupService } from '../../src/backups/backup.service.js';
 import { DEFAULT_DRILL_LIMITS, DrillService, type DrillLimits, type DrillPorts } from '../../src/backups/drill.service.js';
+import { PitrService } from '../../src/pitr/pitr.service.js';
 import type { DatabaseDump } from '../../src/backups/database-dump.port.js';
 import type { ObjectStoreFactory } from '../../src/backups/object-store.port.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from '../../src/databases/database-admin.service.js';
@@ -278,6 +279,8 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     { ...DEFAULT_DRILL_LIMITS, ...drillPorts?.limits },
     log,
   );
+  // Point-in-time recovery: settings, window and lag; no restore runner is wired yet (docs/backups.md, What is left).
+  const pitr = new PitrService(deps, destinations, null);
 
   // Projects and their services: removal last of the ground, since it ends what every capability keeps of a service.
   const removal = new ServiceRemoval(deps, routing, teardown, {
@@ -468,6 +471,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     backupSettings,
     backupRestore,
     drills,
+    pitr,
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,

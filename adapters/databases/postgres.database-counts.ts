@@ -14,6 +14,13 @@ WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
   AND n.nspname NOT LIKE '\\_timescaledb%' AND n.nspname NOT LIKE 'timescaledb\\_%'
 ORDER BY 1`;
 
+/**
+ * How long the count waits for a table's lock. A session holding one (a migration, an `ACCESS EXCLUSIVE`
+ * lock) must not hold up the backup behind the count: past this the count fails, the backup goes on
+ * without counts (its log says so) and pg_dump waits for the lock as it would have without a count.
+ */
+export const COUNT_LOCK_TIMEOUT_MS = 3_000;
+
 /** PostgreSQL and TimescaleDB: `psql` in the container, as the service's user, the password in PGPASSWORD. */
 export async function countPostgres(exec: ContainerExec, env: Record<string, string>): Promise<EngineCounts> {
   const out = await exec.run(
@@ -34,7 +41,7 @@ export async function countPostgres(exec: ContainerExec, env: Record<string, str
       '-c',
       COUNT_TABLES,
     ],
-    { env: { PGPASSWORD: env.POSTGRES_PASSWORD ?? '' } },
+    { env: { PGPASSWORD: env.POSTGRES_PASSWORD ?? '', PGOPTIONS: `-c lock_timeout=${COUNT_LOCK_TIMEOUT_MS}` } },
   );
   return { unit: 'rows', counts: tabSeparatedCounts(out) };
 }

@@ -86,6 +86,8 @@ export class BackupDestinations {
     }
     await this.deps.store.backups.deleteOfServices(serviceIds);
     await this.deps.store.backupSchedules.deleteOfServices(serviceIds);
+    // Point-in-time recovery's settings, archive rows and restores go with the service.
+    await this.deps.store.pitr.deleteOfServices(serviceIds);
   }
 
   private async removeFiles(backup: BackupRecord, signal: AbortSignal): Promise<void> {

@@ -47,9 +47,11 @@ export interface DrillLimits {
   readyTimeoutMs: number;
   /** How often the runner looks for queued and scheduled drills. */
   pollMs: number;
+  /** How long a stop waits for the drill in flight to end (recorded, its scratch container removed). */
+  stopGraceMs: number;
 }
 
-export const DEFAULT_DRILL_LIMITS: DrillLimits = { timeoutMs: 30 * 60_000, readyTimeoutMs: 180_000, pollMs: 60_000 };
+export const DEFAULT_DRILL_LIMITS: DrillLimits = { timeoutMs: 30 * 60_000, readyTimeoutMs: 180_000, pollMs: 60_000, stopGraceMs: 5_000 };
 
 /** A drill is skipped when the disk would pass this share once the restored copy is on it. */
 export const DRILL_DISK_LIMIT = 0.9;
@@ -147,10 +149,20 @@ export class DrillService {
     this.wake();
   }
 
+  /**
+   * Aborts the drill in flight and waits for it to record `failed` and remove its scratch container, but
+   * never longer than `stopGraceMs`: a drill must not hold up a platform stop. One still going then is
+   * left to recover(), which fails it and sweeps its container at the next start.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.controller.abort(new Error('The platform is stopping'));
-    await this.loop.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.limits.stopGraceMs);
+      timer.unref();
+    });
+    await Promise.race([this.loop.stop(), grace]).finally(() => clearTimeout(timer));
   }
 
   /** Drills a stopped platform left running end `failed`; their scratch containers go. */
@@ -199,6 +211,7 @@ export class DrillService {
    * newest succeeded backup, unless that one is queued or running already.
    */
   async scheduleDue(now: Date): Promise<void> {
+    if (!this.deps.config.backups.scheduledDrills) return;
     for (const schedule of await this.deps.store.backupSchedules.list(null)) {
       if (schedule.drill === 'off') continue;
       if (schedule.lastDrillAt && now.getTime() - schedule.lastDrillAt.getTime() < PERIOD_MS[schedule.drill]) continue;

@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'checksum_mismatch',
   'not_supported',
+  'outside_window',
   'internal_error',
   'invalid_credentials',
   'registration_closed',
@@ -125,6 +126,11 @@ export class MethodNotAllowedError extends DomainError {
 /** A stored backup whose bytes no longer match the checksum taken when it was made (changed or truncated). */
 export class ChecksumMismatchError extends DomainError {
   readonly code = 'checksum_mismatch' as const;
+}
+
+/** A point-in-time restore to a second the archive cannot reach (in the future, or before the window); details give the window. */
+export class OutsideWindowError extends DomainError {
+  readonly code = 'outside_window' as const;
 }
 
 /** The platform cannot do this for this kind of resource (a backup of an engine whose image has no dump tool). */

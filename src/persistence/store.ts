@@ -4,6 +4,7 @@ import { ApiKeyRepository } from '../accounts/api-key.repository.js';
 import { AuthLimitRepository } from '../accounts/auth-limit.repository.js';
 import { BackupRepository } from '../backups/backup.repository.js';
 import { BackupScheduleRepository } from '../backups/backup-schedule.repository.js';
+import { PitrRepository } from '../pitr/pitr.repository.js';
 import { DeploymentRepository } from '../deployments/deployment.repository.js';
 import { EnvRepository } from '../env/env.repository.js';
 import { EnvironmentRepository } from '../environments/environment.repository.js';
@@ -45,6 +46,7 @@ export class Store {
   readonly accounts: AccountRepository;
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
+  readonly pitr: PitrRepository;
   readonly volumes: ServiceVolumeRepository;
   readonly servers: ServerRepository;
   readonly controlPlanes: ControlPlaneRepository;
@@ -74,6 +76,7 @@ export class Store {
     this.accounts = new AccountRepository(this.session);
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
+    this.pitr = new PitrRepository(this.session);
     this.volumes = new ServiceVolumeRepository(this.session);
     this.servers = new ServerRepository(this.session);
     this.controlPlanes = new ControlPlaneRepository(this.session);

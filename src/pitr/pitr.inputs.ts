@@ -24,14 +24,17 @@ export type PitrSettingsInput = z.output<typeof pitrSettingsInput>;
 const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 time with a zone, e.g. 2026-11-28T12:00:00Z' });
 
 /** `POST /api/services/:id/database/pitr/restore`: into a new service unless `replace` (with `confirm` naming the service). */
-export const pitrRestoreInput = z
-  .strictObject({
-    at: isoTime.meta({ description: 'The second to restore to (ISO 8601 with a zone); inside the window GET .../pitr shows' }),
-    replace: z.boolean().optional().meta({ description: 'Overwrite the original instead of restoring beside it (needs `confirm`)' }),
-    confirm: z.string().max(200).optional().meta({ description: "With `replace`: the service's name, as typed confirmation" }),
-  })
-  .superRefine((input, ctx) => {
-    if (input.replace && input.confirm === undefined)
-      ctx.addIssue({ code: 'custom', path: ['confirm'], message: "replace: true needs confirm with the service's name" });
-  });
+export const pitrRestoreFields = z.strictObject({
+  at: isoTime.meta({ description: 'The second to restore to (ISO 8601 with a zone); inside the window GET .../pitr shows' }),
+  replace: z.boolean().optional().meta({ description: 'Overwrite the original instead of restoring beside it (needs `confirm`)' }),
+  confirm: z.string().max(200).optional().meta({ description: "With `replace`: the service's name, as typed confirmation" }),
+});
+
+/** `replace: true` without `confirm` is a 400 on `confirm` (the use case checks that it names the service). */
+export function confirmRequired(input: { replace?: boolean | undefined; confirm?: string | undefined }, ctx: z.RefinementCtx): void {
+  if (input.replace && input.confirm === undefined)
+    ctx.addIssue({ code: 'custom', path: ['confirm'], message: "replace: true needs confirm with the service's name" });
+}
+
+export const pitrRestoreInput = pitrRestoreFields.superRefine(confirmRequired);
 export type PitrRestoreInput = z.output<typeof pitrRestoreInput>;

@@ -80,6 +80,11 @@ export interface BackupsConfig {
   schedulerIntervalMs: number;
   /** Timeout of one object-store check (HeadBucket). */
   objectStoreTimeoutMs: number;
+  /**
+   * SCHEDULED_DRILLS (default true): whether configurations' daily/weekly drills are queued. False, only a drill
+   * asked for (`POST .../drill`) runs: for installs (and test files) that must not start scratch databases unasked.
+   */
+  scheduledDrills: boolean;
 }
 
 /** The cluster (issue 31): how servers join and reach the manager, and the registry it runs. */
@@ -259,7 +264,7 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   storage: { image: STORAGE_SERVER.image },
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
-  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000 },
+  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000, scheduledDrills: true },
   cluster: {
     advertiseAddress: '127.0.0.1',
     joinUrl: null,

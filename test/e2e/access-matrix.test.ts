@@ -272,7 +272,7 @@ interface Row {
    * 409 where it reaches a database that is not running (this matrix runs no containers); 404 where
    * what it asks for cannot exist without one (an import's log, the CA before any deployment).
    */
-  success: 200 | 201 | 400 | 401 | 403 | 404 | 409;
+  success: 200 | 201 | 400 | 401 | 403 | 404 | 409 | 422;
   sse?: boolean;
   /** A successful answer's content type, where it is not JSON (a download). */
   contentType?: RegExp;
@@ -1032,6 +1032,31 @@ const rows: Row[] = [
     success: 409,
     prepare: async () => ({ path: `/api/services/${f.dbId}/database/backups/${f.backupId}/drill` }),
     check: (res) => expect(res.json.error).toBe('conflict'),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/database/pitr',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/pitr` }),
+    check: (res) => expect(res.json.pitr).toMatchObject({ serviceId: f.dbId, window: null }),
+  },
+  {
+    method: 'PUT',
+    template: '/api/services/{serviceId}/database/pitr',
+    access: 'write',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/pitr`, body: { enabled: false, retentionDays: 3 } }),
+    check: (res) => expect(res.json.pitr).toMatchObject({ enabled: false, retentionDays: 3 }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/database/pitr/restore',
+    access: 'write',
+    // Nothing archived: 422 outside_window with the (empty) window, after authentication, access and scope.
+    success: 422,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/pitr/restore`, body: { at: '2026-01-01T00:00:00Z' } }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'outside_window', details: { window: null } }),
   },
   {
     method: 'GET',

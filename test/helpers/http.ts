@@ -27,7 +27,7 @@ export const OTHER_CODES_OF_STATUS: Record<number, string[]> = {
   401: ['invalid_credentials'],
   403: ['registration_closed', 'insufficient_scope'],
   409: ['not_running', 'checksum_mismatch', 'image_gone'],
-  422: ['not_supported'],
+  422: ['not_supported', 'outside_window'],
   502: ['upstream_error'],
 };
 export const ERROR_CODES = [...Object.values(ERROR_CODE_OF_STATUS), ...Object.values(OTHER_CODES_OF_STATUS).flat()];

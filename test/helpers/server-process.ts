@@ -69,6 +69,9 @@ export async function startServerProcess(
       PROXY: 'none',
       // Host ports of its own unless the test names them: the default 20000-29999 is every other platform's on this host.
       HOST_PORT_RANGE: ownPortRange(),
+      // No scheduled restore drills unless a test asks: a file's backup schedules would start scratch
+      // databases beside the file CI runs next to it (drills asked for over the API still run).
+      SCHEDULED_DRILLS: 'false',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -531,7 +531,7 @@ describe('MongoDB (mongodump --archive / mongorestore --drop; the stand-in tools
   it('counts the documents of every collection over the wire', { timeout: 60_000 }, async () => {
     const host = await dockerCli('inspect', '-f', '{{.NetworkSettings.IPAddress}}', target.containerId);
     const counted = await dumps.count({ ...target, host }, AbortSignal.timeout(60_000), () => undefined);
-    expect(counted).toEqual({ unit: 'documents', counts: { 'crm.people': 1, 'shop.empty': 0, 'shop.later': 1, 'shop.orders': 1501 } });
+    expect(counted).toEqual({ unit: 'documents', counts: { 'crm.people': 1, 'shop.empty': 0, 'shop.later': 1, 'shop.orders': 1500 } });
   });
 
   it('refuses a broken archive with the tool message', async () => {

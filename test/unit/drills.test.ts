@@ -7,6 +7,7 @@ import type { CountTarget, DrillEvent, DumpTarget, EngineCounts } from '../../sr
 import { DUMP, FakeDump, MemoryFiles, databaseService, errorOf } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { admin } from '../helpers/unit-harness.js';
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 
 /*
  * Restore drills, the use case with fakes of its ports on the real store (SQLite in memory): the dump
@@ -318,6 +319,56 @@ describe('restore drills', () => {
     await api.backups.updateSettings({ serviceId: r.serviceId, drill: 'off' });
     const { configurations } = await api.backupConfigurations.list({ serviceId: r.serviceId });
     expect(configurations.map((c) => c.drill)).toEqual(['off', 'off', 'off']);
+  });
+
+  it('does not hold up a stop past its grace for a drill that ignores the abort', async () => {
+    const r = await rig();
+    const hanging = new FakeScratch();
+    hanging.start = (spec) => {
+      hanging.started.push(spec);
+      return new Promise(() => undefined);
+    };
+    const h = await createHarness({
+      clock: r.clock,
+      backups: {
+        dump: r.dump,
+        files: r.files,
+        drills: { scratch: hanging, ready: async () => 'ready', disk: async () => r.disk, limits: { stopGraceMs: 200 } },
+      },
+    });
+    open.push(h);
+    const { service } = await databaseService(h);
+    const made = await backup({ ...r, h, serviceId: service.id });
+    h.services.drills.start();
+    await h.services.drills.request(await adminActor(r), service.id, made.id);
+    for (let i = 0; i < 200 && hanging.started.length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    expect(hanging.started).toHaveLength(1);
+    const began = Date.now();
+    await h.services.drills.stop();
+    expect(Date.now() - began).toBeLessThan(2_000);
+  });
+
+  it('queues no scheduled drill with SCHEDULED_DRILLS off; one asked for still runs', async () => {
+    const r = await rig();
+    const h = await createHarness({
+      clock: r.clock,
+      config: { backups: { ...DEFAULT_PLATFORM_CONFIG.backups, scheduledDrills: false } },
+      backups: { dump: r.dump, files: r.files, drills: { scratch: r.scratch, ready: async () => 'ready', disk: async () => r.disk } },
+    });
+    open.push(h);
+    const { service } = await databaseService(h);
+    const rig2 = { ...r, h, serviceId: service.id };
+    const { configuration } = await h
+      .caller()
+      .backupConfigurations.create({ serviceId: service.id, schedule: '0 3 * * *', storage: 'disk' });
+    expect(configuration.drill).toBe('weekly');
+    const made = await backup(rig2, { scheduleId: configuration.id });
+    await h.services.drills.runPass();
+    expect(await drillOf(rig2, made.id)).toBeNull();
+    expect(r.scratch.started).toHaveLength(0);
+    await h.services.drills.request(await adminActor(r), service.id, made.id);
+    await h.services.drills.runPass();
+    expect(r.scratch.started).toHaveLength(1);
   });
 
   it('ends a drill cut off by a restart failed, with an event, and sweeps the scratch leftovers', async () => {

@@ -438,3 +438,50 @@ export async function audit(ctx: Context, args: string[]): Promise<number> {
   );
   return EXIT.ok;
 }
+
+/** `slipway pitr show|enable|disable|restore <service> ...`: point-in-time recovery of a PostgreSQL or TimescaleDB service. */
+export async function pitr(ctx: Context, args: string[]): Promise<number> {
+  const [action, ref, ...rest] = args;
+  const usage =
+    'usage: slipway pitr show <service> | enable <service> [<storage> [<retentionDays>]] | disable <service> | restore <service> <ISO time>';
+  if (!action || !ref || !['show', 'enable', 'disable', 'restore'].includes(action)) throw new CliError(usage, EXIT.usage);
+  const client = connect(ctx);
+  const service = await findService(client, ref, ctx.signal);
+  const show = (p: Awaited<ReturnType<typeof client.pitr.get.query>>['pitr']) =>
+    [
+      `${service.name}: point-in-time recovery ${p.enabled ? 'on' : 'off'} (${p.storage}, ${p.retentionDays} days)`,
+      `window: ${p.window ? `${p.window.earliest} to ${p.window.latest}` : 'nothing reachable yet'}`,
+      `archive lag: ${p.lag.seconds} s, ${p.lag.pendingSegments} segments waiting${p.lag.lagging ? ' (lagging)' : ''}${p.lag.lastError ? `: ${p.lag.lastError}` : ''}`,
+      `last base backup: ${p.lastBaseBackup ? `${p.lastBaseBackup.id} (${p.lastBaseBackup.finishedAt ?? p.lastBaseBackup.status})` : 'none'}`,
+    ].join('\n');
+  if (action === 'show') {
+    need(rest, 0, 'pitr show <service>');
+    const answer = await client.pitr.get.query({ serviceId: service.id }, { signal: ctx.signal });
+    ctx.out.result(answer, () => show(answer.pitr));
+    return EXIT.ok;
+  }
+  if (action === 'enable' || action === 'disable') {
+    if (rest.length > (action === 'enable' ? 2 : 0)) throw new CliError(usage, EXIT.usage);
+    const [storage, days] = rest;
+    const retentionDays = days === undefined ? undefined : Number(days);
+    const answer = await client.pitr.put.mutate(
+      {
+        serviceId: service.id,
+        enabled: action === 'enable',
+        ...(storage ? { storage } : {}),
+        ...(retentionDays !== undefined ? { retentionDays } : {}),
+      },
+      { signal: ctx.signal },
+    );
+    ctx.out.result(answer, () => show(answer.pitr));
+    return EXIT.ok;
+  }
+  const [at] = need(rest, 1, 'pitr restore <service> <ISO time>');
+  const answer = await client.pitr.restore.mutate({ serviceId: service.id, at: at! }, { signal: ctx.signal });
+  ctx.out.result(
+    answer,
+    () =>
+      `Restore ${answer.restore.id} of ${service.name} to ${answer.restore.at} queued (from base backup ${answer.restore.baseBackupId})`,
+  );
+  return EXIT.ok;
+}

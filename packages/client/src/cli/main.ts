@@ -17,6 +17,7 @@ const HELP = `slipway: the Slipway API from a terminal or CI
   slipway env unset <service> KEY...
   slipway domains list|add|rm <service> [<hostname>]
   slipway db query <service> "<sql>"
+  slipway pitr show|enable|disable|restore <service> [<storage> [<days>] | <ISO time>]
   slipway rollback <deployment> [--follow]
   slipway audit [--project <project>] [--actor <id>] [--operation <name>] [--since <iso>] [--limit N]
 
@@ -35,6 +36,7 @@ const COMMANDS: Record<string, (ctx: Context, args: string[]) => Promise<number>
   env: commands.env,
   domains: commands.domains,
   db: commands.db,
+  pitr: commands.pitr,
   rollback: commands.rollback,
   audit: commands.audit,
 };

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { confirmRequired, pitrRestoreFields, pitrRestoreView, pitrSettingsInput, pitrView } from '../src/index.js';
+import { idParam } from './schemas.js';
+import { readProcedure, router, writeProcedure } from './trpc.js';
+
+const tags = ['Point-in-time recovery'];
+const path = '/api/services/{serviceId}/database/pitr';
+
+/** Point-in-time recovery of a PostgreSQL or TimescaleDB service (docs/backups.md): validated here, decided by PitrService. */
+export const pitrRouter = router({
+  get: readProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'GET',
+        path,
+        tags,
+        summary:
+          "Point-in-time recovery of a database: its settings, the window a restore can reach, the archive's lag and the last base backup",
+        description:
+          'PostgreSQL and TimescaleDB; other engines answer 422 `not_supported`. `window` is null until a base backup and its WAL are archived.',
+      },
+    })
+    .input(z.strictObject({ serviceId: idParam }))
+    .output(z.object({ pitr: pitrView }))
+    .query(async ({ ctx, input }) => ({ pitr: await ctx.services.pitr.get(ctx.actor, input.serviceId) })),
+
+  put: writeProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'PUT',
+        path,
+        tags,
+        summary: 'Turn point-in-time recovery on or off, and say where its WAL and base backups go and for how long',
+        description:
+          '`storage`: `disk`, `object` (the object store of the backup settings, which must be set) or a storage instance id; `retentionDays` 1 to 3650 (400 naming the field otherwise).',
+      },
+    })
+    .input(pitrSettingsInput.extend({ serviceId: idParam }))
+    .output(z.object({ pitr: pitrView }))
+    .mutation(async ({ ctx, input: { serviceId, ...settings } }) => ({
+      pitr: await ctx.services.pitr.put(ctx.actor, serviceId, settings),
+    })),
+
+  restore: writeProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'POST',
+        path: `${path}/restore`,
+        tags,
+        summary: 'Restore the database as it was at a second of the window, into a new database service beside it',
+        description:
+          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The original is overwritten only with `replace: true` and `confirm` set to its name. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
+      },
+      created: true,
+    })
+    .input(pitrRestoreFields.extend({ serviceId: idParam }).superRefine(confirmRequired))
+    .output(z.object({ restore: pitrRestoreView }))
+    .mutation(async ({ ctx, input: { serviceId, ...restore } }) => ({
+      restore: await ctx.services.pitr.restore(ctx.actor, serviceId, restore),
+    })),
+});

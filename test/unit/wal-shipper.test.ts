@@ -1,0 +1,118 @@
+import { Readable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
+import { LogBus } from '../../src/platform/log-bus.js';
+import { SecretBox } from '../../src/platform/secret-box.js';
+import { PitrService } from '../../src/pitr/pitr.service.js';
+import type { SpooledFile, WalSpool } from '../../src/pitr/wal-archive.port.js';
+import { type WalDestination, WalShipper } from '../../src/pitr/wal-shipper.js';
+import { databaseService } from '../helpers/backups.js';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { admin } from '../helpers/unit-harness.js';
+
+/**
+ * The WAL shipper over fakes of the spool and the destination: files stored oldest first, recorded and
+ * removed from the spool; a destination that is down leaves them in the spool, shown lagging with the
+ * reason, and the next pass ships them.
+ */
+
+const T0 = Date.parse('2026-11-28T10:00:00Z');
+const at = (s: number) => new Date(T0 + s * 1000);
+const S = (n: number) => `0000000100000000000000${n.toString(16).toUpperCase().padStart(2, '0')}`;
+
+class FakeSpool implements Pick<WalSpool, 'list' | 'read' | 'remove'> {
+  files = new Map<string, SpooledFile>();
+  async list() {
+    return [...this.files.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+  async read(_c: string, name: string) {
+    return { stream: Readable.from([Buffer.from(`wal ${name}`)]), done: Promise.resolve() };
+  }
+  async remove(_c: string, names: string[]) {
+    for (const n of names) this.files.delete(n);
+  }
+}
+
+class FakeDestination implements WalDestination {
+  down = false;
+  stored: string[] = [];
+  async store(_s: string, name: string, bytes: Readable) {
+    for await (const _ of bytes);
+    if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:9000');
+    this.stored.push(name);
+    return { localPath: `/wal/${name}.gz`, objectKey: null, storageId: null, sizeBytes: 100, checksum: 'sha256:00' };
+  }
+}
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+async function rig() {
+  h = await createHarness();
+  const { service: db } = await databaseService(h);
+  let now = at(0);
+  const deps = {
+    store: h.database.store,
+    secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
+    clock: { now: () => now },
+    logBus: new LogBus(),
+    config: DEFAULT_PLATFORM_CONFIG,
+    events: {} as never,
+  };
+  const spool = new FakeSpool();
+  const destination = new FakeDestination();
+  const shipper = new WalShipper(
+    deps,
+    spool as unknown as WalSpool,
+    async () => destination,
+    async () => 'ctr-1',
+  );
+  const pitr = new PitrService(deps, { configOf: async () => null }, null, { lagLimitSeconds: 60 });
+  await pitr.put(admin, db.id, { enabled: true });
+  for (const n of [1, 2, 3]) spool.files.set(S(n), { name: S(n), bytes: 16 << 20, completedAt: at(n * 10) });
+  const settings = async () => (await h.database.store.pitr.getSettings(db.id))!;
+  return { db, spool, destination, shipper, pitr, settings, setNow: (s: number) => (now = at(s)) };
+}
+
+describe('WalShipper', () => {
+  it('stores each spooled file oldest first, records it in the archive and empties the spool', async () => {
+    const r = await rig();
+    r.setNow(40);
+    expect(await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ shipped: 3, waiting: 0, error: null });
+    expect(r.destination.stored).toEqual([S(1), S(2), S(3)]);
+    expect(r.spool.files.size).toBe(0);
+    expect((await h.database.store.pitr.segments(r.db.id)).map((s) => [s.name, s.completedAt.toISOString()])).toEqual([
+      [S(1), at(10).toISOString()],
+      [S(2), at(20).toISOString()],
+      [S(3), at(30).toISOString()],
+    ]);
+    expect((await r.pitr.get(admin, r.db.id)).lag).toMatchObject({ pendingSegments: 0, lagging: false, lastError: null });
+  });
+
+  it('keeps the WAL in the spool while the destination is down, shown lagging with the reason; ships it once back', async () => {
+    const r = await rig();
+    r.destination.down = true;
+    r.setNow(200);
+    const down = await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000));
+    expect(down).toMatchObject({ shipped: 0, waiting: 3 });
+    expect(r.spool.files.size).toBe(3);
+    const lagging = (await r.pitr.get(admin, r.db.id)).lag;
+    expect(lagging).toMatchObject({ pendingSegments: 3, pendingBytes: 3 * (16 << 20), seconds: 190, lagging: true });
+    expect(lagging.lastError).toMatch(/ECONNREFUSED/);
+    expect(await h.database.store.pitr.segments(r.db.id)).toEqual([]);
+
+    r.destination.down = false;
+    r.setNow(210);
+    expect(await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ shipped: 3, waiting: 0, error: null });
+    expect((await r.pitr.get(admin, r.db.id)).lag).toMatchObject({ pendingSegments: 0, seconds: 0, lagging: false, lastError: null });
+    expect(await h.database.store.pitr.segments(r.db.id)).toHaveLength(3);
+  });
+
+  it('takes a file shipped before (its removal from the spool cut off) as shipped', async () => {
+    const r = await rig();
+    await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000));
+    r.spool.files.set(S(3), { name: S(3), bytes: 16 << 20, completedAt: at(30) });
+    expect(await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ shipped: 1, waiting: 0, error: null });
+    expect(await h.database.store.pitr.segments(r.db.id)).toHaveLength(3);
+  });
+});
