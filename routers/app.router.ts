@@ -6,6 +6,7 @@ import { apiKeyRouter } from './api-key.router.js';
 import { authRouter } from './auth.router.js';
 import { backupRouter } from './backup.router.js';
 import { pitrRouter } from './pitr.router.js';
+import { volumeRouter } from './volume.router.js';
 import { backupConfigurationRouter } from './backup-configuration.router.js';
 // Here, not last: the document's components follow the order in which routers register trusted outputs (service.router's before project.router's).
 import { generalApi } from './general-api.js';
@@ -66,6 +67,7 @@ export const appRouter = router({
   terminals: terminalRouter,
   backups: backupRouter,
   pitr: pitrRouter,
+  volumes: volumeRouter,
   webhooks: webhookRouter,
   // The general API's paths: second doors to the procedures above (general-api.ts).
   apps: router(generalApi.apps),

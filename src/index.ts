@@ -75,6 +75,9 @@ export type {
   WalSpool,
 } from './pitr/wal-archive.port.js';
 export type { VolumeArchive, VolumeStats } from './backups/volume-archive.port.js';
+export * from './volumes/volume-views.js';
+export { volumeName, volumesInput, MAX_VOLUMES_PER_SERVICE } from './volumes/volume.inputs.js';
+export type { VolumeRuntime } from './volumes/volume-runtime.port.js';
 export type { ScratchDatabase, ScratchDatabaseSpec, ScratchDatabases } from './backups/scratch-database.port.js';
 export type { DrillEvent, DrillLimits, DrillPorts } from './backups/drill.service.js';
 export { EVENT_TYPES, type EventType, type EventPayloads, type DomainEvent, type EventSeverity } from './domain/events.js';

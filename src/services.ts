@@ -12,6 +12,7 @@ import type { BackupSettingsService } from './backups/backup-settings.service.js
 import type { BackupService } from './backups/backup.service.js';
 import type { DrillService } from './backups/drill.service.js';
 import type { PitrService } from './pitr/pitr.service.js';
+import type { VolumeBackupService } from './volumes/volume-backup.service.js';
 import type { DatabaseAdminService } from './databases/database-admin.service.js';
 import type { DatabaseCatalog } from './databases/database-catalog.service.js';
 import type { DeliveryReceiver } from './git-hooks/delivery-receiver.js';
@@ -76,6 +77,7 @@ export interface Services {
   backupSchedules: BackupScheduleService;
   drills: DrillService;
   pitr: PitrService;
+  volumeBackups: VolumeBackupService;
   ai: AiDiagnosticsService;
   metrics: MetricsService;
   health: HealthService;

@@ -5,6 +5,7 @@ import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
 import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
+import { DockerVolumeArchive } from '../databases/docker.volume-archive.js';
 import { DockerExecDatabaseDump } from '../databases/docker-exec.database-dump.js';
 import { EngineDatabaseAdmin } from '../databases/by-engine.database-admin.js';
 import { lazyDatabaseAdmin } from '../databases/lazy.database-admin.js';
@@ -262,6 +263,13 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
       dump: new DockerExecDatabaseDump(docker),
       drills: {
         scratch: new DockerScratchDatabases(docker, config.platform.instanceId, config.platform.resourcePrefix),
+        // Volume tars and their drills run GNU tar in a helper of the Debian image the Go runtime uses (a setting).
+        volumes: new DockerVolumeArchive(
+          docker,
+          config.platform.instanceId,
+          config.platform.resourcePrefix,
+          () => config.platform.deploy.analyzerImages.goRuntime,
+        ),
         disk: statfsDiskUsage(config.platform.backups.dir),
       },
     },

@@ -24,6 +24,10 @@ import type { DatabaseAdmin } from '../../src/databases/database-admin.port.js';
 import { DatabaseCatalog } from '../../src/databases/database-catalog.service.js';
 import { containerLocators } from '../../src/deployments/container-locators.js';
 import { CurrentContainers } from '../../src/deployments/current-containers.js';
+import { ContainerVolumeRuntime } from '../../src/volumes/container-volume-runtime.js';
+import { VolumeBackupService } from '../../src/volumes/volume-backup.service.js';
+import { volumeSource } from '../../src/volumes/volume-snapshot.source.js';
+import type { VolumeRuntime } from '../../src/volumes/volume-runtime.port.js';
 import { DeployRunner } from '../../src/deployments/deploy-runner.js';
 import { DeploymentService } from '../../src/deployments/deployment.service.js';
 import type { RuntimeDeps } from '../../src/deployments/runtime-deps.js';
@@ -136,6 +140,8 @@ export interface UseCasePorts {
         repoint?: () => Promise<void>;
         /** Restore drills: the scratch databases they restore into, the disk's fill, where their outcomes go. */
         drills?: Partial<DrillPorts> & { limits?: Partial<DrillLimits> };
+        /** Stops and starts a service's containers around a volume snapshot or restore (router tests); else the runtime's. */
+        volumeRuntime?: VolumeRuntime;
       }
     | undefined;
   /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
@@ -239,7 +245,15 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   });
   const backupSettings = new BackupSettingsService(deps, dump, destinations);
   const backupQueue = new BackupQueue(deps, dump, backupSettings, backupLog);
-  const backupRunner = new JobRunner(new BackupJobs(deps, env, dump, destinations, backupLog, backupRuntime), {
+  // Volume backups: the same jobs, destinations and drills; the bytes come from the volume archive.
+  const volumeArchive = ports.backups?.drills?.volumes ?? null;
+  const volumeRuntime =
+    ports.backups?.volumeRuntime ??
+    (runtime
+      ? new ContainerVolumeRuntime(runtime.engine, deps.config.deploy.stopGraceSeconds, runner ? () => runner.passNow() : undefined)
+      : null);
+  const backupSources = { volume: volumeSource(deps, volumeArchive, volumeRuntime) };
+  const backupRunner = new JobRunner(new BackupJobs(deps, env, dump, destinations, backupLog, backupRuntime, backupSources), {
     concurrency: () => deps.config.backups.concurrency,
     log,
     claims: controlPlane.claims('backup'),
@@ -288,6 +302,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     log,
   });
   const projects = new ProjectService(deps, removal);
+  const backupService = new BackupService(deps, backupQueue, backupSettings, destinations);
   const serviceReader = new ServiceReader(deps, env);
   // The servers' room for reservations, read through the cluster's servers (made further down).
   const capacity = () => cluster.servers.capacity();
@@ -442,7 +457,17 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     storage: new StorageCatalog(deps, serviceCreation, serviceReader, removal, power),
     imports,
     tls,
-    backups: new BackupService(deps, backupQueue, backupSettings, destinations),
+    backups: backupService,
+    volumeBackups: new VolumeBackupService(
+      deps,
+      backupQueue,
+      backupService,
+      backupRestore,
+      drills,
+      backupLog,
+      volumeArchive,
+      volumeRuntime,
+    ),
     backupSettings,
     backupRestore,
     drills,

@@ -440,6 +440,15 @@ export class DockerodeContainerEngine implements ContainerEngine {
     return images.flatMap((image) => image.RepoTags ?? []).filter((tag) => tag.startsWith(prefix));
   }
 
+  async listVolumes(prefix: string): Promise<string[]> {
+    const { Volumes }: { Volumes?: Array<{ Name: string }> } = await this.docker.listVolumes({
+      filters: JSON.stringify({ name: [prefix] }),
+      abortSignal: timeout(),
+    } as object);
+    // Docker's name filter matches anywhere in the name: only those that start with the prefix are ours.
+    return (Volumes ?? []).map((v) => v.Name).filter((name) => name.startsWith(prefix));
+  }
+
   async removeVolume(name: string): Promise<void> {
     try {
       await this.docker.getVolume(name).remove({ abortSignal: timeout() } as never);

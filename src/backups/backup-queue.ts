@@ -1,11 +1,11 @@
-import type { DatabaseEngine } from '../domain/database-engines.js';
+import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { BackupLog } from './backup-log.js';
 import type { BackupSettingsService } from './backup-settings.service.js';
 import { backupFormat } from './backup-targets.js';
-import type { BackupFormat, BackupRecord, BackupStorage, BackupTrigger } from './backup.records.js';
+import type { BackupFormat, BackupRecord, BackupStorage, BackupTrigger, VolumeMode } from './backup.records.js';
 import type { DatabaseDump } from './database-dump.port.js';
 
 /**
@@ -55,14 +55,25 @@ export class BackupQueue {
   ): Promise<BackupRecord> {
     const format = this.assertSupported(engine, 'Backups');
     const storageId = await this.settings.storageIdFor(service.id, storage);
+    return { ...this.prepareRow(service, storage, trigger, scheduleId, id, storageId), engine, format };
+  }
+
+  private prepareRow(
+    service: ServiceRecord,
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null,
+    id: string,
+    storageId: string | null,
+  ): BackupRecord {
     return {
       id,
       serviceId: service.id,
-      engine,
+      engine: null,
       status: 'queued',
       trigger,
       storage,
-      format,
+      format: 'custom',
       localPath: null,
       objectKey: null,
       storageId,
@@ -81,6 +92,41 @@ export class BackupQueue {
       counts: null,
       drill: null,
     };
+  }
+
+  /**
+   * The row of a volume backup to queue (a tar of the named volume, `stopped` or `live`), not stored yet;
+   * any kind of service may have one, so its engine is the database's or null.
+   */
+  async prepareVolume(
+    service: ServiceRecord,
+    volume: { name: string; mode: VolumeMode },
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null,
+    id = newId(),
+  ): Promise<BackupRecord> {
+    const storageId = await this.settings.storageIdFor(service.id, storage);
+    return {
+      ...this.prepareRow(service, storage, trigger, scheduleId, id, storageId),
+      engine: databaseEngineOf(service),
+      format: 'tar',
+      kind: 'volume',
+      volume: volume.name,
+      volumeMode: volume.mode,
+    };
+  }
+
+  async queueVolume(
+    service: ServiceRecord,
+    volume: { name: string; mode: VolumeMode },
+    storage: BackupStorage,
+    trigger: BackupTrigger,
+    scheduleId: string | null = null,
+  ): Promise<BackupRecord> {
+    const backup = await this.deps.store.backups.insert(await this.prepareVolume(service, volume, storage, trigger, scheduleId));
+    await this.announce(backup);
+    return backup;
   }
 
   /** A stored backup's first log line, and the runner told at once. */

@@ -81,12 +81,21 @@ export class BackupScheduler {
     const engine = service ? databaseEngineOf(service) : null;
     if (latest && (latest.status === 'queued' || latest.status === 'running')) {
       lastError = `The slot of ${slot.toISOString()} was skipped: backup ${latest.id} of this configuration was still running`;
-    } else if (!service || !engine) {
+    } else if (!service || (!engine && !schedule.volume)) {
       lastError = 'The database service is gone';
     } else {
       try {
         const trigger = schedule.managed ?? 'schedule';
-        backup = await this.queue.prepare(service, engine, schedule.storage, trigger, schedule.id, runId(schedule.id, slot));
+        backup = schedule.volume
+          ? await this.queue.prepareVolume(
+              service,
+              { name: schedule.volume, mode: schedule.volumeMode ?? 'stopped' },
+              schedule.storage,
+              trigger,
+              schedule.id,
+              runId(schedule.id, slot),
+            )
+          : await this.queue.prepare(service, engine!, schedule.storage, trigger, schedule.id, runId(schedule.id, slot));
       } catch (error) {
         lastError = `No backup was queued for the slot of ${slot.toISOString()}: ${(error as Error).message}`;
       }

@@ -45,6 +45,7 @@ export function dumpSource(dump: DatabaseDump | null, locate: Locate): BackupSou
       if (!dump) throw new BackupFailure('This platform has no container engine to run the dump in');
       const container = await locate(service);
       if (!container) throw new BackupFailure(`${service.name} is not running: deploy it before backing up`);
+      if (!backup.engine) throw new BackupFailure('This backup names no database engine');
       const target = { engine: backup.engine, containerId: container.containerId, env };
       const count = async (when: string): Promise<EngineCounts | null> => {
         if (!dump.count) return null;

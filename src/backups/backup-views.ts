@@ -10,6 +10,7 @@ import {
   COUNT_UNITS,
   DRILL_FREQUENCIES,
   DRILL_STATUSES,
+  VOLUME_MODES,
   type BackupCounts,
   type BackupLogRecord,
   type BackupRecord,
@@ -53,7 +54,10 @@ export const backupView = z
   .object({
     id: z.string(),
     serviceId: z.string(),
-    engine: z.enum(DATABASE_ENGINES),
+    engine: z
+      .enum(DATABASE_ENGINES)
+      .nullable()
+      .meta({ description: 'The database engine; null for a volume backup of a service that is not a database' }),
     status: z.enum(['running', 'succeeded', 'failed']).meta({ description: '`running` until it ends; `failed` says why in `error`' }),
     trigger: z.enum(BACKUP_TRIGGERS),
     storage,
@@ -76,6 +80,12 @@ export const backupView = z
     kind: z
       .enum(BACKUP_KINDS)
       .meta({ description: "`dump`: the database's dump; `volume`: a tar of a named volume; `base`: a PostgreSQL base backup" }),
+    volume: z.string().nullable().optional().meta({ description: 'A volume backup: the named volume it is a tar of' }),
+    volumeMode: z
+      .enum(VOLUME_MODES)
+      .nullable()
+      .optional()
+      .meta({ description: 'A volume backup: `stopped` (the service stopped for the snapshot) or `live`' }),
     counts: backupCountsView
       .nullable()
       .meta({ description: 'What a restore must hold, counted as the backup was made; null when not counted' }),
@@ -175,6 +185,7 @@ export function presentBackup(b: BackupRecord): BackupView {
     startedAt: isoOrNull(b.startedAt),
     finishedAt: isoOrNull(b.finishedAt),
     kind: b.kind,
+    ...(b.kind === 'volume' ? { volume: b.volume, volumeMode: b.volumeMode } : {}),
     counts: b.counts,
     drill: b.drill ? presentDrill(b.drill) : null,
   };

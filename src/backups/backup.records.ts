@@ -83,7 +83,8 @@ export interface DrillRecord {
 export interface BackupRecord {
   id: string;
   serviceId: string;
-  engine: DatabaseEngine;
+  /** The database's engine; null for a volume backup of a service that is not a database. */
+  engine: DatabaseEngine | null;
   status: BackupStatus;
   trigger: BackupTrigger;
   storage: BackupStorage;

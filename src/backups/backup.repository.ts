@@ -5,10 +5,21 @@ import type { BackupKind, BackupLogRecord, BackupRecord, BackupSettingsRecord, B
 
 /** A backup as stored: the drill in columns of its own, the counts as JSON. */
 export function backupOfRow(row: BackupRow): BackupRecord {
-  const { counts, drillStatus, drillReason, drillRequestedAt, drillStartedAt, drillFinishedAt, drillCounts, drillChecksumOk, ...rest } =
-    row;
+  const {
+    counts,
+    drillStatus,
+    drillReason,
+    drillRequestedAt,
+    drillStartedAt,
+    drillFinishedAt,
+    drillCounts,
+    drillChecksumOk,
+    engine,
+    ...rest
+  } = row;
   return {
     ...rest,
+    engine: engine || null,
     counts: counts ? JSON.parse(counts) : null,
     drill: drillStatus
       ? {
@@ -26,8 +37,9 @@ export function backupOfRow(row: BackupRow): BackupRecord {
 
 /** The columns of a change to a backup (a drill replaces every drill column). */
 export function backupRowPatch(patch: Patch<BackupRecord>): Patch<BackupRow> {
-  const { counts, drill, ...rest } = patch;
+  const { counts, drill, engine, ...rest } = patch;
   const row: Patch<BackupRow> = { ...rest };
+  if (engine !== undefined) row.engine = engine ?? '';
   if (counts !== undefined) row.counts = counts ? JSON.stringify(counts) : null;
   if (drill !== undefined) {
     row.drillStatus = drill?.status ?? null;

@@ -15,7 +15,8 @@ import {
   presentBackupLog,
   presentBackupSettings,
 } from './backup-views.js';
-import { BACKUP_FILE_EXTENSIONS, type BackupStorage } from './backup.records.js';
+import { BACKUP_FILE_EXTENSIONS, type BackupRecord, type BackupStorage } from './backup.records.js';
+import type { ServiceRecord } from '../domain/types.js';
 
 const LOG_LINES_MAX = 5_000;
 
@@ -58,7 +59,11 @@ export class BackupService {
 
   async download(actor: Actor, serviceId: string, backupId: string): Promise<BackupDownload> {
     const { service } = await databaseFor(this.deps.store, actor, serviceId);
-    const backup = await backupFor(this.deps.store, service.id, backupId);
+    return this.downloadOf(service, await backupFor(this.deps.store, service.id, backupId));
+  }
+
+  /** The file of a backup its caller found (a database's here, a volume's in VolumeBackupService). */
+  downloadOf(service: ServiceRecord, backup: BackupRecord): BackupDownload {
     if (backup.status !== 'succeeded') throw new ConflictError(`Backup ${backup.id} has no file: it is ${presentBackup(backup).status}`);
     const files = this.destinations.files;
     return {
@@ -75,7 +80,11 @@ export class BackupService {
   async delete(actor: Actor, serviceId: string, backupId: string, signal?: AbortSignal): Promise<void> {
     assertWrite(actor);
     const { service } = await databaseFor(this.deps.store, actor, serviceId);
-    const backup = await backupFor(this.deps.store, service.id, backupId);
+    await this.deleteOf(await backupFor(this.deps.store, service.id, backupId), signal);
+  }
+
+  /** A backup its caller found goes from every place it is stored, then its row; 409 while it runs. */
+  async deleteOf(backup: BackupRecord, signal?: AbortSignal): Promise<void> {
     if (backup.status === 'queued' || backup.status === 'running')
       throw new ConflictError(`Backup ${backup.id} is still running; delete it once it ended`, { status: 'running' });
     await this.destinations.removeEverywhere(backup, signal ?? AbortSignal.timeout(60_000));

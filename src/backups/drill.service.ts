@@ -100,6 +100,11 @@ export class DrillService {
     const { service } = await databaseFor(this.deps.store, actor, serviceId);
     const backup = await this.deps.store.backups.get(backupId);
     if (!backup || backup.serviceId !== service.id || backup.kind !== 'dump') throw new NotFoundError('Backup', backupId);
+    return this.requestOf(backup);
+  }
+
+  /** A drill of a backup its caller found and checked the access to (a volume's: VolumeBackupService). */
+  async requestOf(backup: BackupRecord): Promise<BackupView> {
     this.assertDrillable(backup);
     const queued = await this.queue(backup);
     if (!queued)
@@ -115,7 +120,7 @@ export class DrillService {
       throw new ConflictError(`Backup ${backup.id} is ${presentBackup(backup).status}; only a succeeded backup can be drilled`, {
         status: presentBackup(backup).status,
       });
-    if (backup.kind === 'dump' && !this.dump?.formatOf(backup.engine))
+    if (backup.kind === 'dump' && (!backup.engine || !this.dump?.formatOf(backup.engine)))
       throw new NotSupportedError(`Drills of ${backup.engine} databases are not supported`, { engine: backup.engine });
   }
 
@@ -208,7 +213,7 @@ export class DrillService {
   async scheduleDue(now: Date): Promise<void> {
     if (!this.deps.config.backups.scheduledDrills) return;
     for (const schedule of await this.deps.store.backupSchedules.list(null)) {
-      if (schedule.drill === 'off' || schedule.volume !== null) continue;
+      if (schedule.drill === 'off') continue;
       if (schedule.lastDrillAt && now.getTime() - schedule.lastDrillAt.getTime() < PERIOD_MS[schedule.drill]) continue;
       try {
         await this.drillNewest(schedule, now);
@@ -281,6 +286,9 @@ export class DrillService {
     if (skipped) return { status: 'skipped', reason: skipped, counts: null, checksumOk: null };
     const service = await this.deps.store.projects.getService(backup.serviceId);
     if (!service) throw new DrillFailure('The service was deleted');
+    if (backup.kind === 'volume') return this.drillVolume(backup, signal, log, progress);
+    const engine = backup.engine;
+    if (!engine) throw new DrillFailure('This backup names no database engine');
     const dump = this.dump;
     const scratch = this.ports.scratch;
     const ready = this.ports.ready;
@@ -291,14 +299,14 @@ export class DrillService {
     progress.checksumOk = true;
     const { env } = await this.env.resolvedFor(service);
     log.mask(...Object.values(env));
-    const spec = ENGINE_SPECS[backup.engine];
+    const spec = ENGINE_SPECS[engine];
     const id = backup.id.toLowerCase();
     try {
       const started = await scratch.start(
         {
           id,
-          engine: backup.engine,
-          image: this.deps.config.databases.images[backup.engine] ?? spec.image,
+          engine: engine,
+          image: this.deps.config.databases.images[engine] ?? spec.image,
           env,
           cmd: spec.command?.({ logicalReplication: false }) ?? null,
           dataDir: spec.dataDir,
@@ -306,13 +314,9 @@ export class DrillService {
         signal,
         (line) => log.write(line),
       );
-      await this.waitReady(
-        id,
-        { serviceId: `drill-${id}`, engine: backup.engine, host: started.host, port: spec.internalPort, env },
-        signal,
-      );
+      await this.waitReady(id, { serviceId: `drill-${id}`, engine: engine, host: started.host, port: spec.internalPort, env }, signal);
       log.write('Scratch database ready; restoring the backup into it');
-      const target = { engine: backup.engine, containerId: started.containerId, env };
+      const target = { engine: engine, containerId: started.containerId, env };
       try {
         await dump.restore(target, await source.open(), signal, (line) => log.write(line, 'stderr'));
       } catch (error) {
@@ -343,6 +347,51 @@ export class DrillService {
       await scratch.remove(id).catch((error: Error) => log.write(`Scratch database not removed: ${error.message}`, 'stderr'));
       log.write('Scratch database removed');
     }
+  }
+
+  /**
+   * A volume backup's drill: the tar (checksum first) extracted into a scratch volume by the volume
+   * archive's helper, its regular files and their bytes counted with find against what the tar held when
+   * it was made. The scratch volume and helper go however it ends.
+   */
+  private async drillVolume(
+    backup: BackupRecord,
+    signal: AbortSignal,
+    log: JobLogWriter,
+    progress: { checksumOk: boolean | null },
+  ): Promise<Pick<DrillRecord, 'status' | 'reason' | 'counts' | 'checksumOk'>> {
+    const volumes = this.ports.volumes;
+    if (!volumes) throw new DrillFailure('This platform has no container engine to run drills in');
+    const source = await this.restores.verifiedSource(backup, signal, log);
+    log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
+    progress.checksumOk = true;
+    let counted: Record<string, number>;
+    try {
+      const stats = await volumes.drill(backup.id.toLowerCase(), await source.open(), signal, (line) => log.write(line));
+      counted = { files: stats.files, bytes: stats.bytes };
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new DrillFailure(`The restore failed: ${(error as Error).message}`);
+    } finally {
+      await source.cleanup().catch(() => undefined);
+    }
+    log.write(`Counted the scratch volume: ${counted.files} files, ${counted.bytes} bytes; scratch volume removed`);
+    if (!backup.counts)
+      return {
+        status: 'passed',
+        reason: 'restored without error; nothing was counted when the backup was made',
+        counts: counted,
+        checksumOk: true,
+      };
+    const mismatches = countMismatches(backup.counts, counted);
+    if (mismatches.length > 0)
+      return {
+        status: 'failed',
+        reason: `The restored volume does not hold what the backup counted: ${mismatches.join('; ')}`,
+        counts: counted,
+        checksumOk: true,
+      };
+    return { status: 'passed', reason: null, counts: counted, checksumOk: true };
   }
 
   /** The engine's own check, until it answers; a scratch container that exited fails the drill with its last lines. */

@@ -111,6 +111,8 @@ export interface ContainerEngine {
   /** Tags of local images whose name starts with `prefix`. */
   listImageTags(prefix: string): Promise<string[]>;
   removeVolume(name: string): Promise<void>;
+  /** Names of volumes starting with `prefix` (a service's named volumes, removed with it). */
+  listVolumes?(prefix: string): Promise<string[]>;
   removeNetwork(name: string): Promise<void>;
 }
 

@@ -3,6 +3,7 @@ import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { LABELS, type ContainerState } from './container-engine.port.js';
+import { dockerVolumeName } from '../volumes/volume-names.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
 import { replicaName, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
@@ -99,6 +100,11 @@ export class ContainerLaunch {
           : null;
     // TLS arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
     const cmd = tls ? [...(engineCmd ?? ['postgres']), ...tls.args] : engineCmd;
+    // Named volumes outlive deployments too; every container of the service (replicas, a rollout's next one) mounts them.
+    const named = (await this.deps.store.volumes.listOf(service.id)).map((v) => ({
+      name: dockerVolumeName(this.deps.config.resourcePrefix, service.id, v.name),
+      target: v.mountPath,
+    }));
     log.write(`Starting container ${name}`);
     if (replica === 0) ctx.created.container = name;
     else ctx.created.replicas = [...(ctx.created.replicas ?? []), name];
@@ -124,7 +130,7 @@ export class ContainerLaunch {
         aliases: [service.slug],
         ...(slot ? { slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
-        volumes: dataDir ? [{ name: names.volume, target: dataDir }] : [],
+        volumes: [...(dataDir ? [{ name: names.volume, target: dataDir }] : []), ...named],
         ...(tls ? { files: tls.files } : {}),
         limits: containerLimitsOf(service),
         signal: ctx.signal,

@@ -4,6 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import type { TrafficSlots } from './traffic-slots.js';
 import { LABELS } from './container-engine.port.js';
+import { dockerVolumeName } from '../volumes/volume-names.js';
 import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**
@@ -38,6 +39,9 @@ export class ServiceTeardown {
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
     if (keepsData(service)) await this.runtime.engine.removeVolume(names.volume);
+    // Its named volumes go with it (docs/decisions.md); their rows went with the service's.
+    for (const volume of (await this.runtime.engine.listVolumes?.(dockerVolumeName(this.deps.config.resourcePrefix, service.id, ''))) ?? [])
+      await this.runtime.engine.removeVolume(volume);
   }
 
   /** An environment's network; Docker keeps one that a container still uses. */

@@ -429,7 +429,8 @@ export const Backup = defineEntity({
   properties: {
     id: id(),
     serviceId: p.string().length(32),
-    engine: str(16).$type<DatabaseEngine>(),
+    // '': a volume backup of a service that is not a database (the column predates volume backups).
+    engine: str(16).$type<DatabaseEngine | ''>(),
     status: str(16).$type<BackupStatus>(),
     trigger: str(16).$type<BackupTrigger>(),
     storage: str(16).$type<BackupStorage>(),
@@ -703,7 +704,8 @@ export type CommitStatusRow = Row<typeof CommitStatus>;
 export type PreviewRow = Row<typeof Preview>;
 
 /** A backup as its row holds it: the drill in columns of its own, the counts as JSON. */
-export type BackupRowOf<B extends BackupRecord> = Omit<B, 'drill' | 'counts'> & {
+export type BackupRowOf<B extends BackupRecord> = Omit<B, 'drill' | 'counts' | 'engine'> & {
+  engine: DatabaseEngine | '';
   counts: string | null;
   drillStatus: DrillStatus | null;
   drillReason: string | null;

@@ -21,6 +21,7 @@ import { EventRepository } from '../events/event.repository.js';
 import { NotificationRepository } from '../notifications/notification.repository.js';
 import { AuditRepository } from '../audit/audit.repository.js';
 import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
+import { ServiceVolumeRepository } from '../volumes/volume.repository.js';
 import type * as Entities from './entities.js';
 import { type Session, WriteCounter } from './repository.js';
 
@@ -46,6 +47,7 @@ export class Store {
   readonly backups: BackupRepository;
   readonly backupSchedules: BackupScheduleRepository;
   readonly pitr: PitrRepository;
+  readonly volumes: ServiceVolumeRepository;
   readonly servers: ServerRepository;
   readonly controlPlanes: ControlPlaneRepository;
   readonly gitHooks: GitHookRepository;
@@ -75,6 +77,7 @@ export class Store {
     this.backups = new BackupRepository(this.session);
     this.backupSchedules = new BackupScheduleRepository(this.session);
     this.pitr = new PitrRepository(this.session);
+    this.volumes = new ServiceVolumeRepository(this.session);
     this.servers = new ServerRepository(this.session);
     this.controlPlanes = new ControlPlaneRepository(this.session);
     this.gitHooks = new GitHookRepository(this.session);

@@ -15,6 +15,7 @@ import {
   text,
 } from '../platform/input-schemas.js';
 import { deployTriggerInputs } from '../git-hooks/trigger-settings.js';
+import { volumesInput } from '../volumes/volume.inputs.js';
 
 /*
  * What creating and changing projects and services takes, declared once: the router adds the
@@ -91,6 +92,9 @@ const serviceSettings = {
     .optional()
     .meta({ description: 'Copies that run (default 1; at most SERVICE_MAX_REPLICAS); 0 stops the service and keeps it' }),
   resources: serviceResourcesInput.optional(),
+  volumes: volumesInput
+    .optional()
+    .meta({ description: 'Named volumes, kept across deployments and backed up on their own; on update the list replaces the old one' }),
   ...deployTriggerInputs,
 };
 
@@ -127,6 +131,7 @@ export const updateServiceInput = createServiceInput.pick({
   pollIntervalSeconds: true,
   cancelInProgress: true,
   previews: true,
+  volumes: true,
 });
 export type UpdateServiceInput = z.output<typeof updateServiceInput>;
 

@@ -15,6 +15,9 @@ import { deployTriggersPatch } from '../git-hooks/trigger-settings.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 import type { ServiceReader } from './service-reader.js';
 import { scaleAfter, type CapacityOf } from './service-scale-rules.js';
+import { assertVolumesFit } from '../volumes/volume.inputs.js';
+import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
+import { STORAGE_SERVER } from '../domain/storage-server.js';
 
 /** Changing a service: how it is built and run, and the project it belongs to. */
 export class ServiceChanges {
@@ -70,7 +73,16 @@ export class ServiceChanges {
       if (!stateful && scale.replicas > 0 && service.status === 'stopped')
         patch.status = (await this.deps.store.deployments.listLive(service.id, 1)).length > 0 ? 'active' : 'idle';
     }
-    await this.deps.store.projects.updateService(service.id, patch);
+    const volumes = input.volumes;
+    if (volumes !== undefined) {
+      const engine = databaseEngineOf(service);
+      assertVolumesFit(volumes, engine ? ENGINE_SPECS[engine].dataDir : service.source.kind === 'storage' ? STORAGE_SERVER.dataDir : null);
+    }
+    await this.deps.store.transaction(async (tx) => {
+      await tx.projects.updateService(service.id, patch);
+      // Mounted by the next deployment; a volume left out of the list keeps its data until the service goes (docs/decisions.md).
+      if (volumes !== undefined) await tx.volumes.replace(service.id, volumes, patch.updatedAt!);
+    });
     if (patch.replicas !== undefined && patch.replicas !== service.replicas) void this.onScaled?.().catch(() => {});
     return this.reader.view(service.id);
   }

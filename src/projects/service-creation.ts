@@ -25,6 +25,7 @@ import { presentService, type ServiceView } from './project-views.js';
 import { deployTriggersOf } from '../git-hooks/trigger-settings.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
+import { assertVolumesFit } from '../volumes/volume.inputs.js';
 
 const DEFAULT_INTERNAL_PORT = 3000;
 
@@ -84,6 +85,11 @@ export class ServiceCreation {
       DEFAULT_SCALE,
       { replicas: input.replicas, resources: input.resources },
       { config: this.deps.config, stateful: variant.kind === 'database' || variant.kind === 'storage', capacity: this.capacity },
+    );
+    const volumes = input.volumes ?? [];
+    assertVolumesFit(
+      volumes,
+      variant.kind === 'database' ? ENGINE_SPECS[variant.engine].dataDir : variant.kind === 'storage' ? STORAGE_SERVER.dataDir : null,
     );
     const now = this.deps.clock.now();
 
@@ -155,6 +161,7 @@ export class ServiceCreation {
           await this.env.upsert(tx, record.id, { key: initial.key, value, secret: isPassword(initial.key) });
         }
       }
+      if (volumes.length > 0) await tx.volumes.replace(record.id, volumes, now);
       await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });

@@ -132,6 +132,7 @@ async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[])
   await tx.env.deleteOfServices(serviceIds);
   await tx.domains.deleteOfServices(serviceIds);
   await tx.metrics.deleteOfServices(serviceIds);
+  await tx.volumes.deleteOfServices(serviceIds);
   await tx.gitHooks.deletePolls(serviceIds);
   await tx.gitHooks.deleteStatusesOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);

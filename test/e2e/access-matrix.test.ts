@@ -1088,6 +1088,57 @@ const rows: Row[] = [
     check: (res) => expect(res.json).toEqual({ ok: true }),
   },
 
+  // Named volumes of web and their backups: web runs no container here; a backup id it does not have is 404 after every check.
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/volumes',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/volumes` }),
+    check: (res) => expect(res.json.volumes).toMatchObject([{ name: 'files', mountPath: '/data' }]),
+  },
+  {
+    method: 'GET',
+    template: '/api/services/{serviceId}/volumes/{name}/backups',
+    access: 'read',
+    success: 200,
+    prepare: async () => ({ path: `/api/services/${f.webId}/volumes/files/backups` }),
+    check: (res) => expect(res.json.volume).toMatchObject({ name: 'files' }),
+  },
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/volumes/{name}/backups',
+    access: 'write',
+    success: 201,
+    prepare: async () => ({ path: `/api/services/${f.webId}/volumes/files/backups`, body: { mode: 'live' } }),
+    check: (res) => expect(res.json.backup).toMatchObject({ status: 'running', kind: 'volume', volume: 'files' }),
+  },
+  ...(['restore', 'drill'] as const).map(
+    (action): Row => ({
+      method: 'POST',
+      template: `/api/services/{serviceId}/volumes/{name}/backups/{backupId}/${action}`,
+      access: 'write',
+      success: 404,
+      prepare: async () => ({ path: `/api/services/${f.webId}/volumes/files/backups/${f.backupId}/${action}` }),
+    }),
+  ),
+  ...(['download', 'logs'] as const).map(
+    (action): Row => ({
+      method: 'GET',
+      template: `/api/services/{serviceId}/volumes/{name}/backups/{backupId}/${action}`,
+      access: 'read',
+      success: 404,
+      prepare: async () => ({ path: `/api/services/${f.webId}/volumes/files/backups/${f.backupId}/${action}` }),
+    }),
+  ),
+  {
+    method: 'DELETE',
+    template: '/api/services/{serviceId}/volumes/{name}/backups/{backupId}',
+    access: 'write',
+    success: 404,
+    prepare: async () => ({ path: `/api/services/${f.webId}/volumes/files/backups/${f.backupId}` }),
+  },
+
   // Backup configurations (general API): a fresh Postgres service per creation (at most 10 per database);
   // a trigger queues a backup that then fails (no container runs here), as the detailed create does.
   {
@@ -2074,7 +2125,7 @@ beforeAll(async () => {
   admin = api(server.url, server.token);
   const A = await createProject('Project A', 'matrix A', 'A');
   const B = await createProject('Project B', 'matrix B', 'B');
-  const web = await createService(A.id, { name: 'web', repoFullName: 'acme/web' }, 'web');
+  const web = await createService(A.id, { name: 'web', repoFullName: 'acme/web', volumes: [{ name: 'files', mountPath: '/data' }] }, 'web');
   const db = await createService(
     A.id,
     { name: 'db', repoUrl: 'database', repoFullName: 'database:postgres', internalPort: 5432, databasePublicEnabled: false },
