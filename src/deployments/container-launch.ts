@@ -3,7 +3,7 @@ import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { LABELS, type ContainerState } from './container-engine.port.js';
-import { dockerVolumeName } from '../volumes/volume-names.js';
+import { dockerVolumeName } from '../domain/volume-names.js';
 import { DeploymentFailure, sleep, throwIfAborted, type DeploymentRecorder, type PipelineContext } from './pipeline-context.js';
 import { replicaName, type resourceNames, type RuntimeDeps } from './runtime-deps.js';
 import type { TlsMount } from '../tls/database-tls.service.js';

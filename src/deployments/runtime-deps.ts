@@ -3,7 +3,7 @@ import type { GitSource } from './git-source.port.js';
 import type { HealthProbe } from './health-probe.port.js';
 import type { PortForwarder } from './port-forwarder.port.js';
 import type { TrafficGate } from './traffic-gate.port.js';
-import type { ContainerExits } from '../monitoring/monitoring.ports.js';
+import type { ContainerExits } from './container-exits.port.js';
 import type { DatabaseReadiness } from '../domain/database-engines.js';
 import type { StorageServer } from './storage-server.port.js';
 import type { ServiceRecord } from '../domain/types.js';

@@ -4,7 +4,7 @@ import type { ServiceDeps } from '../platform/deps.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import type { TrafficSlots } from './traffic-slots.js';
 import { LABELS } from './container-engine.port.js';
-import { dockerVolumeName } from '../volumes/volume-names.js';
+import { dockerVolumeName } from '../domain/volume-names.js';
 import { resourceNames, type RuntimeDeps } from './runtime-deps.js';
 
 /**

@@ -1,17 +1,5 @@
-/** A container of this installation stopped (Docker's `die`): what the crash-loop detector counts. */
-export interface ContainerExit {
-  containerId: string;
-  serviceId: string;
-  deploymentId: string | null;
-  exitCode: number | null;
-  at: Date;
-}
-
-/** Tells about container exits as they happen (adapters/docker/docker.container-exits.ts). */
-export interface ContainerExits {
-  /** Starts watching; reconnects by itself. The returned function stops it. */
-  watch(onExit: (exit: ContainerExit) => void, log?: (message: string, extra?: Record<string, unknown>) => void): () => void;
-}
+// Container exits are the runtime's port (deployments watch them too); monitoring counts them.
+export type { ContainerExit, ContainerExits } from '../deployments/container-exits.port.js';
 
 /** The size and free space of the file system holding a path (adapters/host/statfs.disk-usage.ts). */
 export interface DiskUsage {

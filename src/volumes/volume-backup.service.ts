@@ -18,7 +18,7 @@ import {
 import type { BackupRecord } from '../backups/backup.records.js';
 import type { DrillService } from '../backups/drill.service.js';
 import type { VolumeArchive } from '../backups/volume-archive.port.js';
-import { dockerVolumeName } from './volume-names.js';
+import { dockerVolumeName } from '../domain/volume-names.js';
 import { quiesce } from './volume-quiesce.js';
 import type { VolumeRuntime } from './volume-runtime.port.js';
 import type { ServiceVolumeRecord } from './volume.records.js';

@@ -3,7 +3,7 @@ import { BackupFailure } from '../backups/backup-sources.js';
 import { TarStats } from '../backups/tar-stats.js';
 import type { VolumeArchive } from '../backups/volume-archive.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { dockerVolumeName } from './volume-names.js';
+import { dockerVolumeName } from '../domain/volume-names.js';
 import { quiesce, type Quiesced } from './volume-quiesce.js';
 import type { VolumeRuntime } from './volume-runtime.port.js';
 
