@@ -431,6 +431,14 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('button', { name: 'Run query' }).click();
     await expect.poll(() => page.getByRole('region', { name: 'Query result' }).getByRole('cell').first().innerText(), POLL).toBe('2');
 
+    // A restore drill of that backup, run now: restored into a scratch container, counted, removed; the row shows it passed.
+    await page.getByRole('tab', { name: 'Backups' }).click();
+    await backupRow.getByRole('button', { name: /^Drill backup/ }).click();
+    await expect
+      .poll(() => backupRow.locator('[data-status]').last().getAttribute('data-status'), { timeout: 120_000, interval: 250 })
+      .toBe('passed');
+    await check('database-backup-drill');
+
     // A backup on a schedule: refused with the API's error beside the field, added, run at once, deleted (its backups stay).
     await page.getByRole('tab', { name: 'Backups' }).click();
     await page.getByText('No scheduled backups.').waitFor();

@@ -121,6 +121,8 @@ export function QueryState<T>(props: {
 const TONE: Record<string, 'ok' | 'warn' | 'danger' | 'neutral'> = {
   active: 'ok',
   succeeded: 'ok',
+  passed: 'ok',
+  skipped: 'neutral',
   running: 'warn',
   queued: 'neutral',
   deploying: 'warn',

@@ -7,13 +7,19 @@ import { BackupSchedules } from './backup-schedules';
 
 const STORAGES = ['disk', 'object', 'disk+object'] as const;
 
-/** Backups: the list (states update live), a new one, a restore after confirmation, the file to download. */
+/**
+ * Backups: the list (states update live), a new one, a restore after confirmation, the file to download,
+ * and each backup's last restore drill (run one now; the counts of backups never drilled or failing theirs).
+ */
 export function Backups({ serviceId }: { serviceId: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const list = useQuery({
     ...trpc.backups.list.queryOptions({ serviceId }),
-    refetchInterval: (q) => (q.state.data?.backups.some((b) => b.status === 'running') ? 2_000 : 15_000),
+    refetchInterval: (q) =>
+      q.state.data?.backups.some((b) => b.status === 'running' || b.drill?.status === 'queued' || b.drill?.status === 'running')
+        ? 2_000
+        : 15_000,
   });
   const [storage, setStorage] = useState<(typeof STORAGES)[number]>('disk');
   const [restored, setRestored] = useState<string | null>(null);
@@ -29,6 +35,7 @@ export function Backups({ serviceId }: { serviceId: string }) {
     }),
   );
   const remove = useMutation(trpc.backups.delete.mutationOptions({ onSuccess: refresh }));
+  const drill = useMutation(trpc.backups.drill.mutationOptions({ onSuccess: refresh }));
   return (
     <div className="stack">
       <div className="row">
@@ -45,7 +52,7 @@ export function Backups({ serviceId }: { serviceId: string }) {
           Back up
         </button>
       </div>
-      <ErrorNotice error={create.error ?? remove.error} />
+      <ErrorNotice error={create.error ?? remove.error ?? drill.error} />
       {restored ? (
         <p className="alert ok" role="status">
           Restored at {formatDate(restored)}.
@@ -55,6 +62,11 @@ export function Backups({ serviceId }: { serviceId: string }) {
         {(data) => (
           <>
             {!data.objectStore.connected ? <p className="muted">No object store answers: backups go to the server's disk.</p> : null}
+            {data.drills.neverDrilled > 0 || data.drills.failed > 0 ? (
+              <p className={data.drills.failed > 0 ? 'alert' : 'muted'} role="status">
+                Restore drills: {data.drills.failed} failed, {data.drills.neverDrilled} never drilled.
+              </p>
+            ) : null}
             {data.backups.length === 0 ? (
               <Empty>No backups yet.</Empty>
             ) : (
@@ -67,6 +79,7 @@ export function Backups({ serviceId }: { serviceId: string }) {
                       <th scope="col">Status</th>
                       <th scope="col">Storage</th>
                       <th scope="col">Size</th>
+                      <th scope="col">Last drill</th>
                       <th scope="col">Actions</th>
                     </tr>
                   </thead>
@@ -85,8 +98,29 @@ export function Backups({ serviceId }: { serviceId: string }) {
                           <td>{b.storage}</td>
                           <td className="num">{b.status === 'succeeded' ? formatBytes(b.sizeBytes) : '-'}</td>
                           <td>
+                            {b.drill ? (
+                              <>
+                                <StatusBadge status={b.drill.status} label="Drill status" />{' '}
+                                <span className="muted">{formatDate(b.drill.finishedAt ?? b.drill.requestedAt)}</span>
+                                {b.drill.reason ? (
+                                  <div className={b.drill.status === 'failed' ? 'error-text' : 'muted'}>{b.drill.reason}</div>
+                                ) : null}
+                              </>
+                            ) : (
+                              <span className="muted">never</span>
+                            )}
+                          </td>
+                          <td>
                             {b.status === 'succeeded' ? (
                               <div className="row">
+                                <button
+                                  type="button"
+                                  aria-label={`Drill backup of ${when}`}
+                                  onClick={() => drill.mutate({ serviceId, backupId: b.id })}
+                                  disabled={drill.isPending || b.drill?.status === 'queued' || b.drill?.status === 'running'}
+                                >
+                                  Drill
+                                </button>
                                 <Confirm
                                   trigger={
                                     <button type="button" aria-label={`Restore backup of ${when}`}>
