@@ -87,6 +87,10 @@ describe('OpenAPI document', () => {
         'POST /api/services/{serviceId}/database/backups/{backupId}/restore',
         'DELETE /api/services/{serviceId}/database/backups/{backupId}',
         'GET /api/services/{serviceId}/database/backups/{backupId}/download',
+        // A volume's backups, as a database's: restore, delete and download may wait on the object store.
+        'POST /api/services/{serviceId}/volumes/{name}/backups/{backupId}/restore',
+        'DELETE /api/services/{serviceId}/volumes/{name}/backups/{backupId}',
+        'GET /api/services/{serviceId}/volumes/{name}/backups/{backupId}/download',
         // An external registry is checked with its credentials before it is saved.
         'PUT /api/registry',
       ].sort(),
