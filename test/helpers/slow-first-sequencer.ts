@@ -15,6 +15,15 @@ const SLOWEST_FIRST = [
   'test/e2e/databases.test.ts',
   'test/integration/database-dump.test.ts',
   'test/e2e/cluster-harness.test.ts',
+  'test/e2e/backups-mysql-clickhouse.test.ts',
+  'test/e2e/replicas.test.ts',
+  'test/e2e/push-to-deploy.test.ts',
+  // Its time is mostly its beforeAll (a tiny run of every bench), which the per-file figure leaves out.
+  'test/e2e/benches.test.ts',
+  'test/e2e/access-matrix.test.ts',
+  'test/e2e/fixtures.test.ts',
+  'test/e2e/cli.test.ts',
+  'test/e2e/lifecycle.test.ts',
   'test/e2e/first-run.test.ts',
 ];
 
