@@ -27,6 +27,18 @@ export interface RestoreRuntime {
   repoint?(): Promise<void>;
 }
 
+/** Where a restore's verified bytes go (BackupRestore.restoreWith). */
+export interface RestoreSteps {
+  /** The log's first line. */
+  requested: string;
+  /** Inside the service's restore lock, before the checksum: finds the target (throws when there is none); answers values to mask. */
+  prepare?(): Promise<Record<string, string>>;
+  /** Writes the verified bytes into the target. */
+  apply(input: Readable, work: AbortSignal, log: JobLogWriter): Promise<void>;
+  /** After a successful apply, before the result. */
+  after?(log: JobLogWriter): Promise<void>;
+}
+
 /** A succeeded backup restored into its running database, once its bytes match the checksum it was made with. */
 export class BackupRestore {
   /** Services with a restore under way: a second restore waits for it to end. */
@@ -45,43 +57,70 @@ export class BackupRestore {
     assertWrite(actor);
     const { service, engine } = await databaseFor(this.deps.store, actor, serviceId);
     const backup = await backupFor(this.deps.store, service.id, backupId);
+    const dump = this.dump;
+    if (backup.status === 'succeeded' && !dump?.formatOf(engine))
+      throw new NotSupportedError(`Restoring ${engine} databases is not supported`, { engine });
+    let target: DumpTarget | null = null;
+    return this.restoreWith(service, backup, signal, {
+      requested: `Restore of backup ${backup.id} requested`,
+      prepare: async () => {
+        const container = await this.runtime.locate(service);
+        if (!container) throw new NotRunningError(`${service.name} is not running: deploy it before restoring`, { serviceId: service.id });
+        const { env } = await this.env.resolvedFor(service);
+        target = { engine, containerId: container.containerId, env };
+        return env;
+      },
+      apply: (input, work, log) => dump!.restore(target!, input, work, (line) => log.write(line, 'stderr')),
+      // Until then the host port of a container restarted by the restore may be closed (see RestoreRuntime.repoint).
+      after: (log) =>
+        this.runtime.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr')) ??
+        Promise.resolve(),
+    });
+  }
+
+  /**
+   * Every restore's frame (a database's dump, a volume's tar): only a succeeded backup, one restore or
+   * backup of a service at a time, the checksum checked before anything is touched, the log, the
+   * `restore.*` event, and the result; `steps` say where the bytes go. Values `prepare` answers (the
+   * database's credentials) are masked in the log and in the error.
+   */
+  async restoreWith(
+    service: ServiceRecord,
+    backup: BackupRecord,
+    signal: AbortSignal | undefined,
+    steps: RestoreSteps,
+  ): Promise<RestoreResultView> {
     if (backup.status !== 'succeeded')
       throw new ConflictError(`Backup ${backup.id} is ${presentBackup(backup).status}; only a succeeded backup can be restored`, {
         status: presentBackup(backup).status,
       });
-    const dump = this.dump;
-    if (!dump?.formatOf(engine)) throw new NotSupportedError(`Restoring ${engine} databases is not supported`, { engine });
     const busy = await this.deps.store.backups.listByStatus(['queued', 'running']);
     if (busy.some((b) => b.serviceId === service.id) || this.restoring.has(service.id))
-      throw new ConflictError('A backup or restore of this database is under way; restore once it ended');
+      throw new ConflictError(`A backup or restore of ${service.name} is under way; restore once it ended`);
     this.restoring.add(service.id);
     const log = this.log.open(backup.id);
     const work = signal ?? new AbortController().signal;
     try {
-      const container = await this.runtime.locate(service);
-      if (!container) throw new NotRunningError(`${service.name} is not running: deploy it before restoring`, { serviceId: service.id });
-      const { env } = await this.env.resolvedFor(service);
-      log.mask(...Object.values(env));
-      log.write(`Restore of backup ${backup.id} requested`);
-      // The checksum first: a changed or truncated file is refused before the database is touched.
+      const secrets = (await steps.prepare?.()) ?? {};
+      log.mask(...Object.values(secrets));
+      log.write(steps.requested);
+      // The checksum first: a changed or truncated file is refused before the target is touched.
       const source = await this.verifiedSource(backup, work, log);
       log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
-      const target: DumpTarget = { engine, containerId: container.containerId, env };
       try {
-        await dump.restore(target, await source.open(), work, (line) => log.write(line, 'stderr'));
+        await steps.apply(await source.open(), work, log);
       } catch (error) {
         log.write(`Restore failed: ${(error as Error).message}`, 'stderr');
         const failure =
           error instanceof NotRunningError || error instanceof ConflictError
             ? error
-            : new ConflictError(`The restore failed: ${maskIn((error as Error).message, env)}`, { backupId: backup.id });
+            : new ConflictError(`The restore failed: ${maskIn((error as Error).message, secrets)}`, { backupId: backup.id });
         await this.restoreEvent('restore.failed', service, backup, failure.message);
         throw failure;
       } finally {
         await source.cleanup();
       }
-      // Until then the host port of a container restarted by the restore may be closed (see RestoreRuntime.repoint).
-      await this.runtime.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr'));
+      await steps.after?.(log);
       const restoredAt = this.deps.clock.now();
       log.write('Restore finished');
       await this.restoreEvent('restore.succeeded', service, backup, null);

@@ -1,6 +1,5 @@
 import { assertWrite, type Actor } from '../domain/access.js';
-import { ConflictError, NotFoundError, NotRunningError } from '../domain/errors.js';
-import { serviceRefOf } from '../domain/events.js';
+import { NotFoundError, NotRunningError } from '../domain/errors.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
@@ -15,7 +14,6 @@ import {
   type BackupView,
   type RestoreResultView,
 } from '../backups/backup-views.js';
-import type { BackupRecord } from '../backups/backup.records.js';
 import type { DrillService } from '../backups/drill.service.js';
 import type { VolumeArchive } from '../backups/volume-archive.port.js';
 import { dockerVolumeName } from '../domain/volume-names.js';
@@ -33,14 +31,11 @@ const LOG_LINES_MAX = 5_000;
  * only where the bytes come from and go to differs (the volume archive instead of an engine's dump).
  */
 export class VolumeBackupService {
-  /** Services with a volume restore under way: a second one waits for it to end. */
-  private readonly restoring = new Set<string>();
-
   constructor(
     private readonly deps: ServiceDeps,
     private readonly queue: BackupQueue,
     private readonly backups: Pick<BackupService, 'downloadOf' | 'deleteOf'>,
-    private readonly restores: Pick<BackupRestore, 'verifiedSource'>,
+    private readonly restores: Pick<BackupRestore, 'restoreWith'>,
     private readonly drills: Pick<DrillService, 'requestOf'>,
     private readonly log: BackupLog,
     private readonly archive: VolumeArchive | null,
@@ -91,72 +86,29 @@ export class VolumeBackupService {
   }
 
   /**
-   * Replaces the volume's contents with the backup's: the checksum is checked first (a changed file is
-   * refused before anything is touched), then the service is stopped, the tar is extracted beside the old
-   * files and swapped in, and the service is started again, whatever the outcome.
+   * Replaces the volume's contents with the backup's, in the restores' one frame (succeeded backups only,
+   * one at a time per service, the checksum first): the service is stopped, the tar is extracted beside the
+   * old files and swapped in, and the service is started again, whatever the outcome.
    */
   async restore(actor: Actor, serviceId: string, name: string, backupId: string, signal?: AbortSignal): Promise<RestoreResultView> {
     assertWrite(actor);
     const { service, volume, backup } = await this.backupFor(actor, serviceId, name, backupId);
-    if (backup.status !== 'succeeded')
-      throw new ConflictError(`Backup ${backup.id} is ${presentBackup(backup).status}; only a succeeded backup can be restored`, {
-        status: presentBackup(backup).status,
-      });
     const archive = this.archive;
     const runtime = this.runtime;
     if (!archive || !runtime) throw new NotRunningError('No container engine is connected', { serviceId: service.id });
-    const busy = await this.deps.store.backups.listByStatus(['queued', 'running']);
-    if (busy.some((b) => b.serviceId === service.id) || this.restoring.has(service.id))
-      throw new ConflictError('A backup or restore of this service is under way; restore once it ended');
-    this.restoring.add(service.id);
-    const log = this.log.open(backup.id);
-    const work = signal ?? new AbortController().signal;
-    try {
-      log.write(`Restore of backup ${backup.id} into volume ${volume.name} requested`);
-      const source = await this.restores.verifiedSource(backup, work, log);
-      log.write(`Checksum verified (${backup.checksum}, ${backup.sizeBytes} bytes, from ${source.from})`);
-      try {
+    return this.restores.restoreWith(service, backup, signal, {
+      requested: `Restore of backup ${backup.id} into volume ${volume.name} requested`,
+      apply: async (input, work, log) => {
         const held = await quiesce(this.deps, runtime, service);
         log.write(`Service stopped for the restore (${held.stopped} container${held.stopped === 1 ? '' : 's'})`);
         try {
-          await archive.restore(
-            dockerVolumeName(this.deps.config.resourcePrefix, service.id, volume.name),
-            await source.open(),
-            work,
-            (line) => log.write(line),
-          );
+          const target = dockerVolumeName(this.deps.config.resourcePrefix, service.id, volume.name);
+          await archive.restore(target, input, work, (line) => log.write(line));
         } finally {
           const downMs = await held.resume();
           log.write(`Service started again: ${(downMs / 1000).toFixed(1)} s of downtime for the restore`);
         }
-      } catch (error) {
-        log.write(`Restore failed: ${(error as Error).message}`, 'stderr');
-        const failure =
-          error instanceof ConflictError || error instanceof NotRunningError
-            ? error
-            : new ConflictError(`The restore failed: ${(error as Error).message}`, { backupId: backup.id });
-        await this.restoreEvent('restore.failed', service, backup, failure.message);
-        throw failure;
-      } finally {
-        await source.cleanup();
-      }
-      const restoredAt = this.deps.clock.now();
-      log.write('Restore finished');
-      await this.restoreEvent('restore.succeeded', service, backup, null);
-      return { ok: true, restoredAt: restoredAt.toISOString(), backup: { id: backup.id, status: 'succeeded' } };
-    } finally {
-      this.restoring.delete(service.id);
-      await log.flush();
-    }
-  }
-
-  private restoreEvent(type: 'restore.succeeded' | 'restore.failed', service: ServiceRecord, backup: BackupRecord, error: string | null) {
-    return this.deps.events.publishQuietly(type, {
-      ...serviceRefOf(service),
-      backupId: backup.id,
-      storage: backup.storage,
-      sizeBytes: backup.sizeBytes,
-      error,
+      },
     });
   }
 
