@@ -1,7 +1,8 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { type FormEvent, useId, useState } from 'react';
+import { type FormEvent, useState } from 'react';
 import { PagedTable } from '../../components/paged-table';
-import { ErrorNotice, Field, PageTitle, QueryState, StatusBadge } from '../../components/ui';
+import { ProjectSelect } from '../../components/project-select';
+import { Field, PageTitle, QueryState, StatusBadge } from '../../components/ui';
 import { type AuditFilterForm, auditQueryOf, EMPTY_AUDIT_FILTER } from '../../lib/audit-filter';
 import { useCursorPages } from '../../lib/cursor-pages';
 import { formatDate } from '../../lib/format';
@@ -27,7 +28,6 @@ export function AuditLogView({ project }: { project?: { id: string; name: string
     ...(project ? trpc.audit.project.queryOptions({ ...projectQuery, projectId: project.id }) : trpc.audit.list.queryOptions(query)),
     placeholderData: keepPreviousData,
   });
-  const projectSelect = useId();
   const projectName = new Map(project ? [[project.id, project.name]] : (projects.data?.projects ?? []).map((p) => [p.id, p.name]));
   const set = (key: keyof AuditFilterForm) => (value: string) => setForm((f) => ({ ...f, [key]: value }));
   const submit = (e: FormEvent) => {
@@ -41,18 +41,7 @@ export function AuditLogView({ project }: { project?: { id: string; name: string
       <form className="card" onSubmit={submit} noValidate aria-label="Filter the audit log">
         <div className="grid-2">
           {project ? null : (
-            <div className="field">
-              <label htmlFor={projectSelect}>Project</label>
-              <select id={projectSelect} value={form.projectId} onChange={(e) => set('projectId')(e.target.value)}>
-                <option value="">All projects</option>
-                {(projects.data?.projects ?? []).map((p) => (
-                  <option key={p.id} value={p.id}>
-                    {p.name}
-                  </option>
-                ))}
-              </select>
-              {projects.error ? <ErrorNotice error={projects.error} title="Could not load projects" /> : null}
-            </div>
+            <ProjectSelect projects={projects} value={form.projectId} onChange={set('projectId')} anyLabel="All projects" />
           )}
           <Field
             label="Actor"

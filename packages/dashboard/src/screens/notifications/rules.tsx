@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useId, useState } from 'react';
+import { type FormEvent, useState } from 'react';
+import { ProjectSelect } from '../../components/project-select';
 import { Confirm, Empty, ErrorNotice, Field, Loading, QueryState } from '../../components/ui';
 import { fieldError, formError } from '../../lib/api-error';
 import { useTRPC } from '../../lib/trpc';
@@ -17,7 +18,6 @@ export default function Rules() {
   const [projectId, setProjectId] = useState('');
   const [events, setEvents] = useState('deployment.failed, service.*');
   const [channelIds, setChannelIds] = useState<string[]>([]);
-  const projectSelect = useId();
   const channelName = new Map((channels.data?.channels ?? []).map((c) => [c.id, c.name]));
   const projectName = new Map((projects.data?.projects ?? []).map((p) => [p.id, p.name]));
   const submit = (e: FormEvent) => {
@@ -38,18 +38,7 @@ export default function Rules() {
         <h2 id="rule-new">Add a rule</h2>
         <form onSubmit={submit} noValidate>
           <div className="grid-2">
-            <div className="field">
-              <label htmlFor={projectSelect}>Project</label>
-              <select id={projectSelect} value={projectId} onChange={(e) => setProjectId(e.target.value)}>
-                <option value="">Every project and the install</option>
-                {(projects.data?.projects ?? []).map((p) => (
-                  <option key={p.id} value={p.id}>
-                    {p.name}
-                  </option>
-                ))}
-              </select>
-              {projects.error ? <ErrorNotice error={projects.error} title="Could not load projects" /> : null}
-            </div>
+            <ProjectSelect projects={projects} value={projectId} onChange={setProjectId} anyLabel="Every project and the install" />
             <Field
               label="Events"
               name="events"
