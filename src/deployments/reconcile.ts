@@ -192,15 +192,16 @@ export class Reconciler {
    */
   private async keepReplicas(): Promise<void> {
     const deploying = this.underWay.services();
+    // `stopped` with replicas left is a service held still on purpose (a volume's snapshot or restore): not a scale to 0.
     const services = (await this.deps.store.projects.listAllServices()).filter(
-      (s) => !deploying.has(s.id) && !keepsData(s) && (s.status === 'active' || s.status === 'stopped'),
+      (s) => !deploying.has(s.id) && !keepsData(s) && (s.status === 'active' || (s.status === 'stopped' && s.replicas === 0)),
     );
     if (services.length === 0) return;
     const replicas = await this.containers.pickReplicas(await this.containers.ofInstance());
     for (const service of services) {
       if (this.underWay.stopping() || this.underWay.services().has(service.id)) continue;
       const running = replicas.get(service.id) ?? [];
-      const target = service.status === 'stopped' ? 0 : service.replicas;
+      const target = service.replicas;
       const extra = running.filter((c) => replicaIndex(c) >= target);
       if (extra.length > 0) {
         const staying = running.filter((c) => replicaIndex(c) < target);

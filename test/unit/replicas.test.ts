@@ -148,6 +148,11 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     await h.runner.reconcile();
     expect(running(serviceId)).toEqual([d.containerName, `${d.containerName}-r1`]);
     expect(route()?.replicaUpstreams).toHaveLength(1);
+
+    // Held `stopped` with replicas left (a volume's snapshot or restore stops its containers): not a scale to 0.
+    await h.database.store.projects.updateService(serviceId, { status: 'stopped', reachable: false });
+    await h.runner.reconcile();
+    expect(running(serviceId)).toEqual([d.containerName, `${d.containerName}-r1`]);
   });
 
   it('a rollback runs the earlier image on every replica', async () => {
