@@ -72,9 +72,9 @@ export class BackupRestore {
       },
       apply: (input, work, log) => dump!.restore(target!, input, work, (line) => log.write(line, 'stderr')),
       // Until then the host port of a container restarted by the restore may be closed (see RestoreRuntime.repoint).
-      after: (log) =>
-        this.runtime.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr')) ??
-        Promise.resolve(),
+      after: async (log) => {
+        await this.runtime.repoint?.().catch((error: Error) => log.write(`Host port not repointed yet: ${error.message}`, 'stderr'));
+      },
     });
   }
 
