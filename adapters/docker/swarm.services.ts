@@ -1,0 +1,186 @@
+import type Docker from 'dockerode';
+import type {
+  SwarmServiceSpec,
+  SwarmServiceStatus,
+  SwarmServices,
+  SwarmTask,
+  SwarmUpdateState,
+} from '../../src/cluster/swarm-services.port.js';
+import { LABELS } from '../../src/deployments/container-engine.port.js';
+
+const CALL_TIMEOUT_MS = 15_000;
+const DEPLOYMENT_LABEL = 'slipway.deployment';
+const NS_PER_MS = 1_000_000;
+
+interface ServiceInfo {
+  ID: string;
+  Version: { Index: number };
+  Spec: { Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate?: { ContainerSpec?: { Labels?: Record<string, string> } } } & Record<
+    string,
+    unknown
+  >;
+  UpdateStatus?: { State?: string; Message?: string };
+}
+
+interface TaskInfo {
+  ID: string;
+  NodeID?: string;
+  DesiredState?: string;
+  Status?: { State?: string; Err?: string; Message?: string };
+  Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
+  NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
+}
+
+/** Swarm services on the manager's engine through dockerode (no shell; every call bounded by a timeout). */
+export class DockerSwarmServices implements SwarmServices {
+  constructor(private readonly docker: Docker) {}
+
+  async ensureNetwork(name: string, signal?: AbortSignal): Promise<void> {
+    const existing = (await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout(signal) } as object)) as {
+      Name: string;
+    }[];
+    if (existing.some((network) => network.Name === name)) return;
+    try {
+      await this.docker.createNetwork({
+        Name: name,
+        Driver: 'overlay',
+        // Attachable: the proxy's container on the manager joins it to dial the tasks' addresses (dnsrr).
+        Attachable: true,
+        CheckDuplicate: true,
+        Labels: { [LABELS.managed]: 'true' },
+        abortSignal: timeout(signal),
+      } as Docker.NetworkCreateOptions);
+    } catch (error) {
+      if (!/already exists/i.test(String((error as Error).message))) throw error;
+    }
+  }
+
+  async apply(spec: SwarmServiceSpec, signal?: AbortSignal): Promise<void> {
+    const body = serviceBody(spec);
+    const auth = spec.registryAuth ?? undefined;
+    const current = await this.inspect(spec.name, signal);
+    if (!current) {
+      await this.docker.createService(auth as never, { _body: body, abortSignal: timeout(signal) } as never);
+      return;
+    }
+    await this.docker
+      .getService(current.ID)
+      .update(
+        auth as never,
+        { _query: { version: current.Version.Index, registryAuthFrom: 'spec' }, _body: body, abortSignal: timeout(signal) } as never,
+      );
+  }
+
+  async status(name: string, signal?: AbortSignal): Promise<SwarmServiceStatus> {
+    const current = await this.inspect(name, signal);
+    if (!current) return { exists: false, updateState: 'none', updateMessage: '', deploymentId: null };
+    return {
+      exists: true,
+      updateState: (current.UpdateStatus?.State as SwarmUpdateState | undefined) ?? 'none',
+      updateMessage: current.UpdateStatus?.Message ?? '',
+      deploymentId: current.Spec.TaskTemplate?.ContainerSpec?.Labels?.[DEPLOYMENT_LABEL] ?? null,
+    };
+  }
+
+  async tasks(name: string, network: string, signal?: AbortSignal): Promise<SwarmTask[]> {
+    const tasks = (await this.docker.listTasks({ filters: { service: [name] }, abortSignal: timeout(signal) } as object)) as TaskInfo[];
+    return tasks.map((task) => {
+      const attachment = task.NetworksAttachments?.find((each) => each.Network?.Spec?.Name === network);
+      const address = attachment?.Addresses?.[0]?.split('/')[0] ?? null;
+      return {
+        id: task.ID,
+        nodeId: task.NodeID ?? null,
+        state: task.Status?.State ?? 'unknown',
+        desiredState: task.DesiredState ?? 'unknown',
+        address,
+        deploymentId: task.Spec?.ContainerSpec?.Labels?.[DEPLOYMENT_LABEL] ?? null,
+        error: task.Status?.Err ?? null,
+      };
+    });
+  }
+
+  async scale(name: string, replicas: number, signal?: AbortSignal): Promise<void> {
+    const current = await this.inspect(name, signal);
+    if (!current) return;
+    const spec = { ...current.Spec, Mode: { Replicated: { Replicas: replicas } } };
+    await this.docker
+      .getService(current.ID)
+      .update({
+        _query: { version: current.Version.Index, registryAuthFrom: 'previous-spec' },
+        _body: spec,
+        abortSignal: timeout(signal),
+      } as never);
+  }
+
+  async remove(name: string, signal?: AbortSignal): Promise<void> {
+    const current = await this.inspect(name, signal);
+    if (!current) return;
+    await this.docker.getService(current.ID).remove({ abortSignal: timeout(signal) } as never);
+  }
+
+  private async inspect(name: string, signal?: AbortSignal): Promise<ServiceInfo | null> {
+    try {
+      return (await this.docker.getService(name).inspect({ abortSignal: timeout(signal) } as never)) as unknown as ServiceInfo;
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode === 404) return null;
+      throw error;
+    }
+  }
+}
+
+/** The Engine API's ServiceSpec for a Slipway service: dnsrr, no published port, start-first rolling with rollback. */
+export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
+  const labels = { [LABELS.managed]: 'true', [LABELS.service]: spec.serviceId, [DEPLOYMENT_LABEL]: spec.deploymentId };
+  const { cpuLimit, memoryLimitMb, cpuReservation, memoryReservationMb } = spec.resources;
+  const health = spec.health;
+  return {
+    Name: spec.name,
+    Labels: labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: spec.image,
+        Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
+        Labels: labels,
+        ...(health.command
+          ? {
+              Healthcheck: {
+                Test: ['CMD', ...health.command],
+                Interval: health.intervalMs * NS_PER_MS,
+                Timeout: health.timeoutMs * NS_PER_MS,
+                Retries: health.retries,
+                StartPeriod: health.startPeriodMs * NS_PER_MS,
+              },
+            }
+          : {}),
+      },
+      Resources: {
+        Limits: {
+          ...(cpuLimit ? { NanoCPUs: Math.round(cpuLimit * 1e9) } : {}),
+          ...(memoryLimitMb ? { MemoryBytes: memoryLimitMb * 1024 * 1024 } : {}),
+        },
+        Reservations: {
+          ...(cpuReservation ? { NanoCPUs: Math.round(cpuReservation * 1e9) } : {}),
+          ...(memoryReservationMb ? { MemoryBytes: memoryReservationMb * 1024 * 1024 } : {}),
+        },
+      },
+      RestartPolicy: { Condition: 'any', Delay: 1_000 * NS_PER_MS },
+      Placement: { Constraints: spec.constraints },
+      Networks: [{ Target: spec.network }],
+    },
+    Mode: { Replicated: { Replicas: spec.replicas } },
+    UpdateConfig: {
+      Parallelism: 1,
+      Order: 'start-first',
+      FailureAction: 'rollback',
+      Monitor: spec.monitorMs * NS_PER_MS,
+      MaxFailureRatio: 0,
+    },
+    RollbackConfig: { Parallelism: 1, Order: 'start-first', FailureAction: 'pause', Monitor: spec.monitorMs * NS_PER_MS },
+    // No IPVS on hosts like this one: no virtual IP, no ingress mesh; the proxy dials task addresses.
+    EndpointSpec: { Mode: 'dnsrr' },
+  };
+}
+
+function timeout(signal?: AbortSignal, ms = CALL_TIMEOUT_MS): AbortSignal {
+  return signal ? AbortSignal.any([signal, AbortSignal.timeout(ms)]) : AbortSignal.timeout(ms);
+}

@@ -1,0 +1,64 @@
+/**
+ * A web service's replicas as one Swarm service (issue 31). Swarm's virtual IPs and ingress mesh need
+ * IPVS, which hosts like this one lack, so every service runs `endpoint_mode: dnsrr` with no published
+ * port, on an attachable overlay network the proxy's host also joins; the proxy dials task addresses.
+ */
+export interface SwarmServiceSpec {
+  /** `slipway-<serviceId>`: one Swarm service per Slipway service. */
+  name: string;
+  serviceId: string;
+  deploymentId: string;
+  /** Pulled by digest from the platform's registry (`<registry>/<repo>@sha256:...`). */
+  image: string;
+  /** The registry credentials sent with this service, so that no node stores one. */
+  registryAuth: { username: string; password: string; serveraddress: string } | null;
+  env: Record<string, string>;
+  port: number;
+  replicas: number;
+  network: string;
+  /** Swarm constraints (`node.labels.x==y`, `node.labels.x!=y`). */
+  constraints: string[];
+  resources: { cpuLimit?: number; memoryLimitMb?: number; cpuReservation?: number; memoryReservationMb?: number };
+  /**
+   * The task's health check as an argv (no shell), or null to keep the image's own HEALTHCHECK; Swarm routes
+   * nothing itself here, but a rollout waits for each new task to be healthy before it stops an old one.
+   */
+  health: { command: string[] | null; intervalMs: number; timeoutMs: number; retries: number; startPeriodMs: number };
+  /** How long Swarm watches each updated task for a failure before it counts the step done. */
+  monitorMs: number;
+}
+
+/** A task of a Swarm service as the rollout and the proxy need it. */
+export interface SwarmTask {
+  id: string;
+  nodeId: string | null;
+  state: string;
+  desiredState: string;
+  /** The task's address on the service's network (dnsrr: what the proxy dials), null before it has one. */
+  address: string | null;
+  /** The deployment whose spec made the task (label `slipway.deployment`). */
+  deploymentId: string | null;
+  error: string | null;
+}
+
+/** Swarm's UpdateStatus.State, or `none` before the first update. */
+export type SwarmUpdateState = 'none' | 'updating' | 'paused' | 'completed' | 'rollback_started' | 'rollback_paused' | 'rollback_completed';
+
+export interface SwarmServiceStatus {
+  exists: boolean;
+  updateState: SwarmUpdateState;
+  updateMessage: string;
+  /** The deployment id in the service's current spec. */
+  deploymentId: string | null;
+}
+
+export interface SwarmServices {
+  /** An attachable overlay network (idempotent). */
+  ensureNetwork(name: string, signal?: AbortSignal): Promise<void>;
+  /** Creates the service, or updates it (Swarm then rolls start-first, as the spec's UpdateConfig says). */
+  apply(spec: SwarmServiceSpec, signal?: AbortSignal): Promise<void>;
+  status(name: string, signal?: AbortSignal): Promise<SwarmServiceStatus>;
+  tasks(name: string, network: string, signal?: AbortSignal): Promise<SwarmTask[]>;
+  scale(name: string, replicas: number, signal?: AbortSignal): Promise<void>;
+  remove(name: string, signal?: AbortSignal): Promise<void>;
+}
