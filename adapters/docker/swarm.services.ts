@@ -103,13 +103,11 @@ export class DockerSwarmServices implements SwarmServices {
     const current = await this.inspect(name, signal);
     if (!current) return;
     const spec = { ...current.Spec, Mode: { Replicated: { Replicas: replicas } } };
-    await this.docker
-      .getService(current.ID)
-      .update({
-        _query: { version: current.Version.Index, registryAuthFrom: 'previous-spec' },
-        _body: spec,
-        abortSignal: timeout(signal),
-      } as never);
+    await this.docker.getService(current.ID).update({
+      _query: { version: current.Version.Index, registryAuthFrom: 'previous-spec' },
+      _body: spec,
+      abortSignal: timeout(signal),
+    } as never);
   }
 
   async remove(name: string, signal?: AbortSignal): Promise<void> {
@@ -139,6 +137,7 @@ export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
     TaskTemplate: {
       ContainerSpec: {
         Image: spec.image,
+        ...(spec.command ? { Command: spec.command } : {}),
         Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
         Labels: labels,
         ...(health.command

@@ -12,6 +12,8 @@ export interface SwarmServiceSpec {
   image: string;
   /** The registry credentials sent with this service, so that no node stores one. */
   registryAuth: { username: string; password: string; serveraddress: string } | null;
+  /** The start command as an argv (an image service's own), or null for the image's CMD. */
+  command: string[] | null;
   env: Record<string, string>;
   port: number;
   replicas: number;

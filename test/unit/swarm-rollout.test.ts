@@ -18,6 +18,7 @@ function spec(overrides: Partial<SwarmServiceSpec> = {}): SwarmServiceSpec {
     deploymentId: 'd2',
     image: 'registry.test:5000/slipway/svc1@sha256:abc',
     registryAuth: { username: 'slipway', password: 'secret', serveraddress: 'registry.test:5000' },
+    command: null,
     env: { PORT: '3000' },
     port: 3000,
     replicas: 3,
@@ -137,7 +138,7 @@ describe('Swarm services on the cluster', () => {
   });
 
   it('placement becomes constraints; a label no node has is a 400 listing those that exist', () => {
-    const nodes = [{ zone: 'eu', disk: 'ssd' }, { zone: 'us' }];
+    const nodes: Record<string, string>[] = [{ zone: 'eu', disk: 'ssd' }, { zone: 'us' }];
     expect(placementConstraints({ must: { zone: 'eu' }, mustNot: { disk: 'hdd' } }, nodes)).toEqual([
       'node.labels.zone==eu',
       'node.labels.disk!=hdd',

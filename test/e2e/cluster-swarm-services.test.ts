@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { DockerSwarmServices } from '../../adapters/docker/swarm.services.js';
+import { rollOutSwarmService, taskUpstreams } from '../../src/cluster/swarm-rollout.js';
+import type { SwarmServiceSpec } from '../../src/cluster/swarm-services.port.js';
+import { provisionDocker } from '../helpers/docker.js';
+import { sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+
+/**
+ * Replicas as a Swarm service on the run's shared test cluster (m, w1, w2), through the platform's adapter and
+ * rollout use case (adapters/docker/swarm.services.ts, src/cluster/swarm-rollout.ts): 3 dnsrr replicas over
+ * the nodes, each task address answering from a container on the manager attached to the overlay (where Caddy
+ * runs); a rollout whose health check fails rolled back with the old tasks serving; a good one replacing them;
+ * a scale by replicas. Not yet through the platform's deploy pipeline and Caddy (docs/cluster.md says so).
+ */
+let cluster: (TestCluster & { release(): void }) | undefined;
+let swarm: DockerSwarmServices;
+const suffix = randomBytes(3).toString('hex');
+const network = `slipway-swt-${suffix}`;
+const name = `slipway-swt-${suffix}`;
+const fast = { deadlineMs: 60_000, pollMs: 250 };
+
+function spec(deploymentId: string, healthy = true, replicas = 3): SwarmServiceSpec {
+  return {
+    name,
+    serviceId: `swt${suffix}`,
+    deploymentId,
+    image: 'busybox:1',
+    registryAuth: null,
+    // The test's app: each replica answers with its deployment and its node.
+    command: ['sh', '-c', `mkdir -p /www && echo "${deploymentId} $(hostname)" > /www/index.html && exec httpd -f -p 80 -h /www`],
+    env: {},
+    port: 80,
+    replicas,
+    network,
+    constraints: [],
+    resources: {},
+    health: {
+      command: healthy ? ['test', '-f', '/www/index.html'] : ['false'],
+      intervalMs: 1000,
+      timeoutMs: 5000,
+      retries: 2,
+      startPeriodMs: 0,
+    },
+    monitorMs: 2000,
+  };
+}
+
+/** Each upstream asked over HTTP from a container on the manager, on the service's attachable overlay. */
+async function ask(c: TestCluster, upstreams: string[]): Promise<string[]> {
+  const script = upstreams.map((u) => `printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 ${u.replace(':', ' ')} | tail -n 1;`).join(' ');
+  const out = await c.docker('m', 'run', '--rm', '--network', network, 'busybox:1', 'sh', '-c', script);
+  return out.split('\n').filter(Boolean);
+}
+
+beforeAll(async () => {
+  await provisionDocker({ images: 'busybox' });
+  const { runId, ownerPid } = inject('slipwayClusterRun');
+  cluster = await sharedTestCluster(runId, ownerPid);
+  await cluster.loadImages(['busybox:1']);
+  swarm = new DockerSwarmServices(new Docker({ socketPath: cluster.manager.socket }));
+}, 15 * 60_000);
+
+afterAll(async () => {
+  if (cluster) {
+    await swarm.remove(name).catch(() => {});
+    // The network goes once the tasks are gone.
+    for (let i = 0; i < 40; i++) {
+      if (
+        await cluster.docker('m', 'network', 'rm', network).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    cluster.release();
+  }
+}, 60_000);
+
+it('runs 3 dnsrr replicas over the nodes, each reached at its task address from the manager', async () => {
+  const c = cluster!;
+  const upstreams = await rollOutSwarmService(swarm, spec('d1'), fast);
+  expect(upstreams).toHaveLength(3);
+  const tasks = (await swarm.tasks(name, network)).filter((t) => t.state === 'running');
+  expect(new Set(tasks.map((t) => t.nodeId)).size).toBeGreaterThanOrEqual(2);
+  const answers = await ask(c, upstreams);
+  expect(answers).toHaveLength(3);
+  expect(answers.every((a) => a.startsWith('d1 '))).toBe(true);
+}, 90_000);
+
+it('a rollout whose health check fails is rolled back by Swarm, the old tasks serving throughout', async () => {
+  const c = cluster!;
+  await expect(rollOutSwarmService(swarm, spec('d2', false), fast)).rejects.toThrow(/earlier replicas serve on/);
+  // Swarm's rollback starts the earlier spec's tasks again where the failed one stood.
+  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 3);
+  const upstreams = taskUpstreams(await swarm.tasks(name, network), 80, 'd1');
+  expect(upstreams).toHaveLength(3);
+  expect((await ask(c, upstreams)).every((a) => a.startsWith('d1 '))).toBe(true);
+}, 90_000);
+
+it('a healthy rollout replaces the tasks start-first; scaling by replicas follows', async () => {
+  const c = cluster!;
+  const upstreams = await rollOutSwarmService(swarm, spec('d3'), fast);
+  expect((await ask(c, upstreams)).map((a) => a.split(' ')[0])).toEqual(['d3', 'd3', 'd3']);
+  await swarm.scale(name, 1);
+  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd3').length === 1);
+  expect(taskUpstreams(await swarm.tasks(name, network), 80, 'd3')).toHaveLength(1);
+}, 90_000);
+
+async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not seen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
