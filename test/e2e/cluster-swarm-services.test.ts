@@ -101,13 +101,13 @@ it('a rollout whose health check fails is rolled back by Swarm, the old tasks se
   expect((await ask(c, upstreams)).every((a) => a.startsWith('d1 '))).toBe(true);
 }, 90_000);
 
-it('a healthy rollout replaces the tasks start-first; scaling by replicas follows', async () => {
+it('scaling by replicas follows; a healthy rollout then replaces the task start-first', async () => {
   const c = cluster!;
-  const upstreams = await rollOutSwarmService(swarm, spec('d3'), fast);
-  expect((await ask(c, upstreams)).map((a) => a.split(' ')[0])).toEqual(['d3', 'd3', 'd3']);
   await swarm.scale(name, 1);
-  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd3').length === 1);
-  expect(taskUpstreams(await swarm.tasks(name, network), 80, 'd3')).toHaveLength(1);
+  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 1);
+  const upstreams = await rollOutSwarmService(swarm, spec('d3', true, 1), fast);
+  expect(upstreams).toHaveLength(1);
+  expect((await ask(c, upstreams)).map((a) => a.split(' ')[0])).toEqual(['d3']);
 }, 90_000);
 
 async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
