@@ -104,7 +104,8 @@ export class DockerSwarmServices implements SwarmServices {
     if (!current) return;
     const spec = { ...current.Spec, Mode: { Replicated: { Replicas: replicas } } };
     await this.docker.getService(current.ID).update({
-      _query: { version: current.Version.Index, registryAuthFrom: 'previous-spec' },
+      // The credentials from the current spec: after Swarm's rollback a service has no previous spec.
+      _query: { version: current.Version.Index, registryAuthFrom: 'spec' },
       _body: spec,
       abortSignal: timeout(signal),
     } as never);

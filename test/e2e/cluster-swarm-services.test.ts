@@ -11,8 +11,8 @@ import { sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js'
  * Replicas as a Swarm service on the run's shared test cluster (m, w1, w2), through the platform's adapter and
  * rollout use case (adapters/docker/swarm.services.ts, src/cluster/swarm-rollout.ts): 3 dnsrr replicas over
  * the nodes, each task address answering from a container on the manager attached to the overlay (where Caddy
- * runs); a rollout whose health check fails rolled back with the old tasks serving; a good one replacing them;
- * a scale by replicas. Not yet through the platform's deploy pipeline and Caddy (docs/cluster.md says so).
+ * runs); a rollout whose health check fails rolled back with the old tasks serving; a scale by
+ * replicas, then a good rollout replacing the task. Not yet through the platform's deploy pipeline and Caddy (docs/cluster.md says so).
  */
 let cluster: (TestCluster & { release(): void }) | undefined;
 let swarm: DockerSwarmServices;
