@@ -301,7 +301,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
           envOf: async (service) => (await env.resolvedFor(service)).env,
         },
         backupQueue,
-        { ...DEFAULT_PITR_ARCHIVER_LIMITS, ...ports.backups?.pitrArchiver },
+        { ...DEFAULT_PITR_ARCHIVER_LIMITS, intervalMs: deps.config.backups.pitrIntervalMs, ...ports.backups?.pitrArchiver },
         log,
       )
     : null;
