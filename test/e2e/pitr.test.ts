@@ -17,7 +17,12 @@ let projectId = '';
 
 beforeAll(async () => {
   await provisionDocker({ images: 'postgres' });
-  server = await startServerProcess({ BUILD_CONCURRENCY: '1', PITR_INTERVAL_MS: '500', STOP_GRACE_SECONDS: '1', HOST_PORT_RANGE: ownPortRange() });
+  server = await startServerProcess({
+    BUILD_CONCURRENCY: '1',
+    PITR_INTERVAL_MS: '500',
+    STOP_GRACE_SECONDS: '1',
+    HOST_PORT_RANGE: ownPortRange(),
+  });
   call = api(server.url, server.token);
   projectId = (await call('POST', '/api/projects', { name: `pitr-${suffix}` })).json.project.id;
 }, 120_000);
