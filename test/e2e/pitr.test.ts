@@ -66,12 +66,18 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
   const base = await until('the base backup', async () => (await pitr()).lastBaseBackup);
   expect(base).toMatchObject({ status: 'succeeded', kind: 'base', storage: 'disk' });
 
+  // The window starts the second after the base backup ended: the writes come after that second.
+  await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(base.finishedAt) + 1_100 - Date.now())));
   await sql('CREATE TABLE ledger (id serial PRIMARY KEY, note text NOT NULL)');
   await sql("INSERT INTO ledger (note) SELECT 'row ' || g FROM generate_series(1, 100) g");
   await sql('SELECT pg_switch_wal()');
+  let seen: unknown = null;
   const opened = await until('the window', async () => {
     const p = await pitr();
+    seen = p;
     return p.window && p.archivedSegments >= 2 && p.lag.pendingSegments === 0 ? p : null;
+  }).catch((error: Error) => {
+    throw new Error(`${error.message}: ${JSON.stringify(seen)}`);
   });
   expect(Date.parse(opened.window.earliest)).toBeGreaterThanOrEqual(Date.parse(base.finishedAt) - 1_000);
   expect(opened.lag).toMatchObject({ lagging: false, lastError: null });
