@@ -130,7 +130,13 @@ export class BackupScheduleService {
     const trigger = schedule.managed ?? 'manual';
     const backup = engine
       ? await this.queue.queue(service, engine, schedule.storage, trigger, schedule.id)
-      : await this.queue.queueVolume(service, { name: schedule.volume!, mode: schedule.volumeMode ?? 'stopped' }, schedule.storage, trigger, schedule.id);
+      : await this.queue.queueVolume(
+          service,
+          { name: schedule.volume!, mode: schedule.volumeMode ?? 'stopped' },
+          schedule.storage,
+          trigger,
+          schedule.id,
+        );
     await this.deps.store.backupSchedules.update(schedule.id, { lastRunAt: backup.createdAt });
     return presentBackup(backup);
   }

@@ -292,7 +292,9 @@ describe('volume backup configurations (/api/backups)', () => {
     const badName = await errorOf(api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'Bad Name' } }));
     expect(badName).toMatchObject({ error: 'validation_error' });
     expect(JSON.stringify(badName)).toContain('volume.name');
-    const badMode = await errorOf(api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'uploads', mode: 'frozen' } } as never));
+    const badMode = await errorOf(
+      api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'uploads', mode: 'frozen' } } as never),
+    );
     expect(JSON.stringify(badMode)).toContain('volume.mode');
     // Without `volume`, a web service is not a database: 404 as before.
     expect(await errorOf(api.create({ serviceId: service.id, schedule: '@daily' }))).toMatchObject({ error: 'not_found' });
