@@ -4,7 +4,7 @@
  * as CPU of the platform process (utime + stime from /proc) over a window, in % of one core; and one
  * sampling pass (list + 50 one-shot stats) timed in this process: wall time and CPU. The issue's bar:
  * the platform idle with 50 containers under 2 % of one core. Run: npm run bench:metrics
- * (BENCH_CONTAINERS, BENCH_WINDOW_S to change the defaults 50 and 60).
+ * (BENCH_CONTAINERS, BENCH_WINDOW_S, BENCH_WARMUP_S to change the defaults 50, 60 and 15).
  */
 import { rmSync } from 'node:fs';
 import Docker from 'dockerode';
@@ -17,6 +17,8 @@ import { cpuSeconds, median } from './bench-support.js';
 
 const CONTAINERS = Number(process.env.BENCH_CONTAINERS ?? 50);
 const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 60);
+/** Seconds given to start-up work to settle before each window (BENCH_WARMUP_S). */
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 15);
 const INTERVAL_MS = 10_000;
 
 const env = (interval: number) => ({
@@ -33,7 +35,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The platform's CPU over the window, after a warm-up that lets start-up work settle. */
 async function idleCpu(server: ServerProcess): Promise<number> {
-  await sleep(15_000);
+  await sleep(WARMUP_S * 1000);
   const pid = server.child.pid!;
   const before = cpuMsOf(pid);
   const started = Date.now();

@@ -279,6 +279,7 @@ function backupsConfig(env: NodeJS.ProcessEnv, dataDir: string): PlatformConfig[
     dir: env.BACKUPS_DIR || path.join(dataDir === ':memory:' ? tmpdir() : dataDir, 'backups'),
     concurrency: int(env, 'BACKUP_CONCURRENCY', defaults.concurrency, 1, 16),
     schedulerIntervalMs: int(env, 'BACKUP_SCHEDULER_INTERVAL_MS', defaults.schedulerIntervalMs, 1_000, 86_400_000),
+    pitrIntervalMs: int(env, 'PITR_INTERVAL_MS', defaults.pitrIntervalMs, 500, 3_600_000),
     objectStoreTimeoutMs: int(env, 'OBJECT_STORE_TIMEOUT_MS', defaults.objectStoreTimeoutMs, 100, 120_000),
     scheduledDrills: boolean(env, 'SCHEDULED_DRILLS', defaults.scheduledDrills),
   };

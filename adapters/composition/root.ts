@@ -2,6 +2,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
 import { OpenAiProvider } from '../ai/openai.ai-provider.js';
+import { PostgresWalSpool } from '../databases/postgres.wal-archive.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
 import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
@@ -186,6 +187,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       await useCases.sampler?.stop();
       await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
+      await useCases.pitrArchiver?.stop();
       await useCases.drills.stop();
       await useCases.backupRunner.stop();
       await useCases.runner?.stop();
@@ -272,6 +274,7 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
         ),
         disk: statfsDiskUsage(config.platform.backups.dir),
       },
+      walSpool: new PostgresWalSpool(docker),
     },
     dnsProviders: [
       new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
@@ -402,6 +405,7 @@ function startBackups(useCases: UseCases, log: Log): void {
     useCases.backupRunner.recover().then(
       () => {
         useCases.backupScheduler.start();
+        useCases.pitrArchiver?.start();
         // Point-in-time restores left running end failed (the original untouched).
         void useCases.pitr.recover().catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
         // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.

@@ -17,6 +17,9 @@ import { BackupSettingsService } from '../../src/backups/backup-settings.service
 import { BackupService } from '../../src/backups/backup.service.js';
 import { DEFAULT_DRILL_LIMITS, DrillService, type DrillLimits, type DrillPorts } from '../../src/backups/drill.service.js';
 import { PitrService } from '../../src/pitr/pitr.service.js';
+import { baseBackupSource, DEFAULT_PITR_ARCHIVER_LIMITS, PitrArchiver, type PitrArchiverLimits } from '../../src/pitr/pitr-archiver.js';
+import type { WalSpool } from '../../src/pitr/wal-archive.port.js';
+import { walDestinationOf } from '../../src/pitr/wal-destinations.js';
 import type { DatabaseDump } from '../../src/backups/database-dump.port.js';
 import type { ObjectStoreFactory } from '../../src/backups/object-store.port.js';
 import { DatabaseAdminService, type DatabaseLocator, type DatabaseQueryLimits } from '../../src/databases/database-admin.service.js';
@@ -142,6 +145,9 @@ export interface UseCasePorts {
         drills?: Partial<DrillPorts> & { limits?: Partial<DrillLimits> };
         /** Stops and starts a service's containers around a volume snapshot or restore (router tests); else the runtime's. */
         volumeRuntime?: VolumeRuntime;
+        /** Point-in-time recovery: a PostgreSQL container's WAL spool and pg_basebackup; without it nothing is archived. */
+        walSpool?: WalSpool;
+        pitrArchiver?: Partial<PitrArchiverLimits>;
       }
     | undefined;
   /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
@@ -252,7 +258,11 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     (runtime
       ? new ContainerVolumeRuntime(runtime.engine, deps.config.deploy.stopGraceSeconds, runner ? () => runner.passNow() : undefined)
       : null);
-  const backupSources = { volume: volumeSource(deps, volumeArchive, volumeRuntime) };
+  const walSpool = ports.backups?.walSpool ?? null;
+  const backupSources = {
+    volume: volumeSource(deps, volumeArchive, volumeRuntime),
+    base: baseBackupSource(walSpool, backupRuntime.locate),
+  };
   const backupRunner = new JobRunner(new BackupJobs(deps, env, dump, destinations, backupLog, backupRuntime, backupSources), {
     concurrency: () => deps.config.backups.concurrency,
     log,
@@ -280,7 +290,22 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     log,
   );
   // Point-in-time recovery: settings, window and lag; no restore runner is wired yet (docs/backups.md, What is left).
-  const pitr = new PitrService(deps, destinations, null);
+  // WAL shipping and base backups run where a container engine runs (docs/backups.md, Point-in-time recovery).
+  const pitrArchiver = walSpool
+    ? new PitrArchiver(
+        deps,
+        {
+          spool: walSpool,
+          destinationOf: walDestinationOf(destinations, deps.config.backups.objectStoreTimeoutMs),
+          locate: backupRuntime.locate,
+          envOf: async (service) => (await env.resolvedFor(service)).env,
+        },
+        backupQueue,
+        { ...DEFAULT_PITR_ARCHIVER_LIMITS, intervalMs: deps.config.backups.pitrIntervalMs, ...ports.backups?.pitrArchiver },
+        log,
+      )
+    : null;
+  const pitr = new PitrService(deps, destinations, null, undefined, pitrArchiver !== null);
 
   // Projects and their services: removal last of the ground, since it ends what every capability keeps of a service.
   const removal = new ServiceRemoval(deps, routing, teardown, {
@@ -472,6 +497,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     backupRestore,
     drills,
     pitr,
+    pitrArchiver,
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,

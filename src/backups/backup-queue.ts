@@ -129,6 +129,22 @@ export class BackupQueue {
     return backup;
   }
 
+  /**
+   * A PostgreSQL base backup for point-in-time recovery (kind `base`, pg_basebackup's tar), to the
+   * archive's own destination: the disk, or an object store (`storageId` a storage instance, null the install's).
+   */
+  async queueBase(
+    service: ServiceRecord,
+    engine: DatabaseEngine,
+    storage: 'disk' | 'object',
+    storageId: string | null,
+  ): Promise<BackupRecord> {
+    const row = this.prepareRow(service, storage, 'pitr', null, newId(), storageId);
+    const backup = await this.deps.store.backups.insert({ ...row, engine, format: 'basebackup', kind: 'base' });
+    await this.announce(backup);
+    return backup;
+  }
+
   /** A stored backup's first log line, and the runner told at once. */
   async announce(backup: BackupRecord): Promise<void> {
     await this.log.append(backup.id, 'stdout', `Backup queued (${backup.trigger}, storage ${backup.storage})`);

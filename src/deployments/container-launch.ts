@@ -1,4 +1,5 @@
 import { containerLimitsOf } from '../domain/service-scale.js';
+import { archiveMount } from '../pitr/wal-spool.js';
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -9,6 +10,9 @@ import { replicaName, type resourceNames, type RuntimeDeps } from './runtime-dep
 import type { TlsMount } from '../tls/database-tls.service.js';
 
 type Names = ReturnType<typeof resourceNames>;
+
+/** A segment switch at least this often while there are writes: the window's end is never further behind. */
+const PITR_ARCHIVE_TIMEOUT_SECONDS = 60;
 
 /** A database's readiness check is a connection and a query (a storage instance's, an S3 call): asked at this pace, not the port probe's. */
 const SERVER_CHECK_MS = 500;
@@ -98,8 +102,14 @@ export class ContainerLaunch {
         : service.source.kind === 'image' && service.startCommand
           ? ['sh', '-c', service.startCommand]
           : null;
-    // TLS arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
-    const cmd = tls ? [...(engineCmd ?? ['postgres']), ...tls.args] : engineCmd;
+    // Point-in-time recovery on: the server archives each finished WAL segment into its spool volume.
+    const pitr = engine === 'postgres' || engine === 'timescale' ? await this.deps.store.pitr.getSettings(service.id) : null;
+    const archive = pitr?.enabled ? archiveMount(this.deps.config.resourcePrefix, service.id, PITR_ARCHIVE_TIMEOUT_SECONDS) : null;
+    if (archive) log.write('Point-in-time recovery: archive_mode=on, WAL spooled for shipping');
+    // TLS and archive arguments go after the engine's own (PostgreSQL images start `postgres` when given no command).
+    const extra = [...(tls?.args ?? []), ...(archive?.args ?? [])];
+    const cmd = extra.length > 0 ? [...(engineCmd ?? ['postgres']), ...extra] : engineCmd;
+    const files = [...(tls?.files ?? []), ...(archive?.files ?? [])];
     // Named volumes outlive deployments too; every container of the service (replicas, a rollout's next one) mounts them.
     const named = (await this.deps.store.volumes.listOf(service.id)).map((v) => ({
       name: dockerVolumeName(this.deps.config.resourcePrefix, service.id, v.name),
@@ -130,8 +140,8 @@ export class ContainerLaunch {
         aliases: [service.slug],
         ...(slot ? { slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
-        volumes: [...(dataDir ? [{ name: names.volume, target: dataDir }] : []), ...named],
-        ...(tls ? { files: tls.files } : {}),
+        volumes: [...(dataDir ? [{ name: names.volume, target: dataDir }] : []), ...(archive?.volumes ?? []), ...named],
+        ...(files.length > 0 ? { files } : {}),
         limits: containerLimitsOf(service),
         signal: ctx.signal,
       });

@@ -1,3 +1,4 @@
+import { spoolVolume } from '../pitr/wal-spool.js';
 import { keepsData } from '../domain/storage-server.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -39,6 +40,11 @@ export class ServiceTeardown {
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
     if (keepsData(service)) await this.runtime.engine.removeVolume(names.volume);
+    // Its WAL spool (point-in-time recovery) goes too; removing one never made is a no-op.
+    const spool = spoolVolume(this.deps.config.resourcePrefix, service.id);
+    if (keepsData(service))
+      for (const volume of (await this.runtime.engine.listVolumes?.(spool)) ?? [])
+        if (volume === spool) await this.runtime.engine.removeVolume(volume);
     // Its named volumes go with it (docs/decisions.md); their rows went with the service's.
     for (const volume of (await this.runtime.engine.listVolumes?.(dockerVolumeName(this.deps.config.resourcePrefix, service.id, ''))) ?? [])
       await this.runtime.engine.removeVolume(volume);

@@ -17,6 +17,11 @@ export class PitrRepository extends Repository {
   }
 
   /** The WAL archive of a service, oldest name first. */
+  /** The databases whose WAL is archived: the shipping pass's list. */
+  enabledSettings(): Promise<PitrSettingsRecord[]> {
+    return this.rows(PitrSettings, { enabled: true }, { serviceId: 'asc' });
+  }
+
   segments(serviceId: string): Promise<WalSegmentRecord[]> {
     return this.rows(WalSegment, { serviceId }, { name: 'asc' });
   }

@@ -48,6 +48,8 @@ export class PitrService {
     /** null: this install runs no restores (answered 422 `not_supported`, before anything is recorded). */
     private readonly runner: PitrRestoreRunner | null,
     private readonly limits: PitrLimits = DEFAULT_PITR_LIMITS,
+    /** Whether this install ships WAL and takes base backups (a container engine runs the archiver). */
+    private readonly archiving = runner !== null,
   ) {}
 
   /** `GET .../database/pitr`: the settings, the window, the archive's lag and the last base backup. */
@@ -65,10 +67,10 @@ export class PitrService {
     assertWrite(actor);
     const { service } = await this.pitrDatabase(actor, serviceId);
     const { storage, storageId } = await this.storageOf(actor, input.storage ?? 'disk');
-    // Until this install ships WAL and restores from it, "enabled" would promise a window that never comes.
-    if (input.enabled && !this.runner)
+    // Without the archiver, "enabled" would promise a window that never comes.
+    if (input.enabled && !this.archiving)
       throw new NotSupportedError(
-        'Point-in-time recovery cannot be turned on here yet: this install does not run continuous WAL archiving and restores (scheduled dumps and restore drills protect the database meanwhile)',
+        'Point-in-time recovery cannot be turned on here: this install runs no container engine to archive WAL with (scheduled dumps and restore drills protect the database meanwhile)',
         { field: 'enabled' },
       );
     const now = this.deps.clock.now();

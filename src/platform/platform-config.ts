@@ -78,6 +78,8 @@ export interface BackupsConfig {
   concurrency: number;
   /** How often automatic backups and their retention are checked. */
   schedulerIntervalMs: number;
+  /** PITR_INTERVAL_MS (default 10 s): how often point-in-time recovery ships WAL spools and looks for base backups due. */
+  pitrIntervalMs: number;
   /** Timeout of one object-store check (HeadBucket). */
   objectStoreTimeoutMs: number;
   /**
@@ -264,7 +266,14 @@ export const DEFAULT_PLATFORM_CONFIG: PlatformConfig = {
   storage: { image: STORAGE_SERVER.image },
   ai: { timeoutMs: 60_000 },
   metrics: { intervalMs: 10_000, retentionHours: 24 },
-  backups: { dir: './data/backups', concurrency: 2, schedulerIntervalMs: 60_000, objectStoreTimeoutMs: 5_000, scheduledDrills: true },
+  backups: {
+    dir: './data/backups',
+    concurrency: 2,
+    schedulerIntervalMs: 60_000,
+    pitrIntervalMs: 10_000,
+    objectStoreTimeoutMs: 5_000,
+    scheduledDrills: true,
+  },
   cluster: {
     advertiseAddress: '127.0.0.1',
     joinUrl: null,

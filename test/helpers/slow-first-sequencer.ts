@@ -8,6 +8,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SLOWEST_FIRST = [
   'test/e2e/zero-downtime.test.ts',
   'test/e2e/node-runtimes.test.ts',
+  // Seven benches at a smoke size, two at a time (several minutes, mostly waiting).
+  'test/e2e/bench-companions.test.ts',
   'test/e2e/backups-redis-mongodb.test.ts',
   'test/e2e/deploy.test.ts',
   'test/e2e/container-image.test.ts',

@@ -25,7 +25,7 @@ describe('pitr router', () => {
     // This install runs no WAL archiving yet: turning it on is refused, nothing is stored.
     const on = await errorOf(api.pitr.put({ serviceId: service.id, enabled: true, storage: 'disk', retentionDays: 30 }));
     expect(on).toMatchObject({ error: 'not_supported', details: { field: 'enabled' } });
-    expect(on.message).toMatch(/does not run continuous WAL archiving/);
+    expect(on.message).toMatch(/runs no container engine to archive WAL/);
     const put = await api.pitr.put({ serviceId: service.id, enabled: false, storage: 'disk', retentionDays: 30 });
     expect(put.pitr).toMatchObject({ enabled: false, storage: 'disk', retentionDays: 30, baseSchedule: '30 0 * * *' });
     expect(put.pitr.nextBaseAt).toBeNull();
