@@ -70,7 +70,15 @@ export SLIPWAY_TEST_PROVISIONED=1
 
 echo "== running tests"
 status=0
+# How busy the machine's CPUs were while the tests ran (the suite's budget is set by its 2 cores):
+# /proc/stat's first line before and after, idle and iowait counted as not busy.
+cpu_ticks() { awk '/^cpu /{ print $2+$3+$4+$7+$8+$9, $5+$6 }' /proc/stat; }
+read -r busy_before idle_before < <(cpu_ticks)
+tests_started=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json=.test-cache/vitest.json "$@" || status=$?
+read -r busy_after idle_after < <(cpu_ticks)
+awk -v b=$((busy_after - busy_before)) -v i=$((idle_after - idle_before)) -v s=$((SECONDS - tests_started)) -v n="$(nproc)" \
+  'BEGIN { if (b + i > 0) printf "tests: %d s; CPU %.0f%% busy over %d cores meanwhile\n", s, 100 * b / (b + i), n }'
 
 # A plain closing line CI can read, whatever vitest printed above it.
 node -e '

@@ -185,7 +185,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
         Init: true,
         RestartPolicy: { Name: 'no' },
         NetworkMode: request.network,
-        Mounts: request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+        Mounts: request.volumes.map((v) => volumeMount(v, request.labels)),
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
         ...hostLimits(request.limits),
       },
@@ -274,7 +274,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
         RestartPolicy: { Name: 'unless-stopped' },
         NetworkMode: 'host',
         Mounts: [
-          ...request.volumes.map((v) => ({ Type: 'volume', Source: v.name, Target: v.target })),
+          ...request.volumes.map((v) => volumeMount(v, request.labels)),
           ...(request.binds ?? []).map((b) => ({ Type: 'bind', Source: b.source, Target: b.target, ReadOnly: b.readOnly })),
         ],
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
@@ -539,4 +539,17 @@ function hostLimits(limits: RunRequest['limits']): Record<string, number> {
     ...(limits.memoryReservationBytes !== undefined ? { MemoryReservation: limits.memoryReservationBytes } : {}),
     ...(limits.cpuShares !== undefined ? { CpuShares: limits.cpuShares } : {}),
   };
+}
+
+/** Labels a volume keeps from the container that first mounts it: it outlives deployments, so only whose it is. */
+const VOLUME_LABELS = [LABELS.managed, LABELS.instance, LABELS.project, LABELS.service] as const;
+
+/**
+ * A named volume mount. Docker creates a missing volume on first mount and gives it these labels then
+ * (an existing volume keeps its own), so `docker volume ls --filter label=slipway.service=…` finds a
+ * service's volumes and an install's, as it does their containers.
+ */
+function volumeMount(volume: { name: string; target: string }, labels: Record<string, string>) {
+  const kept = Object.fromEntries(VOLUME_LABELS.filter((key) => labels[key] !== undefined).map((key) => [key, labels[key]!]));
+  return { Type: 'volume', Source: volume.name, Target: volume.target, VolumeOptions: { Labels: kept } };
 }

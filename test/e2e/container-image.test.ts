@@ -81,7 +81,24 @@ describe('the platform in a container', () => {
       }).catch(() => {});
     await docker('rm', '-f', project).catch(() => {});
     await docker('volume', 'rm', '-f', volume).catch(() => {});
+    await removeEarlierImages();
   }, 90_000);
+
+  /**
+   * Each change of the bundle makes a new image (its tag is the inputs' hash): the ones earlier runs
+   * built are removed, except any made in the last hour (another checkout's run may be about to start it).
+   */
+  async function removeEarlierImages(): Promise<void> {
+    const listed = await docker('image', 'ls', 'slipway-test/platform', '--format', '{{.Repository}}:{{.Tag}}|{{.CreatedAt}}').catch(() => '');
+    const hourAgo = Date.now() - 60 * 60_000;
+    const earlier = listed
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split('|') as [string, string])
+      .filter(([ref, created]) => ref !== image && Date.parse(created.replace(/ [A-Z]+$/, '').replace(' ', 'T').replace(' ', '')) < hourAgo)
+      .map(([ref]) => ref);
+    if (earlier.length > 0) await docker('image', 'rm', ...earlier).catch(() => {});
+  }
 
   function composeEnv(): NodeJS.ProcessEnv {
     return { ...process.env, SLIPWAY_IMAGE: image, PORT: String(port), HOST: '127.0.0.1', PROXY: 'none', BOOTSTRAP_API_KEY: '' };

@@ -168,6 +168,10 @@ describe('a storage instance', () => {
     expect(inspected.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Name: `slipway-${storage.id}-data`, Destination: '/data' }),
     ]);
+    // The volume says whose it is, as the container does (it outlives every deployment: no deployment label).
+    const volumeLabels = JSON.parse(await docker('volume', 'inspect', '--format', '{{json .Labels}}', `slipway-${storage.id}-data`));
+    expect(volumeLabels).toMatchObject({ 'slipway.service': storage.id, 'slipway.instance': inspected.Config.Labels['slipway.instance'] });
+    expect(volumeLabels['slipway.deployment']).toBeUndefined();
     expect(inspected.Config.Env).toEqual(expect.arrayContaining([`ROOT_ACCESS_KEY=${credentials.accessKeyId}`, 'VGW_PORT=:7070']));
   });
 

@@ -126,8 +126,9 @@ export async function startServerProcess(
 }
 
 /**
- * What an install keeps beyond its data directory and containers: the traffic slot network and the
- * gate's packet filter chains (see TrafficSlots). A test install that is gone for good leaves neither.
+ * What an install keeps beyond its data directory: its containers with their anonymous volumes, its
+ * services' named volumes, the traffic slot network and the gate's packet filter chains (see
+ * TrafficSlots). A test install that is gone for good leaves none of them.
  */
 export async function removeInstanceLeftovers(output: string): Promise<void> {
   const instance = /"instanceId":"([a-z0-9]+)"/.exec(output)?.[1];
@@ -147,7 +148,11 @@ export async function removeInstanceLeftovers(output: string): Promise<void> {
     ...docker('ps', '-aq', '--filter', `label=slipway.instance=${instance}`),
     ...docker('ps', '-aq', '--filter', `name=-gate-${instance}$`),
   ];
-  if (containers.length > 0) docker('rm', '-f', ...containers);
+  if (containers.length > 0) docker('rm', '-f', '-v', ...containers);
+  // Named volumes the install's services mounted (labelled with the install by the engine adapter):
+  // a test that stops its server without deleting its services would leave them on the engine.
+  const volumes = docker('volume', 'ls', '-q', '--filter', `label=slipway.instance=${instance}`);
+  if (volumes.length > 0) docker('volume', 'rm', '-f', ...volumes);
   const networks = docker('network', 'ls', '-q', '--filter', `label=slipway.instance=${instance}`);
   if (networks.length > 0) docker('network', 'rm', ...networks);
   await new IptablesTrafficGate({ instanceId: instance, gatePort: 1 }).remove().catch(() => {});
