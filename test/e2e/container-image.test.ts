@@ -89,13 +89,24 @@ describe('the platform in a container', () => {
    * built are removed, except any made in the last hour (another checkout's run may be about to start it).
    */
   async function removeEarlierImages(): Promise<void> {
-    const listed = await docker('image', 'ls', 'slipway-test/platform', '--format', '{{.Repository}}:{{.Tag}}|{{.CreatedAt}}').catch(() => '');
+    const listed = await docker('image', 'ls', 'slipway-test/platform', '--format', '{{.Repository}}:{{.Tag}}|{{.CreatedAt}}').catch(
+      () => '',
+    );
     const hourAgo = Date.now() - 60 * 60_000;
     const earlier = listed
       .split('\n')
       .filter(Boolean)
       .map((line) => line.split('|') as [string, string])
-      .filter(([ref, created]) => ref !== image && Date.parse(created.replace(/ [A-Z]+$/, '').replace(' ', 'T').replace(' ', '')) < hourAgo)
+      .filter(
+        ([ref, created]) =>
+          ref !== image &&
+          Date.parse(
+            created
+              .replace(/ [A-Z]+$/, '')
+              .replace(' ', 'T')
+              .replace(' ', ''),
+          ) < hourAgo,
+      )
       .map(([ref]) => ref);
     if (earlier.length > 0) await docker('image', 'rm', ...earlier).catch(() => {});
   }
