@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { idParam, line, queryInt, strictInt } from '../platform/input-schemas.js';
 import { iso, timestamp } from '../platform/view-fields.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
-import { BACKUP_STORAGES, DEFAULT_DRILL, DRILL_FREQUENCIES, SCHEDULE_PERIODS } from './backup.records.js';
+import { VOLUME_NAME } from '../domain/volume-names.js';
+import { BACKUP_STORAGES, DEFAULT_DRILL, DRILL_FREQUENCIES, SCHEDULE_PERIODS, VOLUME_MODES } from './backup.records.js';
 
 /** The general API's backup configurations (`/api/backups`), as the routers take and answer them. */
 
@@ -13,7 +14,7 @@ export const RECORDS_PAGE_MAX = 500;
 export const backupConfigurationView = z
   .object({
     id: z.string(),
-    serviceId: z.string().meta({ description: 'The database service backed up' }),
+    serviceId: z.string().meta({ description: 'The service backed up: its database, or its named volume `volume`' }),
     projectId: z.string(),
     schedule: z.string().meta({ description: 'Cron expression, 5 fields, UTC', example: '0 3 * * *' }),
     storage: z.enum(BACKUP_STORAGES),
@@ -36,6 +37,10 @@ export const backupConfigurationView = z
       description: 'How often its newest succeeded backup is restored into a scratch container and checked (default weekly)',
     }),
     lastDrillAt: timestamp.nullable().meta({ description: 'When it last queued a drill' }),
+    volume: z
+      .object({ name: z.string(), mode: z.enum(VOLUME_MODES) })
+      .nullable()
+      .meta({ description: "The service's named volume it backs up, and how the snapshot is taken; null: the database's dump" }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -43,7 +48,7 @@ export const backupConfigurationView = z
 export type BackupConfigurationView = z.infer<typeof backupConfigurationView>;
 
 export const backupConfigurationInput = z.strictObject({
-  serviceId: idParam.meta({ description: 'A database service' }),
+  serviceId: idParam.meta({ description: 'A database service; with `volume`, a service of any kind' }),
   schedule: line(120).meta({
     description:
       'Cron: minute hour day-of-month month day-of-week, UTC (`*`, lists, ranges, steps, names, @daily...); at most every 5 minutes',
@@ -67,6 +72,19 @@ export const backupConfigurationInput = z.strictObject({
     .enum(DRILL_FREQUENCIES)
     .default(DEFAULT_DRILL)
     .meta({ description: 'Restore drills of its newest backup: daily, weekly (default) or off' }),
+  volume: z
+    .strictObject({
+      name: z
+        .string()
+        .regex(VOLUME_NAME, 'lowercase letters, digits and dashes, 1 to 32, starting and ending with a letter or digit')
+        .meta({ description: "One of the service's named volumes" }),
+      mode: z
+        .enum(VOLUME_MODES)
+        .default('stopped')
+        .meta({ description: '`stopped` (default): the service is stopped for the snapshot and started again; `live`: it keeps running' }),
+    })
+    .optional()
+    .meta({ description: "Back up this named volume of the service instead of a database's dump (see docs/backups.md)" }),
 });
 /** `drill` defaults to weekly (the use case's callers may leave it out). */
 export type BackupConfigurationInput = Omit<z.output<typeof backupConfigurationInput>, 'drill'> & {
@@ -93,6 +111,7 @@ export function presentBackupConfiguration(s: BackupScheduleRecord, projectId: s
     lastError: s.lastError,
     drill: s.drill,
     lastDrillAt: s.lastDrillAt ? iso(s.lastDrillAt) : null,
+    volume: s.volume ? { name: s.volume, mode: s.volumeMode ?? 'stopped' } : null,
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),
   };

@@ -1,8 +1,10 @@
 import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import type { DatabaseEngine } from '../domain/database-engines.js';
+import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
-import { visibleServices } from '../platform/lookup.js';
+import { serviceFor, visibleServices } from '../platform/lookup.js';
 import { CronError, parseCron, type CronSchedule } from './cron.js';
 import { type BackupConfigurationInput, type BackupConfigurationView, presentBackupConfiguration } from './backup-schedule-views.js';
 import type { BackupScheduleRecord } from './backup-schedule.records.js';
@@ -54,7 +56,8 @@ export class BackupScheduleService {
   async list(actor: Actor, serviceId?: string): Promise<BackupConfigurationView[]> {
     const projectOf = new Map<string, string>();
     if (serviceId) {
-      const { service } = await databaseFor(this.deps.store, actor, serviceId);
+      // A service of any kind: a web service's configurations back up its named volumes.
+      const service = await serviceFor(this.deps.store, actor, serviceId);
       projectOf.set(service.id, service.projectId);
     } else {
       for (const s of await visibleServices(this.deps.store, actor)) projectOf.set(s.id, s.projectId);
@@ -69,8 +72,7 @@ export class BackupScheduleService {
 
   async create(actor: Actor, input: BackupConfigurationInput): Promise<BackupConfigurationView> {
     assertWrite(actor);
-    const { service, engine } = await databaseFor(this.deps.store, actor, input.serviceId);
-    this.queue.assertSupported(engine, 'Backups');
+    const { service } = await this.targetOf(actor, input.serviceId, input.volume?.name ?? null);
     const cron = scheduleOf(input.schedule);
     await this.settings.storageIdFor(service.id, input.storage);
     if ((await this.deps.store.backupSchedules.countMadeByUsers(service.id)) >= MAX_CONFIGURATIONS_PER_DATABASE)
@@ -93,8 +95,8 @@ export class BackupScheduleService {
       nextRunAt: cron.next(now)!,
       lastRunAt: null,
       lastError: null,
-      volume: null,
-      volumeMode: null,
+      volume: input.volume?.name ?? null,
+      volumeMode: input.volume?.mode ?? null,
       drill: input.drill ?? DEFAULT_DRILL,
       lastDrillAt: null,
       createdAt: now,
@@ -124,8 +126,17 @@ export class BackupScheduleService {
   async trigger(actor: Actor, id: string): Promise<BackupView> {
     assertWrite(actor);
     const { schedule } = await this.configurationFor(actor, id);
-    const { service, engine } = await databaseFor(this.deps.store, actor, schedule.serviceId);
-    const backup = await this.queue.queue(service, engine, schedule.storage, schedule.managed ?? 'manual', schedule.id);
+    const { service, engine } = await this.targetOf(actor, schedule.serviceId, schedule.volume);
+    const trigger = schedule.managed ?? 'manual';
+    const backup = engine
+      ? await this.queue.queue(service, engine, schedule.storage, trigger, schedule.id)
+      : await this.queue.queueVolume(
+          service,
+          { name: schedule.volume!, mode: schedule.volumeMode ?? 'stopped' },
+          schedule.storage,
+          trigger,
+          schedule.id,
+        );
     await this.deps.store.backupSchedules.update(schedule.id, { lastRunAt: backup.createdAt });
     return presentBackup(backup);
   }
@@ -134,6 +145,25 @@ export class BackupScheduleService {
   async records(actor: Actor, id: string, limit: number): Promise<BackupView[]> {
     const { schedule } = await this.configurationFor(actor, id);
     return (await this.deps.store.backupSchedules.records(schedule, { limit })).map(presentBackup);
+  }
+
+  /**
+   * What a configuration backs up: the service's named volume (a service of any kind; 404 for an unknown
+   * volume), or its database (404 for another kind of service; 422 for an engine without a dump tool).
+   */
+  private async targetOf(
+    actor: Actor,
+    serviceId: string,
+    volume: string | null,
+  ): Promise<{ service: ServiceRecord; engine: DatabaseEngine | null }> {
+    if (volume === null) {
+      const { service, engine } = await databaseFor(this.deps.store, actor, serviceId);
+      this.queue.assertSupported(engine, 'Backups');
+      return { service, engine };
+    }
+    const service = await serviceFor(this.deps.store, actor, serviceId);
+    if (!(await this.deps.store.volumes.get(service.id, volume))) throw new NotFoundError('Volume', volume);
+    return { service, engine: null };
   }
 
   /** 404 for an unknown configuration and for one of a project the key does not see. */

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ValidationError } from '../domain/errors.js';
+import { VOLUME_NAME } from '../domain/volume-names.js';
+
+export { VOLUME_NAME };
 
 /** Named volumes a service may have: each is a Docker volume on the server, so the count is bounded. */
 export const MAX_VOLUMES_PER_SERVICE = 10;
-/** A volume's name: a DNS-label-like word, part of the Docker volume's name (`slipway-vol-<service>-<name>`). */
-export const VOLUME_NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 /** Mount points the platform or the kernel own inside a container: a volume there would hide them. */
 const RESERVED_MOUNTS = ['/', '/proc', '/sys', '/dev', '/etc', '/bin', '/sbin', '/lib', '/usr', '/tmp/slipway'];
 

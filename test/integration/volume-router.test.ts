@@ -259,3 +259,44 @@ describe('volume backups', () => {
     expect(JSON.stringify(mode)).toContain('mode');
   });
 });
+
+describe('volume backup configurations (/api/backups)', () => {
+  it('schedules a named volume of a web service: listed with its volume and mode, triggered as a volume backup', async () => {
+    const service = await appWithVolume();
+    const api = h.caller().backupConfigurations;
+    const { configuration } = await api.create({
+      serviceId: service.id,
+      schedule: '0 4 * * *',
+      volume: { name: 'uploads', mode: 'live' },
+      retention: { count: 2 },
+    });
+    expect(configuration).toMatchObject({ serviceId: service.id, volume: { name: 'uploads', mode: 'live' }, retention: { count: 2 } });
+    expect((await api.list({ serviceId: service.id })).configurations).toEqual([configuration]);
+    const { backup } = await api.trigger({ configurationId: configuration.id });
+    expect(backup).toMatchObject({ kind: 'volume', volume: 'uploads', trigger: 'manual', status: 'running' });
+    expect(await finished(service.id, backup.id)).toMatchObject({ status: 'succeeded', volumeMode: 'live' });
+    // Live: the service was never stopped for it.
+    expect(runtime.steps.filter((s) => s.startsWith('stop'))).toEqual([]);
+    expect((await api.records({ configurationId: configuration.id })).records.map((r) => r.id)).toEqual([backup.id]);
+    // `stopped` is the default mode.
+    const stopped = (await api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'uploads' } })).configuration;
+    expect(stopped.volume).toEqual({ name: 'uploads', mode: 'stopped' });
+  });
+
+  it('404s a volume the service does not have, 400s a malformed name or mode naming the field; a database configuration has no volume', async () => {
+    const service = await appWithVolume();
+    const api = h.caller().backupConfigurations;
+    expect(await errorOf(api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'cache' } }))).toMatchObject({
+      error: 'not_found',
+    });
+    const badName = await errorOf(api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'Bad Name' } }));
+    expect(badName).toMatchObject({ error: 'validation_error' });
+    expect(JSON.stringify(badName)).toContain('volume.name');
+    const badMode = await errorOf(
+      api.create({ serviceId: service.id, schedule: '@daily', volume: { name: 'uploads', mode: 'frozen' } } as never),
+    );
+    expect(JSON.stringify(badMode)).toContain('volume.mode');
+    // Without `volume`, a web service is not a database: 404 as before.
+    expect(await errorOf(api.create({ serviceId: service.id, schedule: '@daily' }))).toMatchObject({ error: 'not_found' });
+  });
+});
