@@ -1,5 +1,5 @@
 import path from 'node:path';
-import Docker from 'dockerode';
+import { Docker } from '../docker/dockerode.js';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
 import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { PostgresWalSpool } from '../databases/postgres.wal-archive.js';

@@ -1,4 +1,3 @@
-import { MongoClient } from 'mongodb';
 import type { EngineCounts } from '../../src/index.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -12,6 +11,8 @@ const SYSTEM_DATABASES = new Set(['admin', 'config', 'local']);
 export async function countMongo(host: string | null, env: Record<string, string>, signal: AbortSignal): Promise<EngineCounts> {
   if (!host) throw new Error('the database has no address to count its documents at');
   const user = env.MONGO_INITDB_ROOT_USERNAME;
+  // The driver (some 130 CommonJS modules, ~5 MB) loads on the first count: an idle platform does not hold it (issue 32).
+  const { MongoClient } = await import('mongodb');
   const client = new MongoClient(`mongodb://${host}:27017/`, {
     ...(user ? { auth: { username: user, password: env.MONGO_INITDB_ROOT_PASSWORD ?? '' }, authSource: 'admin' } : {}),
     directConnection: true,

@@ -1,4 +1,4 @@
-import Docker from 'dockerode';
+import { Docker } from './dockerode.js';
 import type { NodeCredentials, RemoteEngine, RemoteEngineFactory } from '../../src/cluster/node-engines.port.js';
 import { DockerodeContainerEngine } from './dockerode.container-engine.js';
 
