@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SpooledFile, WalSpool } from '../../src/pitr/wal-archive.port.js';
 import { walObjectKey } from '../../src/pitr/wal-destinations.js';
 import { databaseService, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
+import { FakeSpool, walSegment } from '../helpers/wal-spool.js';
 
 /**
  * Point-in-time recovery's archiving through the composition root, on SQLite in memory, with fakes of
@@ -13,32 +13,7 @@ import { createHarness, type Harness } from '../helpers/harness.js';
  * that is down leaves the WAL in the spool, shown lagging with the reason, and the next pass ships it.
  */
 
-const S = (n: number) => `0000000100000000000000${n.toString(16).toUpperCase().padStart(2, '0')}`;
-
-class FakeSpool implements WalSpool {
-  files = new Map<string, SpooledFile>();
-  archiving = true;
-  bases = 0;
-  add(n: number, completedAt: Date) {
-    this.files.set(S(n), { name: S(n), bytes: 16 << 20, completedAt });
-  }
-  async list() {
-    return [...this.files.values()].sort((a, b) => a.name.localeCompare(b.name));
-  }
-  async read(_c: string, name: string) {
-    return { stream: Readable.from([Buffer.from(`wal ${name}`)]), done: Promise.resolve() };
-  }
-  async remove(_c: string, names: string[]) {
-    for (const n of names) this.files.delete(n);
-  }
-  async baseBackup() {
-    this.bases++;
-    return { stream: Readable.from([Buffer.alloc(4096, 7)]), done: Promise.resolve(), walStart: Promise.resolve(S(3)) };
-  }
-  async status() {
-    return { archiving: this.archiving, failedCount: 0, lastFailure: null };
-  }
-}
+const S = walSegment;
 
 let h: Harness;
 afterEach(async () => {

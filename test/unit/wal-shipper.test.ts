@@ -1,13 +1,14 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { PitrService } from '../../src/pitr/pitr.service.js';
-import type { SpooledFile, WalSpool } from '../../src/pitr/wal-archive.port.js';
+import type { WalSpool } from '../../src/pitr/wal-archive.port.js';
 import { type WalDestination, WalShipper } from '../../src/pitr/wal-shipper.js';
 import { databaseService } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
+import { FakeSpool, walSegment } from '../helpers/wal-spool.js';
 import { admin } from '../helpers/unit-harness.js';
 
 /**
@@ -18,20 +19,7 @@ import { admin } from '../helpers/unit-harness.js';
 
 const T0 = Date.parse('2026-11-28T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
-const S = (n: number) => `0000000100000000000000${n.toString(16).toUpperCase().padStart(2, '0')}`;
-
-class FakeSpool implements Pick<WalSpool, 'list' | 'read' | 'remove'> {
-  files = new Map<string, SpooledFile>();
-  async list() {
-    return [...this.files.values()].sort((a, b) => a.name.localeCompare(b.name));
-  }
-  async read(_c: string, name: string) {
-    return { stream: Readable.from([Buffer.from(`wal ${name}`)]), done: Promise.resolve() };
-  }
-  async remove(_c: string, names: string[]) {
-    for (const n of names) this.files.delete(n);
-  }
-}
+const S = walSegment;
 
 class FakeDestination implements WalDestination {
   down = false;

@@ -1,0 +1,31 @@
+import { Readable } from 'node:stream';
+import type { SpooledFile, WalSpool } from '../../src/pitr/wal-archive.port.js';
+
+/** The name of WAL segment `n` of timeline 1, as PostgreSQL writes it into the spool. */
+export const walSegment = (n: number) => `0000000100000000000000${n.toString(16).toUpperCase().padStart(2, '0')}`;
+
+/** A database's WAL spool in memory: segments added by the test, a base backup of fixed bytes, the archiver's status. */
+export class FakeSpool implements WalSpool {
+  files = new Map<string, SpooledFile>();
+  archiving = true;
+  bases = 0;
+  add(n: number, completedAt: Date) {
+    this.files.set(walSegment(n), { name: walSegment(n), bytes: 16 << 20, completedAt });
+  }
+  async list() {
+    return [...this.files.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+  async read(_c: string, name: string) {
+    return { stream: Readable.from([Buffer.from(`wal ${name}`)]), done: Promise.resolve() };
+  }
+  async remove(_c: string, names: string[]) {
+    for (const n of names) this.files.delete(n);
+  }
+  async baseBackup() {
+    this.bases++;
+    return { stream: Readable.from([Buffer.alloc(4096, 7)]), done: Promise.resolve(), walStart: Promise.resolve(walSegment(3)) };
+  }
+  async status() {
+    return { archiving: this.archiving, failedCount: 0, lastFailure: null };
+  }
+}
