@@ -108,14 +108,17 @@ export class PitrRestoreJobs {
     const engine = databaseEngineOf(original);
     if (!engine) throw new Error(`${original.name} is no database`);
     const base = restore.baseBackupId ? await this.deps.store.backups.get(restore.baseBackupId) : null;
-    if (!base || base.status !== 'succeeded' || !base.walStart) throw new Error('The base backup the restore starts from is gone');
-    const segments = (await this.deps.store.pitr.segments(original.id)).filter((s) => s.name >= base.walStart! || s.name.endsWith('.history'));
+    if (base?.status !== 'succeeded' || !base.walStart) throw new Error('The base backup the restore starts from is gone');
+    const walStart = base.walStart;
+    const segments = (await this.deps.store.pitr.segments(original.id)).filter((s) => s.name >= walStart || s.name.endsWith('.history'));
     const signal = AbortSignal.timeout(this.limits.timeoutMs);
     const env = (await this.ports.env.resolvedFor(target)).env;
     const writer = new JobLogWriter(async (stream, lines) => lines.forEach((line) => say(line, stream)));
     writer.mask(...Object.values(env));
     const volume = resourceNames(this.deps.config.resourcePrefix, target.id, '', target.environmentId).volume;
-    say(`Restoring ${original.name} to ${restore.at.toISOString()} into ${target.name}: base backup ${base.id}, ${segments.length} WAL files`);
+    say(
+      `Restoring ${original.name} to ${restore.at.toISOString()} into ${target.name}: base backup ${base.id}, ${segments.length} WAL files`,
+    );
     const source = await this.ports.backups.verifiedSource(base, signal, writer);
     let filled = false;
     try {
@@ -137,7 +140,10 @@ export class PitrRestoreJobs {
           ? `Reached ${result.reachedAt.toISOString()}: the commit time of the last transaction applied${result.endOfArchive ? ' (the archive ends there)' : ''}`
           : 'No transaction after the base backup was applied: the data is the base backup’s',
       );
-      await this.ports.deploy(target, `Deployment queued for ${target.name}: restored from ${original.name} at ${restore.at.toISOString()}`);
+      await this.ports.deploy(
+        target,
+        `Deployment queued for ${target.name}: restored from ${original.name} at ${restore.at.toISOString()}`,
+      );
       return result.reachedAt;
     } finally {
       await source.cleanup();

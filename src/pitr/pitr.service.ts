@@ -185,6 +185,7 @@ export class PitrService {
       lastBase: bases.find((b) => b.status === 'succeeded') ?? null,
       segments: segments.length,
       bytes: segments.reduce((sum, s) => sum + s.sizeBytes, 0),
+      restores: await this.deps.store.pitr.restoresOf(serviceId, 10),
     });
   }
 

@@ -170,7 +170,9 @@ describe('PitrService', () => {
     expect(wrong).toBeInstanceOf(ValidationError);
     expect((wrong as ValidationError).details.field).toBe('confirm');
     // Confirmed, replace is not run yet: a 422 naming it, and nothing queued.
-    const replaced = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name }).catch((e: unknown) => e);
+    const replaced = await pitr
+      .restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name })
+      .catch((e: unknown) => e);
     expect(replaced).toBeInstanceOf(NotSupportedError);
     expect((replaced as NotSupportedError).details.field).toBe('replace');
     expect(await h.database.store.pitr.restoresOf(db.id)).toEqual([]);
