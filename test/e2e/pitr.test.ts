@@ -88,7 +88,7 @@ it('archives a PostgreSQL service to disk, and restores it to a second into a ne
   await sql('SELECT pg_switch_wal()');
   const moved = await poll('the window moving on', async () => {
     const p = await pitr();
-    return Date.parse(p.window?.latest ?? '') > noted.getTime() && p.lag.pendingSegments === 0 ? p : null;
+    return Date.parse(p.window?.latest ?? '') >= noted.getTime() && p.lag.pendingSegments === 0 ? p : null;
   });
   expect(moved.archivedSegments).toBeGreaterThan(opened.archivedSegments);
 
