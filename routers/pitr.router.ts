@@ -52,7 +52,7 @@ export const pitrRouter = router({
         tags,
         summary: 'Restore the database as it was at a second of the window, into a new database service beside it',
         description:
-          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The original is overwritten only with `replace: true` and `confirm` set to its name. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
+          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The new service (`targetServiceId`) is made at once and deployed once filled; `GET .../pitr` lists the restore (`restores`). `replace: true` needs `confirm` set to its name, and is a 422 `not_supported` until the replace path is built. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
       },
       created: true,
     })

@@ -3,6 +3,7 @@ import { Docker } from '../docker/dockerode.js';
 import { AnthropicProvider } from '../ai/anthropic.ai-provider.js';
 import { OpenAiProvider } from '../ai/openai.ai-provider.js';
 import { PostgresWalSpool } from '../databases/postgres.wal-archive.js';
+import { PostgresPointInTimeRecovery } from '../databases/postgres.point-in-time-recovery.js';
 import { DiskBackupFiles } from '../backups/disk.backup-files.js';
 import { statfsDiskUsage } from '../backups/statfs.disk-usage.js';
 import { DockerScratchDatabases } from '../databases/docker.scratch-databases.js';
@@ -188,6 +189,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       await Promise.all([useCases.statuses.stop(), useCases.poller.stop(), useCases.previews.stop()]);
       await useCases.backupScheduler.stop();
       await useCases.pitrArchiver?.stop();
+      await useCases.pitrRestores?.stop();
       await useCases.drills.stop();
       await useCases.backupRunner.stop();
       await useCases.runner?.stop();
@@ -275,6 +277,7 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
         disk: statfsDiskUsage(config.platform.backups.dir),
       },
       walSpool: new PostgresWalSpool(docker),
+      pitrRecovery: new PostgresPointInTimeRecovery(docker, config.platform.instanceId, config.platform.resourcePrefix),
     },
     dnsProviders: [
       new CloudflareDnsProvider({ baseUrl: config.dnsApiUrls.cloudflare }),
@@ -406,8 +409,12 @@ function startBackups(useCases: UseCases, log: Log): void {
       () => {
         useCases.backupScheduler.start();
         useCases.pitrArchiver?.start();
-        // Point-in-time restores left running end failed (the original untouched).
-        void useCases.pitr.recover().catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
+        // Point-in-time restores left running end failed (the original untouched), their scratch containers go; then queued ones run.
+        void useCases.pitr
+          .recover()
+          .then(() => useCases.pitrRestores?.sweep())
+          .then(() => useCases.pitrRestores?.start())
+          .catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
         // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
         useCases.drills
           .recover()

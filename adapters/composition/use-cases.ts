@@ -18,7 +18,9 @@ import { BackupService } from '../../src/backups/backup.service.js';
 import { DEFAULT_DRILL_LIMITS, DrillService, type DrillLimits, type DrillPorts } from '../../src/backups/drill.service.js';
 import { PitrService } from '../../src/pitr/pitr.service.js';
 import { baseBackupSource, DEFAULT_PITR_ARCHIVER_LIMITS, PitrArchiver, type PitrArchiverLimits } from '../../src/pitr/pitr-archiver.js';
-import type { WalSpool } from '../../src/pitr/wal-archive.port.js';
+import type { PointInTimeRecovery, WalSpool } from '../../src/pitr/wal-archive.port.js';
+import { DEFAULT_PITR_RESTORE_LIMITS, PitrRestoreJobs, type PitrRestoreLimits } from '../../src/pitr/pitr-restore-runner.js';
+import { createPitrTarget } from '../../src/pitr/pitr-target.js';
 import { walDestinationOf } from '../../src/pitr/wal-destinations.js';
 import type { DatabaseDump } from '../../src/backups/database-dump.port.js';
 import type { ObjectStoreFactory } from '../../src/backups/object-store.port.js';
@@ -148,6 +150,9 @@ export interface UseCasePorts {
         /** Point-in-time recovery: a PostgreSQL container's WAL spool and pg_basebackup; without it nothing is archived. */
         walSpool?: WalSpool;
         pitrArchiver?: Partial<PitrArchiverLimits>;
+        /** PostgreSQL's point-in-time recovery in scratch containers; without it restores answer 422 not_supported. */
+        pitrRecovery?: PointInTimeRecovery;
+        pitrRestore?: Partial<PitrRestoreLimits>;
       }
     | undefined;
   /** Push to deploy, polling, commit statuses and previews: the git hosts' and registries' adapters. */
@@ -289,7 +294,6 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     { ...DEFAULT_DRILL_LIMITS, ...drillPorts?.limits },
     log,
   );
-  // Point-in-time recovery: settings, window and lag; no restore runner is wired yet (docs/backups.md, What is left).
   // WAL shipping and base backups run where a container engine runs (docs/backups.md, Point-in-time recovery).
   const pitrArchiver = walSpool
     ? new PitrArchiver(
@@ -305,7 +309,6 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
         log,
       )
     : null;
-  const pitr = new PitrService(deps, destinations, null, undefined, pitrArchiver !== null);
 
   // Projects and their services: removal last of the ground, since it ends what every capability keeps of a service.
   const removal = new ServiceRemoval(deps, routing, teardown, {
@@ -332,6 +335,37 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   // The servers' room for reservations, read through the cluster's servers (made further down).
   const capacity = () => cluster.servers.capacity();
   const serviceCreation = new ServiceCreation(deps, env, hostPorts, capacity);
+  // Point-in-time restores run where PostgreSQL's recovery can (a container engine): into a new service beside the original.
+  const pitrRecovery = ports.backups?.pitrRecovery ?? null;
+  const pitrRestores = pitrRecovery
+    ? new PitrRestoreJobs(
+        deps,
+        {
+          recovery: pitrRecovery,
+          backups: backupRestore,
+          destinations,
+          env,
+          deploy: async (service, firstLine) => {
+            await deployments.enqueueFilled(service, firstLine);
+          },
+          log: (restoreId, line, stream) => log?.('point-in-time restore', { restoreId, stream, line }),
+        },
+        { ...DEFAULT_PITR_RESTORE_LIMITS, ...ports.backups?.pitrRestore },
+        log,
+      )
+    : null;
+  const pitr = new PitrService(
+    deps,
+    destinations,
+    pitrRestores
+      ? {
+          wake: () => pitrRestores.wake(),
+          createTarget: (actor, original, at) => createPitrTarget(deps, env, serviceCreation, actor, original, at),
+        }
+      : null,
+    undefined,
+    pitrArchiver !== null,
+  );
 
   // Metrics: the sampler ticks only once started; without stats, the service answers without samples.
   const sampler = ports.containerStats
@@ -498,6 +532,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     drills,
     pitr,
     pitrArchiver,
+    pitrRestores,
     backupSchedules: new BackupScheduleService(deps, backupQueue, backupSettings),
     ai: new AiDiagnosticsService(deps, env, settings, ports.runtimeLogs, ports.aiProviders ?? [], (id) => metrics.latest(id)),
     metrics,

@@ -139,6 +139,11 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     return deployment;
   }
 
+  /** Queues the first deployment of a database the platform itself filled (a point-in-time restore's new service). */
+  async enqueueFilled(service: ServiceRecord, firstLine: string): Promise<DeploymentView> {
+    return this.enqueue(service, { trigger: 'manual', rollbackOf: null, commitSha: null }, firstLine);
+  }
+
   private async enqueue(
     service: ServiceRecord,
     what: Pick<DeploymentRecord, 'trigger' | 'rollbackOf' | 'commitSha'>,

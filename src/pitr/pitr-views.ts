@@ -26,24 +26,6 @@ export const archiveLagView = z.object({
   lastError: z.string().nullable().meta({ description: 'Why the last pass shipped nothing (the destination down...); null when it did' }),
 });
 
-export const pitrView = z
-  .object({
-    serviceId: z.string(),
-    enabled: z.boolean(),
-    storage: z.string().meta({ description: '`disk`, `object` (the install’s object store) or a storage instance id' }),
-    retentionDays: z.number().int(),
-    baseSchedule: z.string().meta({ description: 'Cron (UTC) of the base backups' }),
-    nextBaseAt: timestamp.nullable(),
-    window: recoveryWindowView.nullable().meta({ description: 'null: nothing can be reached yet (no base backup with its WAL archived)' }),
-    lag: archiveLagView,
-    lastBaseBackup: backupView.nullable(),
-    archivedSegments: z.number().int(),
-    archivedBytes: z.number().int(),
-    updatedAt: timestamp.nullable(),
-  })
-  .meta({ id: 'PointInTimeRecovery' });
-export type PitrView = z.output<typeof pitrView>;
-
 export const pitrRestoreView = z
   .object({
     id: z.string(),
@@ -62,6 +44,27 @@ export const pitrRestoreView = z
   .meta({ id: 'PointInTimeRestore' });
 export type PitrRestoreView = z.output<typeof pitrRestoreView>;
 
+export const pitrView = z
+  .object({
+    serviceId: z.string(),
+    enabled: z.boolean(),
+    storage: z.string().meta({ description: '`disk`, `object` (the install’s object store) or a storage instance id' }),
+    retentionDays: z.number().int(),
+    baseSchedule: z.string().meta({ description: 'Cron (UTC) of the base backups' }),
+    nextBaseAt: timestamp.nullable(),
+    window: recoveryWindowView.nullable().meta({ description: 'null: nothing can be reached yet (no base backup with its WAL archived)' }),
+    lag: archiveLagView,
+    lastBaseBackup: backupView.nullable(),
+    archivedSegments: z.number().int(),
+    archivedBytes: z.number().int(),
+    restores: z.array(z.lazy(() => pitrRestoreView)).meta({
+      description: 'The newest point-in-time restores from this database (up to 10), newest first: status and the second reached',
+    }),
+    updatedAt: timestamp.nullable(),
+  })
+  .meta({ id: 'PointInTimeRecovery' });
+export type PitrView = z.output<typeof pitrView>;
+
 export function presentWindow(w: RecoveryWindow): RecoveryWindowView {
   return { earliest: iso(w.earliest), latest: iso(w.latest) };
 }
@@ -69,7 +72,14 @@ export function presentWindow(w: RecoveryWindow): RecoveryWindowView {
 export function presentPitr(
   serviceId: string,
   settings: PitrSettingsRecord | null,
-  facts: { window: RecoveryWindow | null; lag: ArchiveLag; lastBase: BackupRecord | null; segments: number; bytes: number },
+  facts: {
+    window: RecoveryWindow | null;
+    lag: ArchiveLag;
+    lastBase: BackupRecord | null;
+    segments: number;
+    bytes: number;
+    restores: PitrRestoreRecord[];
+  },
 ): PitrView {
   const lastBaseBackup: BackupView | null = facts.lastBase ? presentBackup(facts.lastBase) : null;
   return {
@@ -84,6 +94,7 @@ export function presentPitr(
     lastBaseBackup,
     archivedSegments: facts.segments,
     archivedBytes: facts.bytes,
+    restores: facts.restores.map(presentPitrRestore),
     updatedAt: settings ? iso(settings.updatedAt) : null,
   };
 }

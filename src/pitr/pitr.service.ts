@@ -21,6 +21,11 @@ const PITR_ENGINES: readonly DatabaseEngine[] = ['postgres', 'timescale'];
 export interface PitrRestoreRunner {
   /** Wakes the runner: the restore is in the table, `queued`. */
   wake(): void;
+  /**
+   * Makes the new database service a restore fills, in the original's project and environment, with the
+   * original's credentials (the recovered data keeps its roles): created with the caller's rights, not deployed.
+   */
+  createTarget(actor: Actor, original: ServiceRecord, at: Date): Promise<ServiceRecord>;
 }
 
 export interface PitrLimits {
@@ -122,10 +127,16 @@ export class PitrService {
         { at: input.at, window: window ? presentWindow(window) : null },
       );
     if (!this.runner) throw new NotSupportedError('This install runs no point-in-time restores (no container engine to recover in)', {});
+    if (input.replace)
+      throw new NotSupportedError(
+        'replace: true is not run yet: restore into a new service (without replace), check it, then point your apps at it',
+        { field: 'replace' },
+      );
+    const target = await this.runner.createTarget(actor, service, at);
     const restore: PitrRestoreRecord = {
       id: newId(),
       serviceId: service.id,
-      targetServiceId: input.replace ? service.id : null,
+      targetServiceId: target.id,
       at,
       replace: input.replace ?? false,
       status: 'queued',
@@ -174,6 +185,7 @@ export class PitrService {
       lastBase: bases.find((b) => b.status === 'succeeded') ?? null,
       segments: segments.length,
       bytes: segments.reduce((sum, s) => sum + s.sizeBytes, 0),
+      restores: await this.deps.store.pitr.restoresOf(serviceId, 10),
     });
   }
 

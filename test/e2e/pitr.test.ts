@@ -10,6 +10,8 @@ import { until } from '../helpers/until.js';
  * turned on before the first deployment, the database starts with archive_mode and its spool volume;
  * the platform takes the base backup (pg_basebackup in the container) and ships the WAL to disk, and
  * GET .../pitr shows the window opening and moving on as segments are switched, with no lag left.
+ * Then the issue's restore: rows written with their times, a second noted, more rows and a dropped table,
+ * and POST .../pitr/restore to that second makes a new service holding exactly the rows written by then.
  */
 const suffix = randomBytes(4).toString('hex');
 let server: ServerProcess;
@@ -35,7 +37,7 @@ afterAll(async () => {
 
 const poll = <T>(what: string, check: () => Promise<T>, timeoutMs = 60_000) => until(check, timeoutMs, what, 250);
 
-it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window opening and moving on', { timeout: 120_000 }, async () => {
+it('archives a PostgreSQL service to disk, and restores it to a second into a new service', { timeout: 180_000 }, async () => {
   const created = await call('POST', `/api/projects/${projectId}/services`, {
     name: `ledger-${suffix}`,
     repoUrl: 'database',
@@ -62,7 +64,7 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
 
   // The window starts the second after the base backup ended: the writes come after that second.
   await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(base.finishedAt) + 1_100 - Date.now())));
-  await sql('CREATE TABLE ledger (id serial PRIMARY KEY, note text NOT NULL)');
+  await sql('CREATE TABLE ledger (id serial PRIMARY KEY, note text NOT NULL, written timestamptz NOT NULL DEFAULT clock_timestamp())');
   await sql("INSERT INTO ledger (note) SELECT 'row ' || g FROM generate_series(1, 100) g");
   await sql('SELECT pg_switch_wal()');
   let seen: unknown = null;
@@ -76,13 +78,51 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
   expect(Date.parse(opened.window.earliest)).toBeGreaterThanOrEqual(Date.parse(base.finishedAt) - 1_000);
   expect(opened.lag).toMatchObject({ lagging: false, lastError: null });
 
-  // More writes, another switch: the window's end moves on.
-  await new Promise((r) => setTimeout(r, 1_100));
+  // A second noted after the first rows; more rows, a dropped table, another switch: the window's end moves on.
+  const noted = new Date(Math.floor(Date.now() / 1000) * 1000 + 1000);
+  await new Promise((r) => setTimeout(r, Math.max(0, noted.getTime() + 300 - Date.now())));
+  const before = (await sql(`SELECT id FROM ledger WHERE written <= '${noted.toISOString()}' ORDER BY id`)).map((r) => Number(r.id));
+  expect(before).toHaveLength(100);
   await sql("INSERT INTO ledger (note) VALUES ('later')");
+  await sql('DROP TABLE ledger');
   await sql('SELECT pg_switch_wal()');
   const moved = await poll('the window moving on', async () => {
     const p = await pitr();
-    return Date.parse(p.window?.latest ?? '') > Date.parse(opened.window.latest) && p.lag.pendingSegments === 0 ? p : null;
+    return Date.parse(p.window?.latest ?? '') >= noted.getTime() && p.lag.pendingSegments === 0 ? p : null;
   });
   expect(moved.archivedSegments).toBeGreaterThan(opened.archivedSegments);
+
+  // Outside the window: a 422 that gives it.
+  const future = await call('POST', `/api/services/${id}/database/pitr/restore`, { at: new Date(Date.now() + 3_600_000).toISOString() });
+  expect(future.status, future.text).toBe(422);
+  expect(future.json).toMatchObject({ error: 'outside_window' });
+  expect(future.json.details.window).toMatchObject({ earliest: expect.any(String), latest: expect.any(String) });
+
+  const queued = await call('POST', `/api/services/${id}/database/pitr/restore`, { at: noted.toISOString() });
+  expect(queued.status, queued.text).toBeLessThan(300);
+  const restoreId = queued.json.restore.id as string;
+  const targetId = queued.json.restore.targetServiceId as string;
+  expect(targetId).not.toBe(id);
+  const done = await poll(
+    'the restore',
+    async () => {
+      const r = ((await pitr()).restores as Array<Record<string, unknown>>).find((x) => x.id === restoreId);
+      return r && r.status !== 'queued' && r.status !== 'running' ? r : null;
+    },
+    90_000,
+  );
+  expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', error: null });
+  // The exact second reached: the last commit applied, at or before the second asked for.
+  expect(Date.parse(done.reachedAt as string)).toBeLessThanOrEqual(noted.getTime());
+
+  // The new service runs on the recovered data: exactly the rows written by that second; the original lost its table.
+  const restored = async (statement: string) => {
+    const res = await call('POST', `/api/services/${targetId}/database/query`, { sql: statement });
+    return res.status === 200 ? (res.json.rows as Array<Record<string, unknown>>) : null;
+  };
+  const rows = await poll('the restored service answering', () => restored('SELECT id FROM ledger ORDER BY id'), 60_000);
+  expect(rows.map((r) => Number(r.id))).toEqual(before);
+  expect(await restored("SELECT count(*)::int AS n FROM ledger WHERE note = 'later'")).toEqual([{ n: 0 }]);
+  const original = await call('POST', `/api/services/${id}/database/query`, { sql: 'SELECT 1 FROM ledger' });
+  expect(original.status).not.toBe(200);
 });

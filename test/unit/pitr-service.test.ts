@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BackupRecord } from '../../src/backups/backup.records.js';
-import { OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
+import { NotSupportedError, OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { PitrService, type PitrRestoreRunner } from '../../src/pitr/pitr.service.js';
 import type { WalSegmentRecord } from '../../src/pitr/pitr.records.js';
@@ -26,7 +26,10 @@ afterEach(async () => h?.close());
 function setUp(nowSecond: number, opts: { objectStore?: boolean } = {}) {
   let now = at(nowSecond);
   const woken: string[] = [];
-  const runner: PitrRestoreRunner = { wake: () => woken.push('wake') };
+  const runner: PitrRestoreRunner = {
+    wake: () => woken.push('wake'),
+    createTarget: async (_actor, original) => ({ ...original, id: `${original.id}-pitr`, name: `${original.name}-pitr` }),
+  };
   const deps = {
     store: h.database.store,
     secrets: SecretBox.fromSecret('test-secret-key-test-secret-key-0123'),
@@ -148,7 +151,7 @@ describe('PitrService', () => {
       status: 'queued',
       baseBackupId: 'BASE1',
       replace: false,
-      targetServiceId: null,
+      targetServiceId: `${db.id}-pitr`,
       at: at(30).toISOString(),
     });
     const late = await pitr.restore(admin, db.id, { at: at(100).toISOString() });
@@ -157,7 +160,7 @@ describe('PitrService', () => {
     expect((await h.database.store.pitr.restoresOf(db.id)).map((r) => r.id).sort()).toEqual([early.id, late.id].sort());
   });
 
-  it('overwrites the original only with confirm naming it', async () => {
+  it('refuses replace without confirm naming the original, and does not run it yet', async () => {
     h = await createHarness();
     const { service: db } = await databaseService(h);
     const { service: pitr } = setUp(200);
@@ -166,8 +169,13 @@ describe('PitrService', () => {
     const wrong = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: 'other' }).catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(ValidationError);
     expect((wrong as ValidationError).details.field).toBe('confirm');
-    const replaced = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name });
-    expect(replaced).toMatchObject({ replace: true, targetServiceId: db.id, status: 'queued' });
+    // Confirmed, replace is not run yet: a 422 naming it, and nothing queued.
+    const replaced = await pitr
+      .restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name })
+      .catch((e: unknown) => e);
+    expect(replaced).toBeInstanceOf(NotSupportedError);
+    expect((replaced as NotSupportedError).details.field).toBe('replace');
+    expect(await h.database.store.pitr.restoresOf(db.id)).toEqual([]);
   });
 
   it('ends restores a restart cut off failed, saying the original was left untouched', async () => {
