@@ -83,8 +83,11 @@ async function snapshot(pid: number, dir: string, ping: () => Promise<unknown>):
   for (;;) {
     const made = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
     if (made) {
-      // The server writes it synchronously: once it answers a request again, the file is whole.
-      await ping();
+      // The server writes it synchronously: once it answers a request again, the file is whole. Writing
+      // one can outlast a request's 15 s timeout on a loaded machine: a timed-out ping is asked again.
+      await ping().catch((error: Error) => {
+        if (error.name !== 'TimeoutError') throw error;
+      });
       const file = path.join(dir, made);
       const size = statSync(file).size;
       await new Promise((r) => setTimeout(r, 200));
