@@ -14,7 +14,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadavg } from 'node:os';
-import { api, startServerProcess } from '../test/helpers/server-process.js';
+import { startServerProcess } from '../test/helpers/server-process.js';
+import { readResponse, type ApiResponse } from '../test/helpers/http.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
 import { startGitServer } from '../test/helpers/git-server.js';
@@ -36,6 +37,22 @@ function app(nonce: string): Record<string, string> {
       '',
     ].join('\n'),
     'www/index.html': `${nonce}\n`,
+  };
+}
+
+/**
+ * The tests' API helper with a longer timeout: over half an hour on a loaded machine a request (a snapshot being
+ * written blocks the server) can outlast the tests' 15 s, and the soak is about memory, not latency.
+ */
+function soakApi(base: string, token: string) {
+  return async (method: string, pathname: string, body?: unknown): Promise<ApiResponse> => {
+    const res = await fetch(`${base}${pathname}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(120_000),
+    });
+    return readResponse(res);
   };
 }
 
@@ -109,7 +126,7 @@ async function main(): Promise<void> {
     STOP_GRACE_SECONDS: '1',
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}`.trim(),
   });
-  const call = api(server.url, server.token);
+  const call = soakApi(server.url, server.token);
   const pid = server.child.pid!;
   const load: number[] = [loadavg()[0]!];
   try {
