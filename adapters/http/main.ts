@@ -4,6 +4,8 @@
  * of failing inside a dependency.
  */
 import { exitUnlessSupportedNode } from '../node-version.js';
+import { buildHttpNamespaceWithoutUndici } from './lean-http-namespace.js';
 
 exitUnlessSupportedNode();
+await buildHttpNamespaceWithoutUndici();
 await import('./serve.js');

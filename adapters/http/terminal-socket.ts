@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { RawData, WebSocket, WebSocketServer } from 'ws';
 import { authenticatedCaller, type Context } from '../../routers/trpc.js';
 import { ValidationError } from '../../src/domain/errors.js';
 import type { Actor } from '../../src/domain/access.js';
@@ -39,7 +39,8 @@ const resizeMessage = (value: unknown): { cols: number; rows: number } | null =>
  * bytes both ways and text frames carry JSON control messages (docs/terminals-and-mcp.md).
  */
 export class TerminalSockets {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false });
+  /** Made on the first terminal: the ws package (27 modules) is not loaded by a platform that never opens one (issue 32). */
+  private wss: Promise<WebSocketServer> | null = null;
   private readonly live = new Set<() => Promise<void>>();
 
   constructor(private readonly opts: TerminalSocketOptions) {}
@@ -51,6 +52,7 @@ export class TerminalSockets {
     let terminals: TerminalService;
     let release: () => void;
     let size: { cols: number; rows: number };
+    let wss: WebSocketServer;
     try {
       const hostIssue = hostProblem(req);
       if (hostIssue) throw new ValidationError('host', hostIssue);
@@ -71,6 +73,7 @@ export class TerminalSockets {
       size = { cols: dimension(url, 'cols', 80), rows: dimension(url, 'rows', 24) };
       const command = url.searchParams.get('command') ?? undefined;
       prepared = await terminals.prepare(actor, target, command, AbortSignal.timeout(15_000));
+      wss = await this.webSocketServer();
       release = terminals.acquire(actor.keyId);
     } catch (error) {
       const { status, body } = errorBodyOf(error);
@@ -80,9 +83,18 @@ export class TerminalSockets {
     }
     // A handshake ws refuses (or a client gone meanwhile) never reaches serve(): its place is given back here.
     socket.once('close', release);
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
       void this.serve(ws, terminals, prepared, size, release);
     });
+  }
+
+  private webSocketServer(): Promise<WebSocketServer> {
+    this.wss ??= import('ws').then(
+      ({ WebSocketServer }) => new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false }),
+    );
+    // A failed load is tried again by the next terminal, not remembered.
+    this.wss.catch(() => (this.wss = null));
+    return this.wss;
   }
 
   /** Ends every terminal (shutdown): resolves once their processes are killed. */

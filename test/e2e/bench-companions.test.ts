@@ -23,6 +23,8 @@ const COMPANIONS: Record<string, Record<string, string>> = {
   'push-to-deploy': { BENCH_FETCHES: '2', BENCH_QUEUED: '2', BENCH_ROUNDS: '1' },
   dashboard: { BENCH_LOG_LINES: '1000', BENCH_ROUNDS: '1' },
   backup: { BENCH_GB: '0.002', BENCH_ROUNDS: '1' },
+  restart: { BENCH_SERVICES: '3' },
+  soak: { BENCH_SOAK_MINUTES: '0.1', BENCH_SSE_CLIENTS: '2', BENCH_READS: '4' },
 };
 
 const results = new Map<string, Promise<{ ok: boolean; output: string }>>();
