@@ -65,7 +65,7 @@ export { DATABASE_ENGINES } from './domain/database-engines.js';
 export type { RuntimeDeps } from './deployments/runtime-deps.js';
 export { DEFAULT_TERMINAL_LIMITS, type TerminalLimits } from './terminals/terminal.service.js';
 // Data safety (docs/backups.md): point-in-time recovery, restore drills, volume backups.
-export { WAL_FILE_NAME, WAL_SPOOL_DIR, ARCHIVE_COMMAND, archiveMount, type ArchiveMount } from './pitr/wal-spool.js';
+export { WAL_FILE_NAME, WAL_SPOOL_DIR, ARCHIVE_COMMAND, archiveMount, type ArchiveMount } from './domain/wal-spool.js';
 export type {
   ArchivedFile,
   PointInTimeRecovery,

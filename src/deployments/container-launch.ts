@@ -1,5 +1,5 @@
 import { containerLimitsOf } from '../domain/service-scale.js';
-import { archiveMount } from '../pitr/wal-spool.js';
+import { archiveMount } from '../domain/wal-spool.js';
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER, storageOf } from '../domain/storage-server.js';
 import type { ServiceDeps } from '../platform/deps.js';

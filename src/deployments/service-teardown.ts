@@ -1,4 +1,4 @@
-import { spoolVolume } from '../pitr/wal-spool.js';
+import { spoolVolume } from '../domain/wal-spool.js';
 import { keepsData } from '../domain/storage-server.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';

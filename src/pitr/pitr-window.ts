@@ -1,5 +1,5 @@
 import type { BackupRecord } from '../backups/backup.records.js';
-import { isSegment, timelineOf } from './wal-spool.js';
+import { isSegment, timelineOf } from '../domain/wal-spool.js';
 import type { PitrSettingsRecord, WalSegmentRecord } from './pitr.records.js';
 
 /*

@@ -4,7 +4,7 @@ import { newId } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { PitrSettingsRecord } from './pitr.records.js';
 import type { WalSpool } from './wal-archive.port.js';
-import { timelineOf } from './wal-spool.js';
+import { timelineOf } from '../domain/wal-spool.js';
 
 /** Where a database's WAL is stored: the disk, or an object store (the install's, or a storage instance's). */
 export interface WalDestination {

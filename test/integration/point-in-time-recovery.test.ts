@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresPointInTimeRecovery } from '../../adapters/databases/postgres.point-in-time-recovery.js';
 import { PostgresWalSpool } from '../../adapters/databases/postgres.wal-archive.js';
 import { DockerodeContainerEngine } from '../../adapters/docker/dockerode.container-engine.js';
-import { archiveMount } from '../../src/pitr/wal-spool.js';
+import { archiveMount } from '../../src/domain/wal-spool.js';
 import { docker as dockerCli, provisionDocker } from '../helpers/docker.js';
 
 /*
