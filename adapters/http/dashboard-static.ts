@@ -50,6 +50,16 @@ interface StaticFile {
   br?: Buffer;
 }
 
+/** A file of the build as found at start: read (and compressed) on its first request, not before. */
+interface BuildEntry {
+  full: string;
+  ext: string;
+  mtimeMs: number;
+}
+
+/** The build's precompressed siblings (written by packages/dashboard's Vite build): `<file>.br`, `<file>.gz`. */
+const PRECOMPRESSED = ['.br', '.gz'] as const;
+
 /** Where the built dashboard is: DASHBOARD_DIR, else dist/dashboard found upwards from this module (source or bundle). */
 export function findDashboardDir(from = path.dirname(fileURLToPath(import.meta.url))): string | null {
   const configured = process.env.DASHBOARD_DIR;
@@ -70,38 +80,53 @@ export function isApiPath(pathname: string): boolean {
 }
 
 export class DashboardFiles {
+  // Start only lists the build: compressing it there cost every start ~1.7 s of CPU and kept it all in
+  // memory whether or not anyone opened the dashboard (API-only installs, scripts, CI).
+  private readonly entries = new Map<string, BuildEntry>();
   private readonly files = new Map<string, StaticFile>();
 
   constructor(private readonly root: string) {
-    this.load(root, '');
+    this.list(root, '');
   }
 
   static fromBuild(dir = findDashboardDir()): DashboardFiles | null {
     return dir ? new DashboardFiles(dir) : null;
   }
 
-  private load(dir: string, prefix: string): void {
-    for (const name of readdirSync(dir)) {
+  private list(dir: string, prefix: string): void {
+    const names = new Set(readdirSync(dir));
+    for (const name of names) {
       const full = path.join(dir, name);
-      const urlPath = `${prefix}/${name}`;
-      if (statSync(full).isDirectory()) {
-        this.load(full, urlPath);
+      const stat = statSync(full);
+      if (stat.isDirectory()) {
+        this.list(full, `${prefix}/${name}`);
         continue;
       }
-      const body = readFileSync(full);
-      const ext = path.extname(name).toLowerCase();
-      const file: StaticFile = {
-        body,
-        type: TYPES[ext] ?? 'application/octet-stream',
-        etag: `"${body.length.toString(16)}-${statSync(full).mtimeMs.toString(16)}"`,
-        immutable: urlPath.startsWith('/assets/'),
-      };
-      if (COMPRESSIBLE.has(ext) && body.length > 512) {
-        file.gzip = gzipSync(body, { level: 9 });
-        file.br = brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } });
-      }
-      this.files.set(urlPath, file);
+      // A precompressed sibling is served as its original's encoding, never as a file of its own.
+      if (PRECOMPRESSED.some((suffix) => name.endsWith(suffix) && names.has(name.slice(0, -suffix.length)))) continue;
+      this.entries.set(`${prefix}/${name}`, { full, ext: path.extname(name).toLowerCase(), mtimeMs: stat.mtimeMs });
     }
+  }
+
+  /** The file at `urlPath`, read on its first request and kept: the whole build is a few hundred kB. */
+  private file(urlPath: string): StaticFile | undefined {
+    const cached = this.files.get(urlPath);
+    if (cached) return cached;
+    const entry = this.entries.get(urlPath);
+    if (!entry) return undefined;
+    const body = readFileSync(entry.full);
+    const file: StaticFile = {
+      body,
+      type: TYPES[entry.ext] ?? 'application/octet-stream',
+      etag: `"${body.length.toString(16)}-${entry.mtimeMs.toString(16)}"`,
+      immutable: urlPath.startsWith('/assets/'),
+    };
+    if (COMPRESSIBLE.has(entry.ext) && body.length > 512) {
+      file.br = precompressed(entry, '.br') ?? brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } });
+      file.gzip = precompressed(entry, '.gz') ?? gzipSync(body, { level: 9 });
+    }
+    this.files.set(urlPath, file);
+    return file;
   }
 
   /**
@@ -112,11 +137,11 @@ export class DashboardFiles {
   serve(req: IncomingMessage, res: ServerResponse, pathname: string): boolean {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (isApiPath(pathname)) return false;
-    let file = this.files.get(pathname);
+    let file = this.file(pathname);
     if (!file) {
       // A missing hashed asset or file is a 404, never the app: a stale page must not get HTML for its script.
       if (pathname.startsWith('/assets/') || path.extname(pathname) !== '') return false;
-      file = this.files.get('/index.html');
+      file = this.file('/index.html');
       if (!file) return false;
     }
     const headers: Record<string, string> = {
@@ -150,5 +175,15 @@ export class DashboardFiles {
     res.writeHead(200, headers);
     res.end(req.method === 'HEAD' ? undefined : body);
     return true;
+  }
+}
+
+/** The build's compressed copy of a file, when it has one no older than the file itself (else null: compress here). */
+function precompressed(entry: BuildEntry, suffix: (typeof PRECOMPRESSED)[number]): Buffer | null {
+  try {
+    const sibling = `${entry.full}${suffix}`;
+    return statSync(sibling).mtimeMs >= entry.mtimeMs ? readFileSync(sibling) : null;
+  } catch {
+    return null;
   }
 }

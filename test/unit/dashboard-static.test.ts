@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardFiles, findDashboardDir, isApiPath } from '../../adapters/http/dashboard-static.js';
 
@@ -101,6 +101,58 @@ describe('dashboard static files', () => {
     } finally {
       if (saved === undefined) delete process.env.DASHBOARD_DIR;
       else process.env.DASHBOARD_DIR = saved;
+    }
+  });
+
+  it("serves the build's precompressed siblings as they are, never as files of their own, and reads nothing before a request", async () => {
+    const own = mkdtempSync(path.join(tmpdir(), 'slipway-dashboard-precompressed-'));
+    try {
+      mkdirSync(path.join(own, 'assets'));
+      const script = `console.log(${JSON.stringify('y'.repeat(3000))});`;
+      writeFileSync(path.join(own, 'index.html'), '<!doctype html><title>x</title>');
+      writeFileSync(path.join(own, 'assets', 'app-1.js'), script);
+      // Other settings than the platform's own, so the bytes show which copy was served.
+      const br = brotliCompressSync(script, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } });
+      const gz = gzipSync(script, { level: 1 });
+      writeFileSync(path.join(own, 'assets', 'app-1.js.br'), br);
+      writeFileSync(path.join(own, 'assets', 'app-1.js.gz'), gz);
+      const files = new DashboardFiles(own);
+      // Listed at start, read at the first request: a file written after the listing is what is served.
+      writeFileSync(path.join(own, 'index.html'), '<!doctype html><title>later</title>');
+      const local = createServer((req, res) => {
+        if (!files.serve(req, res, new URL(req.url ?? '/', 'http://x').pathname)) {
+          res.writeHead(404);
+          res.end();
+        }
+      });
+      await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+      const at = `http://127.0.0.1:${(local.address() as { port: number }).port}`;
+      const body = (p: string, encoding: string) =>
+        new Promise<{ status: number; encoding: unknown; body: Buffer }>((resolve, reject) => {
+          get(`${at}${p}`, { headers: { 'accept-encoding': encoding } }, (res: IncomingMessage) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }),
+            );
+          }).on('error', reject);
+        });
+      try {
+        const viaBr = await body('/assets/app-1.js', 'br');
+        expect(viaBr.encoding).toBe('br');
+        expect(viaBr.body.equals(br)).toBe(true);
+        const viaGz = await body('/assets/app-1.js', 'gzip');
+        expect(viaGz.encoding).toBe('gzip');
+        expect(viaGz.body.equals(gz)).toBe(true);
+        expect((await body('/assets/app-1.js', 'identity')).body.toString()).toBe(script);
+        expect((await body('/assets/app-1.js.br', 'identity')).status).toBe(404);
+        expect((await body('/assets/app-1.js.gz', 'identity')).status).toBe(404);
+        expect((await body('/', 'identity')).body.toString()).toContain('later');
+      } finally {
+        await new Promise((resolve) => local.close(resolve));
+      }
+    } finally {
+      rmSync(own, { recursive: true, force: true });
     }
   });
 });
