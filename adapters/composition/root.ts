@@ -43,6 +43,7 @@ import { enableListenerHandover } from '../proxy/listener-handover.js';
 import { UnconfiguredReverseProxy } from '../proxy/unconfigured.reverse-proxy.js';
 import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
+import { DockerSwarmServices } from '../docker/swarm.services.js';
 import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
 import { joinScriptLoader } from '../docker/join-script.js';
 import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
@@ -291,6 +292,7 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
     // Servers and the cluster: the local engine is the manager (docs/cluster.md).
     cluster: {
       runtime: new SwarmClusterRuntime(docker, config.platform.instanceId),
+      swarmServices: new DockerSwarmServices(docker),
       remoteEngines: new MtlsRemoteEngines(),
       registry: new DistributionImageRegistry(docker, {
         certsDir: config.dockerCertsDir,

@@ -80,6 +80,7 @@ import type { CertificateIssuer } from '../../src/tls/certificate-issuer.port.js
 import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
 import { CertificateAuthority } from '../../src/tls/certificate-authority.js';
 import { createCluster, type ClusterOptions } from '../../src/cluster/cluster.js';
+import type { SwarmPath } from '../../src/deployments/swarm-path.port.js';
 import { ControlPlane, type ProcessIdentity } from '../../src/jobs/control-plane.js';
 import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
 import { CommitStatusReporter } from '../../src/git-hooks/commit-status.reporter.js';
@@ -214,7 +215,9 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   // One CA for the install: database certificates, the cluster's registry and nodes' engines.
   const ca = new CertificateAuthority(deps, ports.tls?.issuer ?? null);
   const tls = new DatabaseTlsService(deps, ports.tls?.issuer ?? null, current, ca);
-  const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls };
+  // The cluster's path for stateless services is made with the cluster further down; deployments ask for it when they run.
+  let swarmPath: SwarmPath | null = null;
+  const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls, swarm: () => swarmPath };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log }) : null;
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log, controlPlane.claims('deployment')) : null;
@@ -478,6 +481,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     },
     log: log ?? (() => {}),
   });
+  swarmPath = cluster.swarm;
   // A follower's writes do not move this process's store version: while others are alive, the leader re-reads its routing table.
   controlPlane.onBeat(async () => {
     if (controlPlane.hasPeers) routing.invalidate();

@@ -25,7 +25,7 @@ interface TaskInfo {
   ID: string;
   NodeID?: string;
   DesiredState?: string;
-  Status?: { State?: string; Err?: string; Message?: string };
+  Status?: { State?: string; Err?: string; Message?: string; PortStatus?: { Ports?: { PublishedPort?: number }[] } };
   Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
   NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
 }
@@ -72,26 +72,32 @@ export class DockerSwarmServices implements SwarmServices {
 
   async status(name: string, signal?: AbortSignal): Promise<SwarmServiceStatus> {
     const current = await this.inspect(name, signal);
-    if (!current) return { exists: false, updateState: 'none', updateMessage: '', deploymentId: null };
+    if (!current) return { exists: false, updateState: 'none', updateMessage: '', deploymentId: null, replicas: null };
     return {
       exists: true,
       updateState: (current.UpdateStatus?.State as SwarmUpdateState | undefined) ?? 'none',
       updateMessage: current.UpdateStatus?.Message ?? '',
       deploymentId: current.Spec.TaskTemplate?.ContainerSpec?.Labels?.[LABELS.deployment] ?? null,
+      replicas: current.Spec.Mode?.Replicated?.Replicas ?? null,
     };
   }
 
   async tasks(name: string, network: string, signal?: AbortSignal): Promise<SwarmTask[]> {
     const tasks = (await this.docker.listTasks({ filters: { service: [name] }, abortSignal: timeout(signal) } as object)) as TaskInfo[];
+    const published = tasks.some((task) => task.Status?.PortStatus?.Ports?.length);
+    const nodes = published ? await this.nodeAddresses(signal) : new Map<string, string>();
     return tasks.map((task) => {
       const attachment = task.NetworksAttachments?.find((each) => each.Network?.Spec?.Name === network);
       const address = attachment?.Addresses?.[0]?.split('/')[0] ?? null;
+      const port = task.Status?.PortStatus?.Ports?.[0]?.PublishedPort;
+      const nodeAddress = task.NodeID ? nodes.get(task.NodeID) : undefined;
       return {
         id: task.ID,
         nodeId: task.NodeID ?? null,
         state: task.Status?.State ?? 'unknown',
         desiredState: task.DesiredState ?? 'unknown',
         address,
+        endpoint: port && nodeAddress ? `${nodeAddress}:${port}` : null,
         deploymentId: task.Spec?.ContainerSpec?.Labels?.[LABELS.deployment] ?? null,
         error: task.Status?.Err ?? null,
       };
@@ -114,6 +120,21 @@ export class DockerSwarmServices implements SwarmServices {
     const current = await this.inspect(name, signal);
     if (!current) return;
     await this.docker.getService(current.ID).remove({ abortSignal: timeout(signal) } as never);
+  }
+
+  /** Each node's address; a manager may report 0.0.0.0 there, its manager address then says it. */
+  private async nodeAddresses(signal?: AbortSignal): Promise<Map<string, string>> {
+    const nodes = (await this.docker.listNodes({ abortSignal: timeout(signal) } as object)) as {
+      ID: string;
+      Status?: { Addr?: string };
+      ManagerStatus?: { Addr?: string };
+    }[];
+    return new Map(
+      nodes.flatMap((node) => {
+        const addr = node.Status?.Addr && node.Status.Addr !== '0.0.0.0' ? node.Status.Addr : node.ManagerStatus?.Addr?.split(':')[0];
+        return addr ? [[node.ID, addr] as [string, string]] : [];
+      }),
+    );
   }
 
   private async inspect(name: string, signal?: AbortSignal): Promise<ServiceInfo | null> {
@@ -176,7 +197,11 @@ export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
     },
     RollbackConfig: { Parallelism: 1, Order: 'start-first', FailureAction: 'pause', Monitor: spec.monitorMs * NS_PER_MS },
     // No IPVS on hosts like this one: no virtual IP, no ingress mesh; the proxy dials task addresses.
-    EndpointSpec: { Mode: 'dnsrr' },
+    EndpointSpec: {
+      Mode: 'dnsrr',
+      // No PublishedPort: each task's node picks a free port, so a start-first task never collides with the old one.
+      ...(spec.publish ? { Ports: [{ Protocol: 'tcp', TargetPort: spec.port, PublishMode: 'host' }] } : {}),
+    },
   };
 }
 

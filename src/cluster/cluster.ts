@@ -13,6 +13,8 @@ import { RegistryService } from './registry.service.js';
 import type { ServerEvents } from './server-events.port.js';
 import { ServerMonitor } from './server-monitor.js';
 import { ServerService } from './server.service.js';
+import { ClusterSwarmPath } from './swarm-path.js';
+import type { SwarmServices } from './swarm-services.port.js';
 
 /** The cluster's adapters, as the composition root hands them over; without a runtime, servers can be read, not added. */
 export interface ClusterOptions {
@@ -24,6 +26,8 @@ export interface ClusterOptions {
   joinUrl?: () => string;
   /** The join script's text (scripts/cluster/join-node.sh with the engine provisioning in it). */
   joinScript?: () => Promise<string>;
+  /** Swarm services on the manager: stateless services run there once a second server is ready (ClusterSwarmPath). */
+  swarmServices?: SwarmServices;
 }
 
 const LOGGED_EVENTS = (log: (message: string, extra?: Record<string, unknown>) => void): ServerEvents => ({
@@ -60,7 +64,8 @@ export function createCluster(
   const join = new JoinService(deps, runtime, formation, ca, issuer, settings, joinScript, log);
   const monitor =
     runtime && formation ? new ServerMonitor(deps, runtime, formation, registry, options.events ?? LOGGED_EVENTS(log), log) : null;
-  return { servers, join, registry, formation, monitor, engines };
+  const swarm = runtime && options.swarmServices ? new ClusterSwarmPath(deps, runtime, settings, registry, options.swarmServices) : null;
+  return { servers, join, registry, formation, monitor, engines, swarm };
 }
 
 export type Cluster = ReturnType<typeof createCluster>;

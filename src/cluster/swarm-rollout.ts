@@ -49,12 +49,12 @@ export function placementConstraints(
   return constraints;
 }
 
-/** `ip:port` of each running task of the current deployment: what the proxy balances over (dnsrr, no virtual IP). */
-export function taskUpstreams(tasks: SwarmTask[], port: number, deploymentId?: string): string[] {
+/** `ip:port` of each running task of the current deployment (its overlay address, or its node's published port): what the proxy balances over (dnsrr, no virtual IP). */
+export function taskUpstreams(tasks: SwarmTask[], port: number, deploymentId?: string, published = false): string[] {
   return tasks
-    .filter((task) => task.state === 'running' && task.desiredState === 'running' && task.address)
+    .filter((task) => task.state === 'running' && task.desiredState === 'running' && (published ? task.endpoint : task.address))
     .filter((task) => !deploymentId || task.deploymentId === deploymentId)
-    .map((task) => `${task.address}:${port}`)
+    .map((task) => (published ? task.endpoint! : `${task.address}:${port}`))
     .sort();
 }
 
@@ -82,7 +82,7 @@ export async function rollOutSwarmService(
       throw new SwarmRolloutFailed(`The rollout stopped and the earlier replicas serve on: ${status.updateMessage || status.updateState}`);
     }
     const tasks = await services.tasks(spec.name, spec.network, signal);
-    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId);
+    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId, spec.publish);
     // A first create has no UpdateStatus: it is done when every replica of this deployment runs.
     const settled = before.exists ? status.updateState === 'completed' || status.updateState === 'none' : true;
     if (settled && upstreams.length >= spec.replicas) return upstreams;

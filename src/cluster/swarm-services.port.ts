@@ -18,6 +18,12 @@ export interface SwarmServiceSpec {
   port: number;
   replicas: number;
   network: string;
+  /**
+   * Each task's port published on its node's own address (`mode: host`, a port the node's engine picks per task,
+   * so a start-first update never collides): what a proxy outside the overlay (Caddy on the manager's host
+   * network) dials. No ingress mesh, no IPVS.
+   */
+  publish: boolean;
   /** Swarm constraints (`node.labels.x==y`, `node.labels.x!=y`). */
   constraints: string[];
   resources: { cpuLimit?: number; memoryLimitMb?: number; cpuReservation?: number; memoryReservationMb?: number };
@@ -38,6 +44,8 @@ export interface SwarmTask {
   desiredState: string;
   /** The task's address on the service's network (dnsrr: what the proxy dials), null before it has one. */
   address: string | null;
+  /** `<node address>:<published port>` when the service publishes its port (see SwarmServiceSpec.publish), else null. */
+  endpoint: string | null;
   /** The deployment whose spec made the task (label `slipway.deployment`). */
   deploymentId: string | null;
   error: string | null;
@@ -52,6 +60,8 @@ export interface SwarmServiceStatus {
   updateMessage: string;
   /** The deployment id in the service's current spec. */
   deploymentId: string | null;
+  /** The replica count in the service's current spec (null when it does not exist). */
+  replicas: number | null;
 }
 
 export interface SwarmServices {

@@ -29,13 +29,28 @@ export class DeploymentPipeline {
     private readonly deps: ServiceDeps,
     private readonly runtime: RuntimeDeps,
     private readonly env: EnvService,
-    recorder: DeploymentRecorder,
+    private readonly recorder: DeploymentRecorder,
   ) {
     this.launch = new ContainerLaunch(deps, runtime, recorder);
     this.source = new SourceBuild(deps, runtime, recorder, (ctx, ref) => this.launch.ensureImage(ctx, ref));
   }
 
   async run(ctx: PipelineContext): Promise<PipelineResult> {
+    const { service } = ctx;
+    const { built, env, names } = await this.prepare(ctx);
+    const { source } = service;
+    // Before the previous server stops: the certificate is not part of the gap.
+    const tls = source.kind === 'database' ? await this.launch.tlsMount(ctx) : null;
+    if (keepsData(service)) await this.stopPreviousServer(ctx);
+
+    const container = await this.launch.start(ctx, built.imageTag, env, names, tls);
+    return { ...built, container, env };
+  }
+
+  /** The deployment's env and image (pulled, built or an earlier one's), nothing started: the cluster's rollout starts the tasks. */
+  async prepare(
+    ctx: PipelineContext,
+  ): Promise<{ built: BuiltImage; env: Record<string, string>; names: ReturnType<typeof resourceNames> }> {
     const { service } = ctx;
     const { resolved, env } = await this.envOf(ctx);
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId);
@@ -54,12 +69,12 @@ export class DeploymentPipeline {
       built = fromRegistry(await this.launch.fromRegistry(ctx, pinnedImage(source.image, ctx), names.image));
     else built = await this.source.build(ctx, source, resolved.env, names.image);
     throwIfAborted(ctx.signal);
-    // Before the previous server stops: the certificate is not part of the gap.
-    const tls = source.kind === 'database' ? await this.launch.tlsMount(ctx) : null;
-    if (keepsData(service)) await this.stopPreviousServer(ctx);
+    return { built, env, names };
+  }
 
-    const container = await this.launch.start(ctx, built.imageTag, env, names, tls);
-    return { ...built, container, env };
+  /** What runs the deployment, when it is no container of this engine (a Swarm service's name on the cluster). */
+  recordRunner(ctx: PipelineContext, containerName: string, imageTag: string): Promise<void> {
+    return this.recorder.recordContainer(ctx.deployment.id, { containerName, imageTag });
   }
 
   /** The service's variables as a container gets them; unresolved references fail, secrets are masked in the log. */

@@ -62,7 +62,8 @@ export class Reconciler {
     // Traffic goes back to the current containers before a stray one (a cutover the crash cut short) goes:
     // the routes first (they may name the stray's slot), then the gate. Written even when memory says
     // nothing changed: the kernel's rules are the truth to restore.
-    this.routeCurrents([...services.values()], replicas, new Set());
+    // Services on the cluster are routed to their tasks, never to nothing.
+    this.routeCurrents([...services.values()], replicas, await this.keepSwarmServices());
     await this.routing.reload();
     if (this.slots?.ready) {
       await this.slots.reconcile(
@@ -95,14 +96,16 @@ export class Reconciler {
   async reconcile(): Promise<void> {
     await this.collectImages();
     await this.prepareSlots();
+    const onSwarm = await this.keepSwarmServices();
     // Taken before the containers are read: a cutover after this makes the slot write below give way.
-    await this.keepReplicas();
+    await this.keepReplicas(onSwarm);
     const snapshot = this.slots?.snapshot() ?? 0;
     const containers = await this.containers.ofInstance();
     const replicas = await this.containers.pickReplicas(containers);
     const currents = new Map([...replicas].map(([id, list]) => [id, list[0]!]));
     const services = await this.deps.store.projects.listAllServices();
-    const deploying = this.underWay.services();
+    // Services on the cluster have their routes from their tasks (keepSwarmServices), no host port and no slot.
+    const deploying = new Set([...this.underWay.services(), ...onSwarm]);
     if (this.slots?.ready) await this.reconcileSlots(services, containers, currents, deploying, snapshot);
     this.routeCurrents(services, await this.answering(services, replicas), deploying);
     for (const service of services) {
@@ -185,16 +188,62 @@ export class Reconciler {
   }
 
   /**
+   * On the cluster (more than one ready server): each stateless service that runs as a Swarm service is scaled to
+   * its `replicas` (Swarm itself replaces tasks that die) and routed to its running tasks, which Docker's health
+   * checks decide. Answers those services: the plain-container steps leave them alone. Nothing on a single server.
+   */
+  private async keepSwarmServices(): Promise<Set<string>> {
+    const onSwarm = new Set<string>();
+    const swarm = this.runtime.swarm?.() ?? null;
+    if (!swarm || !(await swarm.active().catch(() => false))) return onSwarm;
+    const deploying = this.underWay.services();
+    let routed = false;
+    for (const service of await this.deps.store.projects.listAllServices()) {
+      if (keepsData(service) || !(service.status === 'active' || (service.status === 'stopped' && service.replicas === 0))) continue;
+      const current = await swarm.current(service).catch((error: Error) => {
+        this.log('a Swarm service could not be read', { service: service.name, error: error.message });
+        return null;
+      });
+      if (!current) continue;
+      onSwarm.add(service.id);
+      if (deploying.has(service.id)) continue;
+      let upstreams = current.upstreams;
+      if (current.replicas !== service.replicas) {
+        this.log('scaling a Swarm service', { service: service.name, from: current.replicas, replicas: service.replicas });
+        // Fewer tasks leave the routes before Swarm stops them; more join once they run (the next pass).
+        upstreams = upstreams.slice(0, service.replicas);
+        if (serves(service)) {
+          this.routing.setUpstream(service.id, upstreams[0] ?? null, upstreams.slice(1));
+          await this.routing.reload();
+        }
+        await swarm
+          .scale(service, service.replicas)
+          .catch((error: Error) => this.log('a Swarm service could not be scaled', { service: service.name, error: error.message }));
+      }
+      if (serves(service)) {
+        this.routing.setUpstream(service.id, upstreams[0] ?? null, upstreams.slice(1));
+        routed = true;
+      }
+    }
+    if (routed) await this.routing.reload();
+    return onSwarm;
+  }
+
+  /**
    * Keeps `replicas` of each stateless service running from its live deployment, outside deployments:
    * a replica that died is started again, a scale up starts the missing ones (one at a time, each
    * checked before it is routed), a scale down (0 included) takes the highest indexes out of the routes,
    * then drains and stops them. Databases and storage instances are the deployments' and ServicePower's.
    */
-  private async keepReplicas(): Promise<void> {
+  private async keepReplicas(onSwarm: Set<string>): Promise<void> {
     const deploying = this.underWay.services();
     // `stopped` with replicas left is a service held still on purpose (a volume's snapshot or restore): not a scale to 0.
     const services = (await this.deps.store.projects.listAllServices()).filter(
-      (s) => !deploying.has(s.id) && !keepsData(s) && (s.status === 'active' || (s.status === 'stopped' && s.replicas === 0)),
+      (s) =>
+        !deploying.has(s.id) &&
+        !onSwarm.has(s.id) &&
+        !keepsData(s) &&
+        (s.status === 'active' || (s.status === 'stopped' && s.replicas === 0)),
     );
     if (services.length === 0) return;
     const replicas = await this.containers.pickReplicas(await this.containers.ofInstance());

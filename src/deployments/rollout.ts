@@ -9,8 +9,12 @@ import { isWeb, serves, type CurrentContainers, exposureOf } from './current-con
 import type { DeploymentPipeline, PipelineResult } from './deployment-pipeline.js';
 import { DeploymentFailure, throwIfAborted, type CreatedResources } from './pipeline-context.js';
 import { replicaName, resourceNames, type RuntimeDeps } from './runtime-deps.js';
+import type { SwarmPath } from './swarm-path.port.js';
+import { keepsData } from '../domain/storage-server.js';
 
 const DRAIN_POLL_MS = 100;
+/** Docker's label on the containers of Swarm's tasks. */
+const SWARM_TASK_LABEL = 'com.docker.swarm.task.id';
 /** When a container's connections cannot be counted: long enough for a typical request to finish. */
 const DRAIN_FALLBACK_MS = 2_000;
 
@@ -57,6 +61,8 @@ export class Rollout {
   async run(attempt: RolloutAttempt, target: RolloutTarget): Promise<PipelineResult> {
     const { service, deployment, log, signal } = target;
     if (service.replicas === 0) throw new DeploymentFailure('The service is scaled to 0 replicas: set replicas to 1 or more, then deploy');
+    const swarm = await this.swarmFor(service, signal);
+    if (swarm) return this.runOnSwarm(swarm, attempt, target);
     attempt.slot = await this.assignSlot(service);
     if (attempt.slot) this.held.add(attempt.slot.ip);
     const ctx = { ...target, created: attempt.created, ...(attempt.slot ? { slot: attempt.slot } : {}) };
@@ -72,6 +78,55 @@ export class Rollout {
     }
     await this.switchTo(service, deployment, replicas, log, attempt.slot);
     return result;
+  }
+
+  /** The cluster's path for a stateless service once more than one server is ready; null keeps plain containers. */
+  async swarmFor(service: ServiceRecord, signal?: AbortSignal): Promise<SwarmPath | null> {
+    const swarm = this.runtime.swarm?.() ?? null;
+    if (!swarm || keepsData(service)) return null;
+    return (await swarm.active(signal)) ? swarm : null;
+  }
+
+  /**
+   * On the cluster: the image built (or pulled) here as on one server, then pushed and run by digest as the
+   * service's Swarm service, rolled start-first by Swarm (a failed check rolls back, the old tasks serve on);
+   * the hostname's routes then name the new tasks. Plain containers the service ran on before the cluster
+   * formed are drained and stopped once the tasks serve.
+   */
+  private async runOnSwarm(swarm: SwarmPath, attempt: RolloutAttempt, target: RolloutTarget): Promise<PipelineResult> {
+    const { service, deployment, log, signal } = target;
+    const ctx = { ...target, created: attempt.created };
+    const { built, env } = await this.pipeline.prepare(ctx);
+    const upstreams = await swarm.rollOut({ service, deployment, imageTag: built.imageTag, env, log, signal });
+    const name = swarm.serviceName(service.id);
+    await this.pipeline.recordRunner(ctx, name, built.imageTag);
+    // Kept: rollbacks and the registry's garbage collection count this deployment's image from now on.
+    delete attempt.created.image;
+    if (serves(service)) {
+      this.routing.setUpstream(service.id, upstreams[0] ?? null, upstreams.slice(1));
+      const proxy = await this.routing.reload();
+      if (await this.routing.routesTo(service.id))
+        log.write(
+          proxy.ok ? `Routes switched to the ${upstreams.length} task(s) of ${name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`,
+          proxy.ok ? 'stdout' : 'stderr',
+        );
+    }
+    // The containers of before the cluster (Swarm's own task containers are Swarm's to stop).
+    const old = (await this.containers.ofService(service.id)).filter((c) => !c.labels[SWARM_TASK_LABEL]);
+    if (old.length > 0) await this.runtime.forwarder.set(service.hostPort, null, exposureOf(service)).catch(() => {});
+    for (const previous of old) await this.retire(service, previous, log);
+    const closing = old.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip);
+    if (closing.length) await this.slots?.close(closing);
+    const state: ContainerState = {
+      id: name,
+      name,
+      image: built.imageTag,
+      running: true,
+      exitCode: null,
+      ip: null,
+      labels: { [LABELS.service]: service.id, [LABELS.deployment]: deployment.id },
+    };
+    return { ...built, container: state, env };
   }
 
   /** After a failure: traffic leaves the new slot (a switch cut short may have opened it), then what the attempt made goes. */

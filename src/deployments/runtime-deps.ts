@@ -7,6 +7,7 @@ import type { ContainerExits } from './container-exits.port.js';
 import type { DatabaseReadiness } from '../domain/database-engines.js';
 import type { StorageServer } from './storage-server.port.js';
 import type { ServiceRecord } from '../domain/types.js';
+import type { SwarmPath } from './swarm-path.port.js';
 import type { TlsMount } from '../tls/database-tls.service.js';
 
 /** The ports that run deployments: only the runner and the cleanup of removed services use them. */
@@ -25,6 +26,8 @@ export interface RuntimeDeps {
   exits?: ContainerExits;
   /** Present: Postgres-compatible databases start with the platform's TLS certificate (see DatabaseTlsService). */
   databaseTls?: { mountFor(service: ServiceRecord, signal?: AbortSignal): Promise<TlsMount | null> };
+  /** Present: stateless services run as Swarm services once the cluster has more than one ready server (docs/cluster.md). */
+  swarm?: () => SwarmPath | null;
 }
 
 /**

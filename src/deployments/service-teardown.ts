@@ -31,6 +31,9 @@ export class ServiceTeardown {
   async removeService(service: ServiceRecord): Promise<void> {
     await this.stopDeploymentsOf([service.id]);
     this.routing.setUpstream(service.id, null);
+    // On the cluster its Swarm service goes (Swarm stops the tasks on every node).
+    const swarm = this.runtime.swarm?.() ?? null;
+    if (swarm && !keepsData(service) && (await swarm.active().catch(() => false))) await swarm.remove(service.id);
     await this.runtime.forwarder.set(service.hostPort, null);
     const containers = await this.runtime.engine.listContainers({ key: LABELS.service, value: service.id });
     await this.slots?.close(containers.map((c) => c.labels[LABELS.slot]).filter((ip): ip is string => !!ip)).catch(() => {});

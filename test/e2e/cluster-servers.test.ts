@@ -7,6 +7,9 @@ import { provisionDocker } from '../helpers/docker.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
 import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { deploy } from '../helpers/deployments.js';
+import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 
 /*
@@ -21,6 +24,7 @@ import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 const run = promisify(execFile);
 let cluster: TestCluster;
 let server: ServerProcess;
+let caddy: CaddyProcess;
 let admin: ReturnType<typeof api>;
 let scopedKey: string;
 const timings: Record<string, number> = {};
@@ -95,15 +99,22 @@ function engineWithoutClientCertificate(address: string, port: number): Promise<
 }
 
 beforeAll(async () => {
+  await provisionDocker();
   await provisionDocker({ images: 'registry' });
   let started = performance.now();
+  // The app's image is the manager's only: the platform pushes it to its registry and the workers pull it by digest.
   cluster = await startTestCluster({ nodes: ['m', 'w1', 'w2'], swarm: false, images: ['registry:2'] });
+  await cluster.loadImages([APP_IMAGE], ['m']);
+  caddy = await startCaddy();
   Object.assign(timings, cluster.timings);
   timings['cluster (engines, registry image)'] = Math.round(performance.now() - started);
   // The registry image is the manager's only: the nodes never need it.
   started = performance.now();
   const port = await freePort(cluster.hostAddress);
   server = await startServerProcess({
+    ...caddy.platformEnv,
+    BUILD_CONCURRENCY: '1',
+    HEALTH_TIMEOUT_MS: '60000',
     HOST: cluster.hostAddress,
     PORT: String(port),
     DOCKER_SOCKET: cluster.manager.socket,
@@ -121,6 +132,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.dispose();
+  await caddy?.stop();
   await cluster?.down();
   console.log(`cluster-servers timings (ms): ${JSON.stringify(timings)}`);
 }, 180_000);
@@ -223,15 +235,61 @@ describe('servers on a real cluster', () => {
     expect((await admin('DELETE', `/api/servers/${created.server.id}`)).status).toBe(200);
   }, 180_000);
 
-  it('joins a second worker, drains it, and removes it: its engine leaves the swarm over mutual TLS', async () => {
+  let w2Id: string;
+  it('joins a second worker', async () => {
     const { server: added, join } = await ok(admin('POST', '/api/servers', { name: 'worker-2' }), 'add w2');
     const result = await runJoinCommand('w2', join.command);
     expect(result.code, result.output).toBe(0);
     await waitForServer(added.id, (s) => s.state === 'ready', 30_000);
+    w2Id = added.id;
     const { servers } = await ok(admin('GET', '/api/servers'), 'servers');
     expect(servers.filter((s: Server) => s.state === 'ready').map((s: Server) => s.name)).toEqual(
       expect.arrayContaining(['worker-1', 'worker-2']),
     );
+  }, 180_000);
+
+  const hostname = `web-${randomBytes(4).toString('hex')}.cluster.test`;
+  let serviceId: string;
+  it('deploys a service with 3 replicas as a Swarm service over the 3 nodes; requests through Caddy reach all three', async () => {
+    const projectId = (await ok(admin('POST', '/api/projects', { name: `swarm-${randomBytes(3).toString('hex')}` }), 'project')).project.id;
+    const created = await ok(
+      admin('POST', `/api/projects/${projectId}/services`, {
+        name: 'web',
+        repoUrl: 'container-image',
+        containerImage: APP_IMAGE,
+        startCommand: `exec node -e '${NODE_SERVER}'`,
+        internalPort: 3000,
+        replicas: 3,
+        env: [{ key: 'VERSION', value: '1' }],
+      }),
+      'service',
+    );
+    serviceId = created.service.id;
+    const first = await deploy(admin, serviceId, 240_000);
+    expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
+    expect(first.logs.join('\n')).toMatch(/Pushed to the cluster's registry/);
+    expect(first.deployment.containerName).toBe(`slipway-${serviceId}`);
+    const nodes = (
+      await cluster.docker('m', 'service', 'ps', `slipway-${serviceId}`, '--filter', 'desired-state=running', '--format', '{{.Node}}')
+    )
+      .split('\n')
+      .filter(Boolean);
+    expect(nodes.sort()).toEqual(['m', 'w1', 'w2']);
+    expect((await admin('POST', `/api/services/${serviceId}/domains`, { hostname })).status).toBe(201);
+    await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 1 / });
+    const hosts = new Set<string>();
+    for (let i = 0; i < 30 && hosts.size < 3; i++) {
+      const answer = await requestVia(caddy.httpPort, hostname);
+      const match = answer ? /^version \d+ (\S+)/.exec(answer.text.trim()) : null;
+      if (match) hosts.add(match[1]!);
+    }
+    expect(hosts.size).toBe(3);
+  }, 300_000);
+
+  it('drains the second worker and removes it: its engine leaves the swarm over mutual TLS', async () => {
+    const added = { id: w2Id };
+    // The service leaves first: a drained node's tasks would move to the others.
+    expect((await admin('DELETE', `/api/services/${serviceId}`)).status).toBeLessThan(300);
 
     // Not drained: refused.
     const early = await admin('DELETE', `/api/servers/${added.id}`);
@@ -271,6 +329,16 @@ describe('servers on a real cluster', () => {
     await waitForServer(w1.id, (s) => s.state === 'ready', 60_000);
   }, 180_000);
 });
+
+const APP_IMAGE = 'node:22-bookworm-slim';
+/** Answers `version $VERSION <task hostname> <body>`: which replica answered, and that a POST's body arrived. */
+const NODE_SERVER = [
+  'const http = require("http"); const os = require("os");',
+  'const server = http.createServer((req, res) => { let body = ""; req.on("data", (c) => (body += c));',
+  'req.on("end", () => { res.setHeader("content-type", "text/plain"); res.end("version " + process.env.VERSION + " " + os.hostname() + " " + body + "\\n"); }); });',
+  'server.listen(Number(process.env.PORT));',
+  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
+].join(' ');
 
 async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
   const started = Date.now();

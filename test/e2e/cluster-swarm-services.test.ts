@@ -35,6 +35,7 @@ function spec(deploymentId: string, healthy = true, replicas = 3): SwarmServiceS
     port: 80,
     replicas,
     network,
+    publish: false,
     constraints: [],
     resources: {},
     health: {

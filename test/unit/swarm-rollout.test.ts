@@ -23,6 +23,7 @@ function spec(overrides: Partial<SwarmServiceSpec> = {}): SwarmServiceSpec {
     port: 3000,
     replicas: 3,
     network: 'slipway-net-p1',
+    publish: false,
     constraints: [],
     resources: { memoryLimitMb: 256, cpuReservation: 0.5 },
     health: { command: ['node', '/health.js'], intervalMs: 1000, timeoutMs: 2000, retries: 3, startPeriodMs: 5000 },
@@ -32,7 +33,16 @@ function spec(overrides: Partial<SwarmServiceSpec> = {}): SwarmServiceSpec {
 }
 
 function task(id: string, deploymentId: string, address: string | null, state = 'running', nodeId = 'n1'): SwarmTask {
-  return { id, nodeId, state, desiredState: state === 'running' ? 'running' : 'shutdown', address, deploymentId, error: null };
+  return {
+    id,
+    nodeId,
+    state,
+    desiredState: state === 'running' ? 'running' : 'shutdown',
+    address,
+    endpoint: null,
+    deploymentId,
+    error: null,
+  };
 }
 
 /** A fake Swarm: each status poll advances a scripted sequence of (status, tasks). */
@@ -54,9 +64,9 @@ class FakeSwarm implements SwarmServices {
     return this.script[Math.min(this.polls, this.script.length - 1)] ?? { status: {}, tasks: [] };
   }
   async status(): Promise<SwarmServiceStatus> {
-    if (!this.applied.length) return { exists: this.exists, updateState: 'none', updateMessage: '', deploymentId: null };
+    if (!this.applied.length) return { exists: this.exists, updateState: 'none', updateMessage: '', deploymentId: null, replicas: null };
     this.polls++;
-    return { exists: true, updateState: 'none', updateMessage: '', deploymentId: 'd2', ...this.step().status };
+    return { exists: true, updateState: 'none', updateMessage: '', deploymentId: 'd2', replicas: 3, ...this.step().status };
   }
   async tasks() {
     return this.step().tasks;
