@@ -349,7 +349,29 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('button', { name: 'Save scale' }).click();
     await page.getByText('Saved. Deploy to apply.').waitFor();
     expect(await memory.getAttribute('aria-invalid')).toBeNull();
-  }, 60_000);
+
+    // Named volumes: none yet, then one (given through the API), backed up live from its screen.
+    await tab('Volumes');
+    await page.getByText('This service has no named volumes').waitFor();
+    await check('volumes-empty');
+    const call = api(server.url, server.token);
+    const patched = await call('PATCH', `/api/services/${state.serviceId}`, { volumes: [{ name: 'files', mountPath: '/data' }] });
+    expect(patched.status, patched.text).toBe(200);
+    await page.reload();
+    await page.getByRole('heading', { name: /Volume files/ }).waitFor();
+    await page.getByText('No backups of this volume yet.').waitFor();
+    await page.getByLabel('Snapshot').selectOption('live');
+    await page.getByRole('button', { name: 'Back up volume files' }).click();
+    const volumeBackup = page
+      .getByRole('table', { name: 'Backups of volume files, newest first' })
+      .getByRole('row')
+      .filter({ has: page.locator('[data-status]') })
+      .first();
+    await expect
+      .poll(() => volumeBackup.locator('[data-status]').getAttribute('data-status'), { timeout: 30_000, interval: 100 })
+      .toBe('succeeded');
+    await check('volume-backups');
+  }, 90_000);
 
   it('7. creates a PostgreSQL database, browses a table, edits a row, runs a query', async () => {
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
