@@ -70,7 +70,12 @@ async function main(): Promise<void> {
     }
 
     const on = await idleCpu(server);
-    const metrics = (await call('GET', `/api/services/${ids[0]}/metrics`)).json;
+    // The first sample comes one interval after start: a short warm-up and window may end before it.
+    let metrics = (await call('GET', `/api/services/${ids[0]}/metrics`)).json;
+    for (const until = Date.now() + 3 * INTERVAL_MS; !metrics.running && Date.now() < until; ) {
+      await sleep(500);
+      metrics = (await call('GET', `/api/services/${ids[0]}/metrics`)).json;
+    }
     if (!metrics.running) throw new Error(`sampling is on but the service reads as stopped: ${JSON.stringify(metrics)}`);
 
     await server.stop();

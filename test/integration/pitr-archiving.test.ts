@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { walObjectKey } from '../../src/pitr/wal-destinations.js';
 import { databaseService, FakeDump, MemoryFiles, MemoryObjectStore } from '../helpers/backups.js';
