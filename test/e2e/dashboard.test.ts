@@ -484,6 +484,22 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('alertdialog').getByRole('button', { name: 'Delete schedule' }).click();
     await page.getByText('No scheduled backups.').waitFor();
     expect(await backups.count()).toBe(before + 1);
+
+    // Point-in-time recovery: off, turned on (WAL archived from the next deployment), a restore time that is not
+    // ISO refused beside its field, and off again.
+    await page.getByRole('tab', { name: 'Point in time' }).click();
+    await page.getByText('WAL is not archived').waitFor();
+    await check('database-pitr');
+    await page.getByLabel(/Archive WAL/).check();
+    await page.getByRole('button', { name: 'Save recovery settings' }).click();
+    await page.getByText(/WAL archived to disk/).waitFor();
+    await page.getByLabel('Restore to').fill('yesterday');
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await expect.poll(() => page.getByLabel('Restore to').getAttribute('aria-invalid'), POLL).toBe('true');
+    await check('database-pitr-refused');
+    await page.getByLabel(/Archive WAL/).uncheck();
+    await page.getByRole('button', { name: 'Save recovery settings' }).click();
+    await page.getByText('WAL is not archived').waitFor();
   }, 300_000);
 
   it('9. creates a personal token, shown once, and the CLI works with it', async () => {
