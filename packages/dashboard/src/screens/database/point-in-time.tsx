@@ -94,7 +94,7 @@ export function PointInTime({ serviceId }: { serviceId: string }) {
           </button>
         </div>
       </form>
-      <form className="stack" onSubmit={submitRestore} noValidate aria-label="Restore to a point in time">
+      <form className="stack" onSubmit={submitRestore} noValidate aria-label="Point-in-time restore">
         <h2>Restore to a second</h2>
         <Field
           label="Restore to"
