@@ -9,7 +9,6 @@ import type {
 import { LABELS } from '../../src/deployments/container-engine.port.js';
 
 const CALL_TIMEOUT_MS = 15_000;
-const DEPLOYMENT_LABEL = 'slipway.deployment';
 const NS_PER_MS = 1_000_000;
 
 interface ServiceInfo {
@@ -78,7 +77,7 @@ export class DockerSwarmServices implements SwarmServices {
       exists: true,
       updateState: (current.UpdateStatus?.State as SwarmUpdateState | undefined) ?? 'none',
       updateMessage: current.UpdateStatus?.Message ?? '',
-      deploymentId: current.Spec.TaskTemplate?.ContainerSpec?.Labels?.[DEPLOYMENT_LABEL] ?? null,
+      deploymentId: current.Spec.TaskTemplate?.ContainerSpec?.Labels?.[LABELS.deployment] ?? null,
     };
   }
 
@@ -93,7 +92,7 @@ export class DockerSwarmServices implements SwarmServices {
         state: task.Status?.State ?? 'unknown',
         desiredState: task.DesiredState ?? 'unknown',
         address,
-        deploymentId: task.Spec?.ContainerSpec?.Labels?.[DEPLOYMENT_LABEL] ?? null,
+        deploymentId: task.Spec?.ContainerSpec?.Labels?.[LABELS.deployment] ?? null,
         error: task.Status?.Err ?? null,
       };
     });
@@ -129,7 +128,7 @@ export class DockerSwarmServices implements SwarmServices {
 
 /** The Engine API's ServiceSpec for a Slipway service: dnsrr, no published port, start-first rolling with rollback. */
 export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
-  const labels = { [LABELS.managed]: 'true', [LABELS.service]: spec.serviceId, [DEPLOYMENT_LABEL]: spec.deploymentId };
+  const labels = { [LABELS.managed]: 'true', [LABELS.service]: spec.serviceId, [LABELS.deployment]: spec.deploymentId };
   const { cpuLimit, memoryLimitMb, cpuReservation, memoryReservationMb } = spec.resources;
   const health = spec.health;
   return {

@@ -40,7 +40,7 @@ export class ServiceTeardown {
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
     if (keepsData(service)) await this.runtime.engine.removeVolume(names.volume);
-    // Its WAL spool (point-in-time recovery) goes too; removing one never made is a no-op.
+    // Its WAL spool (point-in-time recovery) goes too, when the engine lists one (most databases never had one).
     const spool = spoolVolume(this.deps.config.resourcePrefix, service.id);
     if (keepsData(service))
       for (const volume of (await this.runtime.engine.listVolumes?.(spool)) ?? [])

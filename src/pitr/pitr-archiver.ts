@@ -42,7 +42,7 @@ export class PitrArchiver {
     private readonly ports: PitrArchiverPorts,
     private readonly queue: BackupQueue,
     private readonly limits: PitrArchiverLimits = DEFAULT_PITR_ARCHIVER_LIMITS,
-    log: (message: string, fields?: Record<string, unknown>) => void = () => undefined,
+    private readonly log: (message: string, fields?: Record<string, unknown>) => void = () => undefined,
   ) {
     this.shipper = new WalShipper(deps, ports.spool, ports.destinationOf, async (serviceId) => {
       const service = await deps.store.projects.getService(serviceId);
@@ -51,7 +51,7 @@ export class PitrArchiver {
     this.loop = new PassLoop(
       () => this.pass(),
       () => this.limits.intervalMs,
-      (error) => log('point-in-time recovery pass failed', { error: error.message }),
+      (error) => this.log('point-in-time recovery pass failed', { error: error.message }),
     );
   }
 
@@ -74,8 +74,13 @@ export class PitrArchiver {
       const signal = AbortSignal.timeout(this.limits.passTimeoutMs);
       const service = await this.deps.store.projects.getService(settings.serviceId);
       if (!service) continue;
-      await this.shipper.ship(settings, signal).catch(() => undefined);
-      await this.baseIfDue(service, settings, signal).catch(() => undefined);
+      // The shipper records its own failures in the lag (lastError); a base backup that could not be queued is logged.
+      await this.shipper
+        .ship(settings, signal)
+        .catch((error: Error) => this.log('WAL shipping failed', { serviceId: service.id, error: error.message }));
+      await this.baseIfDue(service, settings, signal).catch((error: Error) =>
+        this.log('base backup not queued', { serviceId: service.id, error: error.message }),
+      );
     }
   }
 

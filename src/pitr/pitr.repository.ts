@@ -16,12 +16,12 @@ export class PitrRepository extends Repository {
     if (updated === 0) await em.insert(PitrSettings, settings);
   }
 
-  /** The WAL archive of a service, oldest name first. */
   /** The databases whose WAL is archived: the shipping pass's list. */
   enabledSettings(): Promise<PitrSettingsRecord[]> {
     return this.rows(PitrSettings, { enabled: true }, { serviceId: 'asc' });
   }
 
+  /** The WAL archive of a service, oldest name first. */
   segments(serviceId: string): Promise<WalSegmentRecord[]> {
     return this.rows(WalSegment, { serviceId }, { name: 'asc' });
   }

@@ -6,6 +6,7 @@ import { rollOutSwarmService, taskUpstreams } from '../../src/cluster/swarm-roll
 import type { SwarmServiceSpec } from '../../src/cluster/swarm-services.port.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Replicas as a Swarm service on the run's shared test cluster (m, w1, w2), through the platform's adapter and
@@ -95,7 +96,7 @@ it('a rollout whose health check fails is rolled back by Swarm, the old tasks se
   const c = cluster!;
   await expect(rollOutSwarmService(swarm, spec('d2', false), fast)).rejects.toThrow(/earlier replicas serve on/);
   // Swarm's rollback starts the earlier spec's tasks again where the failed one stood.
-  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 3);
+  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 3, 30_000, 'three task upstreams', 250);
   const upstreams = taskUpstreams(await swarm.tasks(name, network), 80, 'd1');
   expect(upstreams).toHaveLength(3);
   expect((await ask(c, upstreams)).every((a) => a.startsWith('d1 '))).toBe(true);
@@ -104,16 +105,8 @@ it('a rollout whose health check fails is rolled back by Swarm, the old tasks se
 it('scaling by replicas follows; a healthy rollout then replaces the task start-first', async () => {
   const c = cluster!;
   await swarm.scale(name, 1);
-  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 1);
+  await until(async () => taskUpstreams(await swarm.tasks(name, network), 80, 'd1').length === 1, 30_000, 'one task upstream', 250);
   const upstreams = await rollOutSwarmService(swarm, spec('d3', true, 1), fast);
   expect(upstreams).toHaveLength(1);
   expect((await ask(c, upstreams)).map((a) => a.split(' ')[0])).toEqual(['d3']);
 }, 90_000);
-
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not seen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { deploy } from '../helpers/deployments.js';
 import { ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { until } from '../helpers/until.js';
 
 /*
  * Point-in-time recovery's archiving on the real engine (npm start's build, the PostgreSQL stand-in):
@@ -32,14 +33,7 @@ afterAll(async () => {
   await server?.dispose();
 });
 
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${what}: not in time`);
-}
+const poll = <T>(what: string, check: () => Promise<T>, timeoutMs = 60_000) => until(check, timeoutMs, what, 250);
 
 it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window opening and moving on', { timeout: 120_000 }, async () => {
   const created = await call('POST', `/api/projects/${projectId}/services`, {
@@ -63,7 +57,7 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
     return res.json.rows as Array<Record<string, unknown>>;
   };
   const pitr = async () => (await call('GET', `/api/services/${id}/database/pitr`)).json.pitr;
-  const base = await until('the base backup', async () => (await pitr()).lastBaseBackup);
+  const base = await poll('the base backup', async () => (await pitr()).lastBaseBackup);
   expect(base).toMatchObject({ status: 'succeeded', kind: 'base', storage: 'disk' });
 
   // The window starts the second after the base backup ended: the writes come after that second.
@@ -72,7 +66,7 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
   await sql("INSERT INTO ledger (note) SELECT 'row ' || g FROM generate_series(1, 100) g");
   await sql('SELECT pg_switch_wal()');
   let seen: unknown = null;
-  const opened = await until('the window', async () => {
+  const opened = await poll('the window', async () => {
     const p = await pitr();
     seen = p;
     return p.window && p.archivedSegments >= 2 && p.lag.pendingSegments === 0 ? p : null;
@@ -86,7 +80,7 @@ it('archives a PostgreSQL service: base backup, WAL shipped to disk, the window 
   await new Promise((r) => setTimeout(r, 1_100));
   await sql("INSERT INTO ledger (note) VALUES ('later')");
   await sql('SELECT pg_switch_wal()');
-  const moved = await until('the window moving on', async () => {
+  const moved = await poll('the window moving on', async () => {
     const p = await pitr();
     return Date.parse(p.window?.latest ?? '') > Date.parse(opened.window.latest) && p.lag.pendingSegments === 0 ? p : null;
   });

@@ -30,6 +30,7 @@ import { LogBus } from '../../src/platform/log-bus.js';
 import type { DeployConfig } from '../../src/platform/platform-config.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
 import { FakePortProbe, RecordingReverseProxy, ScriptedRuntimeLogs } from './fakes.js';
+import { until } from './until.js';
 
 /** One ordered record of what every runtime fake was asked, so tests can check the order across ports. */
 export class Journal {
@@ -738,23 +739,7 @@ export async function createRuntimeHarness(
   };
 }
 
-/** Polls `fn` until it returns something truthy; fails with `what` after `timeoutMs`. */
-export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 5_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value as NonNullable<T>;
-      last = value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${what} not reached within ${timeoutMs} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+export { until };
 
 /**
  * What runner tests do with a harness: queue a deployment, wait until it ends, read it back.

@@ -69,7 +69,9 @@ async function script(args: string[], env: Record<string, string> = {}, timeoutM
     return stdout.trim();
   } catch (error) {
     const e = error as { stderr?: string; message: string };
-    throw new Error(`cluster.sh ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`);
+    // The script's progress lines (stderr) say how far it got, on a timeout too.
+    const progress = e.stderr?.trim();
+    throw new Error(`cluster.sh ${args.join(' ')} failed: ${e.message.split('\n')[0]}${progress ? `\n${progress}` : ''}`);
   }
 }
 

@@ -25,7 +25,7 @@
 set -euo pipefail
 
 die() { echo "cluster: ERROR: $*" >&2; exit 1; }
-log() { echo "cluster: $*" >&2; }
+log() { echo "cluster: $(date +%T) $*" >&2; }
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 ROOT_PREFIX=${SLIPWAY_CLUSTER_ROOT:-/tmp}/slipway-cluster-
 CG_PREFIX=slipway-cluster-
@@ -201,9 +201,11 @@ start_node() {
   printf '127.0.0.1 localhost\n%s %s\n' "$(ip -n "$ns" -4 -o addr show dev eth0 | awk '{ split($4, a, "/"); print a[1] }')" "$node" >"$dir/hosts"
   echo "$node" >"$dir/hostname"
   cg_make "$id" "$node"
-  # Detached (setsid): the engine outlives this script; its output goes to dockerd.log.
+  # Detached (setsid): the engine outlives this script; its output goes to dockerd.log. It must not keep
+  # this script's lock files open (fd 8: the cluster's ensure lock, fd 9: the host's network lock): an
+  # engine holding the ensure lock made the next file's ensure wait forever.
   setsid nsenter --net="/run/netns/$ns" unshare --mount --propagation slave --uts \
-    bash "$SELF" _node-init "$id" "$node" >>"$dir/dockerd.log" 2>&1 </dev/null &
+    bash "$SELF" _node-init "$id" "$node" >>"$dir/dockerd.log" 2>&1 </dev/null 8>&- 9>&- &
   for k in $(seq 1 300); do
     if docker -H "unix://$dir/docker.sock" version >/dev/null 2>&1; then return 0; fi
     sleep 0.1
@@ -229,6 +231,7 @@ join() {
     addr=100.64.$SUBNET.$((10 + k)); k=$((k + 1))
     [ "$node" = "$manager" ] && continue
     [ "$(dk "$id" "$node" info --format '{{.Swarm.LocalNodeState}}')" = active ] && continue
+    log "join $id: $node joins"
     dk "$id" "$node" swarm join --token "$token" --advertise-addr "$addr" --listen-addr "$addr:2377" "100.64.$SUBNET.10:2377" >/dev/null
   done
   wait_ready "$id" "${nodes[@]}"
@@ -289,11 +292,13 @@ case ${1:-} in
     [ -e "$dir" ] && die "cluster $id exists ($dir); down it first"
     mkdir -p "$dir/nodes"
     # One network set-up at a time (subnet choice), on this host.
+    log "up $id: waiting for the host's network lock"
     exec 9>/tmp/slipway-cluster.lock; flock 9
     s=$(pick_subnet)
     printf 'SUBNET=%s\nNODES="%s"\nOWNER=%s\n' "$s" "$*" "${SLIPWAY_CLUSTER_OWNER:-$PPID}" >"$dir/env"
     net_up "$id" "$s" "$@"
     flock -u 9
+    log "up $id: network up (subnet $s), starting the engines"
     pids=()
     for n in "$@"; do start_node "$id" "$n" & pids+=($!); done
     for p in "${pids[@]}"; do wait "$p"; done
@@ -303,12 +308,17 @@ case ${1:-} in
   join) valid_id "$2"; join "$2" ;;
   ensure)
     id=$2; shift 2; valid_id "$id"
+    # Each step says when it began on stderr: a caller that gives up on a slow ensure shows how far it got.
+    log "ensure $id: waiting for its lock"
     exec 8>"$(dir_of "$id").lock"; flock 8
     if [ ! -f "$(dir_of "$id")/up.done" ]; then
+      log "ensure $id: building it"
       down "$id" # what a failed attempt left
       bash "$SELF" up "$id" "$@" >/dev/null
     fi
+    log "ensure $id: joining the swarm"
     join "$id"
+    log "ensure $id: ready"
     ;;
   wait-ready) valid_id "$2"; id=$2; shift 2; for n in "$@"; do valid_node "$n"; done; wait_ready "$id" "$@" ;;
   start-node) valid_id "$2"; valid_node "$3"; start_node "$2" "$3" ;;
