@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { base32Decode, hotp, totpStep } from '../../src/accounts/totp.js';
 import { startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { provisionDocker } from '../helpers/docker.js';
@@ -45,6 +45,15 @@ let repoUrl = '';
 let totpSecret = '';
 const cspViolations: string[] = [];
 const pageErrors: string[] = [];
+/**
+ * What the console reports as an error, but a 4xx answer: the scenario provokes 400s (values refused beside their
+ * fields) and the first start's session check is a 401. An error the router's boundary catches (a screen that threw,
+ * a screen's code that did not load) never reaches `pageerror`, only this.
+ */
+const consoleErrors: string[] = [];
+const ANSWERED_4XX = /^Failed to load resource: the server responded with a status of 4\d\d\b/;
+/** Requests that got no answer (streams closed by a navigation are aborted, not failed): printed when a step fails. */
+const failedRequests: string[] = [];
 const axeResults: Array<{ screen: string; violations: string[] }> = [];
 const state: { serviceId?: string; databaseId?: string; deploymentId?: string } = {};
 
@@ -111,6 +120,14 @@ beforeAll(async () => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
   page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() !== 'error' || ANSWERED_4XX.test(message.text())) return;
+    consoleErrors.push(`${new Date().toISOString()} ${message.text()} (${message.location().url})`);
+  });
+  page.on('requestfailed', (request) => {
+    const reason = request.failure()?.errorText ?? '';
+    if (reason !== 'net::ERR_ABORTED') failedRequests.push(`${new Date().toISOString()} ${request.method()} ${request.url()} ${reason}`);
+  });
 }, 15 * 60_000);
 
 afterAll(async () => {
@@ -120,6 +137,22 @@ afterAll(async () => {
   await caddy?.stop();
   await git?.close();
   await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
+});
+
+/** A failed step says what the page showed, so a failure that leaves the page in a state of its own can be told apart. */
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(async () => {
+    if (!page || page.isClosed()) return;
+    const text = await page.evaluate(() => document.body.innerText).catch((error: unknown) => `(unreadable: ${String(error)})`);
+    console.log(
+      [
+        `the page at ${page.url()} when the step failed:`,
+        text.slice(0, 2_000),
+        `console errors: ${consoleErrors.length ? `\n${consoleErrors.join('\n')}` : 'none'}`,
+        `requests without an answer: ${failedRequests.length ? `\n${failedRequests.join('\n')}` : 'none'}`,
+      ].join('\n'),
+    );
+  });
 });
 
 /** axe-core on the screen as it is now: serious and critical violations fail the test; the screenshot goes to SHOTS. */
@@ -883,6 +916,7 @@ describe('the dashboard, step by step', () => {
     );
     expect(cspViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
+    expect(consoleErrors).toEqual([]);
   });
 });
 
