@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { base32Decode, hotp, totpStep } from '../../src/accounts/totp.js';
 import { startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { provisionDocker } from '../helpers/docker.js';
@@ -45,6 +45,15 @@ let repoUrl = '';
 let totpSecret = '';
 const cspViolations: string[] = [];
 const pageErrors: string[] = [];
+/**
+ * What the console reports as an error, but a 4xx answer: the scenario provokes 400s (values refused beside their
+ * fields) and the first start's session check is a 401. An error the router's boundary catches (a screen that threw,
+ * a screen's code that did not load) never reaches `pageerror`, only this.
+ */
+const consoleErrors: string[] = [];
+const ANSWERED_4XX = /^Failed to load resource: the server responded with a status of 4\d\d\b/;
+/** Requests that got no answer (streams closed by a navigation are aborted, not failed): printed when a step fails. */
+const failedRequests: string[] = [];
 const axeResults: Array<{ screen: string; violations: string[] }> = [];
 const state: { serviceId?: string; databaseId?: string; deploymentId?: string } = {};
 
@@ -111,6 +120,14 @@ beforeAll(async () => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
   page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() !== 'error' || ANSWERED_4XX.test(message.text())) return;
+    consoleErrors.push(`${new Date().toISOString()} ${message.text()} (${message.location().url})`);
+  });
+  page.on('requestfailed', (request) => {
+    const reason = request.failure()?.errorText ?? '';
+    if (reason !== 'net::ERR_ABORTED') failedRequests.push(`${new Date().toISOString()} ${request.method()} ${request.url()} ${reason}`);
+  });
 }, 15 * 60_000);
 
 afterAll(async () => {
@@ -120,6 +137,22 @@ afterAll(async () => {
   await caddy?.stop();
   await git?.close();
   await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
+});
+
+/** A failed step says what the page showed, so a failure that leaves the page in a state of its own can be told apart. */
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(async () => {
+    if (!page || page.isClosed()) return;
+    const text = await page.evaluate(() => document.body.innerText).catch((error: unknown) => `(unreadable: ${String(error)})`);
+    console.log(
+      [
+        `the page at ${page.url()} when the step failed:`,
+        text.slice(0, 2_000),
+        `console errors: ${consoleErrors.length ? `\n${consoleErrors.join('\n')}` : 'none'}`,
+        `requests without an answer: ${failedRequests.length ? `\n${failedRequests.join('\n')}` : 'none'}`,
+      ].join('\n'),
+    );
+  });
 });
 
 /** axe-core on the screen as it is now: serious and critical violations fail the test; the screenshot goes to SHOTS. */
@@ -349,7 +382,29 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('button', { name: 'Save scale' }).click();
     await page.getByText('Saved. Deploy to apply.').waitFor();
     expect(await memory.getAttribute('aria-invalid')).toBeNull();
-  }, 60_000);
+
+    // Named volumes: none yet, then one (given through the API), backed up live from its screen.
+    await tab('Volumes');
+    await page.getByText('This service has no named volumes').waitFor();
+    await check('volumes-empty');
+    const call = api(server.url, server.token);
+    const patched = await call('PATCH', `/api/services/${state.serviceId}`, { volumes: [{ name: 'files', mountPath: '/data' }] });
+    expect(patched.status, patched.text).toBe(200);
+    await page.reload();
+    await page.getByRole('heading', { name: /Volume files/ }).waitFor();
+    await page.getByText('No backups of this volume yet.').waitFor();
+    await page.getByLabel('Snapshot').selectOption('live');
+    await page.getByRole('button', { name: 'Back up volume files' }).click();
+    const volumeBackup = page
+      .getByRole('table', { name: 'Backups of volume files, newest first' })
+      .getByRole('row')
+      .filter({ has: page.locator('[data-status]') })
+      .first();
+    await expect
+      .poll(() => volumeBackup.locator('[data-status]').getAttribute('data-status'), { timeout: 30_000, interval: 100 })
+      .toBe('succeeded');
+    await check('volume-backups');
+  }, 90_000);
 
   it('7. creates a PostgreSQL database, browses a table, edits a row, runs a query', async () => {
     await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
@@ -462,6 +517,22 @@ describe('the dashboard, step by step', () => {
     await page.getByRole('alertdialog').getByRole('button', { name: 'Delete schedule' }).click();
     await page.getByText('No scheduled backups.').waitFor();
     expect(await backups.count()).toBe(before + 1);
+
+    // Point-in-time recovery: off, turned on (WAL archived from the next deployment), a restore time that is not
+    // ISO refused beside its field, and off again.
+    await page.getByRole('tab', { name: 'Point in time' }).click();
+    await page.getByText('WAL is not archived').waitFor();
+    await check('database-pitr');
+    await page.getByLabel(/Archive WAL/).check();
+    await page.getByRole('button', { name: 'Save recovery settings' }).click();
+    await page.getByText(/WAL archived to disk/).waitFor();
+    await page.getByLabel('Restore to').fill('yesterday');
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await expect.poll(() => page.getByLabel('Restore to').getAttribute('aria-invalid'), POLL).toBe('true');
+    await check('database-pitr-refused');
+    await page.getByLabel(/Archive WAL/).uncheck();
+    await page.getByRole('button', { name: 'Save recovery settings' }).click();
+    await page.getByText('WAL is not archived').waitFor();
   }, 300_000);
 
   it('9. creates a personal token, shown once, and the CLI works with it', async () => {
@@ -845,6 +916,7 @@ describe('the dashboard, step by step', () => {
     );
     expect(cspViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
+    expect(consoleErrors).toEqual([]);
   });
 });
 

@@ -54,6 +54,7 @@ export const routes: RouteObject[] = [
           { path: 'logs', ...screen(() => import('./screens/service/runtime-logs')) },
           { path: 'metrics', ...screen(() => import('./screens/service/metrics')) },
           { path: 'terminal', ...screen(() => import('./screens/service/terminal')) },
+          { path: 'volumes', ...screen(() => import('./screens/service/volumes')) },
           { path: 'database', ...screen(() => import('./screens/database/database-screen')) },
           { path: 'push', ...screen(() => import('./screens/service/push-previews')) },
           { path: 'settings', ...screen(() => import('./screens/service/service-settings')) },

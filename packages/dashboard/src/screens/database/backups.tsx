@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { Confirm, Empty, ErrorNotice, QueryState, StatusBadge } from '../../components/ui';
-import { formatBytes, formatDate } from '../../lib/format';
+import { BackupTable } from '../../components/backup-table';
+import { Empty, ErrorNotice, QueryState } from '../../components/ui';
+import { formatDate } from '../../lib/format';
 import { useTRPC } from '../../lib/trpc';
 import { BackupSchedules } from './backup-schedules';
 
@@ -70,98 +71,16 @@ export function Backups({ serviceId }: { serviceId: string }) {
             {data.backups.length === 0 ? (
               <Empty>No backups yet.</Empty>
             ) : (
-              <div className="table-wrap">
-                <table>
-                  <caption className="visually-hidden">Backups, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Storage</th>
-                      <th scope="col">Size</th>
-                      <th scope="col">Last drill</th>
-                      <th scope="col">Actions</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.backups.map((b) => {
-                      const when = formatDate(b.createdAt);
-                      return (
-                        <tr key={b.id}>
-                          <td>
-                            {when} <span className="muted">({b.trigger})</span>
-                            {b.error ? <div className="error-text">{b.error}</div> : null}
-                          </td>
-                          <td>
-                            <StatusBadge status={b.status} label="Backup status" />
-                          </td>
-                          <td>{b.storage}</td>
-                          <td className="num">{b.status === 'succeeded' ? formatBytes(b.sizeBytes) : '-'}</td>
-                          <td>
-                            {b.drill ? (
-                              <>
-                                <StatusBadge status={b.drill.status} label="Drill status" />{' '}
-                                <span className="muted">{formatDate(b.drill.finishedAt ?? b.drill.requestedAt)}</span>
-                                {b.drill.reason ? (
-                                  <div className={b.drill.status === 'failed' ? 'error-text' : 'muted'}>{b.drill.reason}</div>
-                                ) : null}
-                              </>
-                            ) : (
-                              <span className="muted">never</span>
-                            )}
-                          </td>
-                          <td>
-                            {b.status === 'succeeded' ? (
-                              <div className="row">
-                                <button
-                                  type="button"
-                                  aria-label={`Drill backup of ${when}`}
-                                  onClick={() => drill.mutate({ serviceId, backupId: b.id })}
-                                  disabled={drill.isPending || b.drill?.status === 'queued' || b.drill?.status === 'running'}
-                                >
-                                  Drill
-                                </button>
-                                <Confirm
-                                  trigger={
-                                    <button type="button" aria-label={`Restore backup of ${when}`}>
-                                      Restore
-                                    </button>
-                                  }
-                                  title="Restore this backup?"
-                                  description={
-                                    <p>The database's current data is replaced by the backup of {when}. Writes made since are lost.</p>
-                                  }
-                                  action="Restore"
-                                  onConfirm={() => restore.mutateAsync({ serviceId, backupId: b.id })}
-                                />
-                                <a
-                                  className="button"
-                                  href={`/api/services/${serviceId}/database/backups/${b.id}/download`}
-                                  download
-                                  aria-label={`Download backup of ${when}`}
-                                >
-                                  Download
-                                </a>
-                                <Confirm
-                                  trigger={
-                                    <button type="button" aria-label={`Delete backup of ${when}`}>
-                                      Delete
-                                    </button>
-                                  }
-                                  title="Delete this backup?"
-                                  description={<p>Its file is removed from every place it is stored.</p>}
-                                  action="Delete backup"
-                                  onConfirm={() => remove.mutateAsync({ serviceId, backupId: b.id })}
-                                />
-                              </div>
-                            ) : null}
-                          </td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
-              </div>
+              <BackupTable
+                backups={data.backups}
+                caption="Backups, newest first"
+                restoreWarning={(when) => `The database's current data is replaced by the backup of ${when}. Writes made since are lost.`}
+                downloadHref={(b) => `/api/services/${serviceId}/database/backups/${b.id}/download`}
+                drillPending={drill.isPending}
+                onDrill={(b) => drill.mutate({ serviceId, backupId: b.id })}
+                onRestore={(b) => restore.mutateAsync({ serviceId, backupId: b.id })}
+                onDelete={(b) => remove.mutateAsync({ serviceId, backupId: b.id })}
+              />
             )}
           </>
         )}

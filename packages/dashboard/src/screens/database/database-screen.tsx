@@ -4,11 +4,12 @@ import { QueryState } from '../../components/ui';
 import { engineOf, useServiceOverview } from '../service/use-service';
 import { Backups } from './backups';
 import { Imports } from './imports';
+import { PointInTime } from './point-in-time';
 import { QueryConsole } from './query-console';
 import { TableBrowser } from './table-browser';
 import { TlsInfo } from './tls-info';
 
-/** A database service's data: tables and rows, a query console, backups, imports and TLS. */
+/** A database service's data: tables and rows, a query console, backups, imports, point-in-time recovery and TLS. */
 export default function DatabaseScreen() {
   const { serviceId, overview } = useServiceOverview();
   const [params, setParams] = useSearchParams();
@@ -25,6 +26,7 @@ export default function DatabaseScreen() {
               <Tabs.Trigger value="query">Query</Tabs.Trigger>
               <Tabs.Trigger value="backups">Backups</Tabs.Trigger>
               <Tabs.Trigger value="imports">Imports</Tabs.Trigger>
+              {pgLike ? <Tabs.Trigger value="pitr">Point in time</Tabs.Trigger> : null}
               {pgLike ? <Tabs.Trigger value="tls">TLS</Tabs.Trigger> : null}
             </Tabs.List>
             <Tabs.Content value="tables">
@@ -39,6 +41,11 @@ export default function DatabaseScreen() {
             <Tabs.Content value="imports">
               <Imports serviceId={serviceId} engine={engine} />
             </Tabs.Content>
+            {pgLike ? (
+              <Tabs.Content value="pitr">
+                <PointInTime serviceId={serviceId} />
+              </Tabs.Content>
+            ) : null}
             {pgLike ? (
               <Tabs.Content value="tls">
                 <TlsInfo serviceId={serviceId} />

@@ -4,7 +4,7 @@ import { QueryState, StatusBadge } from '../../components/ui';
 import { useTRPC } from '../../lib/trpc';
 import { isDatabase, useServiceOverview } from './use-service';
 
-/** A service's header and its screens, one route each (overview, variables, deployments, logs, metrics, terminal, database, push and previews, settings). */
+/** A service's header and its screens, one route each (overview, variables, deployments, logs, metrics, terminal, volumes, database, push and previews, settings). */
 export default function ServiceLayout() {
   const { serviceId, overview } = useServiceOverview();
   const trpc = useTRPC();
@@ -24,6 +24,7 @@ export default function ServiceLayout() {
           ['logs', 'Logs'],
           ['metrics', 'Metrics'],
           ['terminal', 'Terminal'],
+          ['volumes', 'Volumes'],
           ...(isDatabase(service) ? ([['database', 'Database']] as Array<[string, string]>) : []),
           ...(!isDatabase(service) && service.repoUrl !== 'storage' ? ([['push', 'Push and previews']] as Array<[string, string]>) : []),
           ['settings', 'Settings'],

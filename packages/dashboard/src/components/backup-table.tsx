@@ -1,0 +1,110 @@
+import type { ReactNode } from 'react';
+import { formatBytes, formatDate } from '../lib/format';
+import type { RouterOutputs } from '../lib/trpc';
+import { Confirm, StatusBadge } from './ui';
+
+/** A backup as the API lists it: a database's or a named volume's (the same shape). */
+export type BackupRow = RouterOutputs['backups']['list']['backups'][number];
+
+/**
+ * Backups, newest first: each with its status, storage, size and last restore drill, and, once it
+ * succeeded, Drill, Restore (after a confirmation), Download and Delete. The database backups and the
+ * volume backups screens differ only in what restoring replaces and where the file is downloaded from.
+ */
+export function BackupTable(props: {
+  backups: BackupRow[];
+  caption: string;
+  /** What a restore of the backup made `when` replaces, said in its confirmation. */
+  restoreWarning: (when: string) => ReactNode;
+  downloadHref: (backup: BackupRow) => string;
+  drillPending: boolean;
+  onDrill: (backup: BackupRow) => void;
+  onRestore: (backup: BackupRow) => Promise<unknown>;
+  onDelete: (backup: BackupRow) => Promise<unknown>;
+}) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Created</th>
+            <th scope="col">Status</th>
+            <th scope="col">Storage</th>
+            <th scope="col">Size</th>
+            <th scope="col">Last drill</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.backups.map((b) => {
+            const when = formatDate(b.createdAt);
+            return (
+              <tr key={b.id}>
+                <td>
+                  {when} <span className="muted">({b.trigger})</span>
+                  {b.error ? <div className="error-text">{b.error}</div> : null}
+                </td>
+                <td>
+                  <StatusBadge status={b.status} label="Backup status" />
+                </td>
+                <td>{b.storage}</td>
+                <td className="num">{b.status === 'succeeded' ? formatBytes(b.sizeBytes) : '-'}</td>
+                <td>
+                  {b.drill ? (
+                    <>
+                      <StatusBadge status={b.drill.status} label="Drill status" />{' '}
+                      <span className="muted">{formatDate(b.drill.finishedAt ?? b.drill.requestedAt)}</span>
+                      {b.drill.reason ? <div className={b.drill.status === 'failed' ? 'error-text' : 'muted'}>{b.drill.reason}</div> : null}
+                    </>
+                  ) : (
+                    <span className="muted">never</span>
+                  )}
+                </td>
+                <td>
+                  {b.status === 'succeeded' ? (
+                    <div className="row">
+                      <button
+                        type="button"
+                        aria-label={`Drill backup of ${when}`}
+                        onClick={() => props.onDrill(b)}
+                        disabled={props.drillPending || b.drill?.status === 'queued' || b.drill?.status === 'running'}
+                      >
+                        Drill
+                      </button>
+                      <Confirm
+                        trigger={
+                          <button type="button" aria-label={`Restore backup of ${when}`}>
+                            Restore
+                          </button>
+                        }
+                        title="Restore this backup?"
+                        description={<p>{props.restoreWarning(when)}</p>}
+                        action="Restore"
+                        onConfirm={() => props.onRestore(b)}
+                      />
+                      <a className="button" href={props.downloadHref(b)} download aria-label={`Download backup of ${when}`}>
+                        Download
+                      </a>
+                      <Confirm
+                        trigger={
+                          <button type="button" aria-label={`Delete backup of ${when}`}>
+                            Delete
+                          </button>
+                        }
+                        title="Delete this backup?"
+                        description={<p>Its file is removed from every place it is stored.</p>}
+                        action="Delete backup"
+                        onConfirm={() => props.onDelete(b)}
+                      />
+                    </div>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
