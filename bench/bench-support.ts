@@ -81,3 +81,17 @@ export function benchPortRange(size = 200): string {
   const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
   return `${base}-${base + size - 1}`;
 }
+
+/** A repository of a busybox httpd app serving `message` (the nonce unless given) on port 3000; the nonce makes each build new. */
+export function busyboxApp(nonce: string, message = nonce): Record<string, string> {
+  return {
+    Dockerfile: [
+      'FROM busybox:latest',
+      `RUN echo ${nonce} > /nonce`,
+      'COPY www/ /www/',
+      'CMD ["httpd", "-f", "-p", "3000", "-h", "/www"]',
+      '',
+    ].join('\n'),
+    'www/index.html': `${message}\n`,
+  };
+}

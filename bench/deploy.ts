@@ -16,7 +16,7 @@ import { httpText, provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
 import { startGitServer } from '../test/helpers/git-server.js';
 import { readSse } from '../test/helpers/sse.js';
-import { benchPortRange, median, recordRows, rowsTable, TINY } from './bench-support.js';
+import { benchPortRange, busyboxApp, median, recordRows, rowsTable, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
 
 const run = promisify(execFile);
@@ -27,19 +27,6 @@ const SSE_CLIENTS = TINY ? 3 : Number(process.env.BENCH_SSE_CLIENTS ?? 50);
 const CHATTY_LINES = TINY ? 10 : 150;
 /** The interval at which a new container is probed until it answers (ContainerLaunch). */
 const HEALTH_INTERVAL_MS = 250;
-
-function app(nonce: string, message: string): Record<string, string> {
-  return {
-    Dockerfile: [
-      'FROM busybox:latest',
-      `RUN echo ${nonce} > /nonce`,
-      'COPY www/ /www/',
-      'CMD ["httpd", "-f", "-p", "3000", "-h", "/www"]',
-      '',
-    ].join('\n'),
-    'www/index.html': `${message}\n`,
-  };
-}
 
 function chattyBuild(nonce: string): Record<string, string> {
   return {
@@ -146,7 +133,7 @@ async function main(): Promise<void> {
     let service: { id: string; hostPort: number } | null = null;
     for (let round = 0; round < ROUNDS; round++) {
       const message = `cold ${round} ${randomBytes(3).toString('hex')}`;
-      await git.addRepo('bench/app', app(randomBytes(8).toString('hex'), message));
+      await git.addRepo('bench/app', busyboxApp(randomBytes(8).toString('hex'), message));
       service ??= (
         await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'bench/app', internalPort: 3000 })
       ).json.service;
@@ -155,7 +142,7 @@ async function main(): Promise<void> {
       await until200(`http://127.0.0.1:${service!.hostPort}`, message);
       coldSlipway.push(performance.now() - started);
       await waitForDeployment(call, deployment.id);
-      await git.addRepo('bench/base', app(randomBytes(8).toString('hex'), message));
+      await git.addRepo('bench/base', busyboxApp(randomBytes(8).toString('hex'), message));
       coldBase.push(await baseline(`${git.url}/bench/base.git`, message));
     }
     rows.push(['cold deploy to first 200 (ms, median)', median(coldSlipway), median(coldBase)]);
@@ -164,7 +151,7 @@ async function main(): Promise<void> {
     const warmSlipway: number[] = [];
     const warmBase: number[] = [];
     const liveMessage = (await httpText(`http://127.0.0.1:${service!.hostPort}`))!.text.trim();
-    await git.addRepo('bench/base', app('unchanged', liveMessage));
+    await git.addRepo('bench/base', busyboxApp('unchanged', liveMessage));
     // Fills the build cache once (not at the tiny size: its figures mean nothing, and a build costs seconds).
     if (!TINY) await baseline(`${git.url}/bench/base.git`, liveMessage);
     for (let round = 0; round < ROUNDS; round++) {

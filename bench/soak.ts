@@ -20,25 +20,12 @@ import { provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
 import { startGitServer } from '../test/helpers/git-server.js';
 import { readSse } from '../test/helpers/sse.js';
-import { benchPortRange, rssMb, table } from './bench-support.js';
+import { benchPortRange, busyboxApp, rssMb, table } from './bench-support.js';
 import { runBench } from './run-bench.js';
 
 const MINUTES = Number(process.env.BENCH_SOAK_MINUTES ?? 30);
 const SSE_CLIENTS = Number(process.env.BENCH_SSE_CLIENTS ?? 5);
 const READS = Number(process.env.BENCH_READS ?? 20);
-
-function app(nonce: string): Record<string, string> {
-  return {
-    Dockerfile: [
-      'FROM busybox:latest',
-      `RUN echo ${nonce} > /nonce`,
-      'COPY www/ /www/',
-      'CMD ["httpd", "-f", "-p", "3000", "-h", "/www"]',
-      '',
-    ].join('\n'),
-    'www/index.html': `${nonce}\n`,
-  };
-}
 
 /**
  * The tests' API helper with a longer timeout: over half an hour on a loaded machine a request (a snapshot being
@@ -131,14 +118,14 @@ async function main(): Promise<void> {
   const load: number[] = [loadavg()[0]!];
   try {
     const project = (await call('POST', '/api/projects', { name: `soak-${randomBytes(3).toString('hex')}` })).json.project;
-    await git.addRepo('soak/app', app(randomBytes(6).toString('hex')));
+    await git.addRepo('soak/app', busyboxApp(randomBytes(6).toString('hex')));
     const service = (
       await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'soak/app', internalPort: 3000 })
     ).json.service;
 
     const counts = { deploys: 0, failed: 0, streams: 0, frames: 0, reads: 0 };
     const cycle = async (n: number): Promise<void> => {
-      if (n % 5 === 0) await git.addRepo('soak/app', app(randomBytes(6).toString('hex')));
+      if (n % 5 === 0) await git.addRepo('soak/app', busyboxApp(randomBytes(6).toString('hex')));
       const created = await call('POST', `/api/services/${service.id}/deployments`);
       if (created.status !== 201) throw new Error(`deploy: ${created.status} ${created.text}`);
       const id = created.json.deployment.id as string;

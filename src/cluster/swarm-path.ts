@@ -1,7 +1,6 @@
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import { DeploymentFailure } from '../deployments/pipeline-context.js';
-import type { SwarmPath } from '../deployments/swarm-path.port.js';
-import type { JobLogWriter } from '../jobs/job-log-writer.js';
+import type { SwarmPath, SwarmRolloutInput } from '../deployments/swarm-path.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ClusterRuntime } from './cluster-runtime.port.js';
 import type { ClusterSettings } from './cluster-settings.js';
@@ -53,14 +52,7 @@ export class ClusterSwarmPath implements SwarmPath {
     return swarmServiceName(serviceId);
   }
 
-  async rollOut(input: {
-    service: ServiceRecord;
-    deployment: DeploymentRecord;
-    imageTag: string;
-    env: Record<string, string>;
-    log: JobLogWriter;
-    signal: AbortSignal;
-  }): Promise<string[]> {
+  async rollOut(input: SwarmRolloutInput): Promise<string[]> {
     const { service, deployment, log, signal } = input;
     const published = await this.registry.publish(deployment, input.imageTag, (line, stream) => log.write(line, stream), signal);
     const endpoint = await this.registry.endpoint();

@@ -7,6 +7,16 @@ import type { JobLogWriter } from '../jobs/job-log-writer.js';
  * Implemented in src/cluster/swarm-path.ts; absent (or inactive) on a single server, which keeps plain
  * containers exactly as before.
  */
+/** What a deployment hands the Swarm path to roll out. */
+export interface SwarmRolloutInput {
+  service: ServiceRecord;
+  deployment: DeploymentRecord;
+  imageTag: string;
+  env: Record<string, string>;
+  log: JobLogWriter;
+  signal: AbortSignal;
+}
+
 export interface SwarmPath {
   /** Whether stateless services run on Swarm now (the cluster formed and more than one server is ready). */
   active(signal?: AbortSignal): Promise<boolean>;
@@ -17,14 +27,7 @@ export interface SwarmPath {
    * one task at a time, health-checked; Swarm rolls back on a failure and the old tasks serve on) and answers the
    * new tasks' `ip:port` upstreams. Throws a DeploymentFailure with the reason when the rollout does not complete.
    */
-  rollOut(input: {
-    service: ServiceRecord;
-    deployment: DeploymentRecord;
-    imageTag: string;
-    env: Record<string, string>;
-    log: JobLogWriter;
-    signal: AbortSignal;
-  }): Promise<string[]>;
+  rollOut(input: SwarmRolloutInput): Promise<string[]>;
   /** The service's Swarm service as it runs now: its replica count and the running tasks' upstreams; null when it has none. */
   current(service: ServiceRecord, signal?: AbortSignal): Promise<{ replicas: number | null; upstreams: string[] } | null>;
   scale(service: ServiceRecord, replicas: number, signal?: AbortSignal): Promise<void>;

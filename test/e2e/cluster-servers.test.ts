@@ -11,6 +11,7 @@ import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import { NODE_SERVER } from '../helpers/replica-server.js';
 
 /*
  * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
@@ -331,14 +332,6 @@ describe('servers on a real cluster', () => {
 });
 
 const APP_IMAGE = 'node:22-bookworm-slim';
-/** Answers `version $VERSION <task hostname> <body>`: which replica answered, and that a POST's body arrived. */
-const NODE_SERVER = [
-  'const http = require("http"); const os = require("os");',
-  'const server = http.createServer((req, res) => { let body = ""; req.on("data", (c) => (body += c));',
-  'req.on("end", () => { res.setHeader("content-type", "text/plain"); res.end("version " + process.env.VERSION + " " + os.hostname() + " " + body + "\\n"); }); });',
-  'server.listen(Number(process.env.PORT));',
-  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
-].join(' ');
 
 async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
   const started = Date.now();

@@ -6,6 +6,7 @@ import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } 
 import { docker, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+import { NODE_SERVER } from '../helpers/replica-server.js';
 
 /**
  * Several replicas of one service on one server (issue 31), through a real Caddy and the real engine:
@@ -19,15 +20,6 @@ let call: ReturnType<typeof api>;
 let projectId: string;
 let serviceId: string;
 const hostname = `web-${randomBytes(4).toString('hex')}.replicas.test`;
-
-/** Answers `version $VERSION <container hostname> <body>`: which replica answered, and that a POST's body arrived. */
-const NODE_SERVER = [
-  'const http = require("http"); const os = require("os");',
-  'const server = http.createServer((req, res) => { let body = ""; req.on("data", (c) => (body += c));',
-  'req.on("end", () => { res.setHeader("content-type", "text/plain"); res.end("version " + process.env.VERSION + " " + os.hostname() + " " + body + "\\n"); }); });',
-  'server.listen(Number(process.env.PORT));',
-  'process.on("SIGTERM", () => server.close(() => process.exit(0)));',
-].join(' ');
 
 /** `clients` keep-alive clients, half of them POSTing, each sending one request after the other; every non-200 or error is a failure. */
 class Load {
