@@ -12,6 +12,7 @@ import { base32Decode, hotp, totpStep } from '../../src/accounts/totp.js';
 import { startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { startGitServer } from '../helpers/git-server.js';
+import { type IsolatedChromium, isolatedChromium } from '../helpers/isolated-chromium.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /**
@@ -38,6 +39,7 @@ let git: Awaited<ReturnType<typeof startGitServer>>;
 /** A notification channel's webhook target: what it received, by event type. */
 let receiver: Server;
 const received: string[] = [];
+let browser: IsolatedChromium | undefined;
 let context: BrowserContext;
 let page: Page;
 let profile = '';
@@ -96,8 +98,11 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   console.log(`dashboard screenshots: ${SHOTS}`);
   profile = mkdtempSync(path.join(tmpdir(), 'slipway-dashboard-chromium-'));
+  // The browser reaches the platform and Caddy only, from a network namespace of its own: Docker's interface
+  // changes would otherwise fail its requests at random (net::ERR_NETWORK_CHANGED, see isolatedChromium).
+  browser = await isolatedChromium(chromiumPath, [Number(new URL(server.url).port), caddy.httpPort]);
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
+    executablePath: browser.executablePath,
     headless: true,
     args: [
       '--no-sandbox',
@@ -132,6 +137,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
+  await browser?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await server?.dispose();
   await caddy?.stop();
