@@ -352,6 +352,15 @@ describe('the dashboard, step by step', () => {
     await page.waitForURL(/\/deployments\/[^/]+$/);
     await waitForSucceeded();
     await openThroughProxy(/hello from the dashboard/);
+
+    // Roll back: the image of the deployment before, run again after a confirmation, followed on its own screen.
+    await tab('Overview');
+    await page.getByRole('button', { name: 'Roll back' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Roll back' }).click();
+    await page.waitForURL(/\/deployments\/[^/]+$/);
+    await waitForSucceeded();
+    const trigger = page.locator('dt', { hasText: /^Trigger$/ }).locator('xpath=following-sibling::dd[1]');
+    expect(await trigger.innerText()).toMatch(/^rollback of /);
   }, 300_000);
 
   it('6. opens a terminal in the container and runs a command', async () => {
@@ -703,6 +712,25 @@ describe('the dashboard, step by step', () => {
     await sharedTable.getByRole('row', { name: /SHARED_TOKEN/ }).waitFor();
     expect(await sharedTable.innerText()).not.toContain('shared-s3cret');
     await check('project');
+    // An environment cloned (its services copied, nothing deployed), then deleted once its name is typed.
+    const environment = page.getByLabel('Environment', { exact: true });
+    const defaultEnvironment = await environment.inputValue();
+    await page.getByRole('button', { name: 'Clone environment' }).click();
+    await page.getByRole('dialog').getByLabel('Name').fill('staging');
+    await check('environment-clone-dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Clone environment' }).click();
+    await expect.poll(() => environment.inputValue(), POLL).toBe('staging');
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Delete environment' }).click();
+    const confirmDelete = page.getByRole('alertdialog').getByRole('button', { name: 'Delete environment' });
+    expect(await confirmDelete.isDisabled()).toBe(true);
+    await page.getByRole('alertdialog').getByLabel('Type staging to confirm').fill('staging');
+    await check('environment-delete-confirm');
+    await confirmDelete.click();
+    // The selection changes at once, the list once it is read again.
+    await expect.poll(() => environment.inputValue(), POLL).toBe(defaultEnvironment);
+    await expect.poll(() => environment.innerText(), POLL).not.toContain('staging');
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // The project's own audit log (GET /api/projects/:id/audit): the shared variables just saved are in it.
     await page.getByRole('main').getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('heading', { name: 'Audit log of Shop', level: 1 }).waitFor();
@@ -764,6 +792,63 @@ describe('the dashboard, step by step', () => {
       await page.emulateMedia({ colorScheme: 'light' });
     }
   }, 360_000);
+
+  it('is usable by keyboard alone, and the pages outside the shell have no accessibility violation', async () => {
+    // A reset link's page (asking for a link, and choosing the new password) and an unknown address.
+    for (const [url, heading, screen] of [
+      ['/reset-password', 'Reset your password', 'reset-password-request'],
+      ['/reset-password?token=not-a-real-token', 'Choose a new password', 'reset-password-new'],
+      ['/no-such-screen', 'Page not found', 'not-found'],
+    ] as const) {
+      await page.goto(`${server.url}${url}`);
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await check(screen);
+    }
+    /** The focused element's accessible name as a person would hear it (aria-label, else its text). */
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement | null;
+        return (element?.getAttribute('aria-label') ?? element?.textContent ?? '').trim();
+      });
+    /** Tab until the element named `name` has focus (at most `limit` presses); false when it never does. */
+    const tabTo = async (name: string, limit = 40) => {
+      for (let i = 0; i < limit; i++) {
+        await page.keyboard.press('Tab');
+        if ((await focused()) === name) return true;
+      }
+      return false;
+    };
+    await page.goto(`${server.url}/projects`);
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+    // The first stop is the skip link, and it moves focus to the screen's content.
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    // The navigation by Tab and Enter.
+    await page.locator('body').focus();
+    expect(await tabTo('Storage'), 'Tab reaches the Storage link').toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Storage', level: 1 }).waitFor();
+    // A dialog opened with Enter takes focus, keeps it while tabbing, closes with Escape and gives it back.
+    await page.goto(`${server.url}/projects`);
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+    expect(await tabTo('Create project'), 'Tab reaches Create project').toBe(true);
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('name')), POLL).toBe('name');
+    for (let i = 0; i < 8; i++) {
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(() => Boolean(document.activeElement?.closest('[role="dialog"]'))),
+        `focus stays in the dialog (Tab ${i + 1})`,
+      ).toBe(true);
+    }
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await focused()).toBe('Create project');
+  }, 60_000);
 
   it('is usable at 375 px: no sideways scrolling, the menu opens', async () => {
     await page.setViewportSize({ width: 375, height: 812 });
