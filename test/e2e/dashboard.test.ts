@@ -14,6 +14,7 @@ import { provisionDocker } from '../helpers/docker.js';
 import { startGitServer } from '../helpers/git-server.js';
 import { type IsolatedChromium, isolatedChromium } from '../helpers/isolated-chromium.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core) against the real
@@ -176,6 +177,25 @@ async function check(screen: string): Promise<void> {
   axeResults.push({ screen, violations });
   await page.screenshot({ path: path.join(SHOTS, `${String(axeResults.length).padStart(2, '0')}-${screen}.png`), fullPage: true });
   expect(violations, `axe on ${screen}`).toEqual([]);
+  // Every form field is named by a label that is on screen too, not by an aria-label or a placeholder only (axe
+  // accepts those). xterm.js's own input is the terminal's, named by the terminal.
+  const unlabelled = await page.evaluate(() => {
+    const shown = (element: Element | null) => {
+      if (!(element instanceof HTMLElement) || !element.checkVisibility()) return false;
+      const box = element.getBoundingClientRect();
+      return box.width > 1 && box.height > 1 && (element.textContent ?? '').trim() !== '';
+    };
+    return [...document.querySelectorAll('input, select, textarea')]
+      .filter((field) => {
+        const control = field as HTMLInputElement;
+        if (control.type === 'hidden' || !control.checkVisibility() || control.closest('.xterm')) return false;
+        if ([...(control.labels ?? [])].some(shown)) return false;
+        const by = control.getAttribute('aria-labelledby');
+        return !by?.split(/\s+/).every((id) => shown(document.getElementById(id)));
+      })
+      .map((control) => control.outerHTML.slice(0, 200));
+  });
+  expect(unlabelled, `form fields without a visible label on ${screen}`).toEqual([]);
 }
 
 function code(offset = 0): string {
@@ -792,6 +812,54 @@ describe('the dashboard, step by step', () => {
       await page.emulateMedia({ colorScheme: 'light' });
     }
   }, 360_000);
+
+  it('explains a failed deployment with a connected AI provider, then deletes the service once its name is typed', async () => {
+    const openai = await new OpenAiStandin().start();
+    try {
+      const call = api(server.url, server.token);
+      const connected = await call('PUT', '/api/settings', {
+        aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
+      });
+      expect(connected.status, connected.text).toBe(200);
+      const broken = await git.addRepo(`acme/broken-${SUFFIX}`, {
+        Dockerfile: ['FROM busybox:latest', 'RUN echo "dashboard fixture failing step" && exit 3', ''].join('\n'),
+      });
+      await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
+      await page.getByRole('link', { name: 'Shop', exact: true }).click();
+      await page.getByRole('button', { name: 'Create service' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Git repository').check();
+      await dialog.getByLabel('Name').fill('broken');
+      await dialog.getByLabel('Repository URL').fill(broken.cloneUrl);
+      await dialog.getByLabel('Internal port').fill('3000');
+      await dialog.getByRole('button', { name: 'Create service' }).click();
+      await page.getByRole('heading', { name: 'broken', level: 1 }).waitFor();
+      await page.getByRole('button', { name: 'Deploy', exact: true }).first().click();
+      await page.waitForURL(/\/deployments\/[^/]+$/);
+      const badge = page.getByRole('heading', { name: /^Deployment / }).locator('[data-status]');
+      await expect.poll(async () => (await badge.getAttribute('data-status')) ?? '', { timeout: 120_000, interval: 250 }).toBe('failed');
+      const why = page.getByRole('region', { name: 'Why did it fail?' });
+      await expect.poll(() => why.getByLabel('Provider').inputValue(), POLL).toBe('gpt');
+      await why.getByLabel('Model').fill('gpt-e2e');
+      await why.getByRole('button', { name: 'Explain failure' }).click();
+      await expect.poll(() => why.getByRole('status').innerText(), { timeout: 30_000, interval: 100 }).toContain('Fix the failing step.');
+      expect(JSON.stringify(openai.requests[0]!.body)).toContain('dashboard fixture failing step');
+      await check('deployment-failed-explained');
+
+      await tab('Settings');
+      await page.getByRole('button', { name: 'Delete service' }).click();
+      const confirm = page.getByRole('alertdialog').getByRole('button', { name: 'Delete service' });
+      expect(await confirm.isDisabled()).toBe(true);
+      await page.getByRole('alertdialog').getByLabel('Type broken to confirm').fill('broken');
+      await confirm.click();
+      await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+      await page.getByRole('link', { name: 'Shop', exact: true }).click();
+      await page.getByRole('link', { name: 'web', exact: true }).waitFor();
+      expect(await page.getByRole('link', { name: 'broken', exact: true }).count()).toBe(0);
+    } finally {
+      await openai.close();
+    }
+  }, 180_000);
 
   it('is usable by keyboard alone, and the pages outside the shell have no accessibility violation', async () => {
     // A reset link's page (asking for a link, and choosing the new password) and an unknown address.
