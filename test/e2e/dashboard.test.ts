@@ -813,31 +813,56 @@ describe('the dashboard, step by step', () => {
     }
   }, 360_000);
 
-  it('explains a failed deployment with a connected AI provider, then deletes the service once its name is typed', async () => {
-    const openai = await new OpenAiStandin().start();
-    try {
-      const call = api(server.url, server.token);
-      const connected = await call('PUT', '/api/settings', {
-        aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
-      });
-      expect(connected.status, connected.text).toBe(200);
-      const broken = await git.addRepo(`acme/broken-${SUFFIX}`, {
-        Dockerfile: ['FROM busybox:latest', 'RUN echo "dashboard fixture failing step" && exit 3', ''].join('\n'),
-      });
+  it('aborts a deployment under way; explains a failed one with a connected AI provider; deletes a service once its name is typed', async () => {
+    /** A service of the project Shop made from a repository of its own, deployed from its screen; returns the deployment's badge. */
+    const deployNew = async (name: string, Dockerfile: string) => {
+      const repo = await git.addRepo(`acme/${name}-${SUFFIX}`, { Dockerfile });
       await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
       await page.getByRole('link', { name: 'Shop', exact: true }).click();
       await page.getByRole('button', { name: 'Create service' }).click();
       const dialog = page.getByRole('dialog');
       await dialog.getByLabel('Git repository').check();
-      await dialog.getByLabel('Name').fill('broken');
-      await dialog.getByLabel('Repository URL').fill(broken.cloneUrl);
+      await dialog.getByLabel('Name').fill(name);
+      await dialog.getByLabel('Repository URL').fill(repo.cloneUrl);
       await dialog.getByLabel('Internal port').fill('3000');
       await dialog.getByRole('button', { name: 'Create service' }).click();
-      await page.getByRole('heading', { name: 'broken', level: 1 }).waitFor();
+      await page.getByRole('heading', { name, level: 1 }).waitFor();
       await page.getByRole('button', { name: 'Deploy', exact: true }).first().click();
       await page.waitForURL(/\/deployments\/[^/]+$/);
-      const badge = page.getByRole('heading', { name: /^Deployment / }).locator('[data-status]');
-      await expect.poll(async () => (await badge.getAttribute('data-status')) ?? '', { timeout: 120_000, interval: 250 }).toBe('failed');
+      return page.getByRole('heading', { name: /^Deployment / }).locator('[data-status]');
+    };
+    const status = (badge: ReturnType<typeof page.locator>) => async () => (await badge.getAttribute('data-status')) ?? '';
+
+    // Abort: a build that would take minutes, stopped from its screen after a confirmation.
+    const slow = await deployNew('slow', ['FROM busybox:latest', 'RUN echo "dashboard fixture slow step" && sleep 300', ''].join('\n'));
+    await expect.poll(status(slow), { timeout: 60_000, interval: 250 }).toBe('running');
+    await page.getByRole('button', { name: 'Abort', exact: true }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Abort' }).click();
+    await expect.poll(status(slow), { timeout: 60_000, interval: 250 }).toBe('aborted');
+    await check('deployment-aborted');
+    // Deleted from its settings, once its name is typed.
+    await tab('Settings');
+    await page.getByRole('button', { name: 'Delete service' }).click();
+    const confirm = page.getByRole('alertdialog').getByRole('button', { name: 'Delete service' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.getByRole('alertdialog').getByLabel('Type slow to confirm').fill('slow');
+    await check('service-delete-confirm');
+    await confirm.click();
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+
+    // The AI explanation of a failed build, from the OpenAI stand-in, on the deployment's screen.
+    const openai = await new OpenAiStandin().start();
+    const call = api(server.url, server.token);
+    try {
+      const connected = await call('PUT', '/api/settings', {
+        aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
+      });
+      expect(connected.status, connected.text).toBe(200);
+      const broken = await deployNew(
+        'broken',
+        ['FROM busybox:latest', 'RUN echo "dashboard fixture failing step" && exit 3', ''].join('\n'),
+      );
+      await expect.poll(status(broken), { timeout: 120_000, interval: 250 }).toBe('failed');
       const why = page.getByRole('region', { name: 'Why did it fail?' });
       await expect.poll(() => why.getByLabel('Provider').inputValue(), POLL).toBe('gpt');
       await why.getByLabel('Model').fill('gpt-e2e');
@@ -845,21 +870,17 @@ describe('the dashboard, step by step', () => {
       await expect.poll(() => why.getByRole('status').innerText(), { timeout: 30_000, interval: 100 }).toContain('Fix the failing step.');
       expect(JSON.stringify(openai.requests[0]!.body)).toContain('dashboard fixture failing step');
       await check('deployment-failed-explained');
-
-      await tab('Settings');
-      await page.getByRole('button', { name: 'Delete service' }).click();
-      const confirm = page.getByRole('alertdialog').getByRole('button', { name: 'Delete service' });
-      expect(await confirm.isDisabled()).toBe(true);
-      await page.getByRole('alertdialog').getByLabel('Type broken to confirm').fill('broken');
-      await confirm.click();
-      await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
-      await page.getByRole('link', { name: 'Shop', exact: true }).click();
-      await page.getByRole('link', { name: 'web', exact: true }).waitFor();
-      expect(await page.getByRole('link', { name: 'broken', exact: true }).count()).toBe(0);
     } finally {
       await openai.close();
     }
-  }, 180_000);
+    // The project as it was for the steps after this one.
+    const brokenId = /\/services\/([^/]+)/.exec(page.url())![1];
+    const removed = await call('DELETE', `/api/services/${brokenId}`);
+    expect(removed.status, removed.text).toBeLessThan(300);
+    await page.goto(`${server.url}/projects/shop`);
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
+    expect(await page.getByRole('link', { name: /^(slow|broken)$/ }).count()).toBe(0);
+  }, 240_000);
 
   it('is usable by keyboard alone, and the pages outside the shell have no accessibility violation', async () => {
     // A reset link's page (asking for a link, and choosing the new password) and an unknown address.
@@ -872,6 +893,11 @@ describe('the dashboard, step by step', () => {
       await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
       await check(screen);
     }
+    // A screen's error state: the API's answer (what, why, its status) and a way to try again.
+    await page.goto(`${server.url}/projects/no-such-project`);
+    await expect.poll(() => page.getByRole('alert').innerText(), POLL).toMatch(/^Could not load [\s\S]*HTTP 404/);
+    await page.getByRole('button', { name: 'Try again' }).waitFor();
+    await check('project-error');
     /** The focused element's accessible name as a person would hear it (aria-label, else its text). */
     const focused = () =>
       page.evaluate(() => {
@@ -915,7 +941,8 @@ describe('the dashboard, step by step', () => {
     }
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
-    expect(await focused()).toBe('Create project');
+    // Radix moves focus back in a task after the dialog is gone (a setTimeout), not in the same frame.
+    await expect.poll(() => focused(), POLL).toBe('Create project');
   }, 60_000);
 
   it('is usable at 375 px: no sideways scrolling, the menu opens', async () => {
