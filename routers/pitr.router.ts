@@ -50,9 +50,10 @@ export const pitrRouter = router({
         method: 'POST',
         path: `${path}/restore`,
         tags,
-        summary: 'Restore the database as it was at a second of the window, into a new database service beside it',
+        summary:
+          'Restore the database as it was at a second of the window, into a new database service beside it (or in place with replace)',
         description:
-          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The new service (`targetServiceId`) is made at once and deployed once filled; `GET .../pitr` lists the restore (`restores`). `replace: true` needs `confirm` set to its name, and is a 422 `not_supported` until the replace path is built. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
+          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The new service (`targetServiceId`) is made at once and deployed once filled; `GET .../pitr` lists the restore (`restores`). `replace: true` restores in place and needs `confirm` set to the service’s name (400 naming `confirm` otherwise; 409 naming `replace` while another in-place restore of it is under way): the recovery fills a new volume while the database keeps running on its own, and only once that succeeded is the database deployed on the restored volume; a failure leaves it, or puts it back, on its own data, and the old volume is removed once it runs on the new one. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
       },
       created: true,
     })

@@ -1,10 +1,11 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
-import { NotFoundError, NotSupportedError, OutsideWindowError, ValidationError } from '../domain/errors.js';
+import { ConflictError, NotFoundError, NotSupportedError, OutsideWindowError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import { storageOf } from '../domain/storage-server.js';
 import { databaseFor } from '../backups/backup-targets.js';
+import { dataVolumeOf, restoredVolume } from '../domain/wal-spool.js';
 import { parseCron } from '../backups/cron.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -26,6 +27,10 @@ export interface PitrRestoreRunner {
    * original's credentials (the recovered data keeps its roles): created with the caller's rights, not deployed.
    */
   createTarget(actor: Actor, original: ServiceRecord, at: Date): Promise<ServiceRecord>;
+  /** Queues a deployment of the service (an in-place restore's swap put back after a restart cut it off). */
+  redeploy(service: ServiceRecord, firstLine: string): Promise<void>;
+  /** Removes a volume a restore filled and no service runs on (one a restart cut off). */
+  removeVolume(volume: string): Promise<void>;
 }
 
 export interface PitrLimits {
@@ -96,6 +101,7 @@ export class PitrService {
       lastShippedAt: previous?.lastShippedAt ?? null,
       lastError: previous?.lastError ?? null,
       checkedAt: previous?.checkedAt ?? null,
+      dataVolume: previous?.dataVolume ?? null,
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
     };
@@ -127,19 +133,22 @@ export class PitrService {
         { at: input.at, window: window ? presentWindow(window) : null },
       );
     if (!this.runner) throw new NotSupportedError('This install runs no point-in-time restores (no container engine to recover in)', {});
-    if (input.replace)
-      throw new NotSupportedError(
-        'replace: true is not run yet: restore into a new service (without replace), check it, then point your apps at it',
-        { field: 'replace' },
-      );
-    const target = await this.runner.createTarget(actor, service, at);
+    // One in-place restore at a time: a second would swap the database under the first.
+    if (
+      input.replace &&
+      (await this.deps.store.pitr.restoresOf(service.id, 50)).some((r) => r.replace && (r.status === 'queued' || r.status === 'running'))
+    )
+      throw new ConflictError(`An in-place restore of ${service.name} is under way: wait for it to end`, { field: 'replace' });
+    // In place, the restore fills a new volume of the original and swaps it on only once that succeeded.
+    const targetServiceId = input.replace ? service.id : (await this.runner.createTarget(actor, service, at)).id;
     const restore: PitrRestoreRecord = {
       id: newId(),
       serviceId: service.id,
-      targetServiceId: target.id,
+      targetServiceId,
       at,
       replace: input.replace ?? false,
       status: 'queued',
+      previousVolume: null,
       baseBackupId: base.id,
       reachedAt: null,
       error: null,
@@ -154,21 +163,40 @@ export class PitrService {
   }
 
   /**
-   * Restores a stopped platform left running end `failed`: the original is never written before the
-   * recovered copy is complete, so it is left as it was.
+   * Restores a stopped platform left running end `failed`, the original as it was: the original is never
+   * written (a restore in place fills a volume of its own), and an in-place restore cut off during its
+   * swap puts the database back onto the volume it ran on (and deploys it there), then its filled volume goes.
    */
   async recover(): Promise<number> {
     const now = this.deps.clock.now();
+    const prefix = this.deps.config.resourcePrefix;
     let failed = 0;
-    for (const restore of await this.deps.store.pitr.restoresByStatus(['running']))
+    for (const restore of await this.deps.store.pitr.restoresByStatus(['running'])) {
       if (
-        await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
+        !(await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
           status: 'failed',
           error: 'The restore was cut off by a platform restart; the original database was left untouched',
           finishedAt: now,
-        })
+        }))
       )
-        failed++;
+        continue;
+      failed++;
+      if (!restore.replace) continue;
+      const filled = restoredVolume(prefix, restore.serviceId, restore.id);
+      const settings = await this.deps.store.pitr.getSettings(restore.serviceId);
+      const service = await this.deps.store.projects.getService(restore.serviceId);
+      if (settings && restore.previousVolume !== null && settings.dataVolume === filled) {
+        const previous = restore.previousVolume === dataVolumeOf(prefix, restore.serviceId) ? null : restore.previousVolume;
+        await this.deps.store.pitr.putSettings({ ...settings, dataVolume: previous });
+        if (service)
+          await this.runner?.redeploy(
+            service,
+            `Deployment queued for ${service.name}: back on its own data, the in-place restore ${restore.id} was cut off by a restart`,
+          );
+      }
+      // Once the database is back on its own volume (or never left it), the half-filled one goes.
+      await this.runner?.removeVolume(filled).catch(() => undefined);
+    }
     return failed;
   }
 

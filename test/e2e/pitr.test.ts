@@ -11,7 +11,8 @@ import { until } from '../helpers/until.js';
  * the platform takes the base backup (pg_basebackup in the container) and ships the WAL to disk, and
  * GET .../pitr shows the window opening and moving on as segments are switched, with no lag left.
  * Then the issue's restore: rows written with their times, a second noted, more rows and a dropped table,
- * and POST .../pitr/restore to that second makes a new service holding exactly the rows written by then.
+ * and POST .../pitr/restore to that second makes a new service holding exactly the rows written by then;
+ * then the same second in place (replace with confirm): the original itself holds exactly those rows again.
  */
 const suffix = randomBytes(4).toString('hex');
 let server: ServerProcess;
@@ -37,7 +38,9 @@ afterAll(async () => {
 
 const poll = <T>(what: string, check: () => Promise<T>, timeoutMs = 60_000) => until(check, timeoutMs, what, 250);
 
-it('archives a PostgreSQL service to disk, and restores it to a second into a new service', { timeout: 180_000 }, async () => {
+it('archives a PostgreSQL service to disk, and restores it to a second into a new service, then in place', {
+  timeout: 300_000,
+}, async () => {
   const created = await call('POST', `/api/projects/${projectId}/services`, {
     name: `ledger-${suffix}`,
     repoUrl: 'database',
@@ -125,4 +128,38 @@ it('archives a PostgreSQL service to disk, and restores it to a second into a ne
   expect(await restored("SELECT count(*)::int AS n FROM ledger WHERE note = 'later'")).toEqual([{ n: 0 }]);
   const original = await call('POST', `/api/services/${id}/database/query`, { sql: 'SELECT 1 FROM ledger' });
   expect(original.status).not.toBe(200);
+
+  // In place (replace): refused without the service's name as confirm; with it, the original itself holds
+  // exactly those rows again, its table back, once the restore swapped it onto the recovered volume.
+  const unconfirmed = await call('POST', `/api/services/${id}/database/pitr/restore`, { at: noted.toISOString(), replace: true });
+  expect(unconfirmed.status, unconfirmed.text).toBe(400);
+  expect(unconfirmed.json.details.field).toBe('confirm');
+  const misnamed = await call('POST', `/api/services/${id}/database/pitr/restore`, {
+    at: noted.toISOString(),
+    replace: true,
+    confirm: 'ledger',
+  });
+  expect(misnamed.status, misnamed.text).toBe(400);
+  expect(misnamed.json.details.field).toBe('confirm');
+  const inPlace = await call('POST', `/api/services/${id}/database/pitr/restore`, {
+    at: noted.toISOString(),
+    replace: true,
+    confirm: `ledger-${suffix}`,
+  });
+  expect(inPlace.status, inPlace.text).toBe(201);
+  expect(inPlace.json.restore).toMatchObject({ replace: true, targetServiceId: id, status: 'queued' });
+  const replaced = await poll(
+    'the in-place restore',
+    async () => {
+      const r = ((await pitr()).restores as Array<Record<string, unknown>>).find((x) => x.id === inPlace.json.restore.id);
+      return r && r.status !== 'queued' && r.status !== 'running' ? r : null;
+    },
+    120_000,
+  );
+  expect(replaced, JSON.stringify(replaced)).toMatchObject({ status: 'succeeded', error: null });
+  const back = await poll('the original answering with its table back', async () => {
+    const res = await call('POST', `/api/services/${id}/database/query`, { sql: 'SELECT id FROM ledger ORDER BY id' });
+    return res.status === 200 ? (res.json.rows as Array<Record<string, unknown>>) : null;
+  });
+  expect(back.map((r) => Number(r.id))).toEqual(before);
 });
