@@ -362,10 +362,6 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
       ? {
           wake: () => pitrRestores.wake(),
           createTarget: (actor, original, at) => createPitrTarget(deps, env, serviceCreation, actor, original, at),
-          redeploy: async (service, firstLine) => {
-            await deployments.enqueueFilled(service, firstLine);
-          },
-          removeVolume: (volume) => pitrRecovery!.removeVolume(volume),
         }
       : null,
     undefined,

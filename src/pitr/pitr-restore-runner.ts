@@ -65,10 +65,63 @@ export class PitrRestoreJobs {
     this.loop.start();
   }
 
+  /**
+   * After a platform start: what a stopped platform left is settled (sweep, then recover), then queued
+   * restores run. The scratch containers go first: they hold the volumes recover removes.
+   */
+  async resume(): Promise<void> {
+    await this.sweep();
+    await this.recover();
+    this.start();
+  }
+
   /** Removes the scratch containers and networks of restores a stopped platform left (before start). */
   async sweep(): Promise<void> {
     const removed = await this.ports.recovery.sweep();
     if (removed.length > 0) this.onError('point-in-time restore scratch left by a stop removed', { removed });
+  }
+
+  /**
+   * Restores a stopped platform left running end `failed`, the original as it was: the original is never
+   * written (a restore in place fills a volume of its own), and an in-place restore cut off during its
+   * swap puts the database back onto the volume it ran on (and deploys it there), then its filled volume
+   * goes. Resolves with how many it ended.
+   */
+  async recover(): Promise<number> {
+    const now = this.deps.clock.now();
+    const prefix = this.deps.config.resourcePrefix;
+    let failed = 0;
+    for (const restore of await this.deps.store.pitr.restoresByStatus(['running'])) {
+      if (
+        !(await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
+          status: 'failed',
+          error: 'The restore was cut off by a platform restart; the original database was left untouched',
+          finishedAt: now,
+        }))
+      )
+        continue;
+      failed++;
+      this.ports.log(restore.id, 'Failed: cut off by a platform restart; the original database was left untouched', 'stderr');
+      if (!restore.replace) continue;
+      const filled = restoredVolume(prefix, restore.serviceId, restore.id);
+      const settings = await this.deps.store.pitr.getSettings(restore.serviceId);
+      const service = await this.deps.store.projects.getService(restore.serviceId);
+      if (settings && restore.previousVolume !== null && settings.dataVolume === filled) {
+        const previous = restore.previousVolume === dataVolumeOf(prefix, restore.serviceId) ? null : restore.previousVolume;
+        await this.deps.store.pitr.putSettings({ ...settings, dataVolume: previous });
+        this.ports.log(restore.id, `Put back on ${restore.previousVolume}`, 'stderr');
+        if (service)
+          await this.ports
+            .deploy(
+              service,
+              `Deployment queued for ${service.name}: back on its own data, the in-place restore ${restore.id} was cut off by a restart`,
+            )
+            .catch((error: Error) => this.onError('point-in-time restore: redeploy after a cut-off swap failed', { error: error.message }));
+      }
+      // The database is back on its own volume (or never left it): the half-filled one goes.
+      await this.ports.recovery.removeVolume(filled).catch(() => undefined);
+    }
+    return failed;
   }
 
   stop(): Promise<void> {

@@ -5,7 +5,6 @@ import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import { storageOf } from '../domain/storage-server.js';
 import { databaseFor } from '../backups/backup-targets.js';
-import { dataVolumeOf, restoredVolume } from '../domain/wal-spool.js';
 import { parseCron } from '../backups/cron.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
@@ -27,10 +26,6 @@ export interface PitrRestoreRunner {
    * original's credentials (the recovered data keeps its roles): created with the caller's rights, not deployed.
    */
   createTarget(actor: Actor, original: ServiceRecord, at: Date): Promise<ServiceRecord>;
-  /** Queues a deployment of the service (an in-place restore's swap put back after a restart cut it off). */
-  redeploy(service: ServiceRecord, firstLine: string): Promise<void>;
-  /** Removes a volume a restore filled and no service runs on (one a restart cut off). */
-  removeVolume(volume: string): Promise<void>;
 }
 
 export interface PitrLimits {
@@ -160,44 +155,6 @@ export class PitrService {
     await this.deps.store.pitr.insertRestore(restore);
     this.runner.wake();
     return presentPitrRestore(restore);
-  }
-
-  /**
-   * Restores a stopped platform left running end `failed`, the original as it was: the original is never
-   * written (a restore in place fills a volume of its own), and an in-place restore cut off during its
-   * swap puts the database back onto the volume it ran on (and deploys it there), then its filled volume goes.
-   */
-  async recover(): Promise<number> {
-    const now = this.deps.clock.now();
-    const prefix = this.deps.config.resourcePrefix;
-    let failed = 0;
-    for (const restore of await this.deps.store.pitr.restoresByStatus(['running'])) {
-      if (
-        !(await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
-          status: 'failed',
-          error: 'The restore was cut off by a platform restart; the original database was left untouched',
-          finishedAt: now,
-        }))
-      )
-        continue;
-      failed++;
-      if (!restore.replace) continue;
-      const filled = restoredVolume(prefix, restore.serviceId, restore.id);
-      const settings = await this.deps.store.pitr.getSettings(restore.serviceId);
-      const service = await this.deps.store.projects.getService(restore.serviceId);
-      if (settings && restore.previousVolume !== null && settings.dataVolume === filled) {
-        const previous = restore.previousVolume === dataVolumeOf(prefix, restore.serviceId) ? null : restore.previousVolume;
-        await this.deps.store.pitr.putSettings({ ...settings, dataVolume: previous });
-        if (service)
-          await this.runner?.redeploy(
-            service,
-            `Deployment queued for ${service.name}: back on its own data, the in-place restore ${restore.id} was cut off by a restart`,
-          );
-      }
-      // Once the database is back on its own volume (or never left it), the half-filled one goes.
-      await this.runner?.removeVolume(filled).catch(() => undefined);
-    }
-    return failed;
   }
 
   private async view(serviceId: string): Promise<PitrView> {

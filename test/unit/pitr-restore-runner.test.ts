@@ -121,8 +121,6 @@ async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['s
     createTarget: async () => {
       throw new Error('an in-place restore makes no new service');
     },
-    redeploy: async () => undefined,
-    removeVolume: async () => undefined,
   };
   const pitr = new PitrService(deps, { configOf: async () => null }, runner, { lagLimitSeconds: 60 });
   await pitr.put(admin, original.id, { enabled: true });
@@ -194,6 +192,36 @@ describe('PitrRestoreJobs, in place (replace: true)', () => {
     ]);
     expect(await t.dataVolume()).toBeNull();
     // Its own volume stays; the filled one goes.
+    expect(t.removed).toEqual([t.filled]);
+  });
+
+  it('ends a restore a restart cut off while it recovered failed: the original never left its volume, the filled one goes', async () => {
+    const t = await setUp({ recovery: true, deployments: [] });
+    expect(
+      await h.database.store.pitr.transitionRestore((await t.restore()).id, ['queued'], { status: 'running', startedAt: at(201) }),
+    ).toBe(true);
+    expect(await t.jobs.recover()).toBe(1);
+    const after = await t.restore();
+    expect(after.status).toBe('failed');
+    expect(after.error).toMatch(/cut off by a platform restart; the original database was left untouched/);
+    expect(await t.dataVolume()).toBeNull();
+    expect(t.deployed).toEqual([]);
+    expect(t.removed).toEqual([t.filled]);
+    // Settled once: a second start finds nothing running.
+    expect(await t.jobs.recover()).toBe(0);
+  });
+
+  it('puts an in-place restore a restart cut off during its swap back onto the volume it ran on, deployed there', async () => {
+    const t = await setUp({ recovery: true, deployments: ['succeeded'] });
+    const id = (await t.restore()).id;
+    await h.database.store.pitr.transitionRestore(id, ['queued'], { status: 'running', startedAt: at(201), previousVolume: t.own });
+    const settings = (await h.database.store.pitr.getSettings(t.original.id))!;
+    await h.database.store.pitr.putSettings({ ...settings, dataVolume: t.filled });
+    expect(await t.jobs.recover()).toBe(1);
+    expect((await t.restore()).status).toBe('failed');
+    // Back on its own volume (null: the default), deployed there, and the filled volume goes.
+    expect(await t.dataVolume()).toBeNull();
+    expect(t.deployed).toEqual([{ serviceId: t.original.id, dataVolume: null }]);
     expect(t.removed).toEqual([t.filled]);
   });
 });

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BackupRecord } from '../../src/backups/backup.records.js';
 import { ConflictError, OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
-import { restoredVolume } from '../../src/domain/wal-spool.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { PitrService, type PitrRestoreRunner } from '../../src/pitr/pitr.service.js';
 import type { WalSegmentRecord } from '../../src/pitr/pitr.records.js';
@@ -14,7 +13,8 @@ import { admin } from '../helpers/unit-harness.js';
 /**
  * PitrService, the use case of point-in-time recovery, with fakes of its ports (the restore runner, the
  * object store's settings, the clock) over the store on SQLite in memory: the window and lag it shows,
- * the 422 that gives the window, a restore queued from the right base backup, and restores a restart cut off.
+ * the 422 that gives the window, a restore queued from the right base backup, replace's confirm (restores a
+ * restart cut off are the runner's: test/unit/pitr-restore-runner.test.ts).
  */
 
 const T0 = Date.parse('2026-11-28T10:00:00Z');
@@ -27,13 +27,9 @@ afterEach(async () => h?.close());
 function setUp(nowSecond: number, opts: { objectStore?: boolean } = {}) {
   let now = at(nowSecond);
   const woken: string[] = [];
-  const redeployed: string[] = [];
-  const removedVolumes: string[] = [];
   const runner: PitrRestoreRunner = {
     wake: () => woken.push('wake'),
     createTarget: async (_actor, original) => ({ ...original, id: `${original.id}-pitr`, name: `${original.name}-pitr` }),
-    redeploy: async (service) => void redeployed.push(service.id),
-    removeVolume: async (volume) => void removedVolumes.push(volume),
   };
   const deps = {
     store: h.database.store,
@@ -47,7 +43,7 @@ function setUp(nowSecond: number, opts: { objectStore?: boolean } = {}) {
     configOf: async () => (opts.objectStore ? ({ endpoint: 'http://s3', bucket: 'b' } as never) : null),
   };
   const service = new PitrService(deps, destinations, runner, { lagLimitSeconds: 60 });
-  return { service, woken, redeployed, removedVolumes, setNow: (s: number) => (now = at(s)) };
+  return { service, woken, setNow: (s: number) => (now = at(s)) };
 }
 
 function base(serviceId: string, id: string, walStart: string, finishedSecond: number): BackupRecord {
@@ -187,53 +183,6 @@ describe('PitrService', () => {
     expect((second as ConflictError).details.field).toBe('replace');
     // Beside the original, restores still queue meanwhile.
     expect((await pitr.restore(admin, db.id, { at: at(40).toISOString() })).replace).toBe(false);
-  });
-
-  it('puts an in-place restore cut off during its swap back onto the original volume, deployed there', async () => {
-    h = await createHarness();
-    const { service: db } = await databaseService(h);
-    const { service: pitr, redeployed, removedVolumes } = setUp(200);
-    await pitr.put(admin, db.id, { enabled: true });
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
-    await h.database.store.pitr.insertSegment(seg(db.id, S(2), 50));
-    const prefix = DEFAULT_PLATFORM_CONFIG.resourcePrefix;
-    const own = `${prefix}-${db.id}-data`;
-    // One cut off while recovering (never swapped), one cut off after the swap was recorded.
-    const recovering = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name });
-    await h.database.store.pitr.transitionRestore(recovering.id, ['queued'], { status: 'running', startedAt: at(201) });
-    expect(await pitr.recover()).toBe(1);
-    expect(redeployed).toEqual([]);
-    expect(removedVolumes).toEqual([restoredVolume(prefix, db.id, recovering.id)]);
-    expect((await h.database.store.pitr.getSettings(db.id))?.dataVolume).toBeNull();
-
-    const swapping = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name });
-    const filled = restoredVolume(prefix, db.id, swapping.id);
-    await h.database.store.pitr.transitionRestore(swapping.id, ['queued'], { status: 'running', startedAt: at(201), previousVolume: own });
-    const settings = (await h.database.store.pitr.getSettings(db.id))!;
-    await h.database.store.pitr.putSettings({ ...settings, dataVolume: filled });
-    expect(await pitr.recover()).toBe(1);
-    const after = (await h.database.store.pitr.getRestore(swapping.id))!;
-    expect(after.status).toBe('failed');
-    expect(after.error).toMatch(/cut off by a platform restart; the original database was left untouched/);
-    // Back on its own volume (null: the default), deployed there, and the filled volume goes.
-    expect((await h.database.store.pitr.getSettings(db.id))?.dataVolume).toBeNull();
-    expect(redeployed).toEqual([db.id]);
-    expect(removedVolumes).toEqual([restoredVolume(prefix, db.id, recovering.id), filled]);
-  });
-
-  it('ends restores a restart cut off failed, saying the original was left untouched', async () => {
-    h = await createHarness();
-    const { service: db } = await databaseService(h);
-    const { service: pitr } = setUp(200);
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
-    await h.database.store.pitr.insertSegment(seg(db.id, S(2), 50));
-    const queued = await pitr.restore(admin, db.id, { at: at(30).toISOString() });
-    expect(await h.database.store.pitr.transitionRestore(queued.id, ['queued'], { status: 'running', startedAt: at(201) })).toBe(true);
-    expect(await pitr.recover()).toBe(1);
-    const after = (await h.database.store.pitr.getRestore(queued.id))!;
-    expect(after.status).toBe('failed');
-    expect(after.error).toMatch(/cut off by a platform restart; the original database was left untouched/);
-    expect(await pitr.recover()).toBe(0);
   });
 
   it('sends WAL to the install object store only when one is set, or to a storage instance the caller sees', async () => {
