@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { confirmRequired, pitrRestoreFields, pitrRestoreView, pitrSettingsInput, pitrView } from '../src/index.js';
+import { confirmRequired, pitrRestoreFields, pitrRestoreLogLineView, pitrRestoreView, pitrSettingsInput, pitrView } from '../src/index.js';
 import { idParam } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -62,4 +62,20 @@ export const pitrRouter = router({
     .mutation(async ({ ctx, input: { serviceId, ...restore } }) => ({
       restore: await ctx.services.pitr.restore(ctx.actor, serviceId, restore),
     })),
+
+  logs: readProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'GET',
+        path: `${path}/restores/{restoreId}/logs`,
+        tags,
+        summary:
+          "A point-in-time restore's log: the checks, PostgreSQL's recovery, the second reached and an in-place swap, secrets masked",
+        description: 'The restore is one of `GET .../pitr` `restores` (or the id `POST .../pitr/restore` answered); another id is a 404.',
+      },
+    })
+    .input(z.strictObject({ serviceId: idParam, restoreId: idParam }))
+    .output(z.object({ logs: z.array(pitrRestoreLogLineView) }))
+    .query(async ({ ctx, input }) => ({ logs: await ctx.services.pitr.logs(ctx.actor, input.serviceId, input.restoreId) })),
 });

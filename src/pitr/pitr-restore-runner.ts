@@ -21,7 +21,7 @@ export interface PitrRestoreRunnerPorts {
    * service's first, or the original's on the swapped volume); resolves with the deployment's id.
    */
   deploy(service: ServiceRecord, firstLine: string): Promise<string>;
-  /** Where a restore's lines go (the platform's log; the lines name the restore). */
+  /** The platform's log too gets a restore's lines (each naming the restore); its own log is in the store. */
   log(restoreId: string, line: string, stream: 'stdout' | 'stderr'): void;
 }
 
@@ -101,7 +101,7 @@ export class PitrRestoreJobs {
       )
         continue;
       failed++;
-      this.ports.log(restore.id, 'Failed: cut off by a platform restart; the original database was left untouched', 'stderr');
+      await this.append(restore.id, 'stderr', ['Failed: cut off by a platform restart; the original database was left untouched']);
       if (!restore.replace) continue;
       const filled = restoredVolume(prefix, restore.serviceId, restore.id);
       const settings = await this.deps.store.pitr.getSettings(restore.serviceId);
@@ -109,7 +109,7 @@ export class PitrRestoreJobs {
       if (settings && restore.previousVolume !== null && settings.dataVolume === filled) {
         const previous = restore.previousVolume === dataVolumeOf(prefix, restore.serviceId) ? null : restore.previousVolume;
         await this.deps.store.pitr.putSettings({ ...settings, dataVolume: previous });
-        this.ports.log(restore.id, `Put back on ${restore.previousVolume}`, 'stderr');
+        await this.append(restore.id, 'stderr', [`Put back on ${restore.previousVolume}, where it ran before the swap`]);
         if (service)
           await this.ports
             .deploy(
@@ -147,7 +147,7 @@ export class PitrRestoreJobs {
         });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        this.ports.log(restore.id, `Failed: ${message}`, 'stderr');
+        await this.append(restore.id, 'stderr', [`Failed: ${message}`]).catch(() => undefined);
         await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
           status: 'failed',
           error: message,
@@ -158,7 +158,9 @@ export class PitrRestoreJobs {
   }
 
   private async run(restore: PitrRestoreRecord): Promise<Date | null> {
-    const say = (line: string, stream: 'stdout' | 'stderr' = 'stdout') => this.ports.log(restore.id, line, stream);
+    // Every line goes through the writer: batched into the restore's log, secrets masked.
+    const writer = new JobLogWriter((stream, lines) => this.append(restore.id, stream, lines));
+    const say = (line: string, stream: 'stdout' | 'stderr' = 'stdout') => writer.write(line, stream);
     const original = await this.deps.store.projects.getService(restore.serviceId);
     if (!original) throw new Error('The database restored from was deleted');
     if (!restore.targetServiceId || restore.replace !== (restore.targetServiceId === original.id))
@@ -173,7 +175,6 @@ export class PitrRestoreJobs {
     const segments = (await this.deps.store.pitr.segments(original.id)).filter((s) => s.name >= walStart || s.name.endsWith('.history'));
     const signal = AbortSignal.timeout(this.limits.timeoutMs);
     const env = (await this.ports.env.resolvedFor(target)).env;
-    const writer = new JobLogWriter(async (stream, lines) => lines.forEach((line) => say(line, stream)));
     writer.mask(...Object.values(env));
     const prefix = this.deps.config.resourcePrefix;
     // In place, a volume of its own beside the original's, which is only read until the swap.
@@ -284,6 +285,16 @@ export class PitrRestoreJobs {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('The restore timed out');
       await new Promise((resolve) => setTimeout(resolve, this.limits.pollMs ?? 500));
     }
+  }
+
+  /** Lines of a restore's log (GET .../pitr/restores/:restoreId/logs), and the platform's log (each naming the restore). */
+  private async append(restoreId: string, stream: 'stdout' | 'stderr', lines: string[]): Promise<void> {
+    const createdAt = this.deps.clock.now();
+    for (const line of lines) this.ports.log(restoreId, line, stream);
+    await this.deps.store.pitr.appendLogs(
+      restoreId,
+      lines.map((line) => ({ line, stream, createdAt })),
+    );
   }
 
   /** An archived WAL file, read from where it was stored and refused when its bytes differ from its checksum. */

@@ -9,10 +9,21 @@ import { parseCron } from '../backups/cron.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceOfKind } from '../platform/lookup.js';
-import { type PitrRestoreView, type PitrView, presentPitr, presentPitrRestore, presentWindow } from './pitr-views.js';
+import {
+  type PitrRestoreLogLineView,
+  type PitrRestoreView,
+  type PitrView,
+  presentPitr,
+  presentPitrRestore,
+  presentPitrRestoreLog,
+  presentWindow,
+} from './pitr-views.js';
 import { type ArchiveLag, baseFor, lagOf, windowOf } from './pitr-window.js';
 import type { PitrRestoreInput, PitrSettingsInput } from './pitr.inputs.js';
 import { DEFAULT_BASE_SCHEDULE, DEFAULT_RETENTION_DAYS, type PitrRestoreRecord, type PitrSettingsRecord } from './pitr.records.js';
+
+/** A restore's log answered at most this many lines (the backups' logs' bound). */
+const LOG_LINES_MAX = 5_000;
 
 /** The engines whose WAL the platform archives: PostgreSQL and TimescaleDB (a PostgreSQL extension). */
 const PITR_ENGINES: readonly DatabaseEngine[] = ['postgres', 'timescale'];
@@ -155,6 +166,17 @@ export class PitrService {
     await this.deps.store.pitr.insertRestore(restore);
     this.runner.wake();
     return presentPitrRestore(restore);
+  }
+
+  /**
+   * `GET .../pitr/restores/:restoreId/logs`: each step of a restore (the checks, PostgreSQL's recovery, the
+   * second reached, an in-place swap), secrets masked; 404 for a restore not made from this database.
+   */
+  async logs(actor: Actor, serviceId: string, restoreId: string): Promise<PitrRestoreLogLineView[]> {
+    const { service } = await this.pitrDatabase(actor, serviceId);
+    const restore = await this.deps.store.pitr.getRestore(restoreId);
+    if (!restore || restore.serviceId !== service.id) throw new NotFoundError('Point-in-time restore', restoreId);
+    return (await this.deps.store.pitr.logs(restore.id, LOG_LINES_MAX)).map((l) => presentPitrRestoreLog(restore.id, l));
   }
 
   private async view(serviceId: string): Promise<PitrView> {

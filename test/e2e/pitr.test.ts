@@ -157,6 +157,12 @@ it('archives a PostgreSQL service to disk, and restores it to a second into a ne
     120_000,
   );
   expect(replaced, JSON.stringify(replaced)).toMatchObject({ status: 'succeeded', error: null });
+  // Its log over the API: the new volume filled beside the original, the second reached, the swap.
+  const logs = await call('GET', `/api/services/${id}/database/pitr/restores/${inPlace.json.restore.id}/logs`);
+  expect(logs.status, logs.text).toBe(200);
+  expect((logs.json.logs as Array<{ line: string }>).map((l) => l.line).join('\n')).toMatch(
+    /in place .* into the new volume[\s\S]*Reached [\s\S]*Swapping [\s\S]*runs on the restored data/,
+  );
   const back = await poll('the original answering with its table back', async () => {
     const res = await call('POST', `/api/services/${id}/database/query`, { sql: 'SELECT id FROM ledger ORDER BY id' });
     return res.status === 200 ? (res.json.rows as Array<Record<string, unknown>>) : null;

@@ -21,7 +21,10 @@ import { FakeSpool, walSegment } from '../helpers/wal-spool.js';
 
 let dir = '';
 const harnesses: Harness[] = [];
+const recoveries: HangingRecovery[] = [];
 afterEach(async () => {
+  // A run still hanging would hold its platform's stop.
+  for (const r of recoveries.splice(0)) r.letGo();
   for (const h of harnesses.splice(0)) {
     await h.services.pitrRestores?.stop();
     await h.close();
@@ -54,7 +57,8 @@ class HangingRecovery implements PointInTimeRecovery {
   }
 }
 
-async function platform(recovery: PointInTimeRecovery, files: MemoryFiles) {
+async function platform(recovery: HangingRecovery, files: MemoryFiles) {
+  recoveries.push(recovery);
   const h = await createHarness({
     dataDir: dir,
     backups: {
@@ -153,6 +157,9 @@ describe('a point-in-time restore cut off by a platform restart', () => {
     expect(after.calls).toEqual(['sweep', `remove ${filled}`]);
     // Nothing queued is left to run again.
     expect(after.requests).toEqual([]);
+    // Its log says so, over the API.
+    const { logs } = await second.caller().pitr.logs({ serviceId: service.id, restoreId: restore.id });
+    expect(logs.map((l) => l.line)).toContain('Failed: cut off by a platform restart; the original database was left untouched');
 
     // The first platform's run, let go, cannot turn the outcome back.
     before.letGo();

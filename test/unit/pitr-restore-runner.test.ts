@@ -165,7 +165,11 @@ describe('PitrRestoreJobs, in place (replace: true)', () => {
     expect(t.removed).toEqual([t.own]);
     // The restored data is a new timeline: the next base backup is due at once.
     expect((await h.database.store.pitr.getSettings(t.original.id))?.nextBaseAt).toEqual(at(200));
-    expect(t.lines.join('\n')).not.toContain('secret-pass');
+    // The restore's own log (GET .../pitr/restores/:id/logs), secrets masked.
+    const logged = (await h.database.store.pitr.logs(restore.id, 100)).map((l) => l.line);
+    expect(logged).toEqual(t.lines);
+    expect(logged.join('\n')).toMatch(/in place .* into the new volume[\s\S]*Reached [\s\S]*Swapping [\s\S]*runs on the restored data/);
+    expect(logged.join('\n')).not.toContain('secret-pass');
   });
 
   it('a failed recovery leaves the original on its own volume, never deployed, and its half-filled volume goes', async () => {
