@@ -210,7 +210,7 @@ export class PitrRestoreJobs {
           ? `Reached ${result.reachedAt.toISOString()}: the commit time of the last transaction applied${result.endOfArchive ? ' (the archive ends there)' : ''}`
           : 'No transaction after the base backup was applied: the data is the base backup’s',
       );
-      if (restore.replace) await this.swap(restore, original, volume, signal, say);
+      if (restore.replace) await this.swap(restore, original, volume, result.reachedAt, signal, say);
       else
         await this.ports.deploy(
           target,
@@ -234,6 +234,7 @@ export class PitrRestoreJobs {
     restore: PitrRestoreRecord,
     original: ServiceRecord,
     filled: string,
+    reachedAt: Date | null,
     signal: AbortSignal,
     say: (line: string, stream?: 'stdout' | 'stderr') => void,
   ): Promise<void> {
@@ -245,14 +246,18 @@ export class PitrRestoreJobs {
       throw new Error('The restore was ended while it ran');
     await this.deps.store.pitr.putSettings({ ...settings, dataVolume: filled });
     say(`Swapping ${original.name} onto ${filled}; its data so far stays on ${previous} until it runs there`);
+    // Whatever ends the deployment (it failed, the service is scaled to 0, the restore's time ran out): put back.
     const outcome = await this.deployed(
       original,
       `Deployment queued for ${original.name}: restored in place to ${restore.at.toISOString()} (volume ${filled})`,
       signal,
-    );
+    ).catch((error: Error) => `without running (${error.message})`);
     if (outcome === 'succeeded') {
-      // The restored data is a new timeline: a base backup of it opens the window again (the archiver's next pass).
+      // The restore ends succeeded before the old volume goes: a restart from here on never puts it back onto a removed volume.
       const now = this.deps.clock.now();
+      if (!(await this.deps.store.pitr.transitionRestore(restore.id, ['running'], { status: 'succeeded', reachedAt, finishedAt: now })))
+        throw new Error('The restore was ended while its deployment ran; the previous volume was kept');
+      // The restored data is a new timeline: a base backup of it opens the window again (the archiver's next pass).
       const after = await this.deps.store.pitr.getSettings(original.id);
       if (after) await this.deps.store.pitr.putSettings({ ...after, nextBaseAt: now });
       if (previous !== filled)
@@ -268,7 +273,7 @@ export class PitrRestoreJobs {
       original,
       `Deployment queued for ${original.name}: back on its own data after a failed in-place restore`,
       signal,
-    );
+    ).catch((error: Error) => `not run: ${error.message}`);
     await this.ports.recovery.removeVolume(filled).catch(() => undefined);
     throw new Error(
       `${original.name} did not start on the restored data (its deployment ended ${outcome}); it was put back on its own data (that deployment ${back})`,

@@ -58,7 +58,7 @@ function baseBackup(serviceId: string): BackupRecord {
 }
 
 /** `recovery`: whether the fake recovery succeeds; `deployments`: the outcome of each deployment queued, in turn. */
-async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['status'][] }) {
+async function setUp(opts: { recovery: boolean; deployments: Array<DeploymentRecord['status'] | 'refused'> }) {
   h = await createHarness();
   const { service: view } = await databaseService(h);
   const original = (await h.database.store.projects.getService(view.id))!;
@@ -72,6 +72,7 @@ async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['s
   };
   const requests: RecoveryRequest[] = [];
   const removed: string[] = [];
+  const statusAtRemoval: string[] = [];
   const deployed: Array<{ serviceId: string; dataVolume: string | null }> = [];
   const lines: string[] = [];
   const outcomes = [...opts.deployments];
@@ -85,7 +86,11 @@ async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['s
           return { reachedAt: at(25), endOfArchive: false };
         },
         sweep: async () => [],
-        removeVolume: async (volume) => void removed.push(volume),
+        removeVolume: async (volume) => {
+          removed.push(volume);
+          // What the restore's row said when the volume went: an old volume goes only after it ended succeeded.
+          statusAtRemoval.push((await h.database.store.pitr.restoresOf(original.id, 1))[0]?.status ?? 'none');
+        },
       },
       backups: { verifiedSource: async () => ({ from: 'disk', open: async () => Readable.from([]), cleanup: async () => undefined }) },
       destinations: {} as never,
@@ -95,6 +100,7 @@ async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['s
         deployed.push({ serviceId: service.id, dataVolume: (await h.database.store.pitr.getSettings(service.id))?.dataVolume ?? null });
         const id = `DEP${deployed.length}`.padEnd(12, '0');
         const status = outcomes.shift() ?? 'succeeded';
+        if (status === 'refused') throw new Error('The service is scaled to 0 replicas: set replicas to 1 or more, then deploy');
         await h.database.store.deployments.insert({
           id,
           serviceId: service.id,
@@ -148,7 +154,7 @@ async function setUp(opts: { recovery: boolean; deployments: DeploymentRecord['s
   const filled = restoredVolume(prefix, original.id, queued.id);
   const restore = async () => (await h.database.store.pitr.getRestore(queued.id))!;
   const dataVolume = async () => (await h.database.store.pitr.getSettings(original.id))?.dataVolume ?? null;
-  return { jobs, original, requests, removed, deployed, lines, own, filled, restore, dataVolume };
+  return { jobs, original, requests, removed, statusAtRemoval, deployed, lines, own, filled, restore, dataVolume };
 }
 
 describe('PitrRestoreJobs, in place (replace: true)', () => {
@@ -163,6 +169,7 @@ describe('PitrRestoreJobs, in place (replace: true)', () => {
     expect(t.deployed).toEqual([{ serviceId: t.original.id, dataVolume: t.filled }]);
     expect(await t.dataVolume()).toBe(t.filled);
     expect(t.removed).toEqual([t.own]);
+    expect(t.statusAtRemoval).toEqual(['succeeded']);
     // The restored data is a new timeline: the next base backup is due at once.
     expect((await h.database.store.pitr.getSettings(t.original.id))?.nextBaseAt).toEqual(at(200));
     // The restore's own log (GET .../pitr/restores/:id/logs), secrets masked.
@@ -226,6 +233,16 @@ describe('PitrRestoreJobs, in place (replace: true)', () => {
     // Back on its own volume (null: the default), deployed there, and the filled volume goes.
     expect(await t.dataVolume()).toBeNull();
     expect(t.deployed).toEqual([{ serviceId: t.original.id, dataVolume: null }]);
+    expect(t.removed).toEqual([t.filled]);
+  });
+
+  it('a deployment that cannot even be queued (scaled to 0) puts the original back on its own volume too', async () => {
+    const t = await setUp({ recovery: true, deployments: ['refused', 'refused'] });
+    await t.jobs.pass();
+    const restore = await t.restore();
+    expect(restore.status).toBe('failed');
+    expect(restore.error).toMatch(/did not start on the restored data \(its deployment ended without running \(The service is scaled to 0/);
+    expect(await t.dataVolume()).toBeNull();
     expect(t.removed).toEqual([t.filled]);
   });
 });
