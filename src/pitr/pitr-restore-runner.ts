@@ -210,7 +210,7 @@ export class PitrRestoreJobs {
           ? `Reached ${result.reachedAt.toISOString()}: the commit time of the last transaction applied${result.endOfArchive ? ' (the archive ends there)' : ''}`
           : 'No transaction after the base backup was applied: the data is the base backup’s',
       );
-      if (restore.replace) await this.swap(restore, original, volume, result.reachedAt, signal, say);
+      if (restore.replace) await this.swap(restore, original, volume, result.reachedAt, signal, say, () => writer.flush());
       else
         await this.ports.deploy(
           target,
@@ -237,6 +237,7 @@ export class PitrRestoreJobs {
     reachedAt: Date | null,
     signal: AbortSignal,
     say: (line: string, stream?: 'stdout' | 'stderr') => void,
+    flush: () => Promise<void>,
   ): Promise<void> {
     const prefix = this.deps.config.resourcePrefix;
     const settings = await this.deps.store.pitr.getSettings(original.id);
@@ -253,6 +254,9 @@ export class PitrRestoreJobs {
       signal,
     ).catch((error: Error) => `without running (${error.message})`);
     if (outcome === 'succeeded') {
+      // Its log holds every step up to here when it shows succeeded.
+      say(`${original.name} runs on the restored data`);
+      await flush();
       // The restore ends succeeded before the old volume goes: a restart from here on never puts it back onto a removed volume.
       const now = this.deps.clock.now();
       if (!(await this.deps.store.pitr.transitionRestore(restore.id, ['running'], { status: 'succeeded', reachedAt, finishedAt: now })))
@@ -261,8 +265,10 @@ export class PitrRestoreJobs {
       const after = await this.deps.store.pitr.getSettings(original.id);
       if (after) await this.deps.store.pitr.putSettings({ ...after, nextBaseAt: now });
       if (previous !== filled)
-        await this.ports.recovery.removeVolume(previous).catch((e: Error) => say(`${previous} was not removed: ${e.message}`, 'stderr'));
-      say(`${original.name} runs on the restored data; its previous volume ${previous} was removed`);
+        await this.ports.recovery.removeVolume(previous).then(
+          () => say(`Its previous volume ${previous} was removed`),
+          (e: Error) => say(`Its previous volume ${previous} was not removed: ${e.message}`, 'stderr'),
+        );
       return;
     }
     // Put back: the original's own volume was never written, so it starts as it was.
