@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { confirmRequired, pitrRestoreFields, pitrRestoreView, pitrSettingsInput, pitrView } from '../src/index.js';
+import { confirmRequired, pitrRestoreFields, pitrRestoreLogLineView, pitrRestoreView, pitrSettingsInput, pitrView } from '../src/index.js';
 import { idParam } from './schemas.js';
 import { readProcedure, router, writeProcedure } from './trpc.js';
 
@@ -50,9 +50,10 @@ export const pitrRouter = router({
         method: 'POST',
         path: `${path}/restore`,
         tags,
-        summary: 'Restore the database as it was at a second of the window, into a new database service beside it',
+        summary:
+          'Restore the database as it was at a second of the window, into a new database service beside it (or in place with replace)',
         description:
-          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The new service (`targetServiceId`) is made at once and deployed once filled; `GET .../pitr` lists the restore (`restores`). `replace: true` needs `confirm` set to its name, and is a 422 `not_supported` until the replace path is built. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
+          'Answers at once with the restore `queued`; `reachedAt` says the exact second reached once it succeeded. The new service (`targetServiceId`) is made at once and deployed once filled; `GET .../pitr` lists the restore (`restores`). `replace: true` restores in place and needs `confirm` set to the service’s name (400 naming `confirm` otherwise; 409 naming `replace` while another in-place restore of it is under way): the recovery fills a new volume while the database keeps running on its own, and only once that succeeded is the database deployed on the restored volume; a failure leaves it, or puts it back, on its own data, and the old volume is removed once it runs on the new one. An `at` that is not an ISO time is a 400; one in the future or before the window is a 422 `outside_window` whose details give the window.',
       },
       created: true,
     })
@@ -61,4 +62,20 @@ export const pitrRouter = router({
     .mutation(async ({ ctx, input: { serviceId, ...restore } }) => ({
       restore: await ctx.services.pitr.restore(ctx.actor, serviceId, restore),
     })),
+
+  logs: readProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'GET',
+        path: `${path}/restores/{restoreId}/logs`,
+        tags,
+        summary:
+          "A point-in-time restore's log: the checks, PostgreSQL's recovery, the second reached and an in-place swap, secrets masked",
+        description: 'The restore is one of `GET .../pitr` `restores` (or the id `POST .../pitr/restore` answered); another id is a 404.',
+      },
+    })
+    .input(z.strictObject({ serviceId: idParam, restoreId: idParam }))
+    .output(z.object({ logs: z.array(pitrRestoreLogLineView) }))
+    .query(async ({ ctx, input }) => ({ logs: await ctx.services.pitr.logs(ctx.actor, input.serviceId, input.restoreId) })),
 });

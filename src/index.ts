@@ -114,4 +114,12 @@ export {
   type PitrSettingsInput,
   type PitrRestoreInput,
 } from './pitr/pitr.inputs.js';
-export { pitrView, pitrRestoreView, recoveryWindowView, type PitrView, type PitrRestoreView } from './pitr/pitr-views.js';
+export {
+  pitrView,
+  pitrRestoreView,
+  pitrRestoreLogLineView,
+  recoveryWindowView,
+  type PitrView,
+  type PitrRestoreView,
+  type PitrRestoreLogLineView,
+} from './pitr/pitr-views.js';

@@ -411,12 +411,11 @@ function startBackups(useCases: UseCases, log: Log): void {
       () => {
         useCases.backupScheduler.start();
         useCases.pitrArchiver?.start();
-        // Point-in-time restores left running end failed (the original untouched), their scratch containers go; then queued ones run.
-        void useCases.pitr
-          .recover()
-          .then(() => useCases.pitrRestores?.sweep())
-          .then(() => useCases.pitrRestores?.start())
-          .catch((error: Error) => log('point-in-time restore recovery failed', { error: error.message }));
+        // Point-in-time restores left running: their scratch containers go (they hold the volumes), then they end
+        // failed with the original as it was (a cut-off in-place swap put back); then queued ones run.
+        void Promise.resolve(useCases.pitrRestores?.resume()).catch((error: Error) =>
+          log('point-in-time restore recovery failed', { error: error.message }),
+        );
         // Drills left running end failed, their scratch containers go; then queued and scheduled ones run.
         useCases.drills
           .recover()

@@ -348,9 +348,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
           backups: backupRestore,
           destinations,
           env,
-          deploy: async (service, firstLine) => {
-            await deployments.enqueueFilled(service, firstLine);
-          },
+          deploy: async (service, firstLine) => (await deployments.enqueueFilled(service, firstLine)).id,
           log: (restoreId, line, stream) => log?.('point-in-time restore', { restoreId, stream, line }),
         },
         { ...DEFAULT_PITR_RESTORE_LIMITS, ...ports.backups?.pitrRestore },

@@ -140,7 +140,8 @@ export class ContainerLaunch {
         aliases: [service.slug],
         ...(slot ? { slot } : {}),
         // The volume outlives every deployment: only deleting the service removes it.
-        volumes: [...(dataDir ? [{ name: names.volume, target: dataDir }] : []), ...(archive?.volumes ?? []), ...named],
+        // An in-place point-in-time restore may have swapped the database onto the volume it filled (pitr settings).
+        volumes: [...(dataDir ? [{ name: pitr?.dataVolume ?? names.volume, target: dataDir }] : []), ...(archive?.volumes ?? []), ...named],
         ...(files.length > 0 ? { files } : {}),
         limits: containerLimitsOf(service),
         signal: ctx.signal,

@@ -43,6 +43,10 @@ export class ServiceTeardown {
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, 'x', service.environmentId);
     for (const tag of await this.runtime.engine.listImageTags(names.imagePrefix)) await this.runtime.engine.removeImage(tag);
     if (keepsData(service)) await this.runtime.engine.removeVolume(names.volume);
+    // The volumes in-place point-in-time restores filled (the one it runs on since, or one a failure left) start with its name.
+    if (keepsData(service))
+      for (const volume of (await this.runtime.engine.listVolumes?.(`${names.volume}-pitr-`)) ?? [])
+        await this.runtime.engine.removeVolume(volume);
     // Its WAL spool (point-in-time recovery) goes too, when the engine lists one (most databases never had one).
     const spool = spoolVolume(this.deps.config.resourcePrefix, service.id);
     if (keepsData(service))

@@ -58,3 +58,17 @@ export function timelineOf(name: string): number {
 export function isSegment(name: string): boolean {
   return /^[0-9A-F]{24}$/.test(name);
 }
+
+/**
+ * The data volume a point-in-time restore with `replace` fills: beside the database's own (whose name it
+ * starts with, so deleting the service finds it), which stays as it is until the service was swapped
+ * onto this one and deployed.
+ */
+export function restoredVolume(prefix: string, serviceId: string, restoreId: string): string {
+  return `${prefix}-${serviceId}-data-pitr-${restoreId.toLowerCase()}`;
+}
+
+/** A database's own data volume (deployments' resourceNames names it the same): where it runs unless a restore swapped it. */
+export function dataVolumeOf(prefix: string, serviceId: string): string {
+  return `${prefix}-${serviceId}-data`;
+}

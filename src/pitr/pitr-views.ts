@@ -44,6 +44,11 @@ export const pitrRestoreView = z
   .meta({ id: 'PointInTimeRestore' });
 export type PitrRestoreView = z.output<typeof pitrRestoreView>;
 
+export const pitrRestoreLogLineView = z
+  .object({ id: z.number().int(), restoreId: z.string(), line: z.string(), stream: z.string(), createdAt: timestamp })
+  .meta({ id: 'PointInTimeRestoreLogLine' });
+export type PitrRestoreLogLineView = z.output<typeof pitrRestoreLogLineView>;
+
 export const pitrView = z
   .object({
     serviceId: z.string(),
@@ -114,4 +119,11 @@ export function presentPitrRestore(r: PitrRestoreRecord): PitrRestoreView {
     startedAt: isoOrNull(r.startedAt),
     finishedAt: isoOrNull(r.finishedAt),
   };
+}
+
+export function presentPitrRestoreLog(
+  restoreId: string,
+  l: { id: number; line: string; stream: string; createdAt: Date },
+): PitrRestoreLogLineView {
+  return { id: l.id, restoreId, line: l.line, stream: l.stream, createdAt: iso(l.createdAt) };
 }

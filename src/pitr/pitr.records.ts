@@ -33,6 +33,11 @@ export interface PitrSettingsRecord {
   lastError: string | null;
   /** When the shipper last looked at the spool. */
   checkedAt: Date | null;
+  /**
+   * The data volume the service runs on since an in-place restore (`replace`) swapped it onto the one the
+   * restore filled; null: its own `<prefix>-<id>-data`.
+   */
+  dataVolume: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,6 +77,11 @@ export interface PitrRestoreRecord {
   at: Date;
   replace: boolean;
   status: PitrRestoreStatus;
+  /**
+   * With `replace`: the data volume the original ran on before the swap, recorded as the swap begins, so
+   * a swap a restart cut off is put back onto it; null until then (and without `replace`).
+   */
+  previousVolume: string | null;
   /** The base backup it started from. */
   baseBackupId: string | null;
   /** The commit time of the last transaction the restore applied (at or before `at`). */

@@ -1,4 +1,6 @@
 import { PitrRestore, PitrSettings, WalSegment } from '../persistence/data-safety-entities.js';
+import { BackupLog, type BackupLogRow } from '../persistence/entities.js';
+import type { LogStream } from '../domain/types.js';
 import { Repository, type Patch } from '../persistence/repository.js';
 import type { PitrRestoreRecord, PitrRestoreStatus, PitrSettingsRecord, WalSegmentRecord } from './pitr.records.js';
 
@@ -54,8 +56,26 @@ export class PitrRepository extends Repository {
     return (await this.fork().nativeUpdate(PitrRestore, { id, status: { $in: from } }, patch)) > 0;
   }
 
+  /** A restore's log lines, in the backups' log table under the restore's id (ids never collide: both are newId). */
+  async appendLogs(restoreId: string, lines: Array<{ line: string; stream: LogStream; createdAt: Date }>): Promise<void> {
+    // Like the backups' lines: appending them does not change the store's version.
+    if (lines.length === 0) return;
+    await this.fork().transactional(async (tx) => {
+      for (const line of lines) await tx.insert(BackupLog, { backupId: restoreId, ...line } as BackupLogRow);
+    });
+  }
+
+  /** A restore's log, oldest line first. */
+  async logs(restoreId: string, limit: number): Promise<Array<{ id: number; line: string; stream: LogStream; createdAt: Date }>> {
+    const rows = await this.rows(BackupLog, { backupId: restoreId }, { id: 'asc' }, limit);
+    return rows.map(({ id, line, stream, createdAt }) => ({ id, line, stream, createdAt }));
+  }
+
   async deleteOfServices(serviceIds: string[]): Promise<void> {
     if (serviceIds.length === 0) return;
+    // The logs of the restores from these services go with them.
+    const restores = await this.rows(PitrRestore, { serviceId: { $in: serviceIds } }, { id: 'asc' });
+    if (restores.length > 0) await this.deleteRows(BackupLog, { backupId: { $in: restores.map((r) => r.id) } });
     await this.deleteRows(PitrSettings, { serviceId: { $in: serviceIds } });
     await this.deleteRows(WalSegment, { serviceId: { $in: serviceIds } });
     await this.deleteRows(PitrRestore, { serviceId: { $in: serviceIds } });

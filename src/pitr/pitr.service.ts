@@ -1,6 +1,6 @@
 import { assertWrite, type Actor } from '../domain/access.js';
 import type { DatabaseEngine } from '../domain/database-engines.js';
-import { NotFoundError, NotSupportedError, OutsideWindowError, ValidationError } from '../domain/errors.js';
+import { ConflictError, NotFoundError, NotSupportedError, OutsideWindowError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceRecord } from '../domain/types.js';
 import { storageOf } from '../domain/storage-server.js';
@@ -9,10 +9,21 @@ import { parseCron } from '../backups/cron.js';
 import type { ObjectStoreConfig } from '../backups/object-store.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceOfKind } from '../platform/lookup.js';
-import { type PitrRestoreView, type PitrView, presentPitr, presentPitrRestore, presentWindow } from './pitr-views.js';
+import {
+  type PitrRestoreLogLineView,
+  type PitrRestoreView,
+  type PitrView,
+  presentPitr,
+  presentPitrRestore,
+  presentPitrRestoreLog,
+  presentWindow,
+} from './pitr-views.js';
 import { type ArchiveLag, baseFor, lagOf, windowOf } from './pitr-window.js';
 import type { PitrRestoreInput, PitrSettingsInput } from './pitr.inputs.js';
 import { DEFAULT_BASE_SCHEDULE, DEFAULT_RETENTION_DAYS, type PitrRestoreRecord, type PitrSettingsRecord } from './pitr.records.js';
+
+/** A restore's log answered at most this many lines (the backups' logs' bound). */
+const LOG_LINES_MAX = 5_000;
 
 /** The engines whose WAL the platform archives: PostgreSQL and TimescaleDB (a PostgreSQL extension). */
 const PITR_ENGINES: readonly DatabaseEngine[] = ['postgres', 'timescale'];
@@ -96,6 +107,7 @@ export class PitrService {
       lastShippedAt: previous?.lastShippedAt ?? null,
       lastError: previous?.lastError ?? null,
       checkedAt: previous?.checkedAt ?? null,
+      dataVolume: previous?.dataVolume ?? null,
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
     };
@@ -127,19 +139,22 @@ export class PitrService {
         { at: input.at, window: window ? presentWindow(window) : null },
       );
     if (!this.runner) throw new NotSupportedError('This install runs no point-in-time restores (no container engine to recover in)', {});
-    if (input.replace)
-      throw new NotSupportedError(
-        'replace: true is not run yet: restore into a new service (without replace), check it, then point your apps at it',
-        { field: 'replace' },
-      );
-    const target = await this.runner.createTarget(actor, service, at);
+    // One in-place restore at a time: a second would swap the database under the first.
+    if (
+      input.replace &&
+      (await this.deps.store.pitr.restoresOf(service.id, 50)).some((r) => r.replace && (r.status === 'queued' || r.status === 'running'))
+    )
+      throw new ConflictError(`An in-place restore of ${service.name} is under way: wait for it to end`, { field: 'replace' });
+    // In place, the restore fills a new volume of the original and swaps it on only once that succeeded.
+    const targetServiceId = input.replace ? service.id : (await this.runner.createTarget(actor, service, at)).id;
     const restore: PitrRestoreRecord = {
       id: newId(),
       serviceId: service.id,
-      targetServiceId: target.id,
+      targetServiceId,
       at,
       replace: input.replace ?? false,
       status: 'queued',
+      previousVolume: null,
       baseBackupId: base.id,
       reachedAt: null,
       error: null,
@@ -154,22 +169,14 @@ export class PitrService {
   }
 
   /**
-   * Restores a stopped platform left running end `failed`: the original is never written before the
-   * recovered copy is complete, so it is left as it was.
+   * `GET .../pitr/restores/:restoreId/logs`: each step of a restore (the checks, PostgreSQL's recovery, the
+   * second reached, an in-place swap), secrets masked; 404 for a restore not made from this database.
    */
-  async recover(): Promise<number> {
-    const now = this.deps.clock.now();
-    let failed = 0;
-    for (const restore of await this.deps.store.pitr.restoresByStatus(['running']))
-      if (
-        await this.deps.store.pitr.transitionRestore(restore.id, ['running'], {
-          status: 'failed',
-          error: 'The restore was cut off by a platform restart; the original database was left untouched',
-          finishedAt: now,
-        })
-      )
-        failed++;
-    return failed;
+  async logs(actor: Actor, serviceId: string, restoreId: string): Promise<PitrRestoreLogLineView[]> {
+    const { service } = await this.pitrDatabase(actor, serviceId);
+    const restore = await this.deps.store.pitr.getRestore(restoreId);
+    if (!restore || restore.serviceId !== service.id) throw new NotFoundError('Point-in-time restore', restoreId);
+    return (await this.deps.store.pitr.logs(restore.id, LOG_LINES_MAX)).map((l) => presentPitrRestoreLog(restore.id, l));
   }
 
   private async view(serviceId: string): Promise<PitrView> {

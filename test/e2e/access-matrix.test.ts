@@ -1060,6 +1060,15 @@ const rows: Row[] = [
   },
   {
     method: 'GET',
+    template: '/api/services/{serviceId}/database/pitr/restores/{restoreId}/logs',
+    access: 'read',
+    // No restore was made from it: 404 naming the restore, after authentication, access and scope.
+    success: 404,
+    prepare: async () => ({ path: `/api/services/${f.dbId}/database/pitr/restores/${'0'.repeat(16)}/logs` }),
+    check: (res) => expect(res.json).toMatchObject({ error: 'not_found', details: { resource: 'Point-in-time restore' } }),
+  },
+  {
+    method: 'GET',
     template: '/api/services/{serviceId}/database/backups/{backupId}/download',
     access: 'read',
     success: 409,

@@ -24,6 +24,7 @@ const COMPANIONS: Record<string, Record<string, string>> = {
   dashboard: { BENCH_LOG_LINES: '1000', BENCH_ROUNDS: '1' },
   backup: { BENCH_GB: '0.002', BENCH_ROUNDS: '1' },
   restart: { BENCH_SERVICES: '3' },
+  pitr: { BENCH_MB: '2', BENCH_WRITE_SECONDS: '3', BENCH_ROUNDS: '1', BENCH_PITR_INTERVAL_MS: '1000' },
   soak: { BENCH_SOAK_MINUTES: '0.1', BENCH_SSE_CLIENTS: '2', BENCH_READS: '4' },
 };
 

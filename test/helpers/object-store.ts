@@ -16,12 +16,14 @@ export interface TestObjectStore {
   settings: { endpoint: string; region: string; bucket: string; accessKeyId: string; secretAccessKey: string; forcePathStyle: boolean };
   /** Stops answering (connections cut): the store is down. */
   stop(): Promise<void>;
+  /** Answers again after stop, on the same address with the same objects: the store is back. */
+  start(): Promise<void>;
   dispose(): Promise<void>;
 }
 
 export async function startObjectStore(bucket = 'slipway-backups'): Promise<TestObjectStore> {
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-s3rver-'));
-  const server = new S3rver({ port: 0, address: '127.0.0.1', directory: dir, silent: true, configureBuckets: [{ name: bucket }] });
+  let server = new S3rver({ port: 0, address: '127.0.0.1', directory: dir, silent: true, configureBuckets: [{ name: bucket }] });
   const address = (await server.run()) as AddressInfo;
   const endpoint = `http://127.0.0.1:${address.port}`;
   let stopped = false;
@@ -33,6 +35,13 @@ export async function startObjectStore(bucket = 'slipway-backups'): Promise<Test
     http.closeAllConnections();
     await closed;
   };
+  const start = async () => {
+    if (!stopped) return;
+    // The bucket is a directory of `dir` already: the new server serves what the old one stored.
+    server = new S3rver({ port: address.port, address: '127.0.0.1', directory: dir, silent: true });
+    await server.run();
+    stopped = false;
+  };
   return {
     endpoint,
     bucket,
@@ -40,6 +49,7 @@ export async function startObjectStore(bucket = 'slipway-backups'): Promise<Test
     // s3rver accepts its default key pair.
     settings: { endpoint, region: 'us-east-1', bucket, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', forcePathStyle: true },
     stop,
+    start,
     async dispose() {
       await stop();
       rmSync(dir, { recursive: true, force: true });

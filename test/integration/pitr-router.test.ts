@@ -82,6 +82,51 @@ describe('pitr router', () => {
     const stranger = h.caller(await h.mintKey('write', ['someotherproject']));
     expect((await errorOf(stranger.pitr.get({ serviceId: service.id }))).error).toBe('not_found');
   });
+
+  it("answers a restore's log to a read key, and 404 for a restore of another database or none", async () => {
+    h = await createHarness();
+    const { service } = await databaseService(h);
+    const { service: other } = await databaseService(h);
+    const restore = {
+      id: 'RESTORE00001',
+      serviceId: service.id,
+      targetServiceId: service.id,
+      at: new Date('2026-11-28T10:00:00Z'),
+      replace: true,
+      status: 'failed' as const,
+      previousVolume: null,
+      baseBackupId: null,
+      reachedAt: null,
+      error: 'x',
+      abortRequested: false,
+      createdAt: new Date('2026-11-28T10:01:00Z'),
+      startedAt: null,
+      finishedAt: null,
+    };
+    await h.database.store.pitr.insertRestore(restore);
+    const createdAt = new Date('2026-11-28T10:01:01Z');
+    await h.database.store.pitr.appendLogs(restore.id, [
+      { line: 'Restoring in place', stream: 'stdout', createdAt },
+      { line: 'Failed: x', stream: 'stderr', createdAt },
+    ]);
+    const reader = h.caller(await h.mintKey('read'));
+    const { logs } = await reader.pitr.logs({ serviceId: service.id, restoreId: restore.id });
+    expect(logs.map((l) => [l.line, l.stream, l.restoreId])).toEqual([
+      ['Restoring in place', 'stdout', restore.id],
+      ['Failed: x', 'stderr', restore.id],
+    ]);
+    for (const [serviceId, restoreId] of [
+      [other.id, restore.id],
+      [service.id, 'NOSUCHRESTORE'],
+    ] as const)
+      expect(await errorOf(reader.pitr.logs({ serviceId, restoreId }))).toMatchObject({
+        error: 'not_found',
+        details: { resource: 'Point-in-time restore' },
+      });
+    // Its lines go with the service.
+    await h.caller().services.delete({ serviceId: service.id });
+    expect(await h.database.store.pitr.logs(restore.id, 10)).toEqual([]);
+  });
 });
 
 describe('pitr rows of a deleted service', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BackupRecord } from '../../src/backups/backup.records.js';
-import { NotSupportedError, OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
+import { ConflictError, OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { PitrService, type PitrRestoreRunner } from '../../src/pitr/pitr.service.js';
 import type { WalSegmentRecord } from '../../src/pitr/pitr.records.js';
@@ -13,7 +13,8 @@ import { admin } from '../helpers/unit-harness.js';
 /**
  * PitrService, the use case of point-in-time recovery, with fakes of its ports (the restore runner, the
  * object store's settings, the clock) over the store on SQLite in memory: the window and lag it shows,
- * the 422 that gives the window, a restore queued from the right base backup, and restores a restart cut off.
+ * the 422 that gives the window, a restore queued from the right base backup, replace's confirm (restores a
+ * restart cut off are the runner's: test/unit/pitr-restore-runner.test.ts).
  */
 
 const T0 = Date.parse('2026-11-28T10:00:00Z');
@@ -160,37 +161,28 @@ describe('PitrService', () => {
     expect((await h.database.store.pitr.restoresOf(db.id)).map((r) => r.id).sort()).toEqual([early.id, late.id].sort());
   });
 
-  it('refuses replace without confirm naming the original, and does not run it yet', async () => {
+  it('refuses replace without confirm naming the original; queues it on the original itself, one at a time', async () => {
     h = await createHarness();
     const { service: db } = await databaseService(h);
-    const { service: pitr } = setUp(200);
+    const { service: pitr, woken } = setUp(200);
+    await pitr.put(admin, db.id, { enabled: true });
     await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
     await h.database.store.pitr.insertSegment(seg(db.id, S(2), 50));
     const wrong = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: 'other' }).catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(ValidationError);
     expect((wrong as ValidationError).details.field).toBe('confirm');
-    // Confirmed, replace is not run yet: a 422 naming it, and nothing queued.
-    const replaced = await pitr
-      .restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name })
-      .catch((e: unknown) => e);
-    expect(replaced).toBeInstanceOf(NotSupportedError);
-    expect((replaced as NotSupportedError).details.field).toBe('replace');
     expect(await h.database.store.pitr.restoresOf(db.id)).toEqual([]);
-  });
-
-  it('ends restores a restart cut off failed, saying the original was left untouched', async () => {
-    h = await createHarness();
-    const { service: db } = await databaseService(h);
-    const { service: pitr } = setUp(200);
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
-    await h.database.store.pitr.insertSegment(seg(db.id, S(2), 50));
-    const queued = await pitr.restore(admin, db.id, { at: at(30).toISOString() });
-    expect(await h.database.store.pitr.transitionRestore(queued.id, ['queued'], { status: 'running', startedAt: at(201) })).toBe(true);
-    expect(await pitr.recover()).toBe(1);
-    const after = (await h.database.store.pitr.getRestore(queued.id))!;
-    expect(after.status).toBe('failed');
-    expect(after.error).toMatch(/cut off by a platform restart; the original database was left untouched/);
-    expect(await pitr.recover()).toBe(0);
+    // Confirmed: queued with the original as its target (no new service), nothing swapped yet.
+    const replaced = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: db.name });
+    expect(replaced).toMatchObject({ status: 'queued', replace: true, targetServiceId: db.id, baseBackupId: 'BASE1' });
+    expect(woken).toEqual(['wake']);
+    expect((await h.database.store.pitr.getSettings(db.id))?.dataVolume).toBeNull();
+    // A second in-place restore while the first has not ended: 409 naming replace.
+    const second = await pitr.restore(admin, db.id, { at: at(40).toISOString(), replace: true, confirm: db.name }).catch((e: unknown) => e);
+    expect(second).toBeInstanceOf(ConflictError);
+    expect((second as ConflictError).details.field).toBe('replace');
+    // Beside the original, restores still queue meanwhile.
+    expect((await pitr.restore(admin, db.id, { at: at(40).toISOString() })).replace).toBe(false);
   });
 
   it('sends WAL to the install object store only when one is set, or to a storage instance the caller sees', async () => {
