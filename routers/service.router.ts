@@ -4,6 +4,7 @@ import {
   createServiceInput,
   deploymentView,
   domainView,
+  drillSummaryView,
   envVarView,
   hasScope,
   notificationsHealthView,
@@ -68,15 +69,22 @@ export const serviceRouter = router({
             description:
               "The notification channels this project's events go to: `failing` with those whose last 5 deliveries failed and their last error (secrets taken out)",
           }),
+          drills: drillSummaryView.meta({
+            description:
+              "Restore drills of this service's backups (database dumps and volume backups): succeeded backups never drilled, and those whose last drill failed",
+          }),
         }),
       ),
     )
     .query(async ({ ctx, input }) => {
       const overview = await ctx.services.serviceReader.overview(ctx.actor, input.serviceId);
-      const notifications = await ctx.services.notifications.healthForProject(overview.service.projectId);
+      const [notifications, drills] = await Promise.all([
+        ctx.services.notifications.healthForProject(overview.service.projectId),
+        ctx.services.backups.drillCountsOf(overview.service.id),
+      ]);
       // A token without env:read sees which variables exist, never their values.
-      if (hasScope(ctx.actor, 'env:read')) return { ...overview, notifications };
-      return { ...overview, notifications, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
+      if (hasScope(ctx.actor, 'env:read')) return { ...overview, notifications, drills };
+      return { ...overview, notifications, drills, env: overview.env.map((v) => ({ ...v, value: '', resolvedValue: '' })) };
     }),
 
   update: writeProcedure

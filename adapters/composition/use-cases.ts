@@ -306,6 +306,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
           destinationOf: walDestinationOf(destinations, deps.config.backups.objectStoreTimeoutMs),
           locate: backupRuntime.locate,
           envOf: async (service) => (await env.resolvedFor(service)).env,
+          removeBase: (backup, signal) => destinations.removeEverywhere(backup, signal),
         },
         backupQueue,
         { ...DEFAULT_PITR_ARCHIVER_LIMITS, intervalMs: deps.config.backups.pitrIntervalMs, ...ports.backups?.pitrArchiver },

@@ -122,16 +122,18 @@ export const objectStoreConnectionView = z
   })
   .meta({ id: 'ObjectStoreConnection' });
 
+export const drillSummaryView = z
+  .object({
+    neverDrilled: z.number().int().meta({ description: 'Succeeded backups never drilled' }),
+    failed: z.number().int().meta({ description: 'Backups whose last drill failed' }),
+  })
+  .meta({ id: 'DrillSummary' });
+
 export const backupListView = z.object({
   backups: z.array(backupView),
   settings: backupSettingsView,
   objectStore: objectStoreConnectionView,
-  drills: z
-    .object({
-      neverDrilled: z.number().int().meta({ description: 'Succeeded backups never drilled' }),
-      failed: z.number().int().meta({ description: 'Backups whose last drill failed' }),
-    })
-    .meta({ id: 'DrillSummary' }),
+  drills: drillSummaryView,
 });
 export type BackupListView = z.infer<typeof backupListView>;
 

@@ -107,6 +107,15 @@ export class BackupRepository extends Repository {
     const where = { id, $or: [{ drillStatus: null }, { drillStatus: { $in: ['passed', 'failed', 'skipped'] } }] };
     return (await this.fork().nativeUpdate(Backup, where as never, patch as never)) > 0;
   }
+  /** A service's database dumps and volume backups together (what drills check), as drillSummary counts them. */
+  async drillSummaryOfService(serviceId: string): Promise<{ neverDrilled: number; failed: number }> {
+    const of = { serviceId, kind: { $in: ['dump', 'volume'] }, status: 'succeeded' };
+    const [neverDrilled, failed] = await Promise.all([
+      this.fork().count(Backup, { ...of, drillStatus: null } as never),
+      this.fork().count(Backup, { ...of, drillStatus: 'failed' } as never),
+    ]);
+    return { neverDrilled, failed };
+  }
   /** Per service: backups (of `kind`) that succeeded and were never drilled, and those whose last drill failed. */
   async drillSummary(serviceId: string, kind: BackupKind, volume: string | null = null): Promise<{ neverDrilled: number; failed: number }> {
     const of: Where<BackupRow> = { serviceId, kind, status: 'succeeded', ...(kind === 'volume' ? { volume } : {}) };

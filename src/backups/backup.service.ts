@@ -1,7 +1,9 @@
 import type { Readable } from 'node:stream';
 import { assertWrite, type Actor } from '../domain/access.js';
 import { ConflictError } from '../domain/errors.js';
+import type { Table } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
 import type { BackupDestinations } from './backup-destinations.js';
 import { upstream } from './backup-errors.js';
 import type { BackupQueue } from './backup-queue.js';
@@ -19,6 +21,7 @@ import { BACKUP_FILE_EXTENSIONS, type BackupRecord, type BackupStorage } from '.
 import type { ServiceRecord } from '../domain/types.js';
 
 const LOG_LINES_MAX = 5_000;
+const DRILL_TABLES: readonly Table[] = ['Backup'];
 
 /** A backup's download: its size and name, and its bytes when asked. */
 export interface BackupDownload {
@@ -33,6 +36,13 @@ export interface BackupDownload {
  * is BackupDestinations'.
  */
 export class BackupService {
+  /** Every overview read asks: counted once per service until a backup changes. */
+  private readonly drillCounts = new VersionedCache<string, { neverDrilled: number; failed: number }>(
+    () => this.deps.store.versionOf(DRILL_TABLES),
+    1000,
+    5_000,
+  );
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly queue: BackupQueue,
@@ -49,6 +59,19 @@ export class BackupService {
       this.settings.settingsOf(service.id).then(async (s) => [s, await this.destinations.connection(s.storageId, signal)] as const),
     ]);
     return { backups: backups.map(presentBackup), settings: presentBackupSettings(settings), objectStore, drills };
+  }
+
+  /**
+   * For the service's overview (its caller checked the access): its succeeded database dumps and volume
+   * backups never drilled, and those whose last drill failed.
+   */
+  async drillCountsOf(serviceId: string): Promise<{ neverDrilled: number; failed: number }> {
+    const cached = this.drillCounts.get(serviceId);
+    if (cached) return cached;
+    const version = this.deps.store.versionOf(DRILL_TABLES);
+    const counts = await this.deps.store.backups.drillSummaryOfService(serviceId);
+    this.drillCounts.set(serviceId, counts, version);
+    return counts;
   }
 
   async create(actor: Actor, serviceId: string, storage: BackupStorage): Promise<BackupView> {

@@ -5,6 +5,8 @@ import { databaseEngineOf } from '../domain/database-engines.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { PassLoop } from '../platform/pass-loop.js';
+import type { BackupRecord } from '../backups/backup.records.js';
+import { beyondRetention } from './pitr-window.js';
 import type { PitrSettingsRecord } from './pitr.records.js';
 import type { WalSpool } from './wal-archive.port.js';
 import { type WalDestination, WalShipper } from './wal-shipper.js';
@@ -18,12 +20,17 @@ export interface PitrArchiverLimits {
 
 export const DEFAULT_PITR_ARCHIVER_LIMITS: PitrArchiverLimits = { intervalMs: 10_000, passTimeoutMs: 120_000 };
 
+/** How often a database's archive is pruned to its retention: days are its unit, so every few minutes is plenty. */
+const PRUNE_EVERY_MS = 10 * 60_000;
+
 export interface PitrArchiverPorts {
   spool: WalSpool;
   destinationOf(settings: PitrSettingsRecord): Promise<WalDestination>;
   locate: Locate;
   /** The service's resolved env (the base backup runs as its user). */
   envOf(service: ServiceRecord): Promise<Record<string, string>>;
+  /** A base backup past the retention: its file or object, then its row (the backups' own removal). */
+  removeBase(backup: BackupRecord, signal: AbortSignal): Promise<void>;
 }
 
 /**
@@ -36,6 +43,8 @@ export interface PitrArchiverPorts {
 export class PitrArchiver {
   private readonly shipper: WalShipper;
   private readonly loop: PassLoop;
+  /** When each database's archive was last pruned (in this process: a restart prunes once more, which is harmless). */
+  private readonly prunedAt = new Map<string, number>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -81,7 +90,57 @@ export class PitrArchiver {
       await this.baseIfDue(service, settings, signal).catch((error: Error) =>
         this.log('base backup not queued', { serviceId: service.id, error: error.message }),
       );
+      await this.pruneIfDue(settings, signal).catch((error: Error) =>
+        this.log('WAL archive not pruned', { serviceId: service.id, error: error.message }),
+      );
     }
+  }
+
+  /**
+   * `retentionDays`: base backups and WAL segments older than the retention go, from the destination and
+   * then from the archive's rows, but never what the oldest second inside it needs (the newest base at or
+   * before the cutoff, and every segment from its start). A file the destination cannot remove now stays
+   * listed and is tried again at the next prune.
+   */
+  async pruneIfDue(settings: PitrSettingsRecord, signal: AbortSignal): Promise<{ bases: number; segments: number }> {
+    const now = this.deps.clock.now();
+    const last = this.prunedAt.get(settings.serviceId);
+    if (last !== undefined && now.getTime() - last < PRUNE_EVERY_MS) return { bases: 0, segments: 0 };
+    this.prunedAt.set(settings.serviceId, now.getTime());
+    const bases = await this.deps.store.backups.listOf(settings.serviceId, 'base');
+    const segments = await this.deps.store.pitr.segments(settings.serviceId);
+    const old = beyondRetention(bases, segments, settings.retentionDays, now);
+    const destination = await this.ports.destinationOf(settings);
+    const removed: string[] = [];
+    for (const segment of old.segments) {
+      try {
+        await destination.remove(segment, signal);
+        removed.push(segment.id);
+      } catch (error) {
+        this.log('WAL segment past the retention not removed', {
+          serviceId: settings.serviceId,
+          name: segment.name,
+          error: (error as Error).message,
+        });
+        break;
+      }
+    }
+    await this.deps.store.pitr.deleteSegments(removed);
+    let basesRemoved = 0;
+    for (const backup of old.bases) {
+      await this.ports.removeBase(backup, signal).then(
+        () => basesRemoved++,
+        (error: Error) => this.log('base backup past the retention not removed', { backupId: backup.id, error: error.message }),
+      );
+    }
+    if (removed.length > 0 || basesRemoved > 0)
+      this.log('WAL archive pruned to its retention', {
+        serviceId: settings.serviceId,
+        retentionDays: settings.retentionDays,
+        segments: removed.length,
+        bases: basesRemoved,
+      });
+    return { bases: basesRemoved, segments: removed.length };
   }
 
   private async baseIfDue(service: ServiceRecord, settings: PitrSettingsRecord, signal: AbortSignal): Promise<void> {

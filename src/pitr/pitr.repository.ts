@@ -28,6 +28,11 @@ export class PitrRepository extends Repository {
     return this.rows(WalSegment, { serviceId }, { name: 'asc' });
   }
 
+  /** Segments gone from the archive (past the retention). */
+  async deleteSegments(ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.deleteRows(WalSegment, { id: { $in: ids } });
+  }
+
   /** A stored segment; one shipped twice is one row (409 from the unique name). */
   insertSegment(segment: WalSegmentRecord): Promise<WalSegmentRecord> {
     return this.insertRow(WalSegment, segment, 'WAL segment');

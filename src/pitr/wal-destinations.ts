@@ -35,5 +35,12 @@ export function walDestinationOf(destinations: BackupDestinations, timeoutMs: nu
       await Promise.all([pipeline(bytes, hasher, body, { signal: bounded }), destinations.open(config).upload(objectKey, body, bounded)]);
       return { localPath: null, objectKey, storageId: settings.storageId, sizeBytes: hasher.bytes, checksum: hasher.checksum() };
     },
+    async remove(stored, signal) {
+      if (stored.localPath) await destinations.files.remove(stored.localPath);
+      if (!stored.objectKey) return;
+      const config = await destinations.configOf(stored.storageId);
+      if (!config) throw new Error(missingObjectStore(stored.storageId));
+      await destinations.open(config).remove(stored.objectKey, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
+    },
   });
 }

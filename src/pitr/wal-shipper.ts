@@ -15,6 +15,8 @@ export interface WalDestination {
     bytes: Readable,
     signal: AbortSignal,
   ): Promise<{ localPath: string | null; objectKey: string | null; storageId: string | null; sizeBytes: number; checksum: string }>;
+  /** Removes a stored file (past the retention) from where it was stored; rejects when that place is down. */
+  remove(stored: { localPath: string | null; objectKey: string | null; storageId: string | null }, signal: AbortSignal): Promise<void>;
 }
 
 /**

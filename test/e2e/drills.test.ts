@@ -157,6 +157,8 @@ describe('restore drills of a PostgreSQL service', () => {
     expect(done.drill!.durationMs).toBeGreaterThan(0);
     const after = await listing();
     expect(after.drills).toEqual({ neverDrilled: before.drills.neverDrilled, failed: 0 });
+    // The service's overview counts them too.
+    expect((await call('GET', `/api/services/${dbId}/overview`)).json.drills).toEqual(after.drills);
 
     const logs = await call('GET', `/api/services/${dbId}/database/backups/${backup.id}/logs`);
     const text = (logs.json.logs as Array<{ line: string }>).map((l) => l.line).join('\n');
@@ -179,6 +181,7 @@ describe('restore drills of a PostgreSQL service', () => {
     expect(done.drill).toMatchObject({ status: 'failed', checksumOk: false, counts: null });
     expect(done.drill!.reason).toMatch(/changed or truncated/);
     expect((await listing()).drills.failed).toBe(1);
+    expect((await call('GET', `/api/services/${dbId}/overview`)).json.drills.failed).toBe(1);
     expect(await scratchLeft()).toBe('');
   });
 

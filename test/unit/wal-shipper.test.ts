@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
+import type { BackupRecord } from '../../src/backups/backup.records.js';
+import { PitrArchiver } from '../../src/pitr/pitr-archiver.js';
 import { PitrService } from '../../src/pitr/pitr.service.js';
 import type { WalSpool } from '../../src/pitr/wal-archive.port.js';
 import { type WalDestination, WalShipper } from '../../src/pitr/wal-shipper.js';
@@ -24,6 +26,11 @@ const S = walSegment;
 class FakeDestination implements WalDestination {
   down = false;
   stored: string[] = [];
+  removed: string[] = [];
+  async remove(stored: { localPath: string | null }) {
+    if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:9000');
+    this.removed.push(stored.localPath!);
+  }
   async store(_s: string, name: string, bytes: Readable) {
     for await (const _ of bytes);
     if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:9000');
@@ -103,5 +110,100 @@ describe('WalShipper', () => {
     r.spool.files.set(S(3), { name: S(3), bytes: 16 << 20, completedAt: at(30) });
     expect(await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ shipped: 1, waiting: 0, error: null });
     expect(await h.database.store.pitr.segments(r.db.id)).toHaveLength(3);
+  });
+});
+
+describe('the WAL archive pruned to its retention', () => {
+  const DAY = 86_400;
+  function base(id: string, serviceId: string, walStart: string, finishedSecond: number): BackupRecord {
+    return {
+      id,
+      serviceId,
+      engine: 'postgres',
+      status: 'succeeded',
+      trigger: 'pitr',
+      storage: 'disk',
+      format: 'basebackup',
+      localPath: `/b/${id}.tar`,
+      objectKey: null,
+      storageId: null,
+      sizeBytes: 1,
+      checksum: 'sha256:00',
+      error: null,
+      abortRequested: false,
+      createdAt: at(finishedSecond - 5),
+      startedAt: at(finishedSecond - 5),
+      finishedAt: at(finishedSecond),
+      scheduleId: null,
+      kind: 'base',
+      volume: null,
+      volumeMode: null,
+      walStart,
+      counts: null,
+      drill: null,
+    };
+  }
+
+  it('removes what is older than retentionDays but what the window\u2019s first second needs, and keeps a file the destination cannot remove', async () => {
+    const r = await rig();
+    const store = h.database.store;
+    // Three days of archive, a base a day, then a retention of one day.
+    r.setNow(10);
+    await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000));
+    for (const [n, second] of [
+      [4, DAY],
+      [5, DAY + 10],
+      [6, 2 * DAY],
+      [7, 2 * DAY + 10],
+    ] as const) {
+      r.spool.files.set(S(n), { name: S(n), bytes: 16 << 20, completedAt: at(second) });
+      r.setNow(second + 1);
+      await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000));
+    }
+    for (const b of [base('b1', r.db.id, S(1), 5), base('b2', r.db.id, S(4), DAY + 5), base('b3', r.db.id, S(6), 2 * DAY + 5)])
+      await store.backups.insert(b);
+    await store.pitr.putSettings({ ...(await r.settings()), retentionDays: 1 });
+    const bases: string[] = [];
+    const archiver = new PitrArchiver(
+      { store, clock: { now: () => at(2 * DAY + 100) } } as never,
+      {
+        spool: r.spool as unknown as WalSpool,
+        destinationOf: async () => r.destination,
+        locate: async () => null,
+        envOf: async () => ({}),
+        removeBase: async (backup) => {
+          bases.push(backup.id);
+          await store.backups.delete(backup.id);
+        },
+      },
+      {} as never,
+    );
+    // The destination is down: nothing goes, nothing is forgotten.
+    r.destination.down = true;
+    expect(await archiver.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 1, segments: 0 });
+    expect((await store.pitr.segments(r.db.id)).map((s) => s.name)).toEqual([S(1), S(2), S(3), S(4), S(5), S(6), S(7)]);
+    // Once pruned, not again for a while; a new archiver (a restart) prunes at once.
+    r.destination.down = false;
+    expect(await archiver.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 0, segments: 0 });
+    const again = new PitrArchiver(
+      { store, clock: { now: () => at(2 * DAY + 200) } } as never,
+      {
+        spool: r.spool as unknown as WalSpool,
+        destinationOf: async () => r.destination,
+        locate: async () => null,
+        envOf: async () => ({}),
+        removeBase: async (backup) => {
+          bases.push(backup.id);
+          await store.backups.delete(backup.id);
+        },
+      },
+      {} as never,
+    );
+    expect(await again.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 0, segments: 3 });
+    // b2 (the newest base at or before the cutoff) and every segment from its start stay.
+    expect(bases).toEqual(['b1']);
+    expect(r.destination.removed).toEqual([S(1), S(2), S(3)].map((n) => `/wal/${n}.gz`));
+    expect((await store.pitr.segments(r.db.id)).map((s) => s.name)).toEqual([S(4), S(5), S(6), S(7)]);
+    expect((await store.backups.listOf(r.db.id, 'base')).map((b) => b.id).sort()).toEqual(['b2', 'b3']);
   });
 });
