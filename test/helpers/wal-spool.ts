@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { BackupRecord } from '../../src/backups/backup.records.js';
 import type { SpooledFile, WalSpool } from '../../src/pitr/wal-archive.port.js';
 
 /** The name of WAL segment `n` of timeline 1, as PostgreSQL writes it into the spool. */
@@ -28,4 +29,41 @@ export class FakeSpool implements WalSpool {
   async status() {
     return { archiving: this.archiving, failedCount: 0, lastFailure: null };
   }
+}
+
+/** A base backup row of a PostgreSQL database (kind `base`, on disk), finished at `finishedAt` and starting at WAL `walStart`. */
+export function baseBackupRecord(
+  serviceId: string,
+  id: string,
+  walStart: string,
+  finishedAt: Date,
+  status: BackupRecord['status'] = 'succeeded',
+): BackupRecord {
+  const startedAt = new Date(finishedAt.getTime() - 5_000);
+  return {
+    id,
+    serviceId,
+    engine: 'postgres',
+    status,
+    trigger: 'pitr',
+    storage: 'disk',
+    format: 'basebackup',
+    localPath: `/b/${id}.tar`,
+    objectKey: null,
+    storageId: null,
+    sizeBytes: 1000,
+    checksum: 'sha256:00',
+    error: null,
+    abortRequested: false,
+    createdAt: startedAt,
+    startedAt,
+    finishedAt,
+    scheduleId: null,
+    kind: 'base',
+    volume: null,
+    volumeMode: null,
+    walStart,
+    counts: null,
+    drill: null,
+  };
 }

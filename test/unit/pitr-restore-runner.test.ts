@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BackupRecord } from '../../src/backups/backup.records.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { restoredVolume } from '../../src/domain/wal-spool.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
@@ -12,6 +11,7 @@ import type { RecoveryRequest } from '../../src/pitr/wal-archive.port.js';
 import { databaseService } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { admin } from '../helpers/unit-harness.js';
+import { baseBackupRecord } from '../helpers/wal-spool.js';
 
 /**
  * PitrRestoreJobs with `replace: true` (an in-place restore), with fakes of PostgreSQL's recovery and of
@@ -27,35 +27,6 @@ const prefix = DEFAULT_PLATFORM_CONFIG.resourcePrefix;
 
 let h: Harness;
 afterEach(async () => h?.close());
-
-function baseBackup(serviceId: string): BackupRecord {
-  return {
-    id: 'BASE1',
-    serviceId,
-    engine: 'postgres',
-    status: 'succeeded',
-    trigger: 'pitr',
-    storage: 'disk',
-    format: 'basebackup',
-    localPath: '/b/BASE1.tar',
-    objectKey: null,
-    storageId: null,
-    sizeBytes: 1000,
-    checksum: 'sha256:00',
-    error: null,
-    abortRequested: false,
-    createdAt: at(5),
-    startedAt: at(5),
-    finishedAt: at(10),
-    scheduleId: null,
-    kind: 'base',
-    volume: null,
-    volumeMode: null,
-    walStart: S(2),
-    counts: null,
-    drill: null,
-  };
-}
 
 /** `recovery`: whether the fake recovery succeeds; `deployments`: the outcome of each deployment queued, in turn. */
 async function setUp(opts: { recovery: boolean; deployments: Array<DeploymentRecord['status'] | 'refused'> }) {
@@ -130,7 +101,7 @@ async function setUp(opts: { recovery: boolean; deployments: Array<DeploymentRec
   };
   const pitr = new PitrService(deps, { configOf: async () => null }, runner, { lagLimitSeconds: 60 });
   await pitr.put(admin, original.id, { enabled: true });
-  await h.database.store.backups.insert(baseBackup(original.id));
+  await h.database.store.backups.insert(baseBackupRecord(original.id, 'BASE1', S(2), at(10)));
   for (const [n, s] of [
     [2, 12],
     [3, 50],

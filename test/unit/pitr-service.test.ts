@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BackupRecord } from '../../src/backups/backup.records.js';
 import { ConflictError, OutsideWindowError, ValidationError } from '../../src/domain/errors.js';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { PitrService, type PitrRestoreRunner } from '../../src/pitr/pitr.service.js';
@@ -9,6 +8,7 @@ import { LogBus } from '../../src/platform/log-bus.js';
 import { databaseService } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { admin } from '../helpers/unit-harness.js';
+import { baseBackupRecord } from '../helpers/wal-spool.js';
 
 /**
  * PitrService, the use case of point-in-time recovery, with fakes of its ports (the restore runner, the
@@ -46,35 +46,6 @@ function setUp(nowSecond: number, opts: { objectStore?: boolean } = {}) {
   return { service, woken, setNow: (s: number) => (now = at(s)) };
 }
 
-function base(serviceId: string, id: string, walStart: string, finishedSecond: number): BackupRecord {
-  return {
-    id,
-    serviceId,
-    engine: 'postgres',
-    status: 'succeeded',
-    trigger: 'pitr',
-    storage: 'disk',
-    format: 'basebackup',
-    localPath: `/b/${id}.tar`,
-    objectKey: null,
-    storageId: null,
-    sizeBytes: 1000,
-    checksum: 'sha256:00',
-    error: null,
-    abortRequested: false,
-    createdAt: at(finishedSecond - 5),
-    startedAt: at(finishedSecond - 5),
-    finishedAt: at(finishedSecond),
-    scheduleId: null,
-    kind: 'base',
-    volume: null,
-    volumeMode: null,
-    walStart,
-    counts: null,
-    drill: null,
-  };
-}
-
 function seg(serviceId: string, name: string, completedSecond: number): WalSegmentRecord {
   return {
     id: `${name.slice(-12)}${serviceId.slice(0, 20)}`,
@@ -102,7 +73,7 @@ describe('PitrService', () => {
     expect(empty.lag).toMatchObject({ pendingSegments: 0, lagging: false });
 
     await pitr.put(admin, db.id, { enabled: true, retentionDays: 14 });
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
+    await h.database.store.backups.insert(baseBackupRecord(db.id, 'BASE1', S(2), at(10)));
     for (const [n, s] of [
       [2, 12],
       [3, 40],
@@ -130,8 +101,8 @@ describe('PitrService', () => {
     const { service: db } = await databaseService(h);
     const { service: pitr, woken } = setUp(200);
     await pitr.put(admin, db.id, { enabled: true });
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
-    await h.database.store.backups.insert(base(db.id, 'BASE2', S(4), 60));
+    await h.database.store.backups.insert(baseBackupRecord(db.id, 'BASE1', S(2), at(10)));
+    await h.database.store.backups.insert(baseBackupRecord(db.id, 'BASE2', S(4), at(60)));
     for (const [n, s] of [
       [2, 12],
       [3, 40],
@@ -166,7 +137,7 @@ describe('PitrService', () => {
     const { service: db } = await databaseService(h);
     const { service: pitr, woken } = setUp(200);
     await pitr.put(admin, db.id, { enabled: true });
-    await h.database.store.backups.insert(base(db.id, 'BASE1', S(2), 10));
+    await h.database.store.backups.insert(baseBackupRecord(db.id, 'BASE1', S(2), at(10)));
     await h.database.store.pitr.insertSegment(seg(db.id, S(2), 50));
     const wrong = await pitr.restore(admin, db.id, { at: at(30).toISOString(), replace: true, confirm: 'other' }).catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(ValidationError);

@@ -3,40 +3,15 @@ import type { BackupRecord } from '../../src/backups/backup.records.js';
 import { baseFor, beyondRetention, filesFor, lagOf, nextSegment, windowOf, windowOfBase } from '../../src/pitr/pitr-window.js';
 import { pitrRestoreInput, pitrSettingsInput } from '../../src/pitr/pitr.inputs.js';
 import type { PitrSettingsRecord, WalSegmentRecord } from '../../src/pitr/pitr.records.js';
+import { baseBackupRecord } from '../helpers/wal-spool.js';
 
 /** Point-in-time recovery's window, base choice, retention and lag, and its inputs' refusals (pure functions). */
 
 const T0 = Date.parse('2026-11-28T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
 
-function base(id: string, walStart: string, finishedSecond: number, status: BackupRecord['status'] = 'succeeded'): BackupRecord {
-  return {
-    id,
-    serviceId: 'db',
-    engine: 'postgres',
-    status,
-    trigger: 'pitr',
-    storage: 'disk',
-    format: 'basebackup',
-    localPath: `/b/${id}.tar`,
-    objectKey: null,
-    storageId: null,
-    sizeBytes: 1,
-    checksum: 'sha256:00',
-    error: null,
-    abortRequested: false,
-    createdAt: at(finishedSecond - 5),
-    startedAt: at(finishedSecond - 5),
-    finishedAt: at(finishedSecond),
-    scheduleId: null,
-    kind: 'base',
-    volume: null,
-    volumeMode: null,
-    walStart,
-    counts: null,
-    drill: null,
-  };
-}
+const base = (id: string, walStart: string, finishedSecond: number, status: BackupRecord['status'] = 'succeeded') =>
+  baseBackupRecord('db', id, walStart, at(finishedSecond), status);
 
 function seg(name: string, completedSecond: number): WalSegmentRecord {
   return {

@@ -3,14 +3,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PLATFORM_CONFIG } from '../../src/platform/platform-config.js';
 import { LogBus } from '../../src/platform/log-bus.js';
 import { SecretBox } from '../../src/platform/secret-box.js';
-import type { BackupRecord } from '../../src/backups/backup.records.js';
 import { PitrArchiver } from '../../src/pitr/pitr-archiver.js';
 import { PitrService } from '../../src/pitr/pitr.service.js';
 import type { WalSpool } from '../../src/pitr/wal-archive.port.js';
 import { type WalDestination, WalShipper } from '../../src/pitr/wal-shipper.js';
 import { databaseService } from '../helpers/backups.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { FakeSpool, walSegment } from '../helpers/wal-spool.js';
+import { FakeSpool, walSegment, baseBackupRecord } from '../helpers/wal-spool.js';
 import { admin } from '../helpers/unit-harness.js';
 
 /**
@@ -115,34 +114,6 @@ describe('WalShipper', () => {
 
 describe('the WAL archive pruned to its retention', () => {
   const DAY = 86_400;
-  function base(id: string, serviceId: string, walStart: string, finishedSecond: number): BackupRecord {
-    return {
-      id,
-      serviceId,
-      engine: 'postgres',
-      status: 'succeeded',
-      trigger: 'pitr',
-      storage: 'disk',
-      format: 'basebackup',
-      localPath: `/b/${id}.tar`,
-      objectKey: null,
-      storageId: null,
-      sizeBytes: 1,
-      checksum: 'sha256:00',
-      error: null,
-      abortRequested: false,
-      createdAt: at(finishedSecond - 5),
-      startedAt: at(finishedSecond - 5),
-      finishedAt: at(finishedSecond),
-      scheduleId: null,
-      kind: 'base',
-      volume: null,
-      volumeMode: null,
-      walStart,
-      counts: null,
-      drill: null,
-    };
-  }
 
   it('removes what is older than retentionDays but what the window\u2019s first second needs, and keeps a file the destination cannot remove', async () => {
     const r = await rig();
@@ -160,24 +131,30 @@ describe('the WAL archive pruned to its retention', () => {
       r.setNow(second + 1);
       await r.shipper.ship(await r.settings(), AbortSignal.timeout(5_000));
     }
-    for (const b of [base('b1', r.db.id, S(1), 5), base('b2', r.db.id, S(4), DAY + 5), base('b3', r.db.id, S(6), 2 * DAY + 5)])
+    for (const b of [
+      baseBackupRecord(r.db.id, 'b1', S(1), at(5)),
+      baseBackupRecord(r.db.id, 'b2', S(4), at(DAY + 5)),
+      baseBackupRecord(r.db.id, 'b3', S(6), at(2 * DAY + 5)),
+    ])
       await store.backups.insert(b);
     await store.pitr.putSettings({ ...(await r.settings()), retentionDays: 1 });
     const bases: string[] = [];
-    const archiver = new PitrArchiver(
-      { store, clock: { now: () => at(2 * DAY + 100) } } as never,
-      {
-        spool: r.spool as unknown as WalSpool,
-        destinationOf: async () => r.destination,
-        locate: async () => null,
-        envOf: async () => ({}),
-        removeBase: async (backup) => {
-          bases.push(backup.id);
-          await store.backups.delete(backup.id);
+    const archiverAt = (second: number) =>
+      new PitrArchiver(
+        { store, clock: { now: () => at(second) } } as never,
+        {
+          spool: r.spool as unknown as WalSpool,
+          destinationOf: async () => r.destination,
+          locate: async () => null,
+          envOf: async () => ({}),
+          removeBase: async (backup) => {
+            bases.push(backup.id);
+            await store.backups.delete(backup.id);
+          },
         },
-      },
-      {} as never,
-    );
+        {} as never,
+      );
+    const archiver = archiverAt(2 * DAY + 100);
     // The destination is down: nothing goes, nothing is forgotten.
     r.destination.down = true;
     expect(await archiver.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 1, segments: 0 });
@@ -185,20 +162,7 @@ describe('the WAL archive pruned to its retention', () => {
     // Once pruned, not again for a while; a new archiver (a restart) prunes at once.
     r.destination.down = false;
     expect(await archiver.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 0, segments: 0 });
-    const again = new PitrArchiver(
-      { store, clock: { now: () => at(2 * DAY + 200) } } as never,
-      {
-        spool: r.spool as unknown as WalSpool,
-        destinationOf: async () => r.destination,
-        locate: async () => null,
-        envOf: async () => ({}),
-        removeBase: async (backup) => {
-          bases.push(backup.id);
-          await store.backups.delete(backup.id);
-        },
-      },
-      {} as never,
-    );
+    const again = archiverAt(2 * DAY + 200);
     expect(await again.pruneIfDue(await r.settings(), AbortSignal.timeout(5_000))).toEqual({ bases: 0, segments: 3 });
     // b2 (the newest base at or before the cutoff) and every segment from its start stay.
     expect(bases).toEqual(['b1']);
