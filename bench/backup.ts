@@ -31,7 +31,7 @@ import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { runBench } from './run-bench.js';
-import { cpuSeconds, median, rssMb, table } from './bench-support.js';
+import { cpuSeconds, fillBenchTable, median, rssMb, table } from './bench-support.js';
 
 const GB = Number(process.env.BENCH_GB ?? 1);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -86,15 +86,7 @@ async function main(): Promise<void> {
       }).then(async (res) => {
         if (res.status !== 200) throw new Error(`${sql}: ${res.status} ${await res.text()}`);
       });
-    await long('CREATE TABLE bench (id bigint PRIMARY KEY, payload text NOT NULL)');
-    const BATCH = 100_000;
-    for (let from = 1; from <= ROWS; from += BATCH) {
-      const to = Math.min(ROWS, from + BATCH - 1);
-      // 1,000 characters per row from md5s of the id: little a compressor can do, so the dump is about as big as the table.
-      await long(
-        `INSERT INTO bench SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 31) i) FROM generate_series(${from}, ${to}) g`,
-      );
-    }
+    await fillBenchTable(long, ROWS);
     await long('VACUUM ANALYZE bench');
 
     const docker = new Docker();

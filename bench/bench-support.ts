@@ -95,3 +95,19 @@ export function busyboxApp(nonce: string, message = nonce): Record<string, strin
     'www/index.html': `${message}\n`,
   };
 }
+
+/**
+ * Creates `bench (id bigint PRIMARY KEY, payload text)` through `sql` and fills it with `rows` rows of 992
+ * characters in batches of 100,000: md5s of the id, little a compressor can do, so a dump or a base backup
+ * is about as big as the table.
+ */
+export async function fillBenchTable(sql: (statement: string) => Promise<unknown>, rows: number): Promise<void> {
+  await sql('CREATE TABLE bench (id bigint PRIMARY KEY, payload text NOT NULL)');
+  const BATCH = 100_000;
+  for (let from = 1; from <= rows; from += BATCH) {
+    const to = Math.min(rows, from + BATCH - 1);
+    await sql(
+      `INSERT INTO bench SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 31) i) FROM generate_series(${from}, ${to}) g`,
+    );
+  }
+}

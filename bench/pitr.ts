@@ -26,7 +26,7 @@
 import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
-import { benchPortRange, median, table } from './bench-support.js';
+import { benchPortRange, fillBenchTable, median, table } from './bench-support.js';
 import { runBench } from './run-bench.js';
 
 const MB = Number(process.env.BENCH_MB ?? 1024);
@@ -87,15 +87,7 @@ async function main(): Promise<void> {
     };
 
     process.stdout.write(`filling ${MB} MiB (${FILL_ROWS.toLocaleString('en-US')} rows)...\n`);
-    await sql('CREATE TABLE bench (id bigint PRIMARY KEY, payload text NOT NULL)');
-    const BATCH = 100_000;
-    for (let from = 1; from <= FILL_ROWS; from += BATCH) {
-      const to = Math.min(FILL_ROWS, from + BATCH - 1);
-      // md5s of the id: little a compressor can do, so the base backup is about as big as the table.
-      await sql(
-        `INSERT INTO bench SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 31) i) FROM generate_series(${from}, ${to}) g`,
-      );
-    }
+    await fillBenchTable(sql, FILL_ROWS);
     await sql('CHECKPOINT');
     const on = await call('PUT', `/api/services/${id}/database/pitr`, { enabled: true, storage: 'disk' });
     if (on.status !== 200) throw new Error(`pitr: ${on.status} ${on.text}`);
