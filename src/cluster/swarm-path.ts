@@ -114,7 +114,12 @@ export class ClusterSwarmPath implements SwarmPath {
       image,
       registryAuth,
       command: service.source.kind === 'image' && service.startCommand ? ['sh', '-c', service.startCommand] : null,
-      env: { PORT: String(service.internalPort), ...env },
+      // The health URL last: the check reads it, and a variable of the service's own does not replace it.
+      env: {
+        PORT: String(service.internalPort),
+        ...env,
+        ...(web ? healthEnv(service.internalPort, this.deps.config.deploy.healthPath) : {}),
+      },
       port: service.internalPort,
       replicas: service.replicas,
       network,
@@ -127,25 +132,33 @@ export class ClusterSwarmPath implements SwarmPath {
         ...(service.cpuReservationMillis ? { cpuReservation: service.cpuReservationMillis / 1000 } : {}),
         ...(service.memoryReservationMb ? { memoryReservationMb: service.memoryReservationMb } : {}),
       },
-      // A worker (and a web service whose health path is not plain) keeps its image's own check.
-      health: { ...HEALTH, command: web ? healthCommand(service.internalPort, this.deps.config.deploy.healthPath) : null },
+      // A worker keeps its image's own check.
+      health: { ...HEALTH, command: web ? [...HEALTH_COMMAND] : null },
       monitorMs: MONITOR_MS,
     };
   }
 }
 
+/** The variable that carries a web task's health URL into its container: the check's script reads it, never splices it. */
+export const HEALTH_URL_ENV = 'SLIPWAY_HEALTH_URL';
+
 /**
  * A web task is healthy once anything answers GET HEALTH_PATH on its own port, as a plain container's check
- * counts it: with the first of node, curl or wget the image has. The URL is made of characters a shell takes
- * literally (the port a number, the path checked), so the constant script holds no value that could escape it.
+ * counts it: with the first of node, curl or wget the image has. The script is a constant: the URL reaches it
+ * as a variable of the task's environment (`healthEnv`), quoted where the shell expands it, so no value of the
+ * service or the settings is ever parsed as shell.
  */
-export function healthCommand(port: number, healthPath: string): string[] | null {
-  if (!/^\/[A-Za-z0-9._~/-]*$/.test(healthPath)) return null;
-  const url = `http://127.0.0.1:${port}${healthPath}`;
-  const node = `node -e 'require("http").get("${url}",()=>process.exit(0)).on("error",()=>process.exit(1))'`;
-  return [
-    'sh',
-    '-c',
-    `command -v node >/dev/null && exec ${node}; command -v curl >/dev/null && exec curl -s -m 5 -o /dev/null ${url}; exec wget -q -T 5 -O /dev/null ${url}`,
-  ];
+export const HEALTH_COMMAND: readonly string[] = [
+  'sh',
+  '-c',
+  [
+    `command -v node >/dev/null && exec node -e 'require("http").get(process.env.${HEALTH_URL_ENV},()=>process.exit(0)).on("error",()=>process.exit(1))'`,
+    `command -v curl >/dev/null && exec curl -s -m 5 -o /dev/null "$${HEALTH_URL_ENV}"`,
+    `exec wget -q -T 5 -O /dev/null "$${HEALTH_URL_ENV}"`,
+  ].join('; '),
+];
+
+/** The environment the health check reads: the task's own port and HEALTH_PATH. */
+export function healthEnv(port: number, healthPath: string): Record<string, string> {
+  return { [HEALTH_URL_ENV]: `http://127.0.0.1:${port}${healthPath.startsWith('/') ? '' : '/'}${healthPath}` };
 }

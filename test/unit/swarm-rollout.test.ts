@@ -10,6 +10,7 @@ import {
 import type { SwarmServiceSpec, SwarmServiceStatus, SwarmServices, SwarmTask } from '../../src/cluster/swarm-services.port.js';
 import { serviceBody } from '../../adapters/docker/swarm.services.js';
 import { ValidationError } from '../../src/domain/errors.js';
+import { HEALTH_COMMAND, HEALTH_URL_ENV, healthEnv } from '../../src/cluster/swarm-path.js';
 
 function spec(overrides: Partial<SwarmServiceSpec> = {}): SwarmServiceSpec {
   return {
@@ -181,5 +182,54 @@ describe('Swarm services on the cluster', () => {
     expect(body.TaskTemplate.Resources.Limits.MemoryBytes).toBe(256 * 1024 * 1024);
     expect(body.TaskTemplate.Resources.Reservations.NanoCPUs).toBe(5e8);
     expect(JSON.stringify(body)).not.toContain('secret');
+  });
+});
+
+describe("a web task's health check", () => {
+  it('is a constant script that reads the URL from the environment: a health path is data, never shell', async () => {
+    const { execFile } = await import('node:child_process');
+    const { createServer } = await import('node:http');
+    const { existsSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const dir = mkdtempSync(path.join(tmpdir(), 'health-'));
+    const marker = path.join(dir, 'ran');
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const hostile = `/h';touch ${marker};'$(touch ${marker})`;
+      const env = healthEnv(port, hostile);
+      expect(env).toEqual({ [HEALTH_URL_ENV]: `http://127.0.0.1:${port}${hostile}` });
+      // Nothing of the URL is in the argv.
+      expect(HEALTH_COMMAND.join(' ')).not.toContain('127.0.0.1');
+      const code = await new Promise<number>((resolve) =>
+        execFile(HEALTH_COMMAND[0]!, HEALTH_COMMAND.slice(1), { env: { PATH: process.env.PATH, ...env }, timeout: 10_000 }, (error) =>
+          resolve(error ? Number((error as { code?: number }).code ?? 1) : 0),
+        ),
+      );
+      expect(code).toBe(0);
+      expect(seen).toHaveLength(1);
+      expect(existsSync(marker)).toBe(false);
+      // Nothing answering: unhealthy.
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const down = await new Promise<number>((resolve) =>
+        execFile(
+          HEALTH_COMMAND[0]!,
+          HEALTH_COMMAND.slice(1),
+          { env: { PATH: process.env.PATH, ...healthEnv(port, '/') }, timeout: 10_000 },
+          (error) => resolve(error ? 1 : 0),
+        ),
+      );
+      expect(down).toBe(1);
+    } finally {
+      if (server.listening) server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
