@@ -49,7 +49,7 @@ export class ClusterSwarmPath implements SwarmPath {
   }
 
   serviceName(serviceId: string): string {
-    return swarmServiceName(serviceId);
+    return swarmServiceName(this.deps.config.resourcePrefix, serviceId);
   }
 
   async rollOut(input: SwarmRolloutInput): Promise<string[]> {
@@ -79,7 +79,7 @@ export class ClusterSwarmPath implements SwarmPath {
   }
 
   async current(service: ServiceRecord, signal?: AbortSignal): Promise<{ replicas: number | null; upstreams: string[] } | null> {
-    const name = swarmServiceName(service.id);
+    const name = swarmServiceName(this.deps.config.resourcePrefix, service.id);
     const status = await this.services.status(name, signal);
     if (!status.exists) return null;
     const network = overlayNetworkName(this.deps.config.resourcePrefix, service.environmentId);
@@ -91,11 +91,11 @@ export class ClusterSwarmPath implements SwarmPath {
   }
 
   async scale(service: ServiceRecord, replicas: number, signal?: AbortSignal): Promise<void> {
-    await this.services.scale(swarmServiceName(service.id), replicas, signal);
+    await this.services.scale(swarmServiceName(this.deps.config.resourcePrefix, service.id), replicas, signal);
   }
 
   async remove(serviceId: string, signal?: AbortSignal): Promise<void> {
-    await this.services.remove(swarmServiceName(serviceId), signal);
+    await this.services.remove(swarmServiceName(this.deps.config.resourcePrefix, serviceId), signal);
   }
 
   private specOf(
@@ -108,7 +108,7 @@ export class ClusterSwarmPath implements SwarmPath {
   ): SwarmServiceSpec {
     const web = service.runtimeMode === 'web';
     return {
-      name: swarmServiceName(service.id),
+      name: swarmServiceName(this.deps.config.resourcePrefix, service.id),
       serviceId: service.id,
       deploymentId: deployment.id,
       image,

@@ -12,9 +12,9 @@ export interface SwarmRolloutOptions {
   now?: () => number;
 }
 
-/** The Swarm service's name for a Slipway service. */
-export function swarmServiceName(serviceId: string): string {
-  return `slipway-${serviceId}`;
+/** The Swarm service's name for a Slipway service: under the install's RESOURCE_PREFIX, as its containers, images and networks are. */
+export function swarmServiceName(prefix: string, serviceId: string): string {
+  return `${prefix}-${serviceId}`;
 }
 
 /** Services run as Swarm services only once the install has more than one ready server; one server keeps plain containers. */

@@ -14,7 +14,7 @@ import { HEALTH_COMMAND, HEALTH_URL_ENV, healthEnv } from '../../src/cluster/swa
 
 function spec(overrides: Partial<SwarmServiceSpec> = {}): SwarmServiceSpec {
   return {
-    name: swarmServiceName('svc1'),
+    name: swarmServiceName('slipway', 'svc1'),
     serviceId: 'svc1',
     deploymentId: 'd2',
     image: 'registry.test:5000/slipway/svc1@sha256:abc',
