@@ -1,15 +1,18 @@
 import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import { DeploymentFailure } from '../deployments/pipeline-context.js';
-import type { SwarmPath, SwarmRolloutInput } from '../deployments/swarm-path.port.js';
+import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../deployments/swarm-path.port.js';
+import { resourceNames } from '../deployments/runtime-deps.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ClusterRuntime } from './cluster-runtime.port.js';
 import type { ClusterSettings } from './cluster-settings.js';
 import type { RegistryService } from './registry.service.js';
-import { rollOutSwarmService, runsOnSwarm, SwarmRolloutFailed, swarmServiceName, taskUpstreams } from './swarm-rollout.js';
-import type { SwarmServiceSpec, SwarmServices } from './swarm-services.port.js';
+import { runsOnSwarm, startSwarmService, SwarmRolloutFailed, taskUpstreams } from './swarm-rollout.js';
+import type { SwarmServiceEntry, SwarmServiceSpec, SwarmServices } from './swarm-services.port.js';
 
 const NODES_TIMEOUT_MS = 5_000;
-/** Room for Swarm to pull the image on each node, start each task and see it healthy, one at a time, beyond the health timeout. */
+/** Removing a failed deployment's service after the rollout's own signal may have ended (aborted, or past its deadline). */
+const CLEANUP_TIMEOUT_MS = 30_000;
+/** Room for Swarm to pull the image on each node and start the new tasks (all at once, beside the serving ones), beyond the health timeout. */
 const ROLLOUT_SLACK_MS = 120_000;
 const ROLLOUT_POLL_MS = 500;
 /**
@@ -27,9 +30,9 @@ export function overlayNetworkName(prefix: string, environmentId: string): strin
 
 /**
  * Stateless services as Swarm services once the cluster has more than one ready server (docs/cluster.md): the
- * deployment's image pushed to the cluster's registry and run by digest, one dnsrr Swarm service per service,
- * rolled start-first and health-checked by Swarm (src/cluster/swarm-rollout.ts), its tasks' addresses what the
- * proxy balances over.
+ * deployment's image pushed to the cluster's registry and run by digest as the deployment's own dnsrr Swarm
+ * service, started beside the serving one and health-checked by Swarm (src/cluster/swarm-rollout.ts); the routes
+ * switch to its tasks, and only then does the earlier service go, so no request is sent to a stopping task.
  */
 export class ClusterSwarmPath implements SwarmPath {
   constructor(
@@ -48,11 +51,7 @@ export class ClusterSwarmPath implements SwarmPath {
     return nodes !== null && runsOnSwarm(nodes.filter((node) => node.state === 'ready').length);
   }
 
-  serviceName(serviceId: string): string {
-    return swarmServiceName(this.deps.config.resourcePrefix, serviceId);
-  }
-
-  async rollOut(input: SwarmRolloutInput): Promise<string[]> {
+  async rollOut(input: SwarmRolloutInput): Promise<SwarmStarted> {
     const { service, deployment, log, signal } = input;
     const published = await this.registry.publish(deployment, input.imageTag, (line, stream) => log.write(line, stream), signal);
     const endpoint = await this.registry.endpoint();
@@ -64,26 +63,36 @@ export class ClusterSwarmPath implements SwarmPath {
       password: endpoint.password,
       serveraddress: endpoint.address,
     });
+    const previous = (await this.services.list(service.id, signal)).map((entry) => entry.name).filter((name) => name !== spec.name);
     log.write(
-      `Rolling out ${spec.replicas} replica(s) as Swarm service ${spec.name} from ${published.reference}: start-first, one at a time, each healthy before an old one stops`,
+      `Starting ${spec.replicas} replica(s) as Swarm service ${spec.name} from ${published.reference}, beside the ${previous.length ? `serving ${previous.join(', ')}` : 'nothing serving yet'}; each must be healthy before any gets traffic`,
     );
-    const deadlineMs = this.deps.config.deploy.healthTimeoutMs * Math.max(1, spec.replicas) + ROLLOUT_SLACK_MS;
+    const deadlineMs = this.deps.config.deploy.healthTimeoutMs + ROLLOUT_SLACK_MS;
     try {
-      const upstreams = await rollOutSwarmService(this.services, spec, { deadlineMs, pollMs: ROLLOUT_POLL_MS }, signal);
+      const upstreams = await startSwarmService(this.services, spec, { deadlineMs, pollMs: ROLLOUT_POLL_MS }, signal);
       log.write(`${upstreams.length} replica(s) of deployment ${deployment.id} running on the cluster: ${upstreams.join(', ')}`);
-      return upstreams;
+      return { name: spec.name, upstreams, previous };
     } catch (error) {
+      // What never served goes; the earlier service was never touched.
+      await this.services
+        .remove(spec.name, AbortSignal.timeout(CLEANUP_TIMEOUT_MS))
+        .catch((e: Error) => log.write(`Could not remove Swarm service ${spec.name}: ${e.message}`, 'stderr'));
       if (error instanceof SwarmRolloutFailed) throw new DeploymentFailure(error.message);
       throw error;
     }
   }
 
+  async retire(names: string[], signal?: AbortSignal): Promise<void> {
+    for (const name of names) await this.services.remove(name, signal);
+  }
+
   async current(service: ServiceRecord, signal?: AbortSignal): Promise<{ replicas: number | null; upstreams: string[] } | null> {
-    const name = swarmServiceName(this.deps.config.resourcePrefix, service.id);
-    const status = await this.services.status(name, signal);
+    const serving = await this.serving(service, signal);
+    if (!serving) return null;
+    const status = await this.services.status(serving.name, signal);
     if (!status.exists) return null;
     const network = overlayNetworkName(this.deps.config.resourcePrefix, service.environmentId);
-    const tasks = await this.services.tasks(name, network, signal);
+    const tasks = await this.services.tasks(serving.name, network, signal);
     return {
       replicas: status.replicas,
       upstreams: taskUpstreams(tasks, service.internalPort, status.deploymentId ?? undefined, service.runtimeMode === 'web'),
@@ -91,11 +100,24 @@ export class ClusterSwarmPath implements SwarmPath {
   }
 
   async scale(service: ServiceRecord, replicas: number, signal?: AbortSignal): Promise<void> {
-    await this.services.scale(swarmServiceName(this.deps.config.resourcePrefix, service.id), replicas, signal);
+    const serving = await this.serving(service, signal);
+    if (serving) await this.services.scale(serving.name, replicas, signal);
   }
 
   async remove(serviceId: string, signal?: AbortSignal): Promise<void> {
-    await this.services.remove(swarmServiceName(this.deps.config.resourcePrefix, serviceId), signal);
+    for (const entry of await this.services.list(serviceId, signal)) await this.services.remove(entry.name, signal);
+  }
+
+  /**
+   * The Swarm service that serves: the live deployment's. Outside a deployment there is one; a leftover (a
+   * deployment whose cleanup was cut short) never takes the place of the live one. Without a live deployment's,
+   * the newest.
+   */
+  private async serving(service: ServiceRecord, signal?: AbortSignal): Promise<SwarmServiceEntry | null> {
+    const entries = await this.services.list(service.id, signal);
+    if (entries.length <= 1) return entries[0] ?? null;
+    const live = (await this.deps.store.deployments.listLive(service.id, 1))[0];
+    return entries.find((entry) => entry.deploymentId === live?.id) ?? entries[entries.length - 1]!;
   }
 
   private specOf(
@@ -108,7 +130,8 @@ export class ClusterSwarmPath implements SwarmPath {
   ): SwarmServiceSpec {
     const web = service.runtimeMode === 'web';
     return {
-      name: swarmServiceName(this.deps.config.resourcePrefix, service.id),
+      // Named as the deployment's container would be: one Swarm service per deployment.
+      name: resourceNames(this.deps.config.resourcePrefix, service.id, deployment.id, service.environmentId).container,
       serviceId: service.id,
       deploymentId: deployment.id,
       image,
@@ -135,6 +158,7 @@ export class ClusterSwarmPath implements SwarmPath {
       // A worker keeps its image's own check.
       health: { ...HEALTH, command: web ? [...HEALTH_COMMAND] : null },
       monitorMs: MONITOR_MS,
+      stopGraceMs: this.deps.config.deploy.stopGraceSeconds * 1000,
     };
   }
 }
@@ -154,7 +178,8 @@ export const HEALTH_COMMAND: readonly string[] = [
   [
     `command -v node >/dev/null && exec node -e 'require("http").get(process.env.${HEALTH_URL_ENV},()=>process.exit(0)).on("error",()=>process.exit(1))'`,
     `command -v curl >/dev/null && exec curl -s -m 5 -o /dev/null "$${HEALTH_URL_ENV}"`,
-    `exec wget -q -T 5 -O /dev/null "$${HEALTH_URL_ENV}"`,
+    // No -T: Docker's own timeout bounds the check, and busybox builds exist whose wget crashes with it.
+    `exec wget -q -O /dev/null "$${HEALTH_URL_ENV}"`,
   ].join('; '),
 ];
 

@@ -1,7 +1,7 @@
 import { ValidationError } from '../domain/errors.js';
 import type { SwarmServiceSpec, SwarmServices, SwarmTask } from './swarm-services.port.js';
 
-/** Why a Swarm rollout ended without the new tasks serving: the old tasks serve on (Swarm rolled back). */
+/** Why a deployment's Swarm service never served: its service is removed and the earlier one serves on. */
 export class SwarmRolloutFailed extends Error {}
 
 export interface SwarmRolloutOptions {
@@ -10,11 +10,6 @@ export interface SwarmRolloutOptions {
   pollMs: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   now?: () => number;
-}
-
-/** The Swarm service's name for a Slipway service: under the install's RESOURCE_PREFIX, as its containers, images and networks are. */
-export function swarmServiceName(prefix: string, serviceId: string): string {
-  return `${prefix}-${serviceId}`;
 }
 
 /** Services run as Swarm services only once the install has more than one ready server; one server keeps plain containers. */
@@ -58,12 +53,18 @@ export function taskUpstreams(tasks: SwarmTask[], port: number, deploymentId?: s
     .sort();
 }
 
+/** Task states of a replica that ended before it ever served (a failed health check, a failed pull, a crash). */
+const FAILED_STATES = new Set(['failed', 'rejected']);
+
 /**
- * Creates or updates a service's Swarm service and waits for the outcome. Swarm rolls start-first, one task at a
- * time, each healthy (the spec's health check) before the next; a failed task makes Swarm roll back, so the old
- * tasks serve on, and this throws with Swarm's reason. Answers the new tasks' upstreams.
+ * Creates a deployment's own Swarm service beside the one that serves (docs/cluster.md: one Swarm service per
+ * deployment) and waits until every replica runs and is healthy: Swarm reports a task `running` only once its
+ * health check passed, and each task's node publishes a port of its own, so the serving tasks are untouched.
+ * Answers the new tasks' upstreams; the caller routes to them, then removes the earlier service. Throws
+ * SwarmRolloutFailed at the first replica that fails, or at the deadline (a `pending` task never waits forever);
+ * the caller then removes the new service and the earlier one serves on.
  */
-export async function rollOutSwarmService(
+export async function startSwarmService(
   services: SwarmServices,
   spec: SwarmServiceSpec,
   options: SwarmRolloutOptions,
@@ -73,23 +74,21 @@ export async function rollOutSwarmService(
   const now = options.now ?? Date.now;
   const deadline = now() + options.deadlineMs;
   await services.ensureNetwork(spec.network, signal);
-  const before = await services.status(spec.name, signal);
   await services.apply(spec, signal);
   for (;;) {
     signal?.throwIfAborted();
-    const status = await services.status(spec.name, signal);
-    if (status.updateState === 'rollback_completed' || status.updateState === 'rollback_paused' || status.updateState === 'paused') {
-      throw new SwarmRolloutFailed(`The rollout stopped and the earlier replicas serve on: ${status.updateMessage || status.updateState}`);
-    }
     const tasks = await services.tasks(spec.name, spec.network, signal);
-    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId, spec.publish);
-    // A first create has no UpdateStatus: it is done when every replica of this deployment runs.
-    const settled = before.exists ? status.updateState === 'completed' || status.updateState === 'none' : true;
-    if (settled && upstreams.length >= spec.replicas) return upstreams;
-    if (now() >= deadline) {
-      const failed = tasks.find((task) => task.deploymentId === spec.deploymentId && task.error);
+    const failed = tasks.find((task) => FAILED_STATES.has(task.state));
+    if (failed)
       throw new SwarmRolloutFailed(
-        `The rollout did not finish within ${Math.round(options.deadlineMs / 1000)} s (${upstreams.length} of ${spec.replicas} replicas running)${failed?.error ? `: ${failed.error}` : ''}`,
+        `A new replica failed before it served (${failed.state}${failed.error ? `: ${failed.error}` : ''}); the earlier replicas serve on`,
+      );
+    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId, spec.publish);
+    if (upstreams.length >= spec.replicas) return upstreams;
+    if (now() >= deadline) {
+      const stuck = tasks.find((task) => task.error);
+      throw new SwarmRolloutFailed(
+        `The new replicas did not all run within ${Math.round(options.deadlineMs / 1000)} s (${upstreams.length} of ${spec.replicas} running)${stuck?.error ? `: ${stuck.error}` : ''}; the earlier replicas serve on`,
       );
     }
     await sleep(options.pollMs, signal);
