@@ -11,7 +11,7 @@ import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
-import { NODE_SERVER } from '../helpers/replica-server.js';
+import { BUSYBOX_SERVER } from '../helpers/replica-server.js';
 
 /*
  * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
@@ -102,6 +102,7 @@ function engineWithoutClientCertificate(address: string, port: number): Promise<
 beforeAll(async () => {
   await provisionDocker();
   await provisionDocker({ images: 'registry' });
+  await provisionDocker({ images: 'busybox' });
   let started = performance.now();
   // The app's image is the manager's only: the platform pushes it to its registry and the workers pull it by digest.
   cluster = await startTestCluster({ nodes: ['m', 'w1', 'w2'], swarm: false, images: ['registry:2'] });
@@ -115,6 +116,8 @@ beforeAll(async () => {
   server = await startServerProcess({
     ...caddy.platformEnv,
     BUILD_CONCURRENCY: '1',
+    // busybox's httpd, PID 1 of its task, ignores SIGTERM: a removed task is killed after this.
+    STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: '60000',
     HOST: cluster.hostAddress,
     PORT: String(port),
@@ -258,7 +261,7 @@ describe('servers on a real cluster', () => {
         name: 'web',
         repoUrl: 'container-image',
         containerImage: APP_IMAGE,
-        startCommand: `exec node -e '${NODE_SERVER}'`,
+        startCommand: BUSYBOX_SERVER,
         internalPort: 3000,
         replicas: 3,
         env: [{ key: 'VERSION', value: '1' }],
@@ -269,9 +272,19 @@ describe('servers on a real cluster', () => {
     const first = await deploy(admin, serviceId, 240_000);
     expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
     expect(first.logs.join('\n')).toMatch(/Pushed to the cluster's registry/);
-    expect(first.deployment.containerName).toBe(`slipway-${serviceId}`);
+    // The deployment's own Swarm service, named as its container would be.
+    expect(first.deployment.containerName).toBe(`slipway-${serviceId}-${first.deployment.id}`);
     const nodes = (
-      await cluster.docker('m', 'service', 'ps', `slipway-${serviceId}`, '--filter', 'desired-state=running', '--format', '{{.Node}}')
+      await cluster.docker(
+        'm',
+        'service',
+        'ps',
+        first.deployment.containerName!,
+        '--filter',
+        'desired-state=running',
+        '--format',
+        '{{.Node}}',
+      )
     )
       .split('\n')
       .filter(Boolean);
@@ -301,7 +314,7 @@ describe('servers on a real cluster', () => {
     expect(await cluster.docker('m', 'node', 'inspect', '--format', '{{.Spec.Availability}}', 'w2')).toBe('drain');
     const removed = await admin('DELETE', `/api/servers/${added.id}`);
     expect(removed.status, removed.text).toBe(200);
-    expect(await cluster.docker('w2', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
+    expect(await cluster.docker('w2', 'info', '--format', '{{.Swarm.LocalNodeState}}'), server.output().slice(-3000)).toBe('inactive');
     expect((await admin('GET', `/api/servers/${added.id}`)).status).toBe(404);
     const nodes = await cluster.docker('m', 'node', 'ls', '--format', '{{.Hostname}}');
     expect(nodes.split('\n')).not.toContain('w2');
@@ -331,7 +344,8 @@ describe('servers on a real cluster', () => {
   }, 180_000);
 });
 
-const APP_IMAGE = 'node:22-bookworm-slim';
+/** 2 MB: the platform pushes it to its registry and the workers pull it in a moment (a Node image took most of the file's time). */
+const APP_IMAGE = 'busybox:1';
 
 async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
   const started = Date.now();
