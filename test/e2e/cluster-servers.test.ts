@@ -12,6 +12,7 @@ import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../h
 import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 import { BUSYBOX_SERVER } from '../helpers/replica-server.js';
+import { Load } from '../helpers/load.js';
 
 /*
  * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
@@ -298,6 +299,37 @@ describe('servers on a real cluster', () => {
       if (match) hosts.add(match[1]!);
     }
     expect(hosts.size).toBe(3);
+  }, 300_000);
+
+  it('redeploys under load with no failed request: a new Swarm service, the routes switched to it, then the old one drained and removed', async () => {
+    const set = await admin('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: '2' });
+    expect(set.status, set.text).toBeLessThan(300);
+    const load = new Load(caddy.httpPort, hostname);
+    load.start();
+    let second: Awaited<ReturnType<typeof deploy>>;
+    const started = performance.now();
+    try {
+      second = await deploy(admin, serviceId, 240_000);
+      // A moment on the new tasks alone, past the old service's removal.
+      await new Promise((r) => setTimeout(r, 1_000));
+    } finally {
+      await load.stop();
+    }
+    timings['redeploy under load'] = Math.round(performance.now() - started);
+    console.log(`cluster-servers: redeploy under load: ${load.total} requests, ${load.failures.length} failed`, load.failures.slice(0, 10));
+    expect(second.deployment.status, second.logs.join('\n')).toBe('succeeded');
+    expect(load.failures).toEqual([]);
+    expect(load.total).toBeGreaterThan(50);
+    // Both versions served during the run: the switch happened under the load.
+    expect([...load.versions.keys()].sort()).toEqual(['1', '2']);
+    const logs = second.logs.join('\n');
+    expect(logs).toMatch(/Routes switched to the 3 task\(s\)/);
+    // Removed only after the routes left it.
+    expect(logs.indexOf('Removing the earlier Swarm service')).toBeGreaterThan(logs.indexOf('Routes switched to the 3 task(s)'));
+    const services = await cluster.docker('m', 'service', 'ls', '--filter', `label=slipway.service=${serviceId}`, '--format', '{{.Name}}');
+    expect(services.split('\n').filter(Boolean)).toEqual([second.deployment.containerName]);
+    const answer = await requestVia(caddy.httpPort, hostname);
+    expect(answer?.text).toMatch(/^version 2 /);
   }, 300_000);
 
   it('drains the second worker and removes it: its engine leaves the swarm over mutual TLS', async () => {
