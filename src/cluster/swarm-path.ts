@@ -2,6 +2,7 @@ import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
 import { DeploymentFailure } from '../deployments/pipeline-context.js';
 import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../deployments/swarm-path.port.js';
 import { resourceNames } from '../deployments/runtime-deps.js';
+import { swarmConstraints } from '../domain/service-placement.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ClusterRuntime } from './cluster-runtime.port.js';
 import type { ClusterSettings } from './cluster-settings.js';
@@ -148,7 +149,7 @@ export class ClusterSwarmPath implements SwarmPath {
       network,
       // Caddy runs on the manager's host network: it dials each task at its node's published port.
       publish: service.runtimeMode === 'web',
-      constraints: [],
+      constraints: swarmConstraints(service.placement),
       resources: {
         ...(service.cpuLimitMillis ? { cpuLimit: service.cpuLimitMillis / 1000 } : {}),
         ...(service.memoryLimitMb ? { memoryLimitMb: service.memoryLimitMb } : {}),

@@ -1,4 +1,4 @@
-import { ValidationError } from '../domain/errors.js';
+import { checkPlacement, swarmConstraints, type Placement } from '../domain/service-placement.js';
 import type { SwarmServiceSpec, SwarmServices, SwarmTask } from './swarm-services.port.js';
 
 /** Why a deployment's Swarm service never served: its service is removed and the earlier one serves on. */
@@ -18,30 +18,12 @@ export function runsOnSwarm(readyServers: number): boolean {
 }
 
 /**
- * Placement as Swarm constraints: `must` labels become `node.labels.k==v`, `mustNot` become `!=`. A label no
- * node has is a 400 listing the labels that exist (a task with an impossible constraint stays `pending` forever).
+ * Placement as Swarm constraints, checked: `must` labels become `node.labels.k==v`, `mustNot` become `!=`. A label
+ * no node has is a 400 listing the labels that exist (a task with an impossible constraint stays `pending` forever).
  */
-export function placementConstraints(
-  placement: { must?: Record<string, string>; mustNot?: Record<string, string> } | undefined,
-  nodeLabels: Record<string, string>[],
-): string[] {
-  if (!placement) return [];
-  const existing = new Set(nodeLabels.flatMap((labels) => Object.entries(labels).map(([k, v]) => `${k}=${v}`)));
-  const constraints: string[] = [];
-  for (const [key, value] of Object.entries(placement.must ?? {})) {
-    if (!existing.has(`${key}=${value}`)) {
-      throw new ValidationError(
-        'placement',
-        `No server has the label ${key}=${value}; the labels that exist are: ${[...existing].sort().join(', ') || 'none'}`,
-        {
-          labels: [...existing].sort(),
-        },
-      );
-    }
-    constraints.push(`node.labels.${key}==${value}`);
-  }
-  for (const [key, value] of Object.entries(placement.mustNot ?? {})) constraints.push(`node.labels.${key}!=${value}`);
-  return constraints;
+export function placementConstraints(placement: Partial<Placement> | undefined, nodeLabels: Record<string, string>[]): string[] {
+  checkPlacement(placement, nodeLabels);
+  return swarmConstraints(placement);
 }
 
 /** `ip:port` of each running task of the current deployment (its overlay address, or its node's published port): what the proxy balances over (dnsrr, no virtual IP). */

@@ -17,6 +17,7 @@ import { Migration20261128040536 } from './Migration20261128040536.js';
 import { Migration20261128095139 } from './Migration20261128095139.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
 import { Migration20261128040740 } from './Migration20261128040740.js';
+import { Migration20261129050000 } from './Migration20261129050000.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -38,4 +39,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261128095139', class: Migration20261128095139 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
   { name: 'Migration20261128040740', class: Migration20261128040740 },
+  { name: 'Migration20261129050000', class: Migration20261129050000 },
 ];
