@@ -301,6 +301,16 @@ describe('servers on a real cluster', () => {
     expect(hosts.size).toBe(3);
   }, 300_000);
 
+  it('placement: a label no server has is refused, listing those that exist; one that is set is taken by the next deployment', async () => {
+    const refused = await admin('PATCH', `/api/services/${serviceId}`, { placement: { must: { zone: 'nowhere' } } });
+    expectErrorShape(refused, 400, 'unknown placement label');
+    expect(refused.json.message).toBe('No server has the label zone=nowhere; the labels that exist are: zone=a');
+    // No server has zone=b: the tasks may still run on all three nodes.
+    const set = await admin('PATCH', `/api/services/${serviceId}`, { placement: { mustNot: { zone: 'b' } } });
+    expect(set.status, set.text).toBe(200);
+    expect(set.json.service.placement).toEqual({ must: {}, mustNot: { zone: 'b' }, role: null });
+  }, 60_000);
+
   it('redeploys under load with no failed request: a new Swarm service, the routes switched to it, then the old one drained and removed', async () => {
     const set = await admin('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: '2' });
     expect(set.status, set.text).toBeLessThan(300);
@@ -326,6 +336,16 @@ describe('servers on a real cluster', () => {
     expect(logs).toMatch(/Routes switched to the 3 task\(s\)/);
     // Removed only after the routes left it.
     expect(logs.indexOf('Removing the earlier Swarm service')).toBeGreaterThan(logs.indexOf('Routes switched to the 3 task(s)'));
+    // The placement set before it is the new Swarm service's constraint.
+    const constraints = await cluster.docker(
+      'm',
+      'service',
+      'inspect',
+      '--format',
+      '{{json .Spec.TaskTemplate.Placement.Constraints}}',
+      second.deployment.containerName!,
+    );
+    expect(JSON.parse(constraints)).toEqual(['node.labels.zone!=b']);
     const services = await cluster.docker('m', 'service', 'ls', '--filter', `label=slipway.service=${serviceId}`, '--format', '{{.Name}}');
     expect(services.split('\n').filter(Boolean)).toEqual([second.deployment.containerName]);
     const answer = await requestVia(caddy.httpPort, hostname);
