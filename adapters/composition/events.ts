@@ -22,6 +22,8 @@ export interface EventPorts {
   live?: LiveServiceLookup | null;
   health?: LiveHealthCheck | null;
   log?: (message: string, extra?: Record<string, unknown>) => void;
+  /** Whether this process is alone on the database (the control plane's view): the outbox is then polled seldom. */
+  alone?: () => boolean;
 }
 
 /**
@@ -35,6 +37,7 @@ export function createEventServices(deps: ServiceDeps, publisher: EventPublisher
   const dispatcher = new EventDispatcher(deps, publisher, [new NotificationFanOut(deps, worker)], {
     retentionMs: () => deps.config.events.retentionDays * 86_400_000,
     log: ports.log,
+    ...(ports.alone ? { alone: ports.alone } : {}),
   });
   const notifications = new NotificationService(deps, sender, worker, ports.guard ?? null);
   const eventStream = new EventStreamService({ store: deps.store, clock: deps.clock, pingMs: () => deps.config.streamPingMs }, publisher);

@@ -413,6 +413,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   const events = createEventServices(deps, publisher, {
     ...ports.events,
     log,
+    alone: () => controlPlane.alone,
     // Email channels send through the settings' SMTP server, else SMTP_URL's.
     mailer: async () => {
       const mailerFor = ports.accounts?.mailerFor;

@@ -19,12 +19,15 @@ export interface DispatcherOptions {
   batchSize?: number;
   /** How often the outbox is looked at without a wake (another process's events). */
   pollMs?: number;
+  /** Whether this process is alone on the database: then only its own commits add events, each a wake, and the outbox is looked at every ALONE_POLL_MS. */
+  alone?: () => boolean;
   /** How long dispatched events are kept for streams to resume from. */
   retentionMs: () => number;
   log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
 const HOUR = 3_600_000;
+const ALONE_POLL_MS = 10_000;
 const CONTENDED = Symbol('another dispatcher took part of the batch');
 
 /**
@@ -54,7 +57,12 @@ export class EventDispatcher {
     this.stopped = false;
     this.closing = false;
     this.unsubscribe = this.publisher.onCommitted(() => this.wake());
-    this.timer = setInterval(() => this.wake(), this.options.pollMs ?? 1_000);
+    let lastPoll = 0;
+    this.timer = setInterval(() => {
+      if (this.options.alone?.() && Date.now() - lastPoll < ALONE_POLL_MS) return;
+      lastPoll = Date.now();
+      this.wake();
+    }, this.options.pollMs ?? 1_000);
     this.timer.unref?.();
     this.wake();
   }

@@ -28,6 +28,11 @@ export const THIS_PROCESS: ProcessIdentity = {
 export interface JobClaims {
   /** Takes a job for this process; false when a live process holds it. */
   claim(jobId: string): Promise<boolean>;
+  /**
+   * Whether this process is the only one on the database now: then no other process queues or aborts
+   * its jobs, its own writes wake its runners, and polling the table is only a safety net.
+   */
+  alone?(): boolean;
   release(jobId: string): Promise<void>;
   /** Whether a running job's holder is gone, so that this process settles it (true for a job no one claimed). */
   orphaned(jobId: string): Promise<boolean>;
@@ -140,18 +145,25 @@ export class ControlPlane {
     return this.peers;
   }
 
+  /** Started, and no other process alive at the last heartbeat (before `start()`, false: tests poll as they always did). */
+  get alone(): boolean {
+    return this.started && !this.peers;
+  }
+
   /** Whether another process is registered and alive on this database. */
   async othersAlive(): Promise<boolean> {
     if (!this.started) return false;
-    for (const plane of await this.store.controlPlanes.list()) if (plane.id !== this.id && (await this.isAlive(plane.id))) return true;
-    return false;
+    return (await this.store.controlPlanes.list()).some((plane) => plane.id !== this.id && this.planeAlive(plane));
   }
 
   /** Whether the process `owner` is alive. */
   async isAlive(owner: string): Promise<boolean> {
     if (owner === this.id) return true;
     const plane = await this.store.controlPlanes.get(owner);
-    if (!plane) return false;
+    return !!plane && this.planeAlive(plane);
+  }
+
+  private planeAlive(plane: { hostname: string; pid: number; heartbeatAt: Date }): boolean {
     if (plane.hostname === this.identity.hostname) {
       // Our own host: a pid that is not running, or our own pid under another id (a restarted container), is a process gone.
       if (plane.pid === this.identity.pid || !this.identity.running(plane.pid)) return false;
@@ -176,6 +188,7 @@ export class ControlPlane {
         }
         return false;
       },
+      alone: () => this.alone,
       release: async (jobId) => {
         if (this.started) await this.store.controlPlanes.release(jobId, this.id);
       },
@@ -206,8 +219,10 @@ export class ControlPlane {
           heartbeatAt: now,
         });
       }
-      await this.prune();
-      this.peers = await this.othersAlive();
+      // One read of the registrations serves both: the heartbeat runs every few seconds for the process's whole life.
+      const planes = await this.store.controlPlanes.list();
+      await this.prune(planes);
+      this.peers = planes.some((plane) => plane.id !== this.id && this.planeAlive(plane));
     } catch (error) {
       this.log('control plane heartbeat failed', { error: (error as Error).message });
     }
@@ -225,6 +240,8 @@ export class ControlPlane {
     const lead = this.leads.get(name);
     if (!lead || !this.started || this.stopping) return;
     const expiresAt = new Date(Date.now() + this.config().deadAfterMs);
+    // A lease held is renewed in one write; it is read only when the write finds it moved.
+    if (lead.held && (await this.store.controlPlanes.moveLease(name, this.id, this.id, expiresAt))) return;
     const lease = await this.store.controlPlanes.lease(name);
     let mine = false;
     if (!lease) mine = await this.store.controlPlanes.createLease({ name, holder: this.id, expiresAt });
@@ -245,9 +262,9 @@ export class ControlPlane {
   }
 
   /** Registrations of processes gone for long: nothing refers to them any more. */
-  private async prune(): Promise<void> {
+  private async prune(planes: Array<{ id: string; heartbeatAt: Date }>): Promise<void> {
     const cutoff = Date.now() - 10 * this.config().deadAfterMs;
-    for (const plane of await this.store.controlPlanes.list()) {
+    for (const plane of planes) {
       if (plane.id !== this.id && plane.heartbeatAt.getTime() < cutoff) await this.store.controlPlanes.unregister(plane.id);
     }
   }

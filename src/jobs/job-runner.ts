@@ -28,6 +28,12 @@ interface RunningJob<J> {
 }
 
 const POLL_MS = 500;
+/**
+ * The table looked at while this process is alone on the database (claims say so): every job it
+ * queues or aborts wakes it at once, so the poll only backs those up. Polling every 500 ms cost an idle
+ * platform two queries a second per runner.
+ */
+const ALONE_POLL_MS = 5_000;
 const ORPHAN_CHECK_MS = 5_000;
 
 /**
@@ -43,6 +49,7 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
   private checkingAborts: Promise<void> | null = null;
   private checkingOrphans: Promise<void> | null = null;
   private lastOrphanCheck = 0;
+  private lastPoll = 0;
   private stopped = true;
   private recoveredOnce = false;
   private readonly log: RunnerLog;
@@ -59,10 +66,15 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
     this.stopped = false;
     this.recoveredOnce = false;
     this.timer = setInterval(() => {
-      this.wake();
-      this.checkingAborts ??= this.checkAbortRequests().finally(() => {
-        this.checkingAborts = null;
-      });
+      // Asked at every tick whether this process is still alone: a process that joins is heard within a tick.
+      if (!this.options.claims?.alone?.() || Date.now() - this.lastPoll >= ALONE_POLL_MS) {
+        this.lastPoll = Date.now();
+        this.wake();
+        this.checkingAborts ??= this.checkAbortRequests().finally(() => {
+          this.checkingAborts = null;
+        });
+      }
+      // On their own cadence, alone or not: a process that has just gone leaves this one alone with its jobs.
       if (
         this.options.claims &&
         this.recoveredOnce &&

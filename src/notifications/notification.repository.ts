@@ -25,8 +25,9 @@ export class NotificationRepository extends Repository {
   updateChannel(id: string, patch: Patch<ChannelRecord>): Promise<void> {
     return this.updateRow(NotificationChannel, id, patch, 'channel');
   }
-  /** The failure count moves without changing the store's version (nothing cached reads it). */
+  /** The failure count moves the channels' version only (the overviews' notification health reads it). */
   async recordChannelAttempt(id: string, ok: boolean, at: Date, error: string | null): Promise<void> {
+    this.written(NotificationChannel);
     const em = this.fork();
     if (ok) {
       await em.nativeUpdate(NotificationChannel, { id }, { consecutiveFailures: 0, lastAttemptAt: at, lastError: null });
@@ -67,6 +68,7 @@ export class NotificationRepository extends Repository {
   async removeChannelFromRules(channelId: string): Promise<void> {
     for (const rule of await this.listRules()) {
       if (!rule.channelIds.includes(channelId)) continue;
+      this.written(NotificationRule);
       await this.fork().nativeUpdate(NotificationRule, { id: rule.id }, { channelIds: rule.channelIds.filter((id) => id !== channelId) });
     }
   }

@@ -5,6 +5,8 @@ import { isKnownEventPattern } from '../domain/events.js';
 import { NotFoundError, ValidationError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+import type { Table } from '../persistence/store.js';
 import { projectFor } from '../platform/lookup.js';
 import type { ChannelSender } from './channel-sender.js';
 import type { DeliveryWorker } from './delivery-worker.js';
@@ -33,6 +35,7 @@ import type { TargetGuard } from './notifier.port.js';
 import { isPrivateAddress } from './private-address.js';
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
+const HEALTH_TABLES: readonly Table[] = ['NotificationRule', 'NotificationChannel'];
 
 /** `whsec_` and 32 random bytes in base64: the Standard Webhooks secret format. */
 export function newWebhookSecret(): string {
@@ -121,6 +124,16 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
  * config are sealed at rest and masked in every answer, and a signed webhook's secret is shown once.
  */
 export class NotificationService {
+  /**
+   * Every service overview asks for its project's notification health: read once per project until a
+   * rule or a channel changes here (or a few seconds pass: another process's deliveries move channels too).
+   */
+  private readonly projectHealth = new VersionedCache<string, NotificationsHealthView>(
+    () => this.deps.store.versionOf(HEALTH_TABLES),
+    1000,
+    5_000,
+  );
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly sender: ChannelSender,
@@ -298,9 +311,16 @@ export class NotificationService {
    * silent alert is the failure this answer exists to show.
    */
   async healthForProject(projectId: string): Promise<NotificationsHealthView> {
+    const cached = this.projectHealth.get(projectId);
+    if (cached) return cached;
+    const version = this.deps.store.versionOf(HEALTH_TABLES);
     const routed = new Set((await this.store.listRules([projectId])).flatMap((rule) => rule.channelIds));
-    if (routed.size === 0) return { status: 'ok', channels: 0, failing: [] };
-    return this.healthOf((await this.store.listChannels()).filter((channel) => routed.has(channel.id)));
+    const health: NotificationsHealthView =
+      routed.size === 0
+        ? { status: 'ok', channels: 0, failing: [] }
+        : this.healthOf((await this.store.listChannels()).filter((channel) => routed.has(channel.id)));
+    this.projectHealth.set(projectId, health, version);
+    return health;
   }
 
   private healthOf(channels: ChannelRecord[]): NotificationsHealthView {

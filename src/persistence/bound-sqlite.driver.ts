@@ -1,8 +1,16 @@
-import type { Configuration } from '@mikro-orm/core';
+import type { Configuration, Dictionary } from '@mikro-orm/core';
 import { SqliteConnection, SqliteDriver } from '@mikro-orm/sqlite';
 import { boundExecute, useConnection } from './bound-drivers.js';
+import { cacheStatements } from './statement-cache.js';
 
-class BoundSqliteConnection extends SqliteConnection {}
+class BoundSqliteConnection extends SqliteConnection {
+  override createKyselyDialect(options: Dictionary) {
+    const dialect = super.createKyselyDialect(options);
+    // The better-sqlite3 database the dialect was just given (private in the type, a plain field at runtime).
+    cacheStatements((this as unknown as { database: Parameters<typeof cacheStatements>[0] }).database);
+    return dialect;
+  }
+}
 Object.defineProperty(BoundSqliteConnection.prototype, 'execute', { value: boundExecute(() => '?'), writable: true, configurable: true });
 
 /** SqliteDriver with every string bound (see bound-drivers.ts). */

@@ -231,3 +231,44 @@ describe('a second kind of job on the JobRunner', () => {
     expect(queue.get('boom').lines).toEqual([{ line: 'Internal error: disk full', stream: 'stderr' }]);
   });
 });
+
+describe('a JobRunner in a process alone on its database', () => {
+  /** Counts the table reads for queued jobs: what an idle platform pays for polling. */
+  function counted(alone: { value: boolean }) {
+    const kind = new BackupKind();
+    let reads = 0;
+    const listQueued = kind.queue.listQueued.bind(kind.queue);
+    kind.queue.listQueued = async () => {
+      reads++;
+      return listQueued();
+    };
+    const claims = {
+      claim: async () => true,
+      release: async () => {},
+      orphaned: async () => true,
+      alone: () => alone.value,
+    };
+    runner = new JobRunner(kind, { concurrency: () => 2, pollMs: 20, claims });
+    return { kind, runner, reads: () => reads };
+  }
+
+  it('looks at the table seldom while alone, yet a wake claims at once; with a peer it polls at its pace again', async () => {
+    const alone = { value: true };
+    const { kind, runner, reads } = counted(alone);
+    runner.start();
+    await runner.recover();
+    const before = reads();
+    await sleep(400);
+    // 20 ticks of 20 ms: alone, at most the one look the first tick takes.
+    expect(reads() - before).toBeLessThanOrEqual(1);
+    kind.queue.add('b1', 'db1');
+    runner.wake();
+    await until(() => kind.active.has('b1'), 1_000);
+    kind.release('b1');
+    // A process joins: the next ticks poll again, so its queued job is seen without a wake here.
+    alone.value = false;
+    kind.queue.add('b2', 'db2');
+    await until(() => kind.active.has('b2'), 1_000);
+    kind.release('b2');
+  });
+});
