@@ -3,6 +3,7 @@ import { DeploymentFailure } from '../deployments/pipeline-context.js';
 import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../deployments/swarm-path.port.js';
 import { resourceNames } from '../deployments/runtime-deps.js';
 import { swarmConstraints } from '../domain/service-placement.js';
+import { isTerminal } from '../domain/deployment-state.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ClusterRuntime } from './cluster-runtime.port.js';
 import type { ClusterSettings } from './cluster-settings.js';
@@ -105,6 +106,22 @@ export class ClusterSwarmPath implements SwarmPath {
     if (serving) await this.services.scale(serving.name, replicas, signal);
   }
 
+  async prune(service: ServiceRecord, signal?: AbortSignal): Promise<string[]> {
+    const entries = await this.services.list(service.id, signal);
+    if (entries.length <= 1) return [];
+    const serving = await this.servingOf(service, entries);
+    const removed: string[] = [];
+    for (const entry of entries) {
+      if (entry.name === serving.name) continue;
+      // A deployment under way owns its service: it routes to it, or removes it, itself.
+      const deployment = entry.deploymentId ? await this.deps.store.deployments.get(entry.deploymentId) : null;
+      if (deployment && !isTerminal(deployment.status)) continue;
+      await this.services.remove(entry.name, signal);
+      removed.push(entry.name);
+    }
+    return removed;
+  }
+
   async remove(serviceId: string, signal?: AbortSignal): Promise<void> {
     for (const entry of await this.services.list(serviceId, signal)) await this.services.remove(entry.name, signal);
   }
@@ -117,6 +134,10 @@ export class ClusterSwarmPath implements SwarmPath {
   private async serving(service: ServiceRecord, signal?: AbortSignal): Promise<SwarmServiceEntry | null> {
     const entries = await this.services.list(service.id, signal);
     if (entries.length <= 1) return entries[0] ?? null;
+    return this.servingOf(service, entries);
+  }
+
+  private async servingOf(service: ServiceRecord, entries: SwarmServiceEntry[]): Promise<SwarmServiceEntry> {
     const live = (await this.deps.store.deployments.listLive(service.id, 1))[0];
     return entries.find((entry) => entry.deploymentId === live?.id) ?? entries[entries.length - 1]!;
   }

@@ -42,6 +42,11 @@ export interface SwarmPath {
   /** The service's serving Swarm service as it runs now: its replica count and the running tasks' upstreams; null when it has none. */
   current(service: ServiceRecord, signal?: AbortSignal): Promise<{ replicas: number | null; upstreams: string[] } | null>;
   scale(service: ServiceRecord, replicas: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Removes the service's Swarm services that neither serve nor belong to a deployment under way: what a deployment
+   * cut short (a crash between its start and its cleanup) left behind. Answers their names.
+   */
+  prune(service: ServiceRecord, signal?: AbortSignal): Promise<string[]>;
   /** Every Swarm service of the service goes (the service was deleted); none is fine. */
   remove(serviceId: string, signal?: AbortSignal): Promise<void>;
 }

@@ -4,6 +4,8 @@ import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput } from '..
 import { DeploymentFailure } from '../../src/deployments/pipeline-context.js';
 import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../../src/deployments/swarm-path.port.js';
 import { createRuntimeHarness, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { ClusterSwarmPath } from '../../src/cluster/swarm-path.js';
+import type { SwarmServiceEntry, SwarmServices } from '../../src/cluster/swarm-services.port.js';
 
 const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };
 const HOST = 'web-shop.apps.test';
@@ -46,6 +48,9 @@ class FakeSwarmPath implements SwarmPath {
     return last ? { replicas: 2, upstreams: last } : null;
   }
   async scale() {}
+  async prune() {
+    return [];
+  }
   async remove() {
     this.services.clear();
   }
@@ -107,5 +112,36 @@ describe('a deployment on the cluster: its own Swarm service, the routes switche
     expect(swarm.events.slice(3)).toEqual([`start slipway-${serviceId}-${third.id}`, `remove slipway-${serviceId}-${third.id}`]);
     expect([...swarm.services.keys()]).toEqual([second.containerName]);
     expect(route()).toMatchObject({ upstream: '10.0.2.1:80', replicaUpstreams: ['10.0.2.2:80'] });
+  });
+});
+
+describe('leftover Swarm services of a deployment cut short', () => {
+  it('are removed by the reconcile pass unless they serve or belong to a deployment under way', async () => {
+    const entries: SwarmServiceEntry[] = [
+      { name: 'slipway-s1-d1', deploymentId: 'd1', createdAt: '2026-11-29T01:00:00Z' },
+      { name: 'slipway-s1-d2', deploymentId: 'd2', createdAt: '2026-11-29T02:00:00Z' },
+      { name: 'slipway-s1-d3', deploymentId: 'd3', createdAt: '2026-11-29T03:00:00Z' },
+      { name: 'slipway-s1-d4', deploymentId: 'd4', createdAt: '2026-11-29T04:00:00Z' },
+    ];
+    const removed: string[] = [];
+    const services = {
+      list: async () => entries.filter((e) => !removed.includes(e.name)),
+      remove: async (name: string) => void removed.push(name),
+    } as unknown as SwarmServices;
+    // d2 serves (the live deployment), d3 failed and its cleanup was cut short, d4 is under way; d1 is an earlier one.
+    const status: Record<string, string> = { d1: 'succeeded', d2: 'succeeded', d3: 'failed', d4: 'running' };
+    const deps = {
+      store: {
+        deployments: {
+          listLive: async () => [{ id: 'd2' }],
+          get: async (id: string) => ({ id, status: status[id] }),
+        },
+      },
+    };
+    const path = new ClusterSwarmPath(deps as never, {} as never, {} as never, {} as never, services);
+    const service = { id: 's1' } as ServiceRecord;
+    expect(await path.prune(service)).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
+    expect(removed).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
+    expect(await path.prune(service)).toEqual([]);
   });
 });
