@@ -12,7 +12,9 @@ import { base32Decode, hotp, totpStep } from '../../src/accounts/totp.js';
 import { startCaddy, type CaddyProcess } from '../helpers/caddy.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { startGitServer } from '../helpers/git-server.js';
+import { type IsolatedChromium, isolatedChromium } from '../helpers/isolated-chromium.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core) against the real
@@ -38,6 +40,7 @@ let git: Awaited<ReturnType<typeof startGitServer>>;
 /** A notification channel's webhook target: what it received, by event type. */
 let receiver: Server;
 const received: string[] = [];
+let browser: IsolatedChromium | undefined;
 let context: BrowserContext;
 let page: Page;
 let profile = '';
@@ -96,8 +99,11 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   console.log(`dashboard screenshots: ${SHOTS}`);
   profile = mkdtempSync(path.join(tmpdir(), 'slipway-dashboard-chromium-'));
+  // The browser reaches the platform and Caddy only, from a network namespace of its own: Docker's interface
+  // changes would otherwise fail its requests at random (net::ERR_NETWORK_CHANGED, see isolatedChromium).
+  browser = await isolatedChromium(chromiumPath, [Number(new URL(server.url).port), caddy.httpPort]);
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
+    executablePath: browser.executablePath,
     headless: true,
     args: [
       '--no-sandbox',
@@ -132,6 +138,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
+  await browser?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await server?.dispose();
   await caddy?.stop();
@@ -170,6 +177,25 @@ async function check(screen: string): Promise<void> {
   axeResults.push({ screen, violations });
   await page.screenshot({ path: path.join(SHOTS, `${String(axeResults.length).padStart(2, '0')}-${screen}.png`), fullPage: true });
   expect(violations, `axe on ${screen}`).toEqual([]);
+  // Every form field is named by a label that is on screen too, not by an aria-label or a placeholder only (axe
+  // accepts those). xterm.js's own input is the terminal's, named by the terminal.
+  const unlabelled = await page.evaluate(() => {
+    const shown = (element: Element | null) => {
+      if (!(element instanceof HTMLElement) || !element.checkVisibility()) return false;
+      const box = element.getBoundingClientRect();
+      return box.width > 1 && box.height > 1 && (element.textContent ?? '').trim() !== '';
+    };
+    return [...document.querySelectorAll('input, select, textarea')]
+      .filter((field) => {
+        const control = field as HTMLInputElement;
+        if (control.type === 'hidden' || !control.checkVisibility() || control.closest('.xterm')) return false;
+        if ([...(control.labels ?? [])].some(shown)) return false;
+        const by = control.getAttribute('aria-labelledby');
+        return !by?.split(/\s+/).every((id) => shown(document.getElementById(id)));
+      })
+      .map((control) => control.outerHTML.slice(0, 200));
+  });
+  expect(unlabelled, `form fields without a visible label on ${screen}`).toEqual([]);
 }
 
 function code(offset = 0): string {
@@ -346,6 +372,15 @@ describe('the dashboard, step by step', () => {
     await page.waitForURL(/\/deployments\/[^/]+$/);
     await waitForSucceeded();
     await openThroughProxy(/hello from the dashboard/);
+
+    // Roll back: the image of the deployment before, run again after a confirmation, followed on its own screen.
+    await tab('Overview');
+    await page.getByRole('button', { name: 'Roll back' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Roll back' }).click();
+    await page.waitForURL(/\/deployments\/[^/]+$/);
+    await waitForSucceeded();
+    const trigger = page.locator('dt', { hasText: /^Trigger$/ }).locator('xpath=following-sibling::dd[1]');
+    expect(await trigger.innerText()).toMatch(/^rollback of /);
   }, 300_000);
 
   it('6. opens a terminal in the container and runs a command', async () => {
@@ -697,6 +732,25 @@ describe('the dashboard, step by step', () => {
     await sharedTable.getByRole('row', { name: /SHARED_TOKEN/ }).waitFor();
     expect(await sharedTable.innerText()).not.toContain('shared-s3cret');
     await check('project');
+    // An environment cloned (its services copied, nothing deployed), then deleted once its name is typed.
+    const environment = page.getByLabel('Environment', { exact: true });
+    const defaultEnvironment = await environment.inputValue();
+    await page.getByRole('button', { name: 'Clone environment' }).click();
+    await page.getByRole('dialog').getByLabel('Name').fill('staging');
+    await check('environment-clone-dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Clone environment' }).click();
+    await expect.poll(() => environment.inputValue(), POLL).toBe('staging');
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Delete environment' }).click();
+    const confirmDelete = page.getByRole('alertdialog').getByRole('button', { name: 'Delete environment' });
+    expect(await confirmDelete.isDisabled()).toBe(true);
+    await page.getByRole('alertdialog').getByLabel('Type staging to confirm').fill('staging');
+    await check('environment-delete-confirm');
+    await confirmDelete.click();
+    // The selection changes at once, the list once it is read again.
+    await expect.poll(() => environment.inputValue(), POLL).toBe(defaultEnvironment);
+    await expect.poll(() => environment.innerText(), POLL).not.toContain('staging');
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
     // The project's own audit log (GET /api/projects/:id/audit): the shared variables just saved are in it.
     await page.getByRole('main').getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('heading', { name: 'Audit log of Shop', level: 1 }).waitFor();
@@ -758,6 +812,138 @@ describe('the dashboard, step by step', () => {
       await page.emulateMedia({ colorScheme: 'light' });
     }
   }, 360_000);
+
+  it('aborts a deployment under way; explains a failed one with a connected AI provider; deletes a service once its name is typed', async () => {
+    /** A service of the project Shop made from a repository of its own, deployed from its screen; returns the deployment's badge. */
+    const deployNew = async (name: string, Dockerfile: string) => {
+      const repo = await git.addRepo(`acme/${name}-${SUFFIX}`, { Dockerfile });
+      await page.getByRole('link', { name: 'Projects', exact: true }).first().click();
+      await page.getByRole('link', { name: 'Shop', exact: true }).click();
+      await page.getByRole('button', { name: 'Create service' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Git repository').check();
+      await dialog.getByLabel('Name').fill(name);
+      await dialog.getByLabel('Repository URL').fill(repo.cloneUrl);
+      await dialog.getByLabel('Internal port').fill('3000');
+      await dialog.getByRole('button', { name: 'Create service' }).click();
+      await page.getByRole('heading', { name, level: 1 }).waitFor();
+      await page.getByRole('button', { name: 'Deploy', exact: true }).first().click();
+      await page.waitForURL(/\/deployments\/[^/]+$/);
+      return page.getByRole('heading', { name: /^Deployment / }).locator('[data-status]');
+    };
+    const status = (badge: ReturnType<typeof page.locator>) => async () => (await badge.getAttribute('data-status')) ?? '';
+
+    // Abort: a build that would take minutes, stopped from its screen after a confirmation.
+    const slow = await deployNew('slow', ['FROM busybox:latest', 'RUN echo "dashboard fixture slow step" && sleep 300', ''].join('\n'));
+    await expect.poll(status(slow), { timeout: 60_000, interval: 250 }).toBe('running');
+    await page.getByRole('button', { name: 'Abort', exact: true }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Abort' }).click();
+    await expect.poll(status(slow), { timeout: 60_000, interval: 250 }).toBe('aborted');
+    await check('deployment-aborted');
+    // Deleted from its settings, once its name is typed.
+    await tab('Settings');
+    await page.getByRole('button', { name: 'Delete service' }).click();
+    const confirm = page.getByRole('alertdialog').getByRole('button', { name: 'Delete service' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.getByRole('alertdialog').getByLabel('Type slow to confirm').fill('slow');
+    await check('service-delete-confirm');
+    await confirm.click();
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+
+    // The AI explanation of a failed build, from the OpenAI stand-in, on the deployment's screen.
+    const openai = await new OpenAiStandin().start();
+    const call = api(server.url, server.token);
+    try {
+      const connected = await call('PUT', '/api/settings', {
+        aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
+      });
+      expect(connected.status, connected.text).toBe(200);
+      const broken = await deployNew(
+        'broken',
+        ['FROM busybox:latest', 'RUN echo "dashboard fixture failing step" && exit 3', ''].join('\n'),
+      );
+      await expect.poll(status(broken), { timeout: 120_000, interval: 250 }).toBe('failed');
+      const why = page.getByRole('region', { name: 'Why did it fail?' });
+      await expect.poll(() => why.getByLabel('Provider').inputValue(), POLL).toBe('gpt');
+      await why.getByLabel('Model').fill('gpt-e2e');
+      await why.getByRole('button', { name: 'Explain failure' }).click();
+      await expect.poll(() => why.getByRole('status').innerText(), { timeout: 30_000, interval: 100 }).toContain('Fix the failing step.');
+      expect(JSON.stringify(openai.requests[0]!.body)).toContain('dashboard fixture failing step');
+      await check('deployment-failed-explained');
+    } finally {
+      await openai.close();
+    }
+    // The project as it was for the steps after this one.
+    const brokenId = /\/services\/([^/]+)/.exec(page.url())![1];
+    const removed = await call('DELETE', `/api/services/${brokenId}`);
+    expect(removed.status, removed.text).toBeLessThan(300);
+    await page.goto(`${server.url}/projects/shop`);
+    await page.getByRole('link', { name: 'web', exact: true }).waitFor();
+    expect(await page.getByRole('link', { name: /^(slow|broken)$/ }).count()).toBe(0);
+  }, 240_000);
+
+  it('is usable by keyboard alone, and the pages outside the shell have no accessibility violation', async () => {
+    // A reset link's page (asking for a link, and choosing the new password) and an unknown address.
+    for (const [url, heading, screen] of [
+      ['/reset-password', 'Reset your password', 'reset-password-request'],
+      ['/reset-password?token=not-a-real-token', 'Choose a new password', 'reset-password-new'],
+      ['/no-such-screen', 'Page not found', 'not-found'],
+    ] as const) {
+      await page.goto(`${server.url}${url}`);
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await check(screen);
+    }
+    // A screen's error state: the API's answer (what, why, its status) and a way to try again.
+    await page.goto(`${server.url}/projects/no-such-project`);
+    await expect.poll(() => page.getByRole('alert').innerText(), POLL).toMatch(/^Could not load [\s\S]*HTTP 404/);
+    await page.getByRole('button', { name: 'Try again' }).waitFor();
+    await check('project-error');
+    /** The focused element's accessible name as a person would hear it (aria-label, else its text). */
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement | null;
+        return (element?.getAttribute('aria-label') ?? element?.textContent ?? '').trim();
+      });
+    /** Tab until the element named `name` has focus (at most `limit` presses); false when it never does. */
+    const tabTo = async (name: string, limit = 40) => {
+      for (let i = 0; i < limit; i++) {
+        await page.keyboard.press('Tab');
+        if ((await focused()) === name) return true;
+      }
+      return false;
+    };
+    await page.goto(`${server.url}/projects`);
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+    // The first stop is the skip link, and it moves focus to the screen's content.
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    // The navigation by Tab and Enter.
+    await page.locator('body').focus();
+    expect(await tabTo('Storage'), 'Tab reaches the Storage link').toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Storage', level: 1 }).waitFor();
+    // A dialog opened with Enter takes focus, keeps it while tabbing, closes with Escape and gives it back.
+    await page.goto(`${server.url}/projects`);
+    await page.getByRole('heading', { name: 'Projects', level: 1 }).waitFor();
+    expect(await tabTo('Create project'), 'Tab reaches Create project').toBe(true);
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('name')), POLL).toBe('name');
+    for (let i = 0; i < 8; i++) {
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(() => Boolean(document.activeElement?.closest('[role="dialog"]'))),
+        `focus stays in the dialog (Tab ${i + 1})`,
+      ).toBe(true);
+    }
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    // Radix moves focus back in a task after the dialog is gone (a setTimeout), not in the same frame.
+    await expect.poll(() => focused(), POLL).toBe('Create project');
+  }, 60_000);
 
   it('is usable at 375 px: no sideways scrolling, the menu opens', async () => {
     await page.setViewportSize({ width: 375, height: 812 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type IsolatedChromium, isolatedChromium } from '../helpers/isolated-chromium.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 /**
@@ -15,14 +16,18 @@ const run = promisify(execFile);
 let server: ServerProcess;
 let chromium = '';
 let profile = '';
+let browser: IsolatedChromium | undefined;
 
 beforeAll(async () => {
   chromium = (await run('bash', ['test/provision/chromium.sh'], { cwd: ROOT, timeout: 10 * 60_000 })).stdout.trim();
   profile = mkdtempSync(path.join(tmpdir(), 'slipway-chromium-'));
   server = await startServerProcess();
+  // Its own network namespace: Docker's interface changes (other files' containers) fail a browser's pending requests (isolatedChromium).
+  browser = await isolatedChromium(chromium, [Number(new URL(server.url).port)]);
 }, 11 * 60_000);
 
 afterAll(async () => {
+  await browser?.close();
   await server?.dispose();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
@@ -30,7 +35,7 @@ afterAll(async () => {
 /** The DOM once the page has rendered (Chromium's virtual time lets scripts and layout finish first). */
 async function renderedDom(url: string): Promise<string> {
   const { stdout } = await run(
-    chromium,
+    browser!.executablePath,
     [
       '--headless',
       '--no-sandbox',

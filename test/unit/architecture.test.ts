@@ -5,10 +5,11 @@ import { describe, expect, it } from 'vitest';
 /** The one-way data flow of docs/architecture.md, checked on every import in the tree. */
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-function filesUnder(dir: string): string[] {
+function filesUnder(dir: string, extensions = ['.ts']): string[] {
   return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
     const rel = path.join(dir, name);
-    return statSync(path.join(ROOT, rel)).isDirectory() ? filesUnder(rel) : rel.endsWith('.ts') ? [rel] : [];
+    if (statSync(path.join(ROOT, rel)).isDirectory()) return filesUnder(rel, extensions);
+    return extensions.some((ext) => rel.endsWith(ext)) ? [rel] : [];
   });
 }
 
@@ -84,6 +85,29 @@ describe('dependency rules', () => {
           );
         })
         .map((target) => `${file} -> ${target}`);
+    });
+    expect(offending).toEqual([]);
+  });
+
+  it('the dashboard imports its own files and its declared packages, and of the client its types only: nothing of the server', () => {
+    const declared = (file: string) => {
+      const pkg = JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
+      return Object.keys({ ...pkg.dependencies, ...pkg.devDependencies });
+    };
+    const dashboard = declared('packages/dashboard/package.json');
+    // The component tests run under the root's vitest.
+    const tests = [...dashboard, ...declared('package.json')];
+    const offending = filesUnder('packages/dashboard/src', ['.ts', '.tsx']).flatMap((file) => {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      const allowed = /\.test\.tsx?$|test-setup\.ts$/.test(file) ? tests : dashboard;
+      return [...text.matchAll(/^\s*(?:import|export)(\s+type\b)?[^'"]*from\s+['"]([^'"]+)['"]/gm)]
+        .filter(([, typeOnly, spec]) => {
+          const target = resolved(file, spec!);
+          if (target.startsWith('packages/dashboard/src/')) return false;
+          if (target === '@slipway/client') return !typeOnly;
+          return !allowed.some((dep) => target === dep || target.startsWith(`${dep}/`));
+        })
+        .map(([, , spec]) => `${file} -> ${spec}`);
     });
     expect(offending).toEqual([]);
   });

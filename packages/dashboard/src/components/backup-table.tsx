@@ -1,7 +1,8 @@
 import type { ReactNode } from 'react';
 import { formatBytes, formatDate } from '../lib/format';
 import type { RouterOutputs } from '../lib/trpc';
-import { Confirm, StatusBadge } from './ui';
+import { Confirm, Empty, ErrorNotice, QueryState, StatusBadge } from './ui';
+import type { BackupActions, BackupListData } from './use-backup-actions';
 
 /** A backup as the API lists it: a database's or a named volume's (the same shape). */
 export type BackupRow = RouterOutputs['backups']['list']['backups'][number];
@@ -106,5 +107,61 @@ export function BackupTable(props: {
         </tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * A backups screen below its Back up controls: the last failed write, when a restore was done, the list's
+ * loading, error and empty states, the counts of backups never drilled or failing their drill, and the table
+ * wired to the screen's actions (useBackupActions).
+ */
+export function BackupList<T extends BackupListData>(props: {
+  list: { isPending: boolean; error: unknown; data: T | undefined; refetch: () => unknown };
+  actions: BackupActions;
+  /** Named in the list's loading and error states ("backups", "backups of volume data"). */
+  label: string;
+  empty: ReactNode;
+  /** What the list says above its counts (a database's: no object store answers). */
+  notice?: (data: T) => ReactNode;
+  caption: string;
+  restoreWarning: (when: string) => ReactNode;
+  downloadHref: (backup: BackupRow) => string;
+}) {
+  const { actions } = props;
+  return (
+    <>
+      <ErrorNotice error={actions.error} />
+      {actions.restoredAt ? (
+        <p className="alert ok" role="status">
+          Restored at {formatDate(actions.restoredAt)}.
+        </p>
+      ) : null}
+      <QueryState query={props.list} label={props.label}>
+        {(data) => (
+          <>
+            {props.notice?.(data)}
+            {data.drills.neverDrilled > 0 || data.drills.failed > 0 ? (
+              <p className={data.drills.failed > 0 ? 'alert' : 'muted'} role="status">
+                Restore drills: {data.drills.failed} failed, {data.drills.neverDrilled} never drilled.
+              </p>
+            ) : null}
+            {data.backups.length === 0 ? (
+              <Empty>{props.empty}</Empty>
+            ) : (
+              <BackupTable
+                backups={data.backups}
+                caption={props.caption}
+                restoreWarning={props.restoreWarning}
+                downloadHref={props.downloadHref}
+                drillPending={actions.drillPending}
+                onDrill={actions.onDrill}
+                onRestore={actions.onRestore}
+                onDelete={actions.onDelete}
+              />
+            )}
+          </>
+        )}
+      </QueryState>
+    </>
   );
 }

@@ -1,6 +1,6 @@
 import * as AlertDialog from '@radix-ui/react-alert-dialog';
 import * as Dialog from '@radix-ui/react-dialog';
-import { type ReactNode, useId, useState } from 'react';
+import { type ReactNode, useId, useRef, useState } from 'react';
 import { type ApiError, apiErrorOf, fieldError } from '../lib/api-error';
 
 /** A labelled input with its hint and the API's error for this field, tied together for assistive technology. */
@@ -188,11 +188,27 @@ export function Modal(props: {
   description?: string;
   children: ReactNode;
 }) {
+  // Opened by state, not by a Dialog.Trigger, so Radix has no trigger to give focus back to on close (it went to
+  // the page's body, and a keyboard user started again from the top): the element focused when it opened gets it.
+  // Read as the dialog opens, in render: a field of the dialog with autoFocus takes focus before Radix's own
+  // open handler runs.
+  const opener = useRef<HTMLElement | null>(null);
+  const wasOpen = useRef(false);
+  if (props.open && !wasOpen.current) opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  wasOpen.current = props.open;
   return (
     <Dialog.Root open={props.open} onOpenChange={props.onOpenChange}>
       <Dialog.Portal>
         <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog" aria-describedby={props.description ? undefined : undefined}>
+        <Dialog.Content
+          className="dialog"
+          aria-describedby={props.description ? undefined : undefined}
+          onCloseAutoFocus={(event) => {
+            if (!opener.current?.isConnected) return;
+            event.preventDefault();
+            opener.current.focus();
+          }}
+        >
           <Dialog.Title>{props.title}</Dialog.Title>
           {props.description ? (
             <Dialog.Description className="muted">{props.description}</Dialog.Description>

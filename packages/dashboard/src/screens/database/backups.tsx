@@ -1,9 +1,8 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { BackupTable } from '../../components/backup-table';
-import { Empty, ErrorNotice, QueryState } from '../../components/ui';
-import { formatDate } from '../../lib/format';
-import { useTRPC } from '../../lib/trpc';
+import { BackupList } from '../../components/backup-table';
+import { backupsRefetchInterval, useBackupActions } from '../../components/use-backup-actions';
+import { useTRPC, useTRPCClient } from '../../lib/trpc';
 import { BackupSchedules } from './backup-schedules';
 
 const STORAGES = ['disk', 'object', 'disk+object'] as const;
@@ -14,29 +13,19 @@ const STORAGES = ['disk', 'object', 'disk+object'] as const;
  */
 export function Backups({ serviceId }: { serviceId: string }) {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
-  const list = useQuery({
-    ...trpc.backups.list.queryOptions({ serviceId }),
-    refetchInterval: (q) =>
-      q.state.data?.backups.some((b) => b.status === 'running' || b.drill?.status === 'queued' || b.drill?.status === 'running')
-        ? 2_000
-        : 15_000,
-  });
+  const client = useTRPCClient();
+  const list = useQuery({ ...trpc.backups.list.queryOptions({ serviceId }), refetchInterval: backupsRefetchInterval });
   const [storage, setStorage] = useState<(typeof STORAGES)[number]>('disk');
-  const [restored, setRestored] = useState<string | null>(null);
   const storageId = useId();
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.backups.list.queryKey({ serviceId }) });
-  const create = useMutation(trpc.backups.create.mutationOptions({ onSuccess: refresh }));
-  const restore = useMutation(
-    trpc.backups.restore.mutationOptions({
-      onSuccess: (r) => {
-        setRestored(r.restoredAt);
-        return refresh();
-      },
-    }),
-  );
-  const remove = useMutation(trpc.backups.delete.mutationOptions({ onSuccess: refresh }));
-  const drill = useMutation(trpc.backups.drill.mutationOptions({ onSuccess: refresh }));
+  const actions = useBackupActions({
+    listKey: trpc.backups.list.queryKey({ serviceId }),
+    target: (backupId) => ({ serviceId, backupId }),
+    create: client.backups.create.mutate,
+    restore: client.backups.restore.mutate,
+    drill: client.backups.drill.mutate,
+    remove: client.backups.delete.mutate,
+  });
+  const { create } = actions;
   return (
     <div className="stack">
       <div className="row">
@@ -53,39 +42,19 @@ export function Backups({ serviceId }: { serviceId: string }) {
           Back up
         </button>
       </div>
-      <ErrorNotice error={create.error ?? remove.error ?? drill.error} />
-      {restored ? (
-        <p className="alert ok" role="status">
-          Restored at {formatDate(restored)}.
-        </p>
-      ) : null}
-      <QueryState query={list} label="backups">
-        {(data) => (
-          <>
-            {!data.objectStore.connected ? <p className="muted">No object store answers: backups go to the server's disk.</p> : null}
-            {data.drills.neverDrilled > 0 || data.drills.failed > 0 ? (
-              <p className={data.drills.failed > 0 ? 'alert' : 'muted'} role="status">
-                Restore drills: {data.drills.failed} failed, {data.drills.neverDrilled} never drilled.
-              </p>
-            ) : null}
-            {data.backups.length === 0 ? (
-              <Empty>No backups yet.</Empty>
-            ) : (
-              <BackupTable
-                backups={data.backups}
-                caption="Backups, newest first"
-                restoreWarning={(when) => `The database's current data is replaced by the backup of ${when}. Writes made since are lost.`}
-                downloadHref={(b) => `/api/services/${serviceId}/database/backups/${b.id}/download`}
-                drillPending={drill.isPending}
-                onDrill={(b) => drill.mutate({ serviceId, backupId: b.id })}
-                onRestore={(b) => restore.mutateAsync({ serviceId, backupId: b.id })}
-                onDelete={(b) => remove.mutateAsync({ serviceId, backupId: b.id })}
-              />
-            )}
-          </>
-        )}
-      </QueryState>
-      <BackupSchedules serviceId={serviceId} onTriggered={refresh} />
+      <BackupList
+        list={list}
+        actions={actions}
+        label="backups"
+        empty="No backups yet."
+        notice={(data) =>
+          !data.objectStore.connected ? <p className="muted">No object store answers: backups go to the server's disk.</p> : null
+        }
+        caption="Backups, newest first"
+        restoreWarning={(when) => `The database's current data is replaced by the backup of ${when}. Writes made since are lost.`}
+        downloadHref={(b) => `/api/services/${serviceId}/database/backups/${b.id}/download`}
+      />
+      <BackupSchedules serviceId={serviceId} onTriggered={actions.refresh} />
     </div>
   );
 }

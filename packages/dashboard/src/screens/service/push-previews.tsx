@@ -213,13 +213,9 @@ function PreviewSettings({ service }: { service: Service }) {
           {vars.length === 0 ? <p className="muted">None.</p> : null}
           {vars.map((v, i) => (
             <div className="row" key={v.row}>
-              <label className="visually-hidden" htmlFor={`${dbId}-k${i}`}>
-                Preview variable {i + 1} key
-              </label>
+              <label htmlFor={`${dbId}-k${i}`}>Key {i + 1}</label>
               <input id={`${dbId}-k${i}`} value={v.key} onChange={(ev) => setVar(i, { key: ev.target.value })} placeholder="KEY" />
-              <label className="visually-hidden" htmlFor={`${dbId}-v${i}`}>
-                Preview variable {i + 1} value
-              </label>
+              <label htmlFor={`${dbId}-v${i}`}>Value {i + 1}</label>
               <input
                 id={`${dbId}-v${i}`}
                 value={v.value}

@@ -1,9 +1,9 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { BackupTable } from '../../components/backup-table';
-import { Empty, ErrorNotice, QueryState } from '../../components/ui';
-import { formatDate } from '../../lib/format';
-import { useTRPC } from '../../lib/trpc';
+import { BackupList } from '../../components/backup-table';
+import { Empty, QueryState } from '../../components/ui';
+import { backupsRefetchInterval, useBackupActions } from '../../components/use-backup-actions';
+import { useTRPC, useTRPCClient } from '../../lib/trpc';
 import { useServiceOverview } from './use-service';
 
 const STORAGES = ['disk', 'object', 'disk+object'] as const;
@@ -31,33 +31,23 @@ export default function Volumes() {
 
 function VolumeBackups({ serviceId, name, mountPath }: { serviceId: string; name: string; mountPath: string }) {
   const trpc = useTRPC();
-  const queryClient = useQueryClient();
+  const client = useTRPCClient();
   const input = { serviceId, name };
-  const list = useQuery({
-    ...trpc.volumes.backups.queryOptions(input),
-    refetchInterval: (q) =>
-      q.state.data?.backups.some((b) => b.status === 'running' || b.drill?.status === 'queued' || b.drill?.status === 'running')
-        ? 2_000
-        : 15_000,
-  });
+  const list = useQuery({ ...trpc.volumes.backups.queryOptions(input), refetchInterval: backupsRefetchInterval });
   const [storage, setStorage] = useState<(typeof STORAGES)[number]>('disk');
   const [mode, setMode] = useState<(typeof MODES)[number]>('stopped');
-  const [restored, setRestored] = useState<string | null>(null);
   const storageId = useId();
   const modeId = useId();
   const headingId = useId();
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.volumes.backups.queryKey(input) });
-  const create = useMutation(trpc.volumes.createBackup.mutationOptions({ onSuccess: refresh }));
-  const restore = useMutation(
-    trpc.volumes.restore.mutationOptions({
-      onSuccess: (r) => {
-        setRestored(r.restoredAt);
-        return refresh();
-      },
-    }),
-  );
-  const remove = useMutation(trpc.volumes.deleteBackup.mutationOptions({ onSuccess: refresh }));
-  const drill = useMutation(trpc.volumes.drill.mutationOptions({ onSuccess: refresh }));
+  const actions = useBackupActions({
+    listKey: trpc.volumes.backups.queryKey(input),
+    target: (backupId) => ({ ...input, backupId }),
+    create: client.volumes.createBackup.mutate,
+    restore: client.volumes.restore.mutate,
+    drill: client.volumes.drill.mutate,
+    remove: client.volumes.deleteBackup.mutate,
+  });
+  const { create } = actions;
   return (
     <section className="card stack" aria-labelledby={headingId}>
       <h2 id={headingId}>
@@ -88,39 +78,17 @@ function VolumeBackups({ serviceId, name, mountPath }: { serviceId: string; name
           Back up
         </button>
       </div>
-      <ErrorNotice error={create.error ?? remove.error ?? drill.error ?? restore.error} />
-      {restored ? (
-        <p className="alert ok" role="status">
-          Restored at {formatDate(restored)}.
-        </p>
-      ) : null}
-      <QueryState query={list} label={`backups of volume ${name}`}>
-        {(data) => (
-          <>
-            {data.drills.neverDrilled > 0 || data.drills.failed > 0 ? (
-              <p className={data.drills.failed > 0 ? 'alert' : 'muted'} role="status">
-                Restore drills: {data.drills.failed} failed, {data.drills.neverDrilled} never drilled.
-              </p>
-            ) : null}
-            {data.backups.length === 0 ? (
-              <Empty>No backups of this volume yet.</Empty>
-            ) : (
-              <BackupTable
-                backups={data.backups}
-                caption={`Backups of volume ${name}, newest first`}
-                restoreWarning={(when) =>
-                  `The volume's files are replaced by the backup of ${when}; the service is stopped while they are swapped. Changes made since are lost.`
-                }
-                downloadHref={(b) => `/api/services/${serviceId}/volumes/${name}/backups/${b.id}/download`}
-                drillPending={drill.isPending}
-                onDrill={(b) => drill.mutate({ ...input, backupId: b.id })}
-                onRestore={(b) => restore.mutateAsync({ ...input, backupId: b.id })}
-                onDelete={(b) => remove.mutateAsync({ ...input, backupId: b.id })}
-              />
-            )}
-          </>
-        )}
-      </QueryState>
+      <BackupList
+        list={list}
+        actions={actions}
+        label={`backups of volume ${name}`}
+        empty="No backups of this volume yet."
+        caption={`Backups of volume ${name}, newest first`}
+        restoreWarning={(when) =>
+          `The volume's files are replaced by the backup of ${when}; the service is stopped while they are swapped. Changes made since are lost.`
+        }
+        downloadHref={(b) => `/api/services/${serviceId}/volumes/${name}/backups/${b.id}/download`}
+      />
     </section>
   );
 }

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useId } from 'react';
 import { Confirm, ErrorNotice, QueryState } from '../../components/ui';
 import { formatDate } from '../../lib/format';
 import { useTRPC } from '../../lib/trpc';
@@ -13,6 +14,7 @@ export default function Users() {
   const setRole = useMutation(trpc.users.setRole.mutationOptions({ onSettled: refresh }));
   const remove = useMutation(trpc.users.remove.mutationOptions({ onSettled: refresh }));
   const owner = me.data?.user.role === 'owner';
+  const ids = useId();
   return (
     <div className="stack">
       <p className="muted">
@@ -29,7 +31,9 @@ export default function Users() {
                 <tr>
                   <th scope="col">Name</th>
                   <th scope="col">Email</th>
-                  <th scope="col">Role</th>
+                  <th scope="col" id={`${ids}-role`}>
+                    Role
+                  </th>
                   <th scope="col">Two-factor</th>
                   <th scope="col">Joined</th>
                   {owner ? <th scope="col">Actions</th> : null}
@@ -39,11 +43,12 @@ export default function Users() {
                 {users.map((u) => (
                   <tr key={u.id}>
                     <td>{u.name}</td>
-                    <td>{u.email}</td>
+                    <td id={`${ids}-email-${u.id}`}>{u.email}</td>
                     <td>
                       {owner && u.role !== 'owner' ? (
                         <select
-                          aria-label={`Role of ${u.email}`}
+                          // Labelled by what is on screen: the column's header and the row's email ("Role ada@example.com").
+                          aria-labelledby={`${ids}-role ${ids}-email-${u.id}`}
                           value={u.role}
                           onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value as 'admin' | 'member' })}
                         >
