@@ -217,7 +217,12 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
   const tls = new DatabaseTlsService(deps, ports.tls?.issuer ?? null, current, ca);
   // The cluster's path for stateless services is made with the cluster further down; deployments ask for it when they run.
   let swarmPath: SwarmPath | null = null;
-  const runtime: RuntimeDeps | undefined = ports.runtime && { ...ports.runtime, databaseTls: tls, swarm: () => swarmPath };
+  // A path the runtime ports bring (tests' fakes) is kept.
+  const runtime: RuntimeDeps | undefined = ports.runtime && {
+    ...ports.runtime,
+    databaseTls: tls,
+    swarm: ports.runtime.swarm ?? (() => swarmPath),
+  };
   const deployments = new DeploymentService(deps, runtime?.engine ?? null);
   const slots = runtime?.gate && routing.enabled ? new TrafficSlots(runtime.engine, runtime.gate, deps.config, { log }) : null;
   const runner = runtime ? new DeployRunner(deps, runtime, deployments, env, routing, slots, log, controlPlane.claims('deployment')) : null;

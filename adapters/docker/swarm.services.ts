@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type {
+  SwarmServiceEntry,
   SwarmServiceSpec,
   SwarmServiceStatus,
   SwarmServices,
@@ -68,6 +69,20 @@ export class DockerSwarmServices implements SwarmServices {
         auth as never,
         { _query: { version: current.Version.Index, registryAuthFrom: 'spec' }, _body: body, abortSignal: timeout(signal) } as never,
       );
+  }
+
+  async list(serviceId: string, signal?: AbortSignal): Promise<SwarmServiceEntry[]> {
+    const found = (await this.docker.listServices({
+      filters: { label: [`${LABELS.service}=${serviceId}`] },
+      abortSignal: timeout(signal),
+    } as object)) as unknown as (ServiceInfo & { CreatedAt?: string })[];
+    return found
+      .map((service) => ({
+        name: String(service.Spec.Name ?? service.ID),
+        deploymentId: service.Spec.TaskTemplate?.ContainerSpec?.Labels?.[LABELS.deployment] ?? null,
+        createdAt: service.CreatedAt ?? '',
+      }))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   async status(name: string, signal?: AbortSignal): Promise<SwarmServiceStatus> {
@@ -147,7 +162,7 @@ export class DockerSwarmServices implements SwarmServices {
   }
 }
 
-/** The Engine API's ServiceSpec for a Slipway service: dnsrr, no published port, start-first rolling with rollback. */
+/** The Engine API's ServiceSpec for a deployment's Swarm service: dnsrr, a web task's port published on its node (host mode). */
 export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
   const labels = { [LABELS.managed]: 'true', [LABELS.service]: spec.serviceId, [LABELS.deployment]: spec.deploymentId };
   const { cpuLimit, memoryLimitMb, cpuReservation, memoryReservationMb } = spec.resources;
@@ -161,6 +176,7 @@ export function serviceBody(spec: SwarmServiceSpec): Record<string, unknown> {
         ...(spec.command ? { Command: spec.command } : {}),
         Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
         Labels: labels,
+        StopGracePeriod: spec.stopGraceMs * NS_PER_MS,
         ...(health.command
           ? {
               Healthcheck: {

@@ -1,7 +1,7 @@
-import { ValidationError } from '../domain/errors.js';
+import { checkPlacement, swarmConstraints, type Placement } from '../domain/service-placement.js';
 import type { SwarmServiceSpec, SwarmServices, SwarmTask } from './swarm-services.port.js';
 
-/** Why a Swarm rollout ended without the new tasks serving: the old tasks serve on (Swarm rolled back). */
+/** Why a deployment's Swarm service never served: its service is removed and the earlier one serves on. */
 export class SwarmRolloutFailed extends Error {}
 
 export interface SwarmRolloutOptions {
@@ -12,41 +12,18 @@ export interface SwarmRolloutOptions {
   now?: () => number;
 }
 
-/** The Swarm service's name for a Slipway service. */
-export function swarmServiceName(serviceId: string): string {
-  return `slipway-${serviceId}`;
-}
-
 /** Services run as Swarm services only once the install has more than one ready server; one server keeps plain containers. */
 export function runsOnSwarm(readyServers: number): boolean {
   return readyServers > 1;
 }
 
 /**
- * Placement as Swarm constraints: `must` labels become `node.labels.k==v`, `mustNot` become `!=`. A label no
- * node has is a 400 listing the labels that exist (a task with an impossible constraint stays `pending` forever).
+ * Placement as Swarm constraints, checked: `must` labels become `node.labels.k==v`, `mustNot` become `!=`. A label
+ * no node has is a 400 listing the labels that exist (a task with an impossible constraint stays `pending` forever).
  */
-export function placementConstraints(
-  placement: { must?: Record<string, string>; mustNot?: Record<string, string> } | undefined,
-  nodeLabels: Record<string, string>[],
-): string[] {
-  if (!placement) return [];
-  const existing = new Set(nodeLabels.flatMap((labels) => Object.entries(labels).map(([k, v]) => `${k}=${v}`)));
-  const constraints: string[] = [];
-  for (const [key, value] of Object.entries(placement.must ?? {})) {
-    if (!existing.has(`${key}=${value}`)) {
-      throw new ValidationError(
-        'placement',
-        `No server has the label ${key}=${value}; the labels that exist are: ${[...existing].sort().join(', ') || 'none'}`,
-        {
-          labels: [...existing].sort(),
-        },
-      );
-    }
-    constraints.push(`node.labels.${key}==${value}`);
-  }
-  for (const [key, value] of Object.entries(placement.mustNot ?? {})) constraints.push(`node.labels.${key}!=${value}`);
-  return constraints;
+export function placementConstraints(placement: Partial<Placement> | undefined, nodeLabels: Record<string, string>[]): string[] {
+  checkPlacement(placement, nodeLabels);
+  return swarmConstraints(placement);
 }
 
 /** `ip:port` of each running task of the current deployment (its overlay address, or its node's published port): what the proxy balances over (dnsrr, no virtual IP). */
@@ -58,12 +35,18 @@ export function taskUpstreams(tasks: SwarmTask[], port: number, deploymentId?: s
     .sort();
 }
 
+/** Task states of a replica that ended before it ever served (a failed health check, a failed pull, a crash). */
+const FAILED_STATES = new Set(['failed', 'rejected']);
+
 /**
- * Creates or updates a service's Swarm service and waits for the outcome. Swarm rolls start-first, one task at a
- * time, each healthy (the spec's health check) before the next; a failed task makes Swarm roll back, so the old
- * tasks serve on, and this throws with Swarm's reason. Answers the new tasks' upstreams.
+ * Creates a deployment's own Swarm service beside the one that serves (docs/cluster.md: one Swarm service per
+ * deployment) and waits until every replica runs and is healthy: Swarm reports a task `running` only once its
+ * health check passed, and each task's node publishes a port of its own, so the serving tasks are untouched.
+ * Answers the new tasks' upstreams; the caller routes to them, then removes the earlier service. Throws
+ * SwarmRolloutFailed at the first replica that fails, or at the deadline (a `pending` task never waits forever);
+ * the caller then removes the new service and the earlier one serves on.
  */
-export async function rollOutSwarmService(
+export async function startSwarmService(
   services: SwarmServices,
   spec: SwarmServiceSpec,
   options: SwarmRolloutOptions,
@@ -73,23 +56,21 @@ export async function rollOutSwarmService(
   const now = options.now ?? Date.now;
   const deadline = now() + options.deadlineMs;
   await services.ensureNetwork(spec.network, signal);
-  const before = await services.status(spec.name, signal);
   await services.apply(spec, signal);
   for (;;) {
     signal?.throwIfAborted();
-    const status = await services.status(spec.name, signal);
-    if (status.updateState === 'rollback_completed' || status.updateState === 'rollback_paused' || status.updateState === 'paused') {
-      throw new SwarmRolloutFailed(`The rollout stopped and the earlier replicas serve on: ${status.updateMessage || status.updateState}`);
-    }
     const tasks = await services.tasks(spec.name, spec.network, signal);
-    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId, spec.publish);
-    // A first create has no UpdateStatus: it is done when every replica of this deployment runs.
-    const settled = before.exists ? status.updateState === 'completed' || status.updateState === 'none' : true;
-    if (settled && upstreams.length >= spec.replicas) return upstreams;
-    if (now() >= deadline) {
-      const failed = tasks.find((task) => task.deploymentId === spec.deploymentId && task.error);
+    const failed = tasks.find((task) => FAILED_STATES.has(task.state));
+    if (failed)
       throw new SwarmRolloutFailed(
-        `The rollout did not finish within ${Math.round(options.deadlineMs / 1000)} s (${upstreams.length} of ${spec.replicas} replicas running)${failed?.error ? `: ${failed.error}` : ''}`,
+        `A new replica failed before it served (${failed.state}${failed.error ? `: ${failed.error}` : ''}); the earlier replicas serve on`,
+      );
+    const upstreams = taskUpstreams(tasks, spec.port, spec.deploymentId, spec.publish);
+    if (upstreams.length >= spec.replicas) return upstreams;
+    if (now() >= deadline) {
+      const stuck = tasks.find((task) => task.error);
+      throw new SwarmRolloutFailed(
+        `The new replicas did not all run within ${Math.round(options.deadlineMs / 1000)} s (${upstreams.length} of ${spec.replicas} running)${stuck?.error ? `: ${stuck.error}` : ''}; the earlier replicas serve on`,
       );
     }
     await sleep(options.pollMs, signal);

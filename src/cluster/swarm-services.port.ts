@@ -1,10 +1,11 @@
 /**
- * A web service's replicas as one Swarm service (issue 31). Swarm's virtual IPs and ingress mesh need
- * IPVS, which hosts like this one lack, so every service runs `endpoint_mode: dnsrr` with no published
- * port, on an attachable overlay network the proxy's host also joins; the proxy dials task addresses.
+ * A deployment's replicas as one Swarm service (issue 31): each deployment gets a service of its own, started
+ * beside the serving one and removed once the routes left it (docs/cluster.md). Swarm's virtual IPs and ingress
+ * mesh need IPVS, which hosts like this one lack, so every service runs `endpoint_mode: dnsrr`, on an overlay
+ * network; a web service's tasks publish their port on their node's address (`publish`), which the proxy dials.
  */
 export interface SwarmServiceSpec {
-  /** `slipway-<serviceId>`: one Swarm service per Slipway service. */
+  /** The deployment's resource name (`<RESOURCE_PREFIX>-<serviceId>-<deploymentId>`, as its container would be). */
   name: string;
   serviceId: string;
   deploymentId: string;
@@ -34,6 +35,16 @@ export interface SwarmServiceSpec {
   health: { command: string[] | null; intervalMs: number; timeoutMs: number; retries: number; startPeriodMs: number };
   /** How long Swarm watches each updated task for a failure before it counts the step done. */
   monitorMs: number;
+  /** Between SIGTERM and SIGKILL when a task stops (STOP_GRACE_SECONDS): the app finishes what it serves. */
+  stopGraceMs: number;
+}
+
+/** One of a Slipway service's Swarm services (label `slipway.service`). */
+export interface SwarmServiceEntry {
+  name: string;
+  deploymentId: string | null;
+  /** ISO time Swarm created it. */
+  createdAt: string;
 }
 
 /** A task of a Swarm service as the rollout and the proxy need it. */
@@ -69,6 +80,8 @@ export interface SwarmServices {
   ensureNetwork(name: string, signal?: AbortSignal): Promise<void>;
   /** Creates the service, or updates it (Swarm then rolls start-first, as the spec's UpdateConfig says). */
   apply(spec: SwarmServiceSpec, signal?: AbortSignal): Promise<void>;
+  /** A Slipway service's Swarm services, oldest first: one, or two while a deployment replaces the serving one. */
+  list(serviceId: string, signal?: AbortSignal): Promise<SwarmServiceEntry[]>;
   status(name: string, signal?: AbortSignal): Promise<SwarmServiceStatus>;
   tasks(name: string, network: string, signal?: AbortSignal): Promise<SwarmTask[]>;
   scale(name: string, replicas: number, signal?: AbortSignal): Promise<void>;

@@ -207,6 +207,11 @@ export class Reconciler {
       if (!current) continue;
       onSwarm.add(service.id);
       if (deploying.has(service.id)) continue;
+      const pruned = await swarm.prune(service).catch((error: Error) => {
+        this.log('leftover Swarm services could not be removed', { service: service.name, error: error.message });
+        return [];
+      });
+      if (pruned.length) this.log('removed leftover Swarm services', { service: service.name, names: pruned });
       let upstreams = current.upstreams;
       if (current.replicas !== service.replicas) {
         this.log('scaling a Swarm service', { service: service.name, from: current.replicas, replicas: service.replicas });

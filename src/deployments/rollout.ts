@@ -17,6 +17,8 @@ const DRAIN_POLL_MS = 100;
 const SWARM_TASK_LABEL = 'com.docker.swarm.task.id';
 /** When a container's connections cannot be counted: long enough for a typical request to finish. */
 const DRAIN_FALLBACK_MS = 2_000;
+/** Removing a replaced Swarm service: one manager call per service (the tasks stop on their nodes afterwards). */
+const SWARM_RETIRE_TIMEOUT_MS = 30_000;
 
 /** One deployment's way through a rollout: what it made and which slot it holds, for `abandon` and `end`. */
 export interface RolloutAttempt {
@@ -89,16 +91,16 @@ export class Rollout {
 
   /**
    * On the cluster: the image built (or pulled) here as on one server, then pushed and run by digest as the
-   * service's Swarm service, rolled start-first by Swarm (a failed check rolls back, the old tasks serve on);
-   * the hostname's routes then name the new tasks. Plain containers the service ran on before the cluster
-   * formed are drained and stopped once the tasks serve.
+   * deployment's own Swarm service, beside the serving one; once every new task is healthy the hostname's routes
+   * name the new tasks, the earlier tasks drain (their requests in flight finish), and only then does their
+   * service go. A failure leaves the earlier service serving, untouched. Plain containers the service ran on
+   * before the cluster formed are drained and stopped once the tasks serve.
    */
   private async runOnSwarm(swarm: SwarmPath, attempt: RolloutAttempt, target: RolloutTarget): Promise<PipelineResult> {
     const { service, deployment, log, signal } = target;
     const ctx = { ...target, created: attempt.created };
     const { built, env } = await this.pipeline.prepare(ctx);
-    const upstreams = await swarm.rollOut({ service, deployment, imageTag: built.imageTag, env, log, signal });
-    const name = swarm.serviceName(service.id);
+    const { name, upstreams, previous } = await swarm.rollOut({ service, deployment, imageTag: built.imageTag, env, log, signal });
     await this.pipeline.recordRunner(ctx, name, built.imageTag);
     // Kept: rollbacks and the registry's garbage collection count this deployment's image from now on.
     delete attempt.created.image;
@@ -110,6 +112,16 @@ export class Rollout {
           proxy.ok ? `Routes switched to the ${upstreams.length} task(s) of ${name}: ${proxy.detail}` : `Proxy: ${proxy.detail}`,
           proxy.ok ? 'stdout' : 'stderr',
         );
+    }
+    if (previous.length > 0) {
+      // The routes name only the new tasks now: requests already sent to the earlier ones get to finish. Their
+      // connections on other nodes cannot be counted here, so the wait is the one a plain container gets then;
+      // Swarm then stops them with SIGTERM and STOP_GRACE_SECONDS, for a request still running.
+      if (isWeb(service) && !this.stopping()) await new Promise((resolve) => setTimeout(resolve, this.drainFallbackMs()));
+      log.write(`Removing the earlier Swarm service(s) ${previous.join(', ')}`);
+      await swarm
+        .retire(previous, AbortSignal.timeout(SWARM_RETIRE_TIMEOUT_MS))
+        .catch((error: Error) => log.write(`Could not remove ${previous.join(', ')}: ${error.message}`, 'stderr'));
     }
     // The containers of before the cluster (Swarm's own task containers are Swarm's to stop).
     const old = (await this.containers.ofService(service.id)).filter((c) => !c.labels[SWARM_TASK_LABEL]);
@@ -214,8 +226,7 @@ export class Rollout {
         idleLooks = open === 0 ? idleLooks + 1 : 0;
         if (idleLooks < 2) await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       }
-      if (open === null)
-        await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_FALLBACK_MS, this.deps.config.routing.drainTimeoutMs)));
+      if (open === null) await new Promise((resolve) => setTimeout(resolve, this.drainFallbackMs()));
     }
     const waited = Date.now() - started;
     log?.write(
@@ -226,6 +237,11 @@ export class Rollout {
           : `Stopping the previous container ${previous.name} (drained in ${waited} ms)`,
     );
     await this.runtime.engine.stopAndRemove(previous.id, this.deps.config.deploy.stopGraceSeconds);
+  }
+
+  /** How long requests in flight get when connections cannot be counted. */
+  private drainFallbackMs(): number {
+    return Math.min(DRAIN_FALLBACK_MS, this.deps.config.routing.drainTimeoutMs);
   }
 
   /** A web service behind the proxy gets the free slot of its pair (see TrafficSlots). */

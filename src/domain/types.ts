@@ -1,3 +1,4 @@
+import type { Placement } from './service-placement.js';
 import type { DatabaseEngine } from './database-engines.js';
 import type { DeploymentStatus } from './deployment-state.js';
 import type { DeploymentOrigin, PreviewSettings } from './deploy-triggers.js';
@@ -115,6 +116,8 @@ export interface ServiceRecord {
   memoryLimitMb: number | null;
   cpuReservationMillis: number | null;
   memoryReservationMb: number | null;
+  /** Where its replicas may run on the cluster (service-placement.ts); null: anywhere. */
+  placement: Placement | null;
   status: ServiceStatus;
   reachable: boolean;
   preferredDomain: string | null;

@@ -1,3 +1,4 @@
+import type { Placement } from '../domain/service-placement.js';
 import { defineEntity, p } from '@mikro-orm/core';
 import { DATA_SAFETY_ENTITIES } from './data-safety-entities.js';
 import { type Row, type Same, same } from './row-types.js';
@@ -139,6 +140,8 @@ export const Service = defineEntity({
     memoryLimitMb: p.integer().strictNullable(),
     cpuReservationMillis: p.integer().strictNullable(),
     memoryReservationMb: p.integer().strictNullable(),
+    // Where its replicas may run on the cluster (src/domain/service-placement.ts); null: anywhere.
+    placement: p.json<Placement>().strictNullable(),
     status: str(16).$type<ServiceStatus>(),
     reachable: p.boolean(),
     preferredDomain: nullableStr(253),

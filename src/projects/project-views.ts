@@ -1,4 +1,5 @@
 import { resourcesOf } from '../domain/service-scale.js';
+import { PLACEMENT_ROLES } from '../domain/service-placement.js';
 import { z } from 'zod';
 import {
   BUILD_METHODS,
@@ -54,6 +55,14 @@ export const serviceView = z
         memoryReservationMb: z.number().int().nullable(),
       })
       .meta({ id: 'ServiceResources', description: 'What each replica may use (limits) and is promised (reservations); null: none' }),
+    placement: z
+      .object({
+        must: z.record(z.string(), z.string()),
+        mustNot: z.record(z.string(), z.string()),
+        role: z.enum(PLACEMENT_ROLES).nullable(),
+      })
+      .nullable()
+      .meta({ id: 'ServicePlacement', description: 'Where its replicas may run on the cluster; null: anywhere' }),
     databasePublicEnabled: z.boolean(),
     databasePublicHostname: z.string().nullable(),
     postgresLogicalReplicationEnabled: z.boolean(),
@@ -167,6 +176,7 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     hostPort: service.hostPort,
     replicas: service.replicas,
     resources: resourcesOf(service),
+    placement: service.placement,
     databasePublicEnabled: wire.databasePublicEnabled,
     databasePublicHostname: wire.databasePublicHostname,
     postgresLogicalReplicationEnabled: wire.postgresLogicalReplicationEnabled,

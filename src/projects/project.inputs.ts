@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DATABASE_ENGINES, type DatabaseEngine } from '../domain/database-engines.js';
 import { GIT_URL, IMAGE_REF, REPO_FULL_NAME } from '../domain/validation.js';
 import { MIN_MEMORY_MB } from '../domain/service-scale.js';
+import { PLACEMENT_ROLES } from '../domain/service-placement.js';
 import {
   line,
   nullableLine,
@@ -68,6 +69,33 @@ export const serviceResourcesInput = z
   })
   .meta({ id: 'ServiceResourcesInput' });
 export type ServiceResourcesInput = z.output<typeof serviceResourcesInput>;
+/** Node labels as servers carry them (PATCH /api/servers/{id} labels): at most 32. */
+const placementLabels = z
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$/, 'lower-case letters, digits, dots, dashes and underscores'),
+    z
+      .string()
+      .max(255)
+      .regex(/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$|^$/, 'printable ASCII, no spaces at the ends'),
+  )
+  .refine((labels) => Object.keys(labels).length <= 32, 'at most 32 labels');
+
+/** Where a stateless service's replicas may run on the cluster; null: anywhere. */
+export const servicePlacementInput = z
+  .strictObject({
+    must: placementLabels
+      .optional()
+      .meta({ description: 'Labels a server must have (a label no server has is a 400 listing those that exist)' }),
+    mustNot: placementLabels.optional().meta({ description: 'Labels a server must not have' }),
+    role: z.enum(PLACEMENT_ROLES).nullable().optional().meta({ description: 'Only managers, or only workers; null: either' }),
+  })
+  .meta({ id: 'ServicePlacementInput' });
+export type ServicePlacementInput = z.output<typeof servicePlacementInput>;
+
 const REPO_URL_DESCRIPTION =
   'Credentials in the URL (https://user:token@host/...) are kept as the git token, encrypted, and removed from the URL (a 400 with gitToken as well)';
 
@@ -92,6 +120,10 @@ const serviceSettings = {
     .optional()
     .meta({ description: 'Copies that run (default 1; at most SERVICE_MAX_REPLICAS); 0 stops the service and keeps it' }),
   resources: serviceResourcesInput.optional(),
+  placement: servicePlacementInput
+    .nullable()
+    .optional()
+    .meta({ description: 'Where its replicas may run on the cluster (not databases or storage instances); null: anywhere' }),
   volumes: volumesInput
     .optional()
     .meta({ description: 'Named volumes, kept across deployments and backed up on their own; on update the list replaces the old one' }),
@@ -126,6 +158,7 @@ export const updateServiceInput = createServiceInput.pick({
   internalPort: true,
   replicas: true,
   resources: true,
+  placement: true,
   autoDeploy: true,
   watchPaths: true,
   pollIntervalSeconds: true,

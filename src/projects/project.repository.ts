@@ -119,7 +119,7 @@ function toRecord(row: ServiceRow, database: ServiceDatabaseRow | undefined, sto
     const { serviceId: _serviceId, ...settings } = storage;
     source = { kind, ...settings };
   } else source = { kind: 'repository', repoFullName, repoUrl };
-  return { ...rest, watchPaths: fromJson(rest.watchPaths), previews: fromJson(rest.previews), source };
+  return { ...rest, watchPaths: fromJson(rest.watchPaths), previews: fromJson(rest.previews), placement: fromJson(rest.placement), source };
 }
 
 interface Rows {

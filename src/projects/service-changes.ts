@@ -15,6 +15,7 @@ import { deployTriggersPatch } from '../git-hooks/trigger-settings.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 import type { ServiceReader } from './service-reader.js';
 import { scaleAfter, type CapacityOf } from './service-scale-rules.js';
+import { placementAfter } from './service-placement-rules.js';
 import { assertVolumesFit } from '../volumes/volume.inputs.js';
 import { ENGINE_SPECS, databaseEngineOf } from '../domain/database-engines.js';
 import { STORAGE_SERVER } from '../domain/storage-server.js';
@@ -73,6 +74,13 @@ export class ServiceChanges {
       if (!stateful && scale.replicas > 0 && service.status === 'stopped')
         patch.status = (await this.deps.store.deployments.listLive(service.id, 1)).length > 0 ? 'active' : 'idle';
     }
+    if (input.placement !== undefined)
+      // Taken by the next deployment on the cluster.
+      patch.placement = await placementAfter(
+        this.deps,
+        input.placement,
+        service.source.kind === 'database' || service.source.kind === 'storage',
+      );
     const volumes = input.volumes;
     if (volumes !== undefined) {
       const engine = databaseEngineOf(service);

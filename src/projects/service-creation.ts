@@ -14,6 +14,7 @@ import type { EnvService } from '../env/env.service.js';
 import type { HostPortAllocator } from './host-port-allocator.js';
 import { DEFAULT_SCALE } from '../domain/service-scale.js';
 import { scaleAfter, type CapacityOf } from './service-scale-rules.js';
+import { placementAfter } from './service-placement-rules.js';
 import {
   serviceSources,
   sourceKindOf,
@@ -86,6 +87,7 @@ export class ServiceCreation {
       { replicas: input.replicas, resources: input.resources },
       { config: this.deps.config, stateful: variant.kind === 'database' || variant.kind === 'storage', capacity: this.capacity },
     );
+    const placement = await placementAfter(this.deps, input.placement ?? null, variant.kind === 'database' || variant.kind === 'storage');
     const volumes = input.volumes ?? [];
     assertVolumesFit(
       volumes,
@@ -120,6 +122,7 @@ export class ServiceCreation {
           (engine ? ENGINE_SPECS[engine].internalPort : variant.kind === 'storage' ? STORAGE_SERVER.internalPort : DEFAULT_INTERNAL_PORT),
         hostPort,
         ...scale,
+        placement,
         source:
           variant.kind === 'repository'
             ? { kind: 'repository', repoFullName: variant.repoFullName, repoUrl: variant.repoUrl }

@@ -11,7 +11,8 @@ import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
-import { NODE_SERVER } from '../helpers/replica-server.js';
+import { BUSYBOX_SERVER } from '../helpers/replica-server.js';
+import { Load } from '../helpers/load.js';
 
 /*
  * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
@@ -102,6 +103,7 @@ function engineWithoutClientCertificate(address: string, port: number): Promise<
 beforeAll(async () => {
   await provisionDocker();
   await provisionDocker({ images: 'registry' });
+  await provisionDocker({ images: 'busybox' });
   let started = performance.now();
   // The app's image is the manager's only: the platform pushes it to its registry and the workers pull it by digest.
   cluster = await startTestCluster({ nodes: ['m', 'w1', 'w2'], swarm: false, images: ['registry:2'] });
@@ -115,6 +117,8 @@ beforeAll(async () => {
   server = await startServerProcess({
     ...caddy.platformEnv,
     BUILD_CONCURRENCY: '1',
+    // busybox's httpd, PID 1 of its task, ignores SIGTERM: a removed task is killed after this.
+    STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: '60000',
     HOST: cluster.hostAddress,
     PORT: String(port),
@@ -258,7 +262,7 @@ describe('servers on a real cluster', () => {
         name: 'web',
         repoUrl: 'container-image',
         containerImage: APP_IMAGE,
-        startCommand: `exec node -e '${NODE_SERVER}'`,
+        startCommand: BUSYBOX_SERVER,
         internalPort: 3000,
         replicas: 3,
         env: [{ key: 'VERSION', value: '1' }],
@@ -269,9 +273,19 @@ describe('servers on a real cluster', () => {
     const first = await deploy(admin, serviceId, 240_000);
     expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
     expect(first.logs.join('\n')).toMatch(/Pushed to the cluster's registry/);
-    expect(first.deployment.containerName).toBe(`slipway-${serviceId}`);
+    // The deployment's own Swarm service, named as its container would be.
+    expect(first.deployment.containerName).toBe(`slipway-${serviceId}-${first.deployment.id}`);
     const nodes = (
-      await cluster.docker('m', 'service', 'ps', `slipway-${serviceId}`, '--filter', 'desired-state=running', '--format', '{{.Node}}')
+      await cluster.docker(
+        'm',
+        'service',
+        'ps',
+        first.deployment.containerName!,
+        '--filter',
+        'desired-state=running',
+        '--format',
+        '{{.Node}}',
+      )
     )
       .split('\n')
       .filter(Boolean);
@@ -285,6 +299,57 @@ describe('servers on a real cluster', () => {
       if (match) hosts.add(match[1]!);
     }
     expect(hosts.size).toBe(3);
+  }, 300_000);
+
+  it('placement: a label no server has is refused, listing those that exist; one that is set is taken by the next deployment', async () => {
+    const refused = await admin('PATCH', `/api/services/${serviceId}`, { placement: { must: { zone: 'nowhere' } } });
+    expectErrorShape(refused, 400, 'unknown placement label');
+    expect(refused.json.message).toBe('No server has the label zone=nowhere; the labels that exist are: zone=a');
+    // No server has zone=b: the tasks may still run on all three nodes.
+    const set = await admin('PATCH', `/api/services/${serviceId}`, { placement: { mustNot: { zone: 'b' } } });
+    expect(set.status, set.text).toBe(200);
+    expect(set.json.service.placement).toEqual({ must: {}, mustNot: { zone: 'b' }, role: null });
+  }, 60_000);
+
+  it('redeploys under load with no failed request: a new Swarm service, the routes switched to it, then the old one drained and removed', async () => {
+    const set = await admin('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: '2' });
+    expect(set.status, set.text).toBeLessThan(300);
+    const load = new Load(caddy.httpPort, hostname);
+    load.start();
+    let second: Awaited<ReturnType<typeof deploy>>;
+    const started = performance.now();
+    try {
+      second = await deploy(admin, serviceId, 240_000);
+      // A moment on the new tasks alone, past the old service's removal.
+      await new Promise((r) => setTimeout(r, 1_000));
+    } finally {
+      await load.stop();
+    }
+    timings['redeploy under load'] = Math.round(performance.now() - started);
+    console.log(`cluster-servers: redeploy under load: ${load.total} requests, ${load.failures.length} failed`, load.failures.slice(0, 10));
+    expect(second.deployment.status, second.logs.join('\n')).toBe('succeeded');
+    expect(load.failures).toEqual([]);
+    expect(load.total).toBeGreaterThan(50);
+    // Both versions served during the run: the switch happened under the load.
+    expect([...load.versions.keys()].sort()).toEqual(['1', '2']);
+    const logs = second.logs.join('\n');
+    expect(logs).toMatch(/Routes switched to the 3 task\(s\)/);
+    // Removed only after the routes left it.
+    expect(logs.indexOf('Removing the earlier Swarm service')).toBeGreaterThan(logs.indexOf('Routes switched to the 3 task(s)'));
+    // The placement set before it is the new Swarm service's constraint.
+    const constraints = await cluster.docker(
+      'm',
+      'service',
+      'inspect',
+      '--format',
+      '{{json .Spec.TaskTemplate.Placement.Constraints}}',
+      second.deployment.containerName!,
+    );
+    expect(JSON.parse(constraints)).toEqual(['node.labels.zone!=b']);
+    const services = await cluster.docker('m', 'service', 'ls', '--filter', `label=slipway.service=${serviceId}`, '--format', '{{.Name}}');
+    expect(services.split('\n').filter(Boolean)).toEqual([second.deployment.containerName]);
+    const answer = await requestVia(caddy.httpPort, hostname);
+    expect(answer?.text).toMatch(/^version 2 /);
   }, 300_000);
 
   it('drains the second worker and removes it: its engine leaves the swarm over mutual TLS', async () => {
@@ -301,7 +366,7 @@ describe('servers on a real cluster', () => {
     expect(await cluster.docker('m', 'node', 'inspect', '--format', '{{.Spec.Availability}}', 'w2')).toBe('drain');
     const removed = await admin('DELETE', `/api/servers/${added.id}`);
     expect(removed.status, removed.text).toBe(200);
-    expect(await cluster.docker('w2', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
+    expect(await cluster.docker('w2', 'info', '--format', '{{.Swarm.LocalNodeState}}'), server.output().slice(-3000)).toBe('inactive');
     expect((await admin('GET', `/api/servers/${added.id}`)).status).toBe(404);
     const nodes = await cluster.docker('m', 'node', 'ls', '--format', '{{.Hostname}}');
     expect(nodes.split('\n')).not.toContain('w2');
@@ -331,7 +396,8 @@ describe('servers on a real cluster', () => {
   }, 180_000);
 });
 
-const APP_IMAGE = 'node:22-bookworm-slim';
+/** 2 MB: the platform pushes it to its registry and the workers pull it in a moment (a Node image took most of the file's time). */
+const APP_IMAGE = 'busybox:1';
 
 async function waitFor<T>(probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
   const started = Date.now();

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { SwarmPath } from '../../src/deployments/swarm-path.port.js';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -655,6 +656,8 @@ export async function createRuntimeHarness(
     gate?: boolean;
     databaseAdmin?: DatabaseAdmin;
     storageServer?: StorageServer;
+    /** The cluster's path for stateless services (a fake): deployments take it while it says it is active. */
+    swarm?: SwarmPath;
   } = {},
 ): Promise<RuntimeHarness> {
   const database = await openDatabase({ dataDir: ':memory:' });
@@ -705,6 +708,7 @@ export async function createRuntimeHarness(
         ...(gate ? { gate } : {}),
         ...(opts.databaseAdmin ? { databaseReadiness: opts.databaseAdmin } : {}),
         ...(opts.storageServer ? { storageServer: opts.storageServer } : {}),
+        ...(opts.swarm ? { swarm: () => opts.swarm ?? null } : {}),
       },
       log: (message, extra) => runnerLog.push({ message, extra }),
     },

@@ -71,3 +71,65 @@ describe('changing a service’s replicas', () => {
     expect((refused as Error).message).toContain('exactly one replica');
   });
 });
+
+describe('a service’s placement', () => {
+  it('is taken on create and PATCH, shown, cleared with null; a label no server has is a 400 listing those that exist; not for databases', async () => {
+    const api = h.caller();
+    const now = new Date();
+    await h.database.store.servers.insert({
+      id: 'srv-placement-1',
+      name: 'eu-1',
+      role: 'worker',
+      local: false,
+      address: null,
+      hostname: null,
+      swarmNodeId: null,
+      labels: { zone: 'eu', disk: 'ssd' },
+      availability: 'active',
+      state: 'unknown',
+      stateChangedAt: now,
+      engineVersion: null,
+      joinTokenHash: null,
+      joinExpiresAt: null,
+      joinUsedAt: null,
+      joinedAt: null,
+      createdAt: now,
+      updatedAt: now,
+    } as never);
+    const { project } = await api.projects.create({ name: 'Placement' });
+    const { service } = await api.services.create({
+      projectId: project.id,
+      name: 'web',
+      repoUrl: 'container-image',
+      containerImage: 'busybox:latest',
+      internalPort: 3000,
+      placement: { must: { zone: 'eu' }, mustNot: { disk: 'hdd' } },
+    });
+    expect(service.placement).toEqual({ must: { zone: 'eu' }, mustNot: { disk: 'hdd' }, role: null });
+    const patched = (await api.services.update({ serviceId: service.id, placement: { role: 'worker' } })).service;
+    expect(patched.placement).toEqual({ must: {}, mustNot: {}, role: 'worker' });
+    // Other changes keep it.
+    expect((await api.services.update({ serviceId: service.id, replicas: 2 })).service.placement).toEqual(patched.placement);
+    expect((await api.services.update({ serviceId: service.id, placement: null })).service.placement).toBeNull();
+
+    const unknown = await api.services.update({ serviceId: service.id, placement: { must: { zone: 'ap' } } }).catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(String((unknown as Error).message)).toBe('No server has the label zone=ap; the labels that exist are: disk=ssd, zone=eu');
+    for (const bad of [{ must: { zone: 'eu' }, colour: 'red' }, { role: 'boss' }, { must: { 'Zone!': 'eu' } }]) {
+      const error = await api.services.update({ serviceId: service.id, placement: bad as never }).catch((e: unknown) => e);
+      expect(error, JSON.stringify(bad)).toMatchObject({ code: 'BAD_REQUEST' });
+      expect(JSON.stringify(error), JSON.stringify(bad)).toContain('placement');
+    }
+    expect((await h.database.store.projects.getService(service.id))?.placement).toBeNull();
+
+    const { service: db } = await api.services.create({
+      projectId: project.id,
+      name: 'db',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+    });
+    const refused = await api.services.update({ serviceId: db.id, placement: { must: { zone: 'eu' } } }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(String((refused as Error).message)).toMatch(/server that holds its volume/);
+  });
+});

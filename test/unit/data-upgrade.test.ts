@@ -60,7 +60,7 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
   const serviceIds = services.map((s) => s.id);
   const deployments = (await Promise.all(serviceIds.map((id) => store.deployments.list(id)))).flat();
   expect(asJson(await store.projects.list(null))).toEqual(want.projects);
-  // Columns added since 0.1.0 read as their default on old rows: one replica, no limits or reservations.
+  // Columns added since 0.1.0 read as their default on old rows: one replica, no limits or reservations, no placement.
   expect(asJson(serviceRows)).toEqual(
     (want.services as object[]).map((s) => ({
       ...s,
@@ -69,6 +69,7 @@ async function checkEveryRow(database: Database, want: Expected): Promise<void> 
       memoryLimitMb: null,
       cpuReservationMillis: null,
       memoryReservationMb: null,
+      placement: null,
     })),
   );
   // Every project got its first environment, `production`, with the project's id (so its network and

@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
+import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput } from '../../src/index.js';
+import { DeploymentFailure } from '../../src/deployments/pipeline-context.js';
+import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../../src/deployments/swarm-path.port.js';
+import { createRuntimeHarness, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { ClusterSwarmPath } from '../../src/cluster/swarm-path.js';
+import type { SwarmServiceEntry, SwarmServices } from '../../src/cluster/swarm-services.port.js';
+
+const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };
+const HOST = 'web-shop.apps.test';
+
+/** The cluster's path as the deployments see it: each deployment's Swarm service, its tasks' upstreams, what was removed when. */
+class FakeSwarmPath implements SwarmPath {
+  readonly events: string[] = [];
+  /** Name -> upstreams, oldest first. */
+  readonly services = new Map<string, string[]>();
+  /** What the proxy routed to the hostname at each retire. */
+  readonly routesAtRetire: unknown[] = [];
+  failNext = false;
+  private started = 0;
+
+  constructor(private readonly route: () => unknown) {}
+
+  async active() {
+    return true;
+  }
+  async rollOut({ service, deployment }: SwarmRolloutInput): Promise<SwarmStarted> {
+    const name = `slipway-${service.id}-${deployment.id}`;
+    const previous = [...this.services.keys()];
+    this.events.push(`start ${name}`);
+    if (this.failNext) {
+      this.events.push(`remove ${name}`);
+      throw new DeploymentFailure('A new replica failed before it served (failed: unhealthy container); the earlier replicas serve on');
+    }
+    const n = ++this.started;
+    const upstreams = [`10.0.${n}.1:80`, `10.0.${n}.2:80`];
+    this.services.set(name, upstreams);
+    return { name, upstreams, previous };
+  }
+  async retire(names: string[]) {
+    this.routesAtRetire.push(this.route());
+    this.events.push(`retire ${names.join(',')}`);
+    for (const name of names) this.services.delete(name);
+  }
+  async current(_service: ServiceRecord) {
+    const last = [...this.services.values()].at(-1);
+    return last ? { replicas: 2, upstreams: last } : null;
+  }
+  async scale() {}
+  async prune() {
+    return [];
+  }
+  async remove() {
+    this.services.clear();
+  }
+}
+
+describe('a deployment on the cluster: its own Swarm service, the routes switched, then the earlier one removed', () => {
+  let h: RuntimeHarness;
+  let swarm: FakeSwarmPath;
+  const { queue, finished, logs } = runnerSteps(() => h, admin, 10_000);
+  afterEach(async () => {
+    await h?.close();
+  });
+  const route = () => h.proxy.last?.find((r) => r.hostname === HOST);
+
+  async function deploy(serviceId: string): Promise<DeploymentRecord> {
+    return finished(await queue(serviceId));
+  }
+
+  it('starts the new service beside the serving one, routes to its tasks, and only then removes the earlier; a failure leaves it serving', async () => {
+    swarm = new FakeSwarmPath(() => route());
+    h = await createRuntimeHarness({
+      swarm,
+      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
+    });
+    await h.runner.start();
+    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const serviceId = (
+      await h.services.serviceCreation.create(admin, project.id, {
+        name: 'web',
+        repoUrl: 'container-image',
+        containerImage: 'nginx:1.27',
+        internalPort: 80,
+        replicas: 2,
+      } as CreateServiceInput)
+    ).id;
+
+    const first = await deploy(serviceId);
+    expect(first.status, (await logs(first.id)).join('\n')).toBe('succeeded');
+    expect(first.containerName).toBe(`slipway-${serviceId}-${first.id}`);
+    expect(swarm.events).toEqual([`start ${first.containerName}`]);
+    expect(route()).toMatchObject({ upstream: '10.0.1.1:80', replicaUpstreams: ['10.0.1.2:80'] });
+
+    const second = await deploy(serviceId);
+    const lines = await logs(second.id);
+    expect(second.status, lines.join('\n')).toBe('succeeded');
+    expect(swarm.events.slice(1)).toEqual([`start ${second.containerName}`, `retire ${first.containerName}`]);
+    // When the earlier service went, the routes named only the new tasks.
+    expect(swarm.routesAtRetire).toEqual([expect.objectContaining({ upstream: '10.0.2.1:80', replicaUpstreams: ['10.0.2.2:80'] })]);
+    const switched = lines.findIndex((l) => l.startsWith('Routes switched to the 2 task(s)'));
+    const removing = lines.findIndex((l) => l.startsWith('Removing the earlier Swarm service'));
+    expect(switched).toBeGreaterThanOrEqual(0);
+    expect(removing).toBeGreaterThan(switched);
+
+    swarm.failNext = true;
+    const third = await deploy(serviceId);
+    expect(third.status).toBe('failed');
+    expect((await logs(third.id)).join('\n')).toContain('the earlier replicas serve on');
+    // Nothing retired, the routes untouched.
+    expect(swarm.events.slice(3)).toEqual([`start slipway-${serviceId}-${third.id}`, `remove slipway-${serviceId}-${third.id}`]);
+    expect([...swarm.services.keys()]).toEqual([second.containerName]);
+    expect(route()).toMatchObject({ upstream: '10.0.2.1:80', replicaUpstreams: ['10.0.2.2:80'] });
+  });
+});
+
+describe('leftover Swarm services of a deployment cut short', () => {
+  it('are removed by the reconcile pass unless they serve or belong to a deployment under way', async () => {
+    const entries: SwarmServiceEntry[] = [
+      { name: 'slipway-s1-d1', deploymentId: 'd1', createdAt: '2026-11-29T01:00:00Z' },
+      { name: 'slipway-s1-d2', deploymentId: 'd2', createdAt: '2026-11-29T02:00:00Z' },
+      { name: 'slipway-s1-d3', deploymentId: 'd3', createdAt: '2026-11-29T03:00:00Z' },
+      { name: 'slipway-s1-d4', deploymentId: 'd4', createdAt: '2026-11-29T04:00:00Z' },
+    ];
+    const removed: string[] = [];
+    const services = {
+      list: async () => entries.filter((e) => !removed.includes(e.name)),
+      remove: async (name: string) => void removed.push(name),
+    } as unknown as SwarmServices;
+    // d2 serves (the live deployment), d3 failed and its cleanup was cut short, d4 is under way; d1 is an earlier one.
+    const status: Record<string, string> = { d1: 'succeeded', d2: 'succeeded', d3: 'failed', d4: 'running' };
+    const deps = {
+      store: {
+        deployments: {
+          listLive: async () => [{ id: 'd2' }],
+          get: async (id: string) => ({ id, status: status[id] }),
+        },
+      },
+    };
+    const path = new ClusterSwarmPath(deps as never, {} as never, {} as never, {} as never, services);
+    const service = { id: 's1' } as ServiceRecord;
+    expect(await path.prune(service)).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
+    expect(removed).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
+    expect(await path.prune(service)).toEqual([]);
+  });
+});
