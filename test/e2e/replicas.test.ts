@@ -1,4 +1,3 @@
-import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { api, removeInstanceLeftovers, startServerProcess, type ServerProcess } 
 import { docker, ownPortRange, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
+import { Load } from '../helpers/load.js';
 import { NODE_SERVER } from '../helpers/replica-server.js';
 
 /**
@@ -21,80 +21,19 @@ let projectId: string;
 let serviceId: string;
 const hostname = `web-${randomBytes(4).toString('hex')}.replicas.test`;
 
-/** `clients` keep-alive clients, half of them POSTing, each sending one request after the other; every non-200 or error is a failure. */
-class Load {
-  total = 0;
-  readonly failures: string[] = [];
-  readonly hosts = new Set<string>();
-  private running = false;
-  private done: Promise<void>[] = [];
-  private readonly agent: Agent;
-
-  constructor(private readonly clients = 6) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: clients });
-  }
-
-  start(): void {
-    this.running = true;
-    this.done = Array.from({ length: this.clients }, (_, i) => this.loop(i % 2 === 1 ? 'POST' : 'GET'));
-  }
-
-  async stop(label: string): Promise<void> {
-    this.running = false;
-    await Promise.all(this.done);
-    this.agent.destroy();
-    console.log(`replicas: ${label}: ${this.total} requests, ${this.failures.length} failed`, this.failures.slice(0, 10));
-    if (this.failures.length > 0)
-      console.log(
-        caddy
-          .output()
-          .split('\n')
-          .filter((l) => /"level":"error"|502/.test(l))
-          .slice(-6)
-          .join('\n'),
-      );
-  }
-
-  private async loop(method: 'GET' | 'POST'): Promise<void> {
-    while (this.running) {
-      const body = method === 'POST' ? `order=${randomBytes(3).toString('hex')}` : '';
-      const answer = await this.once(method, body);
-      this.total++;
-      const match = 'text' in answer ? /^version \d+ (\S+) ?(.*)$/.exec(answer.text.trim()) : null;
-      if ('error' in answer || answer.status !== 200 || !match || (match[2] ?? '') !== body) {
-        this.failures.push(`${method}: ${'error' in answer ? answer.error : `${answer.status} ${answer.text.slice(0, 120)}`}`);
-        await new Promise((r) => setTimeout(r, 10));
-        continue;
-      }
-      this.hosts.add(match[1]!);
-    }
-  }
-
-  private once(method: string, body: string): Promise<{ status: number; text: string } | { error: string }> {
-    return new Promise((resolve) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: caddy.httpPort,
-          path: '/',
-          method,
-          headers: { Host: hostname, 'content-type': 'text/plain' },
-          agent: this.agent,
-          timeout: 10_000,
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-          res.on('error', (error) => resolve({ error: `response: ${error.message}` }));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timed out after 10 s')));
-      req.on('error', (error) => resolve({ error: error.message }));
-      req.end(body || undefined);
-    });
-  }
+/** Stops the load and says what it saw, with Caddy's errors when a request failed. */
+async function stopLoad(load: Load, label: string): Promise<void> {
+  await load.stop();
+  console.log(`replicas: ${label}: ${load.total} requests, ${load.failures.length} failed`, load.failures.slice(0, 10));
+  if (load.failures.length > 0)
+    console.log(
+      caddy
+        .output()
+        .split('\n')
+        .filter((l) => /"level":"error"|502/.test(l))
+        .slice(-6)
+        .join('\n'),
+    );
 }
 
 /** The service's running containers: name -> short id (what os.hostname() answers inside). */
@@ -181,14 +120,14 @@ it('runs 3 replicas, named by index, and requests through the proxy reach all th
 it('redeploys under load, one replica at a time, with no failed request', async () => {
   const set = await call('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: '2' });
   expect(set.status, set.text).toBeLessThan(300);
-  const load = new Load();
+  const load = new Load(caddy.httpPort, hostname, 6);
   load.start();
   let result!: Awaited<ReturnType<typeof deploy>>;
   try {
     result = await deploy(call, serviceId, 90_000);
     await new Promise((r) => setTimeout(r, 300));
   } finally {
-    await load.stop('a redeploy of 3 replicas');
+    await stopLoad(load, 'a redeploy of 3 replicas');
   }
   expect(result.deployment.status, result.logs.join('\n')).toBe('succeeded');
   expect(result.logs.some((l) => l.startsWith('Routes switched to 3 replicas'))).toBe(true);
@@ -202,7 +141,7 @@ it('redeploys under load, one replica at a time, with no failed request', async 
 it('a killed replica costs no GET and no POST but those dialed to it as it died (a 502, see docs/cluster.md), and comes back', async () => {
   const before = await running();
   const victim = [...before.keys()].find((n) => n.endsWith('-r1'))!;
-  const load = new Load();
+  const load = new Load(caddy.httpPort, hostname, 6);
   load.start();
   try {
     await new Promise((r) => setTimeout(r, 300));
@@ -212,7 +151,7 @@ it('a killed replica costs no GET and no POST but those dialed to it as it died 
     await waitUntilServed(caddy.httpPort, hostname, { status: 200, text: /^version 2 / });
     await new Promise((r) => setTimeout(r, 500));
   } finally {
-    await load.stop('one replica killed');
+    await stopLoad(load, 'one replica killed');
   }
   expect(load.failures.filter((f) => !f.startsWith('POST'))).toEqual([]);
   // Known limit (docs/cluster.md): Caddy 2.6.2 retries a request whose dial failed on the next replica, but
@@ -224,7 +163,7 @@ it('a killed replica costs no GET and no POST but those dialed to it as it died 
 }, 60_000);
 
 it('scales to 1 and to 0 without a redeploy: no failed request while scaling down, then stopped and kept', async () => {
-  const load = new Load();
+  const load = new Load(caddy.httpPort, hostname, 6);
   load.start();
   try {
     const one = await call('PATCH', `/api/services/${serviceId}`, { replicas: 1 });
@@ -232,7 +171,7 @@ it('scales to 1 and to 0 without a redeploy: no failed request while scaling dow
     await untilRunning(1, 30_000);
     await new Promise((r) => setTimeout(r, 300));
   } finally {
-    await load.stop('scaled from 3 to 1');
+    await stopLoad(load, 'scaled from 3 to 1');
   }
   expect(load.failures).toEqual([]);
   expect(await hostsOver(5)).toHaveProperty('size', 1);
