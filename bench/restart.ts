@@ -68,6 +68,7 @@ async function main(): Promise<void> {
   await provisionDocker();
   let caddy: CaddyProcess | null = null;
   let server: ServerProcess | null = null;
+  let first: ServerProcess | null = null;
   let projectId: string | null = null;
   const env = (c: CaddyProcess) => ({
     ...c.platformEnv,
@@ -129,6 +130,7 @@ async function main(): Promise<void> {
     if (gone?.status === 200) throw new Error('Caddy still served a route after its restart');
     const spawned = performance.now();
     const reused = { dataDir: server.dataDir, token: server.token };
+    first = server;
     server = await startServerProcess(env(caddy), reused);
     const listeningMs = performance.now() - spawned;
     call = api(server.url, server.token);
@@ -163,6 +165,9 @@ async function main(): Promise<void> {
   } finally {
     if (server && projectId) await api(server.url, server.token)('DELETE', `/api/projects/${projectId}`).catch(() => {});
     await server?.dispose().catch(() => {});
+    // The restarted server reused the first one's data directory, so its dispose leaves the install's
+    // data and leftovers (its traffic gate's container, its slot network) alone: the first one's removes them.
+    await first?.dispose().catch(() => {});
     await caddy?.stop().catch(() => {});
   }
 }
