@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { docker, httpText, provisionDocker } from '../helpers/docker.js';
+import { httpText, provisionDocker } from '../helpers/docker.js';
 import { deploy } from '../helpers/deployments.js';
 
 /**
@@ -76,7 +76,10 @@ describe('GET /api/services/:serviceId/metrics', () => {
       expect(history.json.series.points.at(-1).memoryUsedBytes).toBeGreaterThan(0);
       expect(history.json.series.points.reduce((sum: number, p: { netRxBytes: number }) => sum + p.netRxBytes, 0)).toBeGreaterThan(0);
 
-      await docker('stop', '-t', '1', result.deployment.containerName!);
+      // Stopped by the platform (scaled to 0): a container stopped behind its back is started again by the
+      // next reconcile pass (a replica that died), so `running: false` would show only if a sample fell in that gap.
+      const scaled = await call('PATCH', `/api/services/${service.id}`, { replicas: 0 });
+      expect(scaled.status, scaled.text).toBe(200);
       const stopped = await until('running: false', async () => {
         const res = await call('GET', `/api/services/${service.id}/metrics?from=${from}`);
         return res.json.running === false ? res.json : null;
