@@ -76,10 +76,8 @@ export type BenchPart = (typeof BENCH_PARTS)[number];
 export function benchPortRange(size = 200): string {
   const slot = Number(process.env.BENCH_PORT_SLOT ?? Number.NaN);
   if (!Number.isInteger(slot) || slot < 0 || slot >= BENCH_PARTS.length) return ownPortRange(size);
-  // ownPortRange's windows (14000-19999, `size` each), those whose index falls to this slot.
-  const mine = Array.from({ length: Math.floor(6_000 / size) }, (_, i) => i).filter((i) => i % BENCH_PARTS.length === slot);
-  const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
-  return `${base}-${base + size - 1}`;
+  // Among the windows of the test worker that runs the bench (ownPortRange), those of this slot.
+  return ownPortRange(size, slot, BENCH_PARTS.length);
 }
 
 /** A repository of a busybox httpd app serving `message` (the nonce unless given) on port 3000; the nonce makes each build new. */

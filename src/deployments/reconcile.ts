@@ -206,13 +206,18 @@ export class Reconciler {
       });
       if (!current) continue;
       onSwarm.add(service.id);
-      if (deploying.has(service.id)) continue;
+      // Asked again before each change, not only at the pass's start: a deployment that began while this pass read
+      // the engine switches the routes itself, and this pass's view of the tasks is already stale (seen: a redeploy
+      // under load got 404s and 502s when a pass routed to the tasks it had read before the switch).
+      const started = () => deploying.has(service.id) || this.underWay.services().has(service.id);
+      if (started()) continue;
       const pruned = await swarm.prune(service).catch((error: Error) => {
         this.log('leftover Swarm services could not be removed', { service: service.name, error: error.message });
         return [];
       });
       if (pruned.length) this.log('removed leftover Swarm services', { service: service.name, names: pruned });
       let upstreams = current.upstreams;
+      if (started()) continue;
       if (current.replicas !== service.replicas) {
         this.log('scaling a Swarm service', { service: service.name, from: current.replicas, replicas: service.replicas });
         // Fewer tasks leave the routes before Swarm stops them; more join once they run (the next pass).
@@ -225,7 +230,7 @@ export class Reconciler {
           .scale(service, service.replicas)
           .catch((error: Error) => this.log('a Swarm service could not be scaled', { service: service.name, error: error.message }));
       }
-      if (serves(service)) {
+      if (serves(service) && !started()) {
         this.routing.setUpstream(service.id, upstreams[0] ?? null, upstreams.slice(1));
         routed = true;
       }

@@ -50,7 +50,19 @@ export async function httpText(url: string, timeoutMs = 5000): Promise<{ status:
  * platform's window before it restarted). A platform that never deploys (API tests) binds none of
  * its ports: a large window costs nobody.
  */
-export function ownPortRange(size = 200): string {
-  const base = 14_000 + size * Math.floor(Math.random() * Math.floor(6_000 / size));
+export function ownPortRange(size = 200, lane = 0, lanes = 1): string {
+  // The files of one run that run at the same time are in different vitest workers: each worker takes its own
+  // windows, so two files beside each other never share one (a random pick among all of them did, now and then:
+  // "host port ... is in use by another program"). `lane`/`lanes` split a worker's windows further (bench parts).
+  const workers = Math.max(1, Number(process.env.SLIPWAY_TEST_WORKERS ?? '2') || 2);
+  const pool = Number(process.env.VITEST_POOL_ID ?? Number.NaN);
+  const worker = Number.isInteger(pool) && pool >= 1 ? (pool - 1) % workers : Math.floor(Math.random() * workers);
+  const stride = workers * lanes;
+  const windows = Array.from({ length: Math.floor(6_000 / size) }, (_, i) => i);
+  const lanesOwn = windows.filter((i) => i % stride === worker * lanes + lane);
+  // Windows too large to split by lanes: the worker's own, then any.
+  const workersOwn = windows.filter((i) => i % workers === worker);
+  const mine = lanesOwn.length > 0 ? lanesOwn : workersOwn.length > 0 ? workersOwn : windows;
+  const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
   return `${base}-${base + size - 1}`;
 }
