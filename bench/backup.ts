@@ -31,7 +31,7 @@ import { deploy } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { runBench } from './run-bench.js';
-import { cpuSeconds, fillBenchTable, median, rssMb, table } from './bench-support.js';
+import { benchPortRange, cpuSeconds, fillBenchTable, median, rssMb, table } from './bench-support.js';
 
 const GB = Number(process.env.BENCH_GB ?? 1);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     BUILD_CONCURRENCY: '1',
     HEALTH_TIMEOUT_MS: '120000',
     DATABASE_QUERY_TIMEOUT_MS: '600000',
-    HOST_PORT_RANGE: '49800-49899',
+    HOST_PORT_RANGE: benchPortRange(),
     ...(PROFILE_DIR || process.env.BENCH_SERVER_NODE_OPTIONS
       ? {
           NODE_OPTIONS: [PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` : '', process.env.BENCH_SERVER_NODE_OPTIONS ?? '']

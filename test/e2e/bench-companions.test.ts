@@ -8,7 +8,7 @@ import { BENCH_PARTS } from '../../bench/bench-support.js';
  * The benches that are not parts of `npm run bench`'s one table (bench/all.ts runs api, deploy, proxy and
  * db-admin; test/e2e/benches.test.ts runs those): each is run once here, as `npm run bench:<name>` runs it,
  * with its own knobs turned down to a smoke size. A bench that crashes is a failing test; nothing here
- * looks at a figure. Two at a time: each takes its ports from a random window (ownPortRange) or port 0,
+ * looks at a figure. Two at a time: each takes its ports from a window of its lane (benchPortRange) or port 0,
  * and names with a random suffix.
  */
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -31,27 +31,26 @@ const COMPANIONS: Record<string, Record<string, string>> = {
 const results = new Map<string, Promise<{ ok: boolean; output: string }>>();
 /** Every bench's run, queued two at a time in the order above; each test awaits its own. */
 function start(): void {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  const slot = async (): Promise<void> => {
-    if (running < 2) {
-      running++;
-      return;
-    }
-    await new Promise<void>((resolve) => waiting.push(resolve));
+  // Each of the two running at a time holds a lane (BENCH_PORT_SLOT): its host port window is never the other's.
+  const lanes = [0, 1];
+  const waiting: Array<(lane: number) => void> = [];
+  const slot = async (): Promise<number> => {
+    const lane = lanes.shift();
+    if (lane !== undefined) return lane;
+    return new Promise<number>((resolve) => waiting.push(resolve));
   };
-  const free = () => {
+  const free = (lane: number) => {
     const next = waiting.shift();
-    if (next) next();
-    else running--;
+    if (next) next(lane);
+    else lanes.push(lane);
   };
   for (const [name, knobs] of Object.entries(COMPANIONS)) {
     results.set(
       name,
-      slot().then(() =>
+      slot().then((lane) =>
         run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', `${name}.ts`)], {
           cwd: ROOT,
-          env: { ...process.env, ...knobs },
+          env: { ...process.env, ...knobs, BENCH_PORT_SLOT: String(lane) },
           maxBuffer: 32 * 1024 * 1024,
           timeout: 8 * 60_000,
         })
@@ -62,7 +61,7 @@ function start(): void {
               output: `${error.message}\n${error.stdout ?? ''}\n${error.stderr ?? ''}`.slice(-8000),
             }),
           )
-          .finally(free),
+          .finally(() => free(lane)),
       ),
     );
   }

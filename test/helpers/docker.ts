@@ -51,18 +51,23 @@ export async function httpText(url: string, timeoutMs = 5000): Promise<{ status:
  * its ports: a large window costs nobody.
  */
 export function ownPortRange(size = 200, lane = 0, lanes = 1): string {
-  // The files of one run that run at the same time are in different vitest workers: each worker takes its own
-  // windows, so two files beside each other never share one (a random pick among all of them did, now and then:
-  // "host port ... is in use by another program"). `lane`/`lanes` split a worker's windows further (bench parts).
+  // The files of one run that run at the same time are in different vitest workers: each worker owns one
+  // contiguous region of 14000-19999, and every window it hands out lies inside it, whatever its size or lane,
+  // so two files beside each other never share a port. (Windows numbered across the whole range and dealt
+  // out by index did not: a bench part's lane of worker 2 was a window that worker 1's plain calls also got,
+  // and bench:proxy failed with "host port ... is in use by another program".) `lane`/`lanes` split a worker's
+  // windows further (bench parts side by side).
   const workers = Math.max(1, Number(process.env.SLIPWAY_TEST_WORKERS ?? '2') || 2);
   const pool = Number(process.env.VITEST_POOL_ID ?? Number.NaN);
   const worker = Number.isInteger(pool) && pool >= 1 ? (pool - 1) % workers : Math.floor(Math.random() * workers);
-  const stride = workers * lanes;
-  const windows = Array.from({ length: Math.floor(6_000 / size) }, (_, i) => i);
-  const lanesOwn = windows.filter((i) => i % stride === worker * lanes + lane);
-  // Windows too large to split by lanes: the worker's own, then any.
-  const workersOwn = windows.filter((i) => i % workers === worker);
-  const mine = lanesOwn.length > 0 ? lanesOwn : workersOwn.length > 0 ? workersOwn : windows;
-  const base = 14_000 + size * mine[Math.floor(Math.random() * mine.length)]!;
-  return `${base}-${base + size - 1}`;
+  const region = Math.floor(6_000 / workers);
+  const regionBase = 14_000 + worker * region;
+  const width = Math.min(size, region);
+  const count = Math.floor(region / width);
+  const windows = Array.from({ length: count }, (_, i) => i);
+  // Too few windows for every lane: lanes share them (a bench run alone has one part at a time).
+  const laneOwn = windows.filter((i) => i % lanes === lane % lanes);
+  const mine = laneOwn.length > 0 ? laneOwn : windows;
+  const base = regionBase + width * mine[Math.floor(Math.random() * mine.length)]!;
+  return `${base}-${base + width - 1}`;
 }
