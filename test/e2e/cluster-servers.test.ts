@@ -255,6 +255,7 @@ describe('servers on a real cluster', () => {
 
   const hostname = `web-${randomBytes(4).toString('hex')}.cluster.test`;
   let serviceId: string;
+  let serviceName: string;
   it('deploys a service with 3 replicas as a Swarm service over the 3 nodes; requests through Caddy reach all three', async () => {
     const projectId = (await ok(admin('POST', '/api/projects', { name: `swarm-${randomBytes(3).toString('hex')}` }), 'project')).project.id;
     const created = await ok(
@@ -350,16 +351,79 @@ describe('servers on a real cluster', () => {
     expect(services.split('\n').filter(Boolean)).toEqual([second.deployment.containerName]);
     const answer = await requestVia(caddy.httpPort, hostname);
     expect(answer?.text).toMatch(/^version 2 /);
+    serviceName = second.deployment.containerName!;
   }, 300_000);
 
-  it('drains the second worker and removes it: its engine leaves the swarm over mutual TLS', async () => {
-    const added = { id: w2Id };
-    // The service leaves first: a drained node's tasks would move to the others.
-    expect((await admin('DELETE', `/api/services/${serviceId}`)).status).toBeLessThan(300);
-
+  it('drains a worker running a replica under load with no failed request: its task leaves the routes before Swarm moves it', async () => {
     // Not drained: refused.
-    const early = await admin('DELETE', `/api/servers/${added.id}`);
-    expectErrorShape(early, 409, 'remove before drain');
+    expectErrorShape(await admin('DELETE', `/api/servers/${w2Id}`), 409, 'remove before drain');
+    const live = async () =>
+      (
+        await cluster.docker(
+          'm',
+          'service',
+          'ps',
+          serviceName,
+          '--filter',
+          'desired-state=running',
+          '--format',
+          '{{.Node}} {{.CurrentState}}',
+        )
+      )
+        .split('\n')
+        .filter((line) => line.includes(' Running'))
+        .map((line) => line.split(' ')[0]!);
+    expect(await live()).toContain('w2');
+    const load = new Load(caddy.httpPort, hostname);
+    load.start();
+    const started = performance.now();
+    let hostsBefore = 0;
+    let patchAt = 0;
+    let patchedAt = 0;
+    try {
+      // The load reaches all three tasks before the drain.
+      await waitFor(async () => (load.hosts.size >= 3 ? true : null), 30_000);
+      hostsBefore = load.hosts.size;
+      patchAt = Date.now();
+      const drained = await admin('PATCH', `/api/servers/${w2Id}`, { availability: 'drain' });
+      patchedAt = Date.now();
+      expect(drained.status, drained.text).toBe(200);
+      expect(drained.json.server.availability).toBe('drain');
+      timings['drain PATCH'] = Math.round(performance.now() - started);
+      // Swarm's replacement runs on m or w1, and the routes reach it: a fourth host answers.
+      await waitFor(async () => {
+        const nodes = await live();
+        return nodes.length === 3 && !nodes.includes('w2') && load.hosts.size >= 4 ? true : null;
+      }, 90_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+    } finally {
+      await load.stop();
+    }
+    timings['drain under load'] = Math.round(performance.now() - started);
+    console.log(
+      `cluster-servers: drain under load: ${load.total} requests, ${load.failures.length} failed, ${hostsBefore} tasks answered before and ${load.hosts.size} in all`,
+      load.failures.slice(0, 10),
+    );
+    if (load.failures.length > 0)
+      console.log(
+        `cluster-servers: drain: failures from +${load.failedAt[0]! - patchAt} to +${load.failedAt.at(-1)! - patchAt} ms after the PATCH (answered after ${patchedAt - patchAt} ms)\n`,
+        server
+          .output()
+          .split('\n')
+          .filter((l) => /drain|rout/i.test(l))
+          .slice(-30)
+          .join('\n'),
+      );
+    expect(load.failures).toEqual([]);
+    expect(load.total).toBeGreaterThan(50);
+    expect(await cluster.docker('m', 'node', 'inspect', '--format', '{{.Spec.Availability}}', 'w2')).toBe('drain');
+  }, 240_000);
+
+  it('removes the drained worker: its engine leaves the swarm over mutual TLS', async () => {
+    const added = { id: w2Id };
+    // The service leaves first: a removed server runs no task.
+    expect((await admin('DELETE', `/api/services/${serviceId}`)).status).toBeLessThan(300);
+    // Already drained: the same again changes nothing.
     const drained = await admin('PATCH', `/api/servers/${added.id}`, { availability: 'drain' });
     expect(drained.status, drained.text).toBe(200);
     expect(drained.json.server.availability).toBe('drain');

@@ -11,6 +11,10 @@ export class Load {
   total = 0;
   readonly failures: string[] = [];
   readonly versions = new Map<string, number>();
+  /** The hosts (containers, tasks) that answered, with their counts. */
+  readonly hosts = new Map<string, number>();
+  /** When each failure happened (Date.now()), beside `failures`. */
+  readonly failedAt: number[] = [];
   private running = false;
   private done: Promise<void>[] = [];
   private readonly agent: Agent;
@@ -41,11 +45,13 @@ export class Load {
       this.total++;
       const match = 'text' in answer ? /^version (\d+) (\S+) ?(.*)$/.exec(answer.text.trim()) : null;
       if ('error' in answer || answer.status !== 200 || !match || (match[3] ?? '') !== body) {
+        this.failedAt.push(Date.now());
         this.failures.push(`${method}: ${'error' in answer ? answer.error : `${answer.status} ${answer.text.slice(0, 120)}`}`);
         await new Promise((r) => setTimeout(r, 10));
         continue;
       }
       this.versions.set(match[1]!, (this.versions.get(match[1]!) ?? 0) + 1);
+      this.hosts.set(match[2]!, (this.hosts.get(match[2]!) ?? 0) + 1);
     }
   }
 

@@ -145,3 +145,36 @@ describe('leftover Swarm services of a deployment cut short', () => {
     expect(await path.prune(service)).toEqual([]);
   });
 });
+
+describe('a server being drained', () => {
+  it('is routed no more: the serving tasks are those on the other servers, unless none runs elsewhere', async () => {
+    const task = (id: string, nodeId: string, endpoint: string) => ({
+      id,
+      nodeId,
+      state: 'running',
+      desiredState: 'running',
+      address: null,
+      endpoint,
+      deploymentId: 'd1',
+      error: null,
+    });
+    let tasks = [task('t1', 'n1', '10.0.0.1:30001'), task('t2', 'n2', '10.0.0.2:30002'), task('t3', 'n3', '10.0.0.3:30003')];
+    const services = {
+      list: async () => [{ name: 'slipway-s1-d1', deploymentId: 'd1', createdAt: '2026-11-29T01:00:00Z' }],
+      status: async () => ({ exists: true, updateState: 'none', updateMessage: '', deploymentId: 'd1', replicas: 3 }),
+      tasks: async () => tasks,
+    } as unknown as SwarmServices;
+    const servers = [
+      { availability: 'active', swarmNodeId: 'n1' },
+      { availability: 'drain', swarmNodeId: 'n2' },
+      { availability: 'active', swarmNodeId: 'n3' },
+    ];
+    const deps = { config: { resourcePrefix: 'slipway' }, store: { servers: { list: async () => servers } } };
+    const path = new ClusterSwarmPath(deps as never, {} as never, {} as never, {} as never, services);
+    const service = { id: 's1', environmentId: 'e1', internalPort: 3000, runtimeMode: 'web' } as ServiceRecord;
+    expect(await path.current(service)).toEqual({ replicas: 3, upstreams: ['10.0.0.1:30001', '10.0.0.3:30003'] });
+    // Every task on the draining server: better a stopping task than none.
+    tasks = [task('t2', 'n2', '10.0.0.2:30002')];
+    expect(await path.current(service)).toEqual({ replicas: 3, upstreams: ['10.0.0.2:30002'] });
+  });
+});
