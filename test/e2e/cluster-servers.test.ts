@@ -161,6 +161,38 @@ describe('servers on a real cluster', () => {
     expect(await cluster.docker('m', 'info', '--format', '{{.Swarm.LocalNodeState}}')).toBe('inactive');
   }, 180_000);
 
+  // A service deployed while the host is the only server: plain containers on the manager, moved to Swarm later.
+  const early = { id: '', hostname: `early-${randomBytes(4).toString('hex')}.cluster.test` };
+  it('deploys a service before the cluster forms: a plain container on the manager', async () => {
+    const projectId = (await ok(admin('POST', '/api/projects', { name: `early-${randomBytes(3).toString('hex')}` }), 'project')).project.id;
+    const created = await ok(
+      admin('POST', `/api/projects/${projectId}/services`, {
+        name: 'early',
+        repoUrl: 'container-image',
+        containerImage: APP_IMAGE,
+        startCommand: BUSYBOX_SERVER,
+        internalPort: 3000,
+        env: [{ key: 'VERSION', value: '0' }],
+      }),
+      'early service',
+    );
+    early.id = created.service.id;
+    const first = await deploy(admin, early.id, 120_000);
+    expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
+    expect((await admin('POST', `/api/services/${early.id}/domains`, { hostname: early.hostname })).status).toBe(201);
+    // A plain container on the manager's engine (no Swarm task). Caddy on the host cannot reach it here: the
+    // manager's engine and its bridge live in a network namespace of their own (test/helpers/test-cluster.ts).
+    const owners = await cluster.docker(
+      'm',
+      'ps',
+      '--filter',
+      `label=slipway.service=${early.id}`,
+      '--format',
+      'x{{.Label "com.docker.swarm.task.id"}}',
+    );
+    expect(owners).toBe('x');
+  }, 180_000);
+
   it('joins a server with the one-line command: the swarm forms, the registry starts, the node is ready within seconds', async () => {
     const created = await admin('POST', '/api/servers', { name: 'worker-1', labels: { zone: 'a' } });
     expect(created.status, created.text).toBe(201);
@@ -252,6 +284,43 @@ describe('servers on a real cluster', () => {
       expect.arrayContaining(['worker-1', 'worker-2']),
     );
   }, 180_000);
+
+  it('moves the service deployed before the cluster to Swarm without a redeploy by hand: its tasks serve, its plain container is gone', async () => {
+    const started = performance.now();
+    const moved = await waitFor(async () => {
+      const { deployments } = (await admin('GET', `/api/services/${early.id}/deployments`)).json;
+      const found = (deployments as Array<{ id: string; status: string; trigger: string; containerName: string | null }>).find(
+        (d) => d.trigger === 'rollback' && ['succeeded', 'failed'].includes(d.status),
+      );
+      return found ?? null;
+    }, 180_000);
+    timings['moved to Swarm'] = Math.round(performance.now() - started);
+    const logs = (await admin('GET', `/api/deployments/${moved.id}/logs`)).json.logs.map((l: { line: string }) => l.line).join('\n');
+    expect(moved.status, logs).toBe('succeeded');
+    expect(logs).toMatch(/Moving early to the cluster/);
+    // Its Swarm service runs, and no plain container of it is left on the manager.
+    const swarmServices = await cluster.docker(
+      'm',
+      'service',
+      'ls',
+      '--filter',
+      `label=slipway.service=${early.id}`,
+      '--format',
+      '{{.Name}}',
+    );
+    expect(swarmServices.split('\n').filter(Boolean)).toEqual([moved.containerName]);
+    const owners = await cluster.docker(
+      'm',
+      'ps',
+      '--filter',
+      `label=slipway.service=${early.id}`,
+      '--format',
+      'x{{.Label "com.docker.swarm.task.id"}}',
+    );
+    expect(owners.split('\n').filter((line) => line === 'x')).toEqual([]);
+    await waitUntilServed(caddy.httpPort, early.hostname, { status: 200, text: /^version 0 / });
+    expect((await admin('DELETE', `/api/services/${early.id}`)).status).toBeLessThan(300);
+  }, 240_000);
 
   const hostname = `web-${randomBytes(4).toString('hex')}.cluster.test`;
   let serviceId: string;

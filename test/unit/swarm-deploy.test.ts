@@ -22,8 +22,10 @@ class FakeSwarmPath implements SwarmPath {
 
   constructor(private readonly route: () => unknown) {}
 
+  /** False: the install is a single server (plain containers). */
+  activeNow = true;
   async active() {
-    return true;
+    return this.activeNow;
   }
   async rollOut({ service, deployment }: SwarmRolloutInput): Promise<SwarmStarted> {
     const name = `slipway-${service.id}-${deployment.id}`;
@@ -112,6 +114,53 @@ describe('a deployment on the cluster: its own Swarm service, the routes switche
     expect(swarm.events.slice(3)).toEqual([`start slipway-${serviceId}-${third.id}`, `remove slipway-${serviceId}-${third.id}`]);
     expect([...swarm.services.keys()]).toEqual([second.containerName]);
     expect(route()).toMatchObject({ upstream: '10.0.2.1:80', replicaUpstreams: ['10.0.2.2:80'] });
+  });
+});
+
+describe('a service deployed before the cluster formed', () => {
+  let h: RuntimeHarness;
+  const { queue, finished, logs } = runnerSteps(() => h, admin, 10_000);
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  it('moves to Swarm once the cluster runs services: the live image on the Swarm path (no build), the plain container stopped; asked once', async () => {
+    const swarm = new FakeSwarmPath(() => h.proxy.last?.find((r) => r.hostname === HOST));
+    swarm.activeNow = false;
+    h = await createRuntimeHarness({
+      swarm,
+      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
+    });
+    await h.runner.start();
+    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const serviceId = (
+      await h.services.serviceCreation.create(admin, project.id, {
+        name: 'web',
+        repoUrl: 'container-image',
+        containerImage: 'nginx:1.27',
+        internalPort: 80,
+      } as CreateServiceInput)
+    ).id;
+    const first = await finished(await queue(serviceId));
+    expect(first.status).toBe('succeeded');
+    expect(swarm.events).toEqual([]);
+    const plain = first.containerName!;
+    expect(h.engine.byName(plain)?.running).toBe(true);
+
+    swarm.activeNow = true;
+    await h.runner.passNow();
+    const moving = await h.database.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running']);
+    expect(moving).toHaveLength(1);
+    expect(moving[0]).toMatchObject({ trigger: 'rollback', rollbackOf: first.id });
+    const moved = await finished(moving[0]!.id);
+    const lines = await logs(moved.id);
+    expect(moved.status, lines.join('\n')).toBe('succeeded');
+    expect(lines[0]).toMatch(/^Moving web to the cluster/);
+    expect(swarm.events).toEqual([`start slipway-${serviceId}-${moved.id}`]);
+    expect(h.engine.byName(plain)?.running ?? false).toBe(false);
+    // On Swarm now: no second move.
+    await h.runner.passNow();
+    expect(await h.database.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])).toEqual([]);
   });
 });
 
