@@ -63,15 +63,26 @@ export class ReplicaEngines {
     return docker;
   }
 
+  /**
+   * Each task with its node's engine. A task whose node cannot be reached from here (a swarm node that is no
+   * server of this install, one that has not joined yet) is left out, so the others are still read; when none
+   * is left, the first reason is the answer.
+   */
   private async withEngines(tasks: ReplicaLocation[]): Promise<ReplicaOnEngine[]> {
     // One look-up of the servers per node, not per task.
     const byNode = new Map<string, Promise<Docker>>();
     const out: ReplicaOnEngine[] = [];
+    let failure: unknown = null;
     for (const location of tasks) {
       const docker = byNode.get(location.nodeId) ?? this.dockerOf(location.nodeId);
       byNode.set(location.nodeId, docker);
-      out.push({ location, docker: await docker });
+      try {
+        out.push({ location, docker: await docker });
+      } catch (error) {
+        failure ??= error;
+      }
     }
+    if (out.length === 0 && failure) throw failure;
     return out;
   }
 }

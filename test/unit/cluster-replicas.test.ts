@@ -154,10 +154,12 @@ function enginesOver(local: FakeEngine, remotes: Record<string, FakeEngine>, tas
     return remotes[address] as unknown as Docker;
   });
   engines.bind(locator, {
-    endpointOf: async (nodeId) =>
-      nodeId === 'n-m'
+    endpointOf: async (nodeId) => {
+      if (nodeId === 'n-stranger') throw new Error('No server is node n-stranger; it may have been removed');
+      return nodeId === 'n-m'
         ? { local: true }
-        : { local: false, address: nodeId.replace('n-', ''), port: 2376, credentials: { caPem: '', certPem: '', keyPem: '' } },
+        : { local: false, address: nodeId.replace('n-', ''), port: 2376, credentials: { caPem: '', certPem: '', keyPem: '' } };
+    },
   });
   return { engines, dialled };
 }
@@ -180,6 +182,14 @@ describe('ReplicaEngines', () => {
     expect(found?.map((t) => (t.docker as unknown as FakeEngine).name)).toEqual(['m', 'w1', 'w1']);
     expect(await engines.dockerOf('n-w1')).toBe(w1);
     expect(dialled).toEqual(['w1']);
+  });
+
+  it('leaves out a task on a node that is no server of this install, and says why when nothing is left', async () => {
+    const local = new FakeEngine('m');
+    const { engines } = enginesOver(local, {}, [location('a', 'n-stranger'), location('b', 'n-m')]);
+    expect((await engines.clusterTasks()).map((t) => t.location.containerId)).toEqual(['c-b']);
+    const alone = enginesOver(local, {}, [location('a', 'n-stranger')]).engines;
+    await expect(alone.tasksOf('s1')).rejects.toThrow(/No server is node n-stranger/);
   });
 
   it('unbound (no cluster in this process), answers null: the adapters keep to the local engine', async () => {
