@@ -9,6 +9,7 @@ import { provisionDocker } from '../helpers/docker.js';
 import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { readSse } from '../helpers/sse.js';
+import { OpenAiStandin } from '../standins/ai-standins.js';
 import { sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 import { until } from '../helpers/until.js';
 
@@ -17,8 +18,8 @@ import { until } from '../helpers/until.js';
  * metrics and terminals on any server"), through the platform's HTTP API, on the run's shared test cluster: the
  * platform runs on the manager's engine, takes the harness's swarm as its cluster, and joins w1 with its own join
  * command (w1 leaves the harness's swarm first: the command joins a machine that is in none), so w1's engine
- * answers the platform over mutual TLS. The service is placed on w1 by a label only w1 has. Then a rollback
- * (a deployment on the same path) runs there too.
+ * answers the platform over mutual TLS. The service is placed on w1 by a label only w1 has. AI diagnostics read
+ * the same logs and metrics; a rollback (a deployment on the same path) runs there too.
  */
 const run = promisify(execFile);
 const suffix = randomBytes(3).toString('hex');
@@ -168,6 +169,22 @@ it("a service's task on a worker: its runtime logs, metrics and a terminal throu
     'metrics of the task on w1',
     500,
   );
+
+  // AI diagnostics read the same runtime logs and metrics: the task's lines from w1 are in what the model is sent.
+  const openai = await new OpenAiStandin().start();
+  try {
+    const connected = await admin('PUT', '/api/settings', {
+      aiProviders: [{ providerId: 'gpt', kind: 'openai', baseUrl: openai.baseUrl, apiKey: openai.apiKey }],
+    });
+    expect(connected.status, connected.text).toBe(200);
+    const diagnosed = await admin('POST', `/api/deployments/${first.deployment.id}/diagnostics`, { providerId: 'gpt', model: 'gpt-e2e' });
+    expect(diagnosed.status, diagnosed.text).toBe(200);
+    const sent = JSON.stringify(openai.requests[0]!.body);
+    expect(sent).toMatch(new RegExp(`tick \\d+ v1 ${hostname}`));
+    expect(sent).toContain('Latest resource sample');
+  } finally {
+    await openai.close();
+  }
 
   // A terminal: exec in the task's container on w1, over its engine's mutual TLS.
   const ws = new WebSocket(`${server!.url.replace(/^http/, 'ws')}/api/ws/services/${serviceId}/terminal`, {
