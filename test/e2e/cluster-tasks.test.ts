@@ -123,7 +123,7 @@ afterAll(async () => {
   }
 }, 120_000);
 
-it("a service's task on a worker: its runtime logs, metrics and a terminal through the API; then a rollback there", async () => {
+it("a service's task on a worker: its runtime logs, metrics, AI diagnostics and a terminal through the API; then a rollback there", async () => {
   const c = cluster!;
   const project = (await ok(admin('POST', '/api/projects', { name: `tasks-${suffix}` }), 'project')).project;
   const created = await ok(
