@@ -11,6 +11,7 @@ import type { CreateServerInput, UpdateServerInput } from './cluster.inputs.js';
 import type { NodeEngines } from './node-engines.js';
 import { assertInstallAdmin, assertInstallWriter } from './server-access.js';
 import { nodeLabels, stateOf } from './server-state.js';
+import { isStateful } from './service-holders.js';
 import type { ServerRecord } from './server.records.js';
 
 const SWARM_PORT = 2377;
@@ -75,13 +76,26 @@ export class ServerService {
       updatedAt: now,
     };
     try {
-      return await this.deps.store.servers.insert(record);
+      const inserted = await this.deps.store.servers.insert(record);
+      await this.placeOnLocal(inserted);
+      return inserted;
     } catch (error) {
       // Another process made it first.
       const again = await this.deps.store.servers.local();
       if (again) return again;
       throw error;
     }
+  }
+
+  /**
+   * Databases and storage instances made before the host's row existed ran on it: they are recorded as
+   * held there (what the migration of 2026-11-29 does for installs that had the row).
+   */
+  private async placeOnLocal(local: ServerRecord): Promise<void> {
+    const placed = new Set((await this.deps.store.servers.placementsOf(null)).map((p) => p.serviceId));
+    const now = this.deps.clock.now();
+    for (const service of await this.deps.store.projects.listAllServices())
+      if (isStateful(service) && !placed.has(service.id)) await this.deps.store.servers.place(service.id, local.id, now);
   }
 
   async list(actor: Actor): Promise<ServerView[]> {
