@@ -1,3 +1,4 @@
+import { keepsData } from '../domain/storage-server.js';
 import type { ServiceRecord } from '../domain/types.js';
 import type { Store } from '../persistence/store.js';
 import type { ServerRecord } from './server.records.js';
@@ -7,9 +8,7 @@ import type { ServerRecord } from './server.records.js';
  * volume (issue 31). A service without a placement row is on the local server: every one made before
  * the cluster existed ran there, and a new one starts there.
  */
-export function isStateful(service: Pick<ServiceRecord, 'source'>): boolean {
-  return service.source.kind === 'database' || service.source.kind === 'storage';
-}
+export const isStateful = keepsData;
 
 /** The server holding each stateful service's volume, by service id (two queries whatever their number). */
 export async function holdersOf(store: Store, services: ServiceRecord[], everything = false): Promise<Map<string, ServerRecord>> {
