@@ -30,7 +30,10 @@ export type ServiceMoveView = z.infer<typeof serviceMoveView>;
  * switch of routes and ports, the old container's removal, the downtime logged. Null: not built yet.
  */
 export interface DatabaseMover {
+  /** Starts the move and resolves once it runs (its outcome goes to the log). */
   start(service: ServiceRecord, from: ServerRecord, to: ServerRecord): Promise<void>;
+  /** Whether a move of this service is under way. */
+  busy(serviceId: string): boolean;
 }
 
 /**
@@ -74,6 +77,7 @@ export class ServiceMoves {
         'Moving a database between servers is not built yet: it stays on the server that holds its volume (docs/cluster.md)',
         { reason: 'move_not_built' },
       );
+    if (this.mover.busy(service.id)) throw new ConflictError(`${service.name} is being moved already`, { reason: 'moving' });
     await this.mover.start(service, from, to);
     return { accepted: true, serviceId: service.id, from: { id: from.id, name: from.name }, to: { id: to.id, name: to.name } };
   }
