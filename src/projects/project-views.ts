@@ -165,6 +165,8 @@ export function wireSource(source: ServiceSource): WireSource {
 
 export function presentService(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): ServiceView {
   const wire = wireSource(service.source);
+  // A database whose server is down answers nowhere, whatever its last check said.
+  const reachable = service.reachable && ctx.holder?.state !== 'down';
   return {
     id: service.id,
     projectId: service.projectId,
@@ -195,8 +197,8 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     postgresLogicalReplicationEnabled: wire.postgresLogicalReplicationEnabled,
     status: ctx.holder?.state === 'down' ? 'unavailable' : service.status,
     server: ctx.holder ? { id: ctx.holder.id, name: ctx.holder.name, state: ctx.holder.state } : null,
-    reachable: service.reachable && ctx.holder?.state !== 'down',
-    localUrl: service.reachable && service.runtimeMode === 'web' ? `http://127.0.0.1:${service.hostPort}` : '',
+    reachable,
+    localUrl: reachable && service.runtimeMode === 'web' ? `http://127.0.0.1:${service.hostPort}` : '',
     primaryUrl: primaryUrl(service, ctx, config),
     preferredDomain: service.preferredDomain,
     framework: service.framework,
