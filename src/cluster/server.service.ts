@@ -11,7 +11,7 @@ import type { CreateServerInput, UpdateServerInput } from './cluster.inputs.js';
 import type { NodeEngines } from './node-engines.js';
 import { assertInstallAdmin, assertInstallWriter } from './server-access.js';
 import { nodeLabels, stateOf } from './server-state.js';
-import { isStateful } from './service-holders.js';
+import { holdersOf, isStateful } from './service-holders.js';
 import type { ServerRecord } from './server.records.js';
 
 const SWARM_PORT = 2377;
@@ -292,8 +292,10 @@ export class ServerService {
   }
 
   private async present(servers: ServerRecord[], snapshot: RuntimeSnapshot): Promise<ServerView[]> {
-    const names = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s.name]));
+    const all = await this.deps.store.projects.listAllServices();
+    const names = new Map(all.map((s) => [s.id, s.name]));
     const local = servers.find((s) => s.local) ?? (await this.deps.store.servers.local());
+    const holders = await holdersOf(this.deps.store, all, true);
     return servers.map((server) => {
       const node = server.swarmNodeId ? snapshot.nodes?.find((n) => n.id === server.swarmNodeId) : undefined;
       const onIt = (snapshot.tasks ?? []).filter((task) =>
@@ -338,6 +340,7 @@ export class ServerService {
           : null,
         services: [...services.values()],
         tasks: live.map(presentTask),
+        databases: all.filter((s) => holders.get(s.id)?.id === server.id).map((s) => ({ id: s.id, name: s.name })),
         stateChangedAt: server.stateChangedAt.toISOString(),
         joinedAt: server.joinedAt?.toISOString() ?? null,
         createdAt: server.createdAt.toISOString(),

@@ -360,6 +360,7 @@ describe('databases on the cluster', () => {
     const web = await h.services.serviceCreation.create(admin, shop.id, { name: 'web', repoFullName: 'acme/web' });
     expect(orders.server).toEqual({ id: local.id, name: local.name, state: local.state });
     expect(web.server).toBeNull();
+    expect((await cluster().servers.get(admin, local.id)).databases).toEqual([{ id: orders.id, name: 'orders' }]);
 
     const { created } = await addAndJoin('worker-1', '10.9.0.11', 'node-w1');
     await h.database.store.servers.place(orders.id, created.server.id, now);
@@ -368,6 +369,9 @@ describe('databases on the cluster', () => {
       name: 'worker-1',
       state: 'ready',
     });
+    // The servers say which databases they hold.
+    expect((await cluster().servers.get(admin, created.server.id)).databases).toEqual([{ id: orders.id, name: 'orders' }]);
+    expect((await cluster().servers.get(admin, local.id)).databases).toEqual([]);
 
     swarm.setState('node-w1', 'down');
     await cluster().monitor!.tick();
