@@ -552,7 +552,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     previews,
     terminals: new TerminalService(
       deps,
-      current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine } : null,
+      current && ports.terminals?.engine ? { current, terminal: ports.terminals.engine, replicas: cluster.replicas } : null,
       ports.terminals?.limits,
     ),
     servers: cluster.servers,
@@ -568,6 +568,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     serverMonitor: cluster.monitor,
     clusterFormation: cluster.formation,
     nodeEngines: cluster.engines,
+    replicaLocator: cluster.replicas,
     routing,
     runner,
     teardown,
