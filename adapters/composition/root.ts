@@ -45,6 +45,7 @@ import { OpensslCertificateIssuer } from '../tls/openssl.certificate-issuer.js';
 import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
 import { DockerSwarmServices } from '../docker/swarm.services.js';
 import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
+import { ReplicaEngines } from '../docker/replica-engines.js';
 import { joinScriptLoader } from '../docker/join-script.js';
 import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
 import { DockerContainerExits } from '../docker/docker.container-exits.js';
@@ -100,7 +101,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const mailer =
     !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
-  const ports = options.operatorOnly
+  const ports: UseCasePorts & { replicaEngines?: ReplicaEngines } = options.operatorOnly
     ? operatorPorts()
     : await runtimePorts(config, log, options.ownUrl ?? (() => ''), options.ownPort ?? (() => config.port));
   const databaseAdmin = ports.databases?.admin;
@@ -124,6 +125,9 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       terminals: { engine: ports.terminals?.engine, limits: config.terminals },
     },
   );
+  // Logs, metrics and terminals reach a service's tasks on any node once the cluster's pieces exist (docs/cluster.md).
+  if (ports.replicaEngines && useCases.replicaLocator && useCases.nodeEngines)
+    ports.replicaEngines.bind(useCases.replicaLocator, useCases.nodeEngines);
 
   return {
     database,
@@ -235,15 +239,24 @@ export async function trafficGatePreflight(config: AppConfig, log: Log): Promise
 }
 
 /** The adapters of every port, as the configuration names them. */
-async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, ownPort: () => number): Promise<UseCasePorts> {
+async function runtimePorts(
+  config: AppConfig,
+  log: Log,
+  ownUrl: () => string,
+  ownPort: () => number,
+): Promise<UseCasePorts & { replicaEngines?: ReplicaEngines }> {
   if (config.proxy.kind !== 'none') await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
+  // Where a service's tasks run on the cluster and which engine reaches each; bound once the use cases exist.
+  const replicaEngines = new ReplicaEngines(docker);
+  const swarmServices = new DockerSwarmServices(docker);
   const engine = new DockerodeContainerEngine(docker);
   const databaseAdmin = engineDatabaseAdmin();
   const git = new GitCliSource();
   return {
     proxy: reverseProxy(config, engine, log),
-    runtimeLogs: new DockerRuntimeLogSource(docker),
+    replicaEngines,
+    runtimeLogs: new DockerRuntimeLogSource(docker, replicaEngines),
     portProbe: new NetPortProbe(),
     runtime: {
       engine,
@@ -286,13 +299,14 @@ async function runtimePorts(config: AppConfig, log: Log, ownUrl: () => string, o
       new HetznerDnsProvider({ baseUrl: config.dnsApiUrls.hetzner }),
     ],
     aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
-    containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId),
+    containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId, replicaEngines),
     ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
-    terminals: { engine: new DockerodeTerminalEngine(docker) },
+    terminals: { engine: new DockerodeTerminalEngine(docker, replicaEngines) },
     // Servers and the cluster: the local engine is the manager (docs/cluster.md).
     cluster: {
       runtime: new SwarmClusterRuntime(docker, config.platform.instanceId),
-      swarmServices: new DockerSwarmServices(docker),
+      swarmServices,
+      swarmTasks: swarmServices,
       remoteEngines: new MtlsRemoteEngines(),
       registry: new DistributionImageRegistry(docker, {
         certsDir: config.dockerCertsDir,

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/deployments/container-engine.port.js';
 import type { ContainerStats, ContainerStatsSource } from '../../src/metrics/container-stats.port.js';
+import type { ReplicaEngines } from './replica-engines.js';
 
 /**
  * Stats calls in flight at once. A one-shot call waits for the engine's next collection tick (its
@@ -30,20 +31,33 @@ export class DockerContainerStatsSource implements ContainerStatsSource {
   constructor(
     private readonly docker: Docker,
     private readonly instanceId: string,
+    /** The cluster's tasks and their nodes' engines; without it (or on one server), the local engine only. */
+    private readonly replicas: ReplicaEngines | null = null,
   ) {}
 
   async sample(signal: AbortSignal): Promise<ContainerStats[]> {
-    const list = await this.docker.listContainers({
+    const local = await this.docker.listContainers({
       filters: { label: [`${LABELS.instance}=${this.instanceId}`, LABELS.service], status: ['running'] },
       abortSignal: signal,
     } as Docker.ContainerListOptions);
-    for (const id of this.restarts.keys()) if (!list.some((c) => c.Id === id)) this.restarts.delete(id);
+    const list: Array<{ info: Docker.ContainerInfo; docker: Docker }> = local.map((info) => ({ info, docker: this.docker }));
+    // On the cluster, every task of this install's Swarm services too, each from its own node's engine (a task's
+    // container carries no instance label, so the ones on the host are not counted twice). A manager that does
+    // not answer costs the tasks' samples of this tick, not the local containers'.
+    const tasks = this.replicas ? await this.replicas.clusterTasks(signal).catch(() => []) : [];
+    for (const task of tasks) {
+      list.push({
+        info: { Id: task.location.containerId, Labels: { [LABELS.service]: task.location.serviceId } } as unknown as Docker.ContainerInfo,
+        docker: task.docker,
+      });
+    }
+    for (const id of this.restarts.keys()) if (!list.some((c) => c.info.Id === id)) this.restarts.delete(id);
     const out: ContainerStats[] = [];
     let next = 0;
     const worker = async () => {
       while (next < list.length && !signal.aborted) {
-        const info = list[next++]!;
-        const stats = await this.one(info, signal).catch(() => null);
+        const { info, docker } = list[next++]!;
+        const stats = await this.one(docker, info, signal).catch(() => null);
         if (stats) out.push(stats);
       }
     };
@@ -52,8 +66,8 @@ export class DockerContainerStatsSource implements ContainerStatsSource {
     return out;
   }
 
-  private async one(info: Docker.ContainerInfo, signal: AbortSignal): Promise<ContainerStats | null> {
-    const container = this.docker.getContainer(info.Id);
+  private async one(docker: Docker, info: Docker.ContainerInfo, signal: AbortSignal): Promise<ContainerStats | null> {
+    const container = docker.getContainer(info.Id);
     const raw = (await container.stats({ stream: false, 'one-shot': true, abortSignal: signal } as never)) as unknown as RawStats;
     const cpu = raw.cpu_stats ?? {};
     const memory = raw.memory_stats ?? {};

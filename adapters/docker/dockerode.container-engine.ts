@@ -1,3 +1,4 @@
+import { callSignal } from '../../src/platform/call-signal.js';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -48,38 +49,48 @@ export class DockerodeContainerEngine implements ContainerEngine {
   }
 
   async pullImage(ref: string, onLine: LineSink, signal: AbortSignal): Promise<void> {
-    const stream = (await this.docker.pull(ref, { abortSignal: timeout(signal, BUILD_TIMEOUT_MS) })) as NodeJS.ReadableStream;
-    const seen = new Set<string>();
-    await this.follow(stream, signal, (event) => {
-      // Layer progress bars repeat many times a second: keep each distinct status once.
-      const line = [event.id, event.status].filter(Boolean).join(': ');
-      if (line && !seen.has(line)) {
-        seen.add(line);
-        onLine(line, 'stdout');
-      }
-    });
+    const call = callSignal(signal, BUILD_TIMEOUT_MS);
+    try {
+      const stream = (await this.docker.pull(ref, { abortSignal: call.signal })) as NodeJS.ReadableStream;
+      const seen = new Set<string>();
+      await this.follow(stream, signal, (event) => {
+        // Layer progress bars repeat many times a second: keep each distinct status once.
+        const line = [event.id, event.status].filter(Boolean).join(': ');
+        if (line && !seen.has(line)) {
+          seen.add(line);
+          onLine(line, 'stdout');
+        }
+      });
+    } finally {
+      call.release();
+    }
   }
 
   async buildImage(request: BuildRequest): Promise<void> {
     const context = tar.pack(request.contextDir, { ignore: (name) => name.split('/').includes('.git') });
-    const stream = (await this.docker.buildImage(
-      context as unknown as NodeJS.ReadableStream,
-      {
-        t: request.tag,
-        dockerfile: request.dockerfile,
-        buildargs: request.buildArgs,
-        rm: true,
-        forcerm: true,
-        abortSignal: timeout(request.signal, BUILD_TIMEOUT_MS),
-      } as Docker.ImageBuildOptions,
-    )) as NodeJS.ReadableStream;
-    await this.follow(stream, request.signal, (event) => {
-      if (event.stream) {
-        for (const line of event.stream.split('\n')) if (line.trim()) request.onLine(line.replace(/\r$/, ''), 'stdout');
-      } else if (event.status) {
-        request.onLine([event.id, event.status].filter(Boolean).join(': '), 'stdout');
-      }
-    });
+    const call = callSignal(request.signal, BUILD_TIMEOUT_MS);
+    try {
+      const stream = (await this.docker.buildImage(
+        context as unknown as NodeJS.ReadableStream,
+        {
+          t: request.tag,
+          dockerfile: request.dockerfile,
+          buildargs: request.buildArgs,
+          rm: true,
+          forcerm: true,
+          abortSignal: call.signal,
+        } as Docker.ImageBuildOptions,
+      )) as NodeJS.ReadableStream;
+      await this.follow(stream, request.signal, (event) => {
+        if (event.stream) {
+          for (const line of event.stream.split('\n')) if (line.trim()) request.onLine(line.replace(/\r$/, ''), 'stdout');
+        } else if (event.status) {
+          request.onLine([event.id, event.status].filter(Boolean).join(': '), 'stdout');
+        }
+      });
+    } finally {
+      call.release();
+    }
   }
 
   /**

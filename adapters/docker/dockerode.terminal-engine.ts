@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import type { ExecRequest, TerminalEngine, TerminalProcess } from '../../src/terminals/terminal-engine.port.js';
+import type { ReplicaEngines } from './replica-engines.js';
 
 const CALL_TIMEOUT_MS = 10_000;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -13,12 +14,27 @@ const MODE_DIR = 2 ** 31;
  * running when the attach connection closes (moby#9098): kill() signals it by its host PID, which the
  * engine reports, so the platform must share the host's PID namespace (it does outside a container;
  * in one, only with `pid: host`; docs/terminals-and-mcp.md).
+ *
+ * A task on another node of the cluster is exec'd into through that node's engine over mutual TLS
+ * (ReplicaEngines); its process cannot be signalled from here (another host's PIDs), so kill() there ends the
+ * terminal's connection only (docs/cluster.md).
  */
 export class DockerodeTerminalEngine implements TerminalEngine {
-  constructor(private readonly docker: Docker) {}
+  constructor(
+    private readonly docker: Docker,
+    /** The cluster's nodes' engines; without it, the local engine only. */
+    private readonly replicas: ReplicaEngines | null = null,
+  ) {}
 
-  async resolveCommand(containerId: string, command: string, signal: AbortSignal): Promise<string | null> {
-    const container = this.docker.getContainer(containerId);
+  /** The engine that runs the container: the platform's own unless it is a task on another node. */
+  private async engineOf(nodeId: string | null | undefined): Promise<Docker> {
+    if (!nodeId) return this.docker;
+    if (!this.replicas) throw new Error('This platform reaches no other server\u2019s engine');
+    return this.replicas.dockerOf(nodeId);
+  }
+
+  async resolveCommand(containerId: string, command: string, signal: AbortSignal, nodeId?: string | null): Promise<string | null> {
+    const container = (await this.engineOf(nodeId)).getContainer(containerId);
     let candidates: string[];
     if (command.startsWith('/')) candidates = [posix.normalize(command)];
     else if (command.includes('/')) return null;
@@ -57,7 +73,10 @@ export class DockerodeTerminalEngine implements TerminalEngine {
   }
 
   async exec(request: ExecRequest): Promise<TerminalProcess> {
-    const container = this.docker.getContainer(request.containerId);
+    const docker = await this.engineOf(request.nodeId);
+    const container = docker.getContainer(request.containerId);
+    // The host's PIDs are ours to signal only for a container on the platform's own engine.
+    const local = docker === this.docker;
     const exec = await container.exec({
       Cmd: request.cmd,
       AttachStdin: true,
@@ -92,6 +111,7 @@ export class DockerodeTerminalEngine implements TerminalEngine {
       },
       async kill() {
         stream.destroy();
+        if (!local) return;
         const info = await inspect().catch(() => null);
         if (!info?.Running || !info.Pid) return;
         // The PID must still be this container's process: it may have ended and the number been reused.

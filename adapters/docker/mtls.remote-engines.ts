@@ -12,14 +12,7 @@ const CALL_TIMEOUT_MS = 15_000;
  */
 export class MtlsRemoteEngines implements RemoteEngineFactory {
   connect(address: string, port: number, credentials: NodeCredentials): RemoteEngine {
-    const docker = new Docker({
-      protocol: 'https',
-      host: address,
-      port,
-      ca: credentials.caPem,
-      cert: credentials.certPem,
-      key: credentials.keyPem,
-    });
+    const docker = mtlsDocker(address, port, credentials);
     return {
       engine: new DockerodeContainerEngine(docker),
       async version(signal) {
@@ -41,6 +34,18 @@ export class MtlsRemoteEngines implements RemoteEngineFactory {
       },
     };
   }
+}
+
+/** A client of a node's engine API: HTTPS, the install's CA as the only trust, the platform's client certificate. */
+export function mtlsDocker(address: string, port: number, credentials: NodeCredentials): Docker {
+  return new Docker({
+    protocol: 'https',
+    host: address,
+    port,
+    ca: credentials.caPem,
+    cert: credentials.certPem,
+    key: credentials.keyPem,
+  });
 }
 
 function timeout(signal?: AbortSignal, ms = CALL_TIMEOUT_MS): AbortSignal {

@@ -7,6 +7,7 @@ import type {
   SwarmTask,
   SwarmUpdateState,
 } from '../../src/cluster/swarm-services.port.js';
+import type { RunningSwarmTask, SwarmTaskReader } from '../../src/cluster/replica-locator.port.js';
 import { LABELS } from '../../src/deployments/container-engine.port.js';
 
 const CALL_TIMEOUT_MS = 15_000;
@@ -26,14 +27,41 @@ interface TaskInfo {
   ID: string;
   NodeID?: string;
   DesiredState?: string;
-  Status?: { State?: string; Err?: string; Message?: string; PortStatus?: { Ports?: { PublishedPort?: number }[] } };
+  Status?: {
+    State?: string;
+    Err?: string;
+    Message?: string;
+    ContainerStatus?: { ContainerID?: string };
+    PortStatus?: { Ports?: { PublishedPort?: number }[] };
+  };
   Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
   NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
 }
 
 /** Swarm services on the manager's engine through dockerode (no shell; every call bounded by a timeout). */
-export class DockerSwarmServices implements SwarmServices {
+export class DockerSwarmServices implements SwarmServices, SwarmTaskReader {
   constructor(private readonly docker: Docker) {}
+
+  async runningTasks(signal?: AbortSignal): Promise<RunningSwarmTask[]> {
+    const tasks = (await this.docker.listTasks({
+      filters: { 'desired-state': ['running'] },
+      abortSignal: timeout(signal),
+    } as object)) as TaskInfo[];
+    return tasks.flatMap((task) => {
+      const containerId = task.Status?.ContainerStatus?.ContainerID;
+      if (task.Status?.State !== 'running' || !containerId || !task.NodeID) return [];
+      const labels = task.Spec?.ContainerSpec?.Labels ?? {};
+      return [
+        {
+          taskId: task.ID,
+          nodeId: task.NodeID,
+          containerId,
+          serviceId: labels[LABELS.service] ?? null,
+          deploymentId: labels[LABELS.deployment] ?? null,
+        },
+      ];
+    });
+  }
 
   async ensureNetwork(name: string, signal?: AbortSignal): Promise<void> {
     const existing = (await this.docker.listNetworks({ filters: { name: [name] }, abortSignal: timeout(signal) } as object)) as {

@@ -1,3 +1,4 @@
+import { callSignal } from '../../src/platform/call-signal.js';
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import type { LogStream } from '../../src/domain/types.js';
@@ -144,12 +145,13 @@ function run(
   onLine: (line: string, stream: LogStream) => void,
   timeoutMs = CLONE_TIMEOUT_MS,
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const timeout = AbortSignal.timeout(timeoutMs);
+  const call = callSignal(signal, timeoutMs);
+  return new Promise<string>((resolve, reject) => {
+    const timeout = call.signal;
     const child = spawn('git', args, {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
-      signal: AbortSignal.any([signal, timeout]),
+      signal: call.signal,
     });
     let stdout = '';
     let lastError = '';
@@ -182,5 +184,5 @@ function run(
       if (code === 0) resolve(stdout);
       else reject(new Error(signal.aborted ? 'aborted' : `git ${command} failed (exit ${code}): ${lastError}`));
     });
-  });
+  }).finally(() => call.release());
 }

@@ -15,6 +15,8 @@ import { ServerMonitor } from './server-monitor.js';
 import { ServerService } from './server.service.js';
 import { ClusterSwarmPath } from './swarm-path.js';
 import type { SwarmServices } from './swarm-services.port.js';
+import { SwarmReplicaLocator } from './replica-locator.js';
+import type { SwarmTaskReader } from './replica-locator.port.js';
 
 /** The cluster's adapters, as the composition root hands them over; without a runtime, servers can be read, not added. */
 export interface ClusterOptions {
@@ -30,6 +32,8 @@ export interface ClusterOptions {
   swarmServices?: SwarmServices;
   /** A reconcile pass now (the deploy runner's): a drain takes the server's tasks out of the routes with it. */
   reroute?: () => Promise<void>;
+  /** The cluster's running tasks: where logs, metrics and terminals find a service's replicas (SwarmReplicaLocator). */
+  swarmTasks?: SwarmTaskReader;
 }
 
 const LOGGED_EVENTS = (log: (message: string, extra?: Record<string, unknown>) => void): ServerEvents => ({
@@ -67,7 +71,9 @@ export function createCluster(
   const monitor =
     runtime && formation ? new ServerMonitor(deps, runtime, formation, registry, options.events ?? LOGGED_EVENTS(log), log) : null;
   const swarm = runtime && options.swarmServices ? new ClusterSwarmPath(deps, runtime, settings, registry, options.swarmServices) : null;
-  return { servers, join, registry, formation, monitor, engines, swarm };
+  const replicas =
+    options.swarmServices && options.swarmTasks ? new SwarmReplicaLocator(deps, settings, options.swarmServices, options.swarmTasks) : null;
+  return { servers, join, registry, formation, monitor, engines, swarm, replicas };
 }
 
 export type Cluster = ReturnType<typeof createCluster>;

@@ -50,6 +50,21 @@ export class NodeEngines {
     return (await this.remote(server)).engine;
   }
 
+  /**
+   * How to reach a swarm node's engine, for adapters that speak its API themselves (streams of logs, stats,
+   * a terminal's hijacked exec): the platform's own engine for the host's node, else the node's address with
+   * the platform's client credentials (mutual TLS only).
+   */
+  async endpointOf(
+    nodeId: string,
+  ): Promise<{ local: true } | { local: false; address: string; port: number; credentials: NodeCredentials }> {
+    const server = (await this.deps.store.servers.list()).find((s) => s.swarmNodeId === nodeId);
+    if (!server) throw new Error(`No server is node ${nodeId}; it may have been removed`);
+    if (server.local) return { local: true };
+    if (!server.address) throw new Error(`Server ${server.name} has not joined yet: it has no address`);
+    return { local: false, address: server.address, port: this.deps.config.cluster.engineTlsPort, credentials: await this.credentials() };
+  }
+
   /** A node's engine itself (its version, leaving the swarm); never for the local server. */
   async remote(server: ServerRecord): Promise<RemoteEngine> {
     if (server.local) throw new Error('The local server is reached through the platform\u2019s own engine');

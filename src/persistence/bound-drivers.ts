@@ -26,19 +26,31 @@ interface ConnectionInternals {
   readonly platform: Platform;
 }
 
+/** A plain decimal number, as `quoteValue` writes numbers (no exponent, no sign but a minus, at most 15 digits: exact as a double). */
+const NUMBER_LITERAL = /^-?\d{1,15}(\.\d{1,15})?$/;
+
 /** formatQuery's walk over `?` (value), `??` (identifier) and `\?` (a literal `?`), binding strings. */
 export function bindStrings(
   platform: Platform,
   sql: string,
   params: readonly unknown[],
   placeholder: (n: number) => string,
+  bindNumber?: (n: number) => unknown,
 ): { sql: string; parameters: unknown[] } {
   const parameters: unknown[] = [];
   if (params.length === 0) return { sql, parameters };
   let j = 0;
   let out = '';
   const value = (v: unknown) => {
-    if (typeof v !== 'string') return String(platform.quoteValue(v));
+    if (typeof v !== 'string') {
+      const literal = String(platform.quoteValue(v));
+      // A number literal (a number, or a date as MikroORM writes it: its epoch milliseconds) is bound as the number it says.
+      if (bindNumber && NUMBER_LITERAL.test(literal)) {
+        parameters.push(bindNumber(Number(literal)));
+        return placeholder(parameters.length);
+      }
+      return literal;
+    }
     parameters.push(v);
     return placeholder(parameters.length);
   };
@@ -77,7 +89,14 @@ function splitAbort(loggerContext: Record<string, unknown> | undefined): { abort
   return { abort: { signal, inflightQueryAbortStrategy }, rest };
 }
 
-export function boundExecute(placeholder: (n: number) => string) {
+/**
+ * `bindNumber`: numbers and dates (what MikroORM writes as a number) are bound too, as it converts them. SQLite's connection keeps its prepared statements by
+ * their text (statement-cache.ts): with every time and count written into the text, nearly each write was a
+ * statement of its own (2,805 texts of 2,835 statements in a seeding of 200 deployments), prepared, used once and
+ * freed only when a full GC finalised it, so that seeding 4,000 deployments left 288 MB of the C heap behind
+ * (JavaScript's live heap after it: 38 MB).
+ */
+export function boundExecute(placeholder: (n: number) => string, bindNumber?: (n: number) => unknown) {
   return async function execute(
     this: ConnectionInternals,
     query: unknown,
@@ -93,7 +112,7 @@ export function boundExecute(placeholder: (n: number) => string) {
     return this.executeQuery(
       sql,
       async () => {
-        const bound = bindStrings(this.platform, q.query, q.params, placeholder);
+        const bound = bindStrings(this.platform, q.query, q.params, placeholder, bindNumber);
         const client = (ctx as unknown as ReturnType<ConnectionInternals['getClient']> | undefined) ?? this.getClient();
         const res = await client.executeQuery(CompiledQuery.raw(bound.sql, bound.parameters), abort);
         return this.transformRawResult(res, method);

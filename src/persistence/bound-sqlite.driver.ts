@@ -11,7 +11,17 @@ class BoundSqliteConnection extends SqliteConnection {
     return dialect;
   }
 }
-Object.defineProperty(BoundSqliteConnection.prototype, 'execute', { value: boundExecute(() => '?'), writable: true, configurable: true });
+/**
+ * better-sqlite3 binds a JavaScript number as a REAL: an integer goes as a BigInt, which it binds as an INTEGER,
+ * exactly what the literal MikroORM would have written is (a REAL in a column without affinity, or in typeof(),
+ * would not be).
+ */
+const sqliteNumber = (n: number): number | bigint => (Number.isSafeInteger(n) ? BigInt(n) : n);
+Object.defineProperty(BoundSqliteConnection.prototype, 'execute', {
+  value: boundExecute(() => '?', sqliteNumber),
+  writable: true,
+  configurable: true,
+});
 
 /** SqliteDriver with every string bound (see bound-drivers.ts). */
 export class BoundSqliteDriver extends SqliteDriver {

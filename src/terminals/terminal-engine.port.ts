@@ -2,6 +2,8 @@ import type { Duplex } from 'node:stream';
 
 export interface ExecRequest {
   containerId: string;
+  /** The swarm node whose engine runs the container (a task on the cluster); null or absent: the platform's own engine. */
+  nodeId?: string | null;
   /** argv, never a shell string. */
   cmd: string[];
   cols: number;
@@ -24,6 +26,6 @@ export interface TerminalProcess {
 /** What a container terminal needs of the engine. Implemented over dockerode's exec. */
 export interface TerminalEngine {
   /** The absolute path `command` resolves to inside the running container (an absolute path, or a name on its PATH); null when it has none. */
-  resolveCommand(containerId: string, command: string, signal: AbortSignal): Promise<string | null>;
+  resolveCommand(containerId: string, command: string, signal: AbortSignal, nodeId?: string | null): Promise<string | null>;
   exec(request: ExecRequest): Promise<TerminalProcess>;
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Actor } from '../domain/access.js';
 import { NotFoundError, NotRunningError, RateLimitedError, UnauthorizedError, ValidationError } from '../domain/errors.js';
 import type { CurrentContainers } from '../deployments/current-containers.js';
+import type { ReplicaLocator } from '../cluster/replica-locator.port.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import { serviceFor } from '../platform/lookup.js';
 import { assertTerminalAccess } from './terminal-access.js';
@@ -45,6 +46,8 @@ export interface PreparedTerminal {
   keyId: string;
   containerId: string;
   containerName: string;
+  /** The swarm node whose engine runs the container (a task on the cluster); null: the platform's own engine. */
+  nodeId: string | null;
   cmd: string[];
 }
 
@@ -69,7 +72,12 @@ export class TerminalService {
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly runtime: { current: CurrentContainers; terminal: TerminalEngine } | null,
+    private readonly runtime: {
+      current: CurrentContainers;
+      terminal: TerminalEngine;
+      /** A service's tasks on the cluster (issue 31); absent: the platform's own engine only. */
+      replicas?: ReplicaLocator | null;
+    } | null,
     readonly limits: TerminalLimits = DEFAULT_TERMINAL_LIMITS,
   ) {}
 
@@ -123,13 +131,13 @@ export class TerminalService {
     const container = await this.locate(actor, target);
     const terminal = this.runtime!.terminal;
     const wanted = command ?? '/bin/sh';
-    const resolved = await terminal.resolveCommand(container.id, wanted, signal);
+    const resolved = await terminal.resolveCommand(container.id, wanted, signal, container.nodeId);
     if (!resolved) {
       throw command === undefined
         ? new NotRunningError('This container has no /bin/sh; ask for a command its image has (?command=...)', { field: 'command' })
         : new ValidationError('command', `${JSON.stringify(command)} does not exist in this container`);
     }
-    return { keyId: actor.keyId, containerId: container.id, containerName: container.name, cmd: [resolved] };
+    return { keyId: actor.keyId, containerId: container.id, containerName: container.name, nodeId: container.nodeId, cmd: [resolved] };
   }
 
   /** Counts a terminal against its key's cap; the returned function gives the place back (once). */
@@ -150,26 +158,43 @@ export class TerminalService {
   }
 
   start(prepared: PreparedTerminal, size: { cols: number; rows: number }, signal: AbortSignal): Promise<TerminalProcess> {
-    return this.runtime!.terminal.exec({ containerId: prepared.containerId, cmd: prepared.cmd, ...size, signal });
+    return this.runtime!.terminal.exec({ containerId: prepared.containerId, nodeId: prepared.nodeId, cmd: prepared.cmd, ...size, signal });
   }
 
   /** 403 for the access level first, then 404 for what the key cannot see or what is not this install's, then 409 when nothing runs. */
-  private async locate(actor: Actor, target: TerminalTarget): Promise<{ id: string; name: string }> {
+  private async locate(actor: Actor, target: TerminalTarget): Promise<{ id: string; name: string; nodeId: string | null }> {
     assertTerminalAccess(actor);
     if (target.kind === 'service') {
       const service = await serviceFor(this.deps.store, actor, target.serviceId);
       assertTerminalAccess(actor, { projectId: service.projectId, resource: 'Service', addressedAs: target.serviceId });
+      // On the cluster, the serving Swarm service's first task, on whichever node runs it (null: plain containers).
+      const tasks = this.runtime?.replicas ? await this.runtime.replicas.tasksOf(service.id) : null;
+      if (tasks) {
+        const task = [...tasks].sort((a, b) => a.taskId.localeCompare(b.taskId))[0];
+        if (!task) throw new NotRunningError('This service has no running task');
+        return { id: task.containerId, name: `task ${task.taskId} on node ${task.nodeId}`, nodeId: task.nodeId };
+      }
       const container = this.runtime ? await this.runtime.current.currentOf(service) : null;
       if (!container) throw new NotRunningError('This service has no running container');
-      return container;
+      return { id: container.id, name: container.name, nodeId: null };
     }
     // Only the containers of this install's services: never another install's, the proxy's or a stranger's.
     const found = this.runtime ? await this.runtime.current.serviceContainer(target.ref) : null;
-    if (!found) throw new NotFoundError('Container', target.ref);
+    if (!found) return this.locateTask(actor, target.ref);
     const { container, projectId } = found;
     assertTerminalAccess(actor, { projectId, resource: 'Container', addressedAs: target.ref });
     if (!container.running) throw new NotRunningError('This container is not running');
-    return container;
+    return { id: container.id, name: container.name, nodeId: null };
+  }
+
+  /** A running task's container on any node, by its id (or a prefix of 12 or more): ours only, as for local containers. */
+  private async locateTask(actor: Actor, ref: string): Promise<{ id: string; name: string; nodeId: string | null }> {
+    const tasks = ref.length >= 12 && this.runtime?.replicas ? await this.runtime.replicas.clusterTasks() : [];
+    const task = tasks.find((each) => each.containerId.startsWith(ref));
+    const service = task ? await this.deps.store.projects.getService(task.serviceId) : null;
+    if (!task || !service) throw new NotFoundError('Container', ref);
+    assertTerminalAccess(actor, { projectId: service.projectId, resource: 'Container', addressedAs: ref });
+    return { id: task.containerId, name: `task ${task.taskId} on node ${task.nodeId}`, nodeId: task.nodeId };
   }
 
   private sweep(now: number): void {

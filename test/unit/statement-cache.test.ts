@@ -61,3 +61,48 @@ describe('the prepared statement cache', () => {
     db.close();
   });
 });
+
+describe('statements through the ORM on SQLite', () => {
+  it('bind numbers and dates, so writes at other times reuse one statement; values read back as written', async () => {
+    const { openDatabase } = await import('../../src/persistence/database.js');
+    const { limitKey } = await import('../../src/accounts/auth-rate-counters.js');
+    const prototype = (Database as unknown as { prototype: Db }).prototype;
+    const original = prototype.prepare;
+    const texts: string[] = [];
+    prototype.prepare = function (this: Db, sql: string) {
+      texts.push(sql);
+      return original.call(this, sql);
+    };
+    const database = await openDatabase({ dataDir: ':memory:' });
+    try {
+      const at = (i: number) => new Date(Date.UTC(2026, 10, 29, 8, 0, i, 123));
+      const entry = (i: number) => ({
+        at: at(i),
+        actorKind: 'system' as const,
+        actorId: 'bench',
+        userId: null,
+        operation: 'services.update',
+        door: 'rest' as const,
+        targetIds: [`s${i}`],
+        projectId: null,
+        clientAddress: null,
+        outcome: 'success',
+      });
+      await database.store.audit.append(entry(0));
+      const before = texts.length;
+      for (let i = 1; i <= 40; i++) await database.store.audit.append(entry(i));
+      const key = limitKey('auth-attempt', 'signin', '198.51.100.7');
+      for (let i = 0; i < 40; i++) await database.store.authLimits.addHit(key, 1_795_000_000 + i);
+      // One statement for the 40 inserts at 40 times, a few for the 40 hits at 40 seconds: none per value.
+      expect(texts.length - before).toBeLessThanOrEqual(6);
+
+      const listed = await database.store.audit.list({ from: at(10), to: at(20) }, 100);
+      expect(listed.map((r) => r.at.toISOString())).toEqual(Array.from({ length: 10 }, (_, i) => at(19 - i).toISOString()));
+      expect(listed[0]!.targetIds).toEqual(['s19']);
+      expect(await database.store.authLimits.hitsSince(key, 1_795_000_030)).toEqual({ total: 10, oldest: 1_795_000_030 });
+    } finally {
+      prototype.prepare = original;
+      await database.close();
+    }
+  });
+});
