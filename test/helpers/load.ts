@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 export class Load {
   total = 0;
   readonly failures: string[] = [];
+  /** When each failed request was sent (performance.now()), in the order of `failures`: when, relative to an incident. */
+  readonly failedAt: number[] = [];
   readonly versions = new Map<string, number>();
   private running = false;
   private done: Promise<void>[] = [];
@@ -37,10 +39,12 @@ export class Load {
   private async loop(method: 'GET' | 'POST'): Promise<void> {
     while (this.running) {
       const body = method === 'POST' ? `order=${randomBytes(3).toString('hex')}` : '';
+      const sentAt = performance.now();
       const answer = await this.once(method, body);
       this.total++;
       const match = 'text' in answer ? /^version (\d+) (\S+) ?(.*)$/.exec(answer.text.trim()) : null;
       if ('error' in answer || answer.status !== 200 || !match || (match[3] ?? '') !== body) {
+        this.failedAt.push(sentAt);
         this.failures.push(`${method}: ${'error' in answer ? answer.error : `${answer.status} ${answer.text.slice(0, 120)}`}`);
         await new Promise((r) => setTimeout(r, 10));
         continue;
