@@ -3,7 +3,8 @@
  *   slipway: POST /deployments -> first HTTP 200 from the new container on the host port
  *   baseline: git clone + docker build + docker run + first HTTP 200, with the CLI
  * cold (a layer no cache holds) and warm (unchanged source), printed as ratios; and the latency of
- * build log lines from the build to an SSE client. Run: npm run bench:deploy
+ * build log lines from the build to an SSE client; then the cold and unchanged deploys again on an install behind
+ * Caddy with traffic slots (the default install), against the same by-hand figures. Run: npm run bench:deploy
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,9 +13,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { api, startServerProcess } from '../test/helpers/server-process.js';
+import { requestVia, startCaddy } from '../test/helpers/caddy.js';
 import { httpText, provisionDocker } from '../test/helpers/docker.js';
 import { waitForDeployment } from '../test/helpers/deployments.js';
-import { startGitServer } from '../test/helpers/git-server.js';
+import { startGitServer, type GitServer } from '../test/helpers/git-server.js';
 import { readSse } from '../test/helpers/sse.js';
 import { benchPortRange, busyboxApp, median, recordRows, rowsTable, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
@@ -75,6 +77,70 @@ async function baseline(cloneUrl: string, message: string): Promise<number> {
     await run('docker', ['rm', '-f', name]).catch(() => {});
     await run('docker', ['rmi', '-f', name]).catch(() => {});
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same cold and unchanged deploys on an install behind Caddy with traffic slots (what a default install runs):
+ * cold, from the POST to the first 200 with the new text through Caddy by the service's hostname; unchanged, from
+ * the deployment's creation to the line saying the routes name the new container (both stamped by the server).
+ */
+async function behindProxy(git: GitServer): Promise<{ cold: number[]; warm: number[] }> {
+  const caddy = await startCaddy();
+  const server = await startServerProcess({
+    ...caddy.platformEnv,
+    HOST_PORT_RANGE: benchPortRange(),
+    BUILD_CONCURRENCY: '2',
+    GIT_BASE_URL: git.url,
+    STOP_GRACE_SECONDS: '1',
+  });
+  const call = api(server.url, server.token);
+  const hostname = `deploy-bench-${randomBytes(3).toString('hex')}.test`;
+  const viaCaddy = async (text: string, timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const res = await requestVia(caddy.httpPort, hostname, '/', 1_000);
+      if (res?.status === 200 && res.text.includes(text)) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`${hostname} was never served ${text} through Caddy`);
+  };
+  try {
+    const project = (await call('POST', '/api/projects', { name: `bench-proxied-${Date.now()}` })).json.project;
+    let service: { id: string } | null = null;
+    const cold: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const message = `proxied cold ${round} ${randomBytes(3).toString('hex')}`;
+      await git.addRepo('bench/proxied', busyboxApp(randomBytes(8).toString('hex'), message));
+      if (!service) {
+        service = (
+          await call('POST', `/api/projects/${project.id}/services`, { name: 'app', repoFullName: 'bench/proxied', internalPort: 3000 })
+        ).json.service as { id: string };
+        const domain = await call('POST', `/api/services/${service.id}/domains`, { hostname });
+        if (domain.status !== 201) throw new Error(`domain: ${domain.status} ${domain.text}`);
+      }
+      const started = performance.now();
+      const { deployment } = (await call('POST', `/api/services/${service.id}/deployments`)).json;
+      await viaCaddy(message);
+      cold.push(performance.now() - started);
+      const done = await waitForDeployment(call, deployment.id);
+      if (done.deployment.status !== 'succeeded') throw new Error(done.logs.join('\n'));
+    }
+    const warm: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const { deployment } = (await call('POST', `/api/services/${service!.id}/deployments`)).json;
+      const done = await waitForDeployment(call, deployment.id);
+      if (done.deployment.status !== 'succeeded') throw new Error(done.logs.join('\n'));
+      const lines = (await call('GET', `/api/deployments/${deployment.id}/logs`)).json.logs as Array<{ line: string; createdAt: string }>;
+      const switched = lines.find((l) => l.line.startsWith('Routes switched to '));
+      if (!switched) throw new Error(`no line says the routes name the new container:\n${done.logs.join('\n')}`);
+      warm.push(Date.parse(switched.createdAt) - Date.parse(deployment.createdAt));
+    }
+    await call('DELETE', `/api/projects/${project.id}`);
+    return { cold, warm };
+  } finally {
+    await server.dispose();
+    await caddy.stop();
   }
 }
 
@@ -174,6 +240,10 @@ async function main(): Promise<void> {
     rows.push(['unchanged redeploy live (ms, median)', median(warmSlipway), median(warmBase)]);
 
     const { latencies, perClient } = await (chattyBeside ?? followChatty());
+    // The install without a proxy goes first: the one behind Caddy takes a host port window of the same lane.
+    await call('DELETE', `/api/projects/${project.id}`);
+    await server.dispose();
+    const proxied = await behindProxy(git);
 
     const pad = (s: string, n: number) => s.padEnd(n);
     console.log('\nDeployments: slipway vs. the same steps by hand (git clone + docker build + docker run), same run');
@@ -226,12 +296,29 @@ async function main(): Promise<void> {
         met: p(0.99) <= 20,
       },
     ];
+    benchRows.push(
+      {
+        measure: 'behind Caddy (traffic slots): cold deploy to first 200 (median)',
+        value: `${median(proxied.cold).toFixed(0)} ms`,
+        baseline: `${cold[2].toFixed(0)} ms`,
+        ratio: median(proxied.cold) / cold[2],
+        target: '<= 1.05x clone+build+run',
+        met: median(proxied.cold) / cold[2] <= 1.05,
+      },
+      {
+        measure: 'behind Caddy (traffic slots): unchanged redeploy live (median)',
+        value: `${median(proxied.warm).toFixed(0)} ms`,
+        baseline: `${warm[2].toFixed(0)} ms`,
+        ratio: median(proxied.warm) / warm[2],
+        target: `<= ${redeployTarget} ms`,
+        met: median(proxied.warm) <= redeployTarget,
+      },
+    );
     recordRows('deploy', benchRows);
     console.log(`\n${rowsTable(benchRows, 'by hand')}`);
     console.log(
       `\ncold ${(cold[1] / cold[2]).toFixed(2)}x ${cold[1] / cold[2] <= 1.15 ? 'PASS' : 'MISS'}; unchanged redeploy ${warm[1].toFixed(0)} ms ${warm[1] < 3000 ? 'PASS' : 'MISS'}; log p99 ${p(0.99)} ms ${p(0.99) < 100 ? 'PASS' : 'MISS'}`,
     );
-    await call('DELETE', `/api/projects/${project.id}`);
   } finally {
     await server.dispose();
     await git.close();

@@ -7,9 +7,11 @@ import {
   drillSummaryView,
   envVarView,
   hasScope,
+  moveServiceInput,
   notificationsHealthView,
   projectView,
   proxyResultView,
+  serviceMoveView,
   serviceView,
   suggestionView,
   updateServiceInput,
@@ -112,6 +114,22 @@ export const serviceRouter = router({
     .input(z.strictObject({ serviceId: idParam, targetProjectId: idParam }))
     .output(z.object({ service: serviceView, project: projectView, proxy: proxyResultView }))
     .mutation(async ({ ctx, input }) => ctx.services.serviceChanges.transfer(ctx.actor, input.serviceId, input.targetProjectId)),
+
+  move: writeProcedure
+    .meta({
+      scope: 'db:manage',
+      openapi: {
+        method: 'POST',
+        path: '/api/services/{serviceId}/move',
+        tags,
+        summary: 'Move a database or storage instance to another server (its volume is copied there)',
+        description:
+          'Tokens need db:manage. 422 `not_supported` for a service that is not a database or storage instance (`details.reason` `not_stateful`), and while moving is not built (`move_not_built`, docs/cluster.md); 400 on `serverId` for a server that does not exist; 409 when it is on that server already (`same_server`), when the server is not ready, not active or not joined (`server_not_ready`), or when the server holding it is down (`holder_down`).',
+      },
+    })
+    .input(z.strictObject({ serviceId: idParam, ...moveServiceInput.shape }))
+    .output(serviceMoveView)
+    .mutation(({ ctx, input }) => ctx.services.serviceMoves.move(ctx.actor, input.serviceId, { serverId: input.serverId })),
 
   delete: writeProcedure
     .meta({

@@ -32,6 +32,7 @@ export * from './backups/backup-schedule-views.js';
 export * from './storage/storage-views.js';
 export * from './cluster/cluster-views.js';
 export * from './cluster/cluster.inputs.js';
+export * from './cluster/service-move.js';
 export * from './git-hooks/git-hook-views.js';
 export * from './previews/preview-views.js';
 export type { StorageServer, StorageServerTarget } from './deployments/storage-server.port.js';

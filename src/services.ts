@@ -41,6 +41,7 @@ import type { DatabaseTlsService } from './tls/database-tls.service.js';
 import type { JoinService } from './cluster/join.service.js';
 import type { RegistryService } from './cluster/registry.service.js';
 import type { ServerService } from './cluster/server.service.js';
+import type { ServiceMoves } from './cluster/service-move.js';
 
 /**
  * The use cases the doors (routers, MCP, the SSE and download bridges, terminal sockets) call, by
@@ -85,6 +86,7 @@ export interface Services {
   servers: ServerService;
   serverJoins: JoinService;
   registry: RegistryService;
+  serviceMoves: ServiceMoves;
   /** A project's webhook (URL, secret) and its recent deliveries. */
   webhooks: WebhookService;
   /** The public webhook door's use case: a delivery verified, recorded and acted on. */

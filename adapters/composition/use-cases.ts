@@ -80,6 +80,7 @@ import type { CertificateIssuer } from '../../src/tls/certificate-issuer.port.js
 import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
 import { CertificateAuthority } from '../../src/tls/certificate-authority.js';
 import { createCluster, type ClusterOptions } from '../../src/cluster/cluster.js';
+import { ServiceMoves } from '../../src/cluster/service-move.js';
 import type { SwarmPath } from '../../src/deployments/swarm-path.port.js';
 import { ControlPlane, type ProcessIdentity } from '../../src/jobs/control-plane.js';
 import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
@@ -557,6 +558,8 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     servers: cluster.servers,
     serverJoins: cluster.join,
     registry: cluster.registry,
+    // Moving a database between servers: its requests are checked; the job itself is not built yet (docs/cluster.md).
+    serviceMoves: new ServiceMoves(deps, null),
     notifications: events.notifications,
     eventStream: events.eventStream,
     audit: events.audit,

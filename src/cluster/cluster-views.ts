@@ -38,6 +38,9 @@ export const serverView = z
       .meta({ description: 'Total and reserved (by the tasks on it) CPU and memory; null while the manager cannot be asked' }),
     services: z.array(z.object({ serviceId: z.string().nullable(), name: z.string(), tasks: z.number().int() })),
     tasks: z.array(serverTaskView),
+    databases: z
+      .array(z.object({ id: z.string(), name: z.string() }))
+      .meta({ description: 'The databases and storage instances whose volume this server holds (they run here)' }),
     stateChangedAt: timestamp,
     joinedAt: timestamp.nullable(),
     createdAt: timestamp,

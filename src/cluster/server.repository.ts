@@ -56,6 +56,11 @@ export class ServerRepository extends Repository {
   placementOf(serviceId: string): Promise<ServicePlacementRecord | null> {
     return this.row(ServicePlacement, { serviceId });
   }
+  /** The placements of these services (every one with null: a list of all services would be a long IN list). */
+  placementsOf(serviceIds: string[] | null): Promise<ServicePlacementRecord[]> {
+    if (serviceIds?.length === 0) return Promise.resolve([]);
+    return this.rows(ServicePlacement, serviceIds ? { serviceId: { $in: serviceIds } } : {});
+  }
   async place(serviceId: string, serverId: string, now: Date): Promise<void> {
     this.written(ServicePlacement);
     await this.fork().upsert(ServicePlacement, { serviceId, serverId, updatedAt: now } as ServicePlacementRow);

@@ -11,6 +11,7 @@ import type { CreateServerInput, UpdateServerInput } from './cluster.inputs.js';
 import type { NodeEngines } from './node-engines.js';
 import { assertInstallAdmin, assertInstallWriter } from './server-access.js';
 import { nodeLabels, stateOf } from './server-state.js';
+import { holdersOf, isStateful } from './service-holders.js';
 import type { ServerRecord } from './server.records.js';
 
 const SWARM_PORT = 2377;
@@ -75,13 +76,26 @@ export class ServerService {
       updatedAt: now,
     };
     try {
-      return await this.deps.store.servers.insert(record);
+      const inserted = await this.deps.store.servers.insert(record);
+      await this.placeOnLocal(inserted);
+      return inserted;
     } catch (error) {
       // Another process made it first.
       const again = await this.deps.store.servers.local();
       if (again) return again;
       throw error;
     }
+  }
+
+  /**
+   * Databases and storage instances made before the host's row existed ran on it: they are recorded as
+   * held there (what the migration of 2026-11-29 does for installs that had the row).
+   */
+  private async placeOnLocal(local: ServerRecord): Promise<void> {
+    const placed = new Set((await this.deps.store.servers.placementsOf(null)).map((p) => p.serviceId));
+    const now = this.deps.clock.now();
+    for (const service of await this.deps.store.projects.listAllServices())
+      if (isStateful(service) && !placed.has(service.id)) await this.deps.store.servers.place(service.id, local.id, now);
   }
 
   async list(actor: Actor): Promise<ServerView[]> {
@@ -278,8 +292,10 @@ export class ServerService {
   }
 
   private async present(servers: ServerRecord[], snapshot: RuntimeSnapshot): Promise<ServerView[]> {
-    const names = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s.name]));
+    const all = await this.deps.store.projects.listAllServices();
+    const names = new Map(all.map((s) => [s.id, s.name]));
     const local = servers.find((s) => s.local) ?? (await this.deps.store.servers.local());
+    const holders = await holdersOf(this.deps.store, all, true);
     return servers.map((server) => {
       const node = server.swarmNodeId ? snapshot.nodes?.find((n) => n.id === server.swarmNodeId) : undefined;
       const onIt = (snapshot.tasks ?? []).filter((task) =>
@@ -324,6 +340,7 @@ export class ServerService {
           : null,
         services: [...services.values()],
         tasks: live.map(presentTask),
+        databases: all.filter((s) => holders.get(s.id)?.id === server.id).map((s) => ({ id: s.id, name: s.name })),
         stateChangedAt: server.stateChangedAt.toISOString(),
         joinedAt: server.joinedAt?.toISOString() ?? null,
         createdAt: server.createdAt.toISOString(),

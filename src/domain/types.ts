@@ -18,6 +18,8 @@ export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
 /** `stopped`: a database or storage instance stopped through the API, its volume kept. */
 export const SERVICE_STATUSES = ['idle', 'deploying', 'active', 'failed', 'stopped'] as const;
 export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
+/** What the API shows: the stored status, or `unavailable` for a database whose server is `down` (issue 31). */
+export const SERVICE_VIEW_STATUSES = [...SERVICE_STATUSES, 'unavailable'] as const;
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export type LogStream = (typeof LOG_STREAMS)[number];
 export const DOMAIN_STATUSES = ['active'] as const;

@@ -22,6 +22,7 @@ import { NotificationRepository } from '../notifications/notification.repository
 import { AuditRepository } from '../audit/audit.repository.js';
 import { SigninAddressRepository } from '../accounts/signin-address.repository.js';
 import { ServiceVolumeRepository } from '../volumes/volume.repository.js';
+import type * as ClusterEntities from './cluster-entities.js';
 import type * as DataSafetyEntities from './data-safety-entities.js';
 import type * as Entities from './entities.js';
 import type * as EventEntities from './event-entities.js';
@@ -31,7 +32,8 @@ import { type Session, WriteCounter } from './repository.js';
 export type Table =
   | Exclude<keyof typeof Entities, 'ALL_ENTITIES'>
   | Exclude<keyof typeof EventEntities, 'EVENT_ENTITIES'>
-  | Exclude<keyof typeof DataSafetyEntities, 'DATA_SAFETY_ENTITIES'>;
+  | Exclude<keyof typeof DataSafetyEntities, 'DATA_SAFETY_ENTITIES'>
+  | Exclude<keyof typeof ClusterEntities, 'CLUSTER_ENTITIES'>;
 
 /**
  * The repositories the use cases read and write through, one per capability, all on one session:

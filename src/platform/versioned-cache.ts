@@ -13,8 +13,10 @@ export const CATALOG_TABLES: readonly Table[] = [
   'Domain',
   'Setting',
 ];
-/** A service's overview and where its database answers: the catalog, its variables and its deployments. */
-export const SERVICE_TABLES: readonly Table[] = [...CATALOG_TABLES, 'EnvVar', 'Deployment'];
+/** Which server holds a database's volume, and that server's state (a service on a `down` one is `unavailable`). */
+export const HOLDER_TABLES: readonly Table[] = ['Server', 'ServicePlacement'];
+/** A service's overview and where its database answers: the catalog, its variables, its deployments and its server. */
+export const SERVICE_TABLES: readonly Table[] = [...CATALOG_TABLES, 'EnvVar', 'Deployment', ...HOLDER_TABLES];
 
 /**
  * A read cache that is right by construction: an entry is served only while the store's write

@@ -1,12 +1,13 @@
 import { resourcesOf } from '../domain/service-scale.js';
 import { PLACEMENT_ROLES } from '../domain/service-placement.js';
 import { z } from 'zod';
+import { SERVER_STATES, type ServerRecord } from '../cluster/server.records.js';
 import {
   BUILD_METHODS,
   DETECTED_BUILD_METHODS,
   PROJECT_STATUSES,
   RUNTIME_MODES,
-  SERVICE_STATUSES,
+  SERVICE_VIEW_STATUSES,
   type DomainRecord,
   type ProjectRecord,
   type ServiceRecord,
@@ -66,7 +67,17 @@ export const serviceView = z
     databasePublicEnabled: z.boolean(),
     databasePublicHostname: z.string().nullable(),
     postgresLogicalReplicationEnabled: z.boolean(),
-    status: z.enum(SERVICE_STATUSES),
+    status: z.enum(SERVICE_VIEW_STATUSES).meta({
+      description: 'unavailable: a database or storage instance whose server is down (server says which); else as stored',
+    }),
+    server: z
+      .object({ id: z.string(), name: z.string(), state: z.enum(SERVER_STATES) })
+      .nullable()
+      .meta({
+        id: 'ServiceServer',
+        description:
+          'The server holding the volume of a database or storage instance (it runs there, one replica; POST /api/services/{id}/move moves it); null for other services',
+      }),
     reachable: z.boolean(),
     localUrl: z.string(),
     primaryUrl: z.string(),
@@ -113,6 +124,8 @@ export interface ServiceContext {
   secrets: SecretBox;
   /** Its branch (or digest) polling, when it polls. */
   poll: ServicePollRecord | null;
+  /** The server holding its volume (databases and storage instances: holdersOf); absent or null for the others. */
+  holder?: ServerRecord | null | undefined;
 }
 
 /** The fields the spec spells a service's source with, placeholder strings included; present on every service. */
@@ -152,6 +165,8 @@ export function wireSource(source: ServiceSource): WireSource {
 
 export function presentService(service: ServiceRecord, ctx: ServiceContext, config: PlatformConfig): ServiceView {
   const wire = wireSource(service.source);
+  // A database whose server is down answers nowhere, whatever its last check said.
+  const reachable = service.reachable && ctx.holder?.state !== 'down';
   return {
     id: service.id,
     projectId: service.projectId,
@@ -180,9 +195,10 @@ export function presentService(service: ServiceRecord, ctx: ServiceContext, conf
     databasePublicEnabled: wire.databasePublicEnabled,
     databasePublicHostname: wire.databasePublicHostname,
     postgresLogicalReplicationEnabled: wire.postgresLogicalReplicationEnabled,
-    status: service.status,
-    reachable: service.reachable,
-    localUrl: service.reachable && service.runtimeMode === 'web' ? `http://127.0.0.1:${service.hostPort}` : '',
+    status: ctx.holder?.state === 'down' ? 'unavailable' : service.status,
+    server: ctx.holder ? { id: ctx.holder.id, name: ctx.holder.name, state: ctx.holder.state } : null,
+    reachable,
+    localUrl: reachable && service.runtimeMode === 'web' ? `http://127.0.0.1:${service.hostPort}` : '',
     primaryUrl: primaryUrl(service, ctx, config),
     preferredDomain: service.preferredDomain,
     framework: service.framework,

@@ -7,7 +7,8 @@ import type { ServiceDeps } from '../platform/deps.js';
 import { projectFor } from '../platform/lookup.js';
 import { groupBy } from '../platform/group-by.js';
 import { cleanName } from '../domain/validation.js';
-import { CATALOG_TABLES, VersionedCache } from '../platform/versioned-cache.js';
+import { CATALOG_TABLES, HOLDER_TABLES, VersionedCache } from '../platform/versioned-cache.js';
+import { holdersOf } from '../cluster/service-holders.js';
 import { presentProject, presentService } from './project-views.js';
 import type { ServiceRemoval } from './service-removal.js';
 import { PROJECT_PAGE_DEFAULT, type ProjectInput, type ProjectPageInput, type ProjectPatchInput } from './project.inputs.js';
@@ -17,9 +18,12 @@ import { NotFoundError, ValidationError } from '../domain/errors.js';
 import { FIRST_ENVIRONMENT_NAME } from '../domain/environments.js';
 import { hostnameScopes } from '../platform/hostname-scopes.js';
 
+/** The list shows each database's server and its state (HOLDER_TABLES) besides the catalog. */
+const LIST_TABLES = [...CATALOG_TABLES, ...HOLDER_TABLES];
+
 export class ProjectService {
   /** Every project's view with where it sorts (creation time, then id), read once per version of the catalog. */
-  private readonly listCache = new VersionedCache<'all', ListedProject[]>(() => this.deps.store.versionOf(CATALOG_TABLES), 1);
+  private readonly listCache = new VersionedCache<'all', ListedProject[]>(() => this.deps.store.versionOf(LIST_TABLES), 1);
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -49,7 +53,7 @@ export class ProjectService {
 
   /** The whole list is read once per catalog version; a scoped key gets its part of it. */
   private async listed(actor: Actor): Promise<ListedProject[]> {
-    const version = this.deps.store.versionOf(CATALOG_TABLES);
+    const version = this.deps.store.versionOf(LIST_TABLES);
     let all = this.listCache.get('all');
     if (!all) {
       const records = await this.deps.store.projects.list(null);
@@ -132,10 +136,11 @@ export class ProjectService {
     const services = everything
       ? await this.deps.store.projects.listAllServices()
       : await this.deps.store.projects.listServices(projects.map((p) => p.id));
-    const [domains, scopes, polls] = await Promise.all([
+    const [domains, scopes, polls, holders] = await Promise.all([
       this.deps.store.domains.list(everything ? null : services.map((s) => s.id)),
       hostnameScopes(this.deps.store, everything ? null : projects.map((p) => p.id)),
       this.deps.store.gitHooks.pollsOf(services.filter((s) => s.pollIntervalSeconds !== null).map((s) => s.id)),
+      holdersOf(this.deps.store, services, everything),
     ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const pollOf = new Map(polls.map((p) => [p.serviceId, p]));
@@ -151,6 +156,7 @@ export class ProjectService {
               domains: domainsOf.get(s.id) ?? ([] as DomainRecord[]),
               secrets: this.deps.secrets,
               poll: pollOf.get(s.id) ?? null,
+              holder: holders.get(s.id) ?? null,
             },
             this.deps.config,
           ),

@@ -27,6 +27,7 @@ import { deployTriggersOf } from '../git-hooks/trigger-settings.js';
 import { blankToNull, cleanBranch, relativePath } from './service-fields.js';
 import { defaultEnvironmentOf, slugsTakenIn } from './service-placement.js';
 import { assertVolumesFit } from '../volumes/volume.inputs.js';
+import { holderOf } from '../cluster/service-holders.js';
 
 const DEFAULT_INTERNAL_PORT = 3000;
 
@@ -168,7 +169,9 @@ export class ServiceCreation {
       await tx.projects.update(project.id, { updatedAt: now });
       return record;
     });
-    return presentService(service, { hostnameScope: scope, domains: [], secrets: this.deps.secrets, poll: null }, this.deps.config);
+    // A database or storage instance starts on the local server (holdersOf: no placement row).
+    const holder = await holderOf(this.deps.store, service);
+    return presentService(service, { hostnameScope: scope, domains: [], secrets: this.deps.secrets, poll: null, holder }, this.deps.config);
   }
 }
 

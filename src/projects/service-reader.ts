@@ -11,6 +11,7 @@ import { presentDomain, type DomainView } from '../routing/routing-views.js';
 import { presentDeployment, type DeploymentView } from '../deployments/deployment-views.js';
 import { presentService, type ServiceView } from './project-views.js';
 import { hostnameScopeOf } from './service-placement.js';
+import { holderOf, holdersOf } from '../cluster/service-holders.js';
 
 export interface ServiceOverview {
   service: ServiceView;
@@ -43,18 +44,19 @@ export class ServiceReader {
     }
     const version = this.deps.store.versionOf(SERVICE_TABLES);
     const service = await serviceFor(this.deps.store, actor, serviceId);
-    const [scope, domains, deployments, env, live, polls] = await Promise.all([
+    const [scope, domains, deployments, env, live, polls, holder] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),
       this.deps.store.domains.list([service.id]),
       this.deps.store.deployments.list(service.id, OVERVIEW_DEPLOYMENTS),
       this.env.listForService(service),
       this.deps.store.deployments.listLive(service.id, 1),
       this.deps.store.gitHooks.pollsOf([service.id]),
+      holderOf(this.deps.store, service),
     ]);
     const overview = {
       service: presentService(
         service,
-        { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null },
+        { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null, holder },
         this.deps.config,
       ),
       deployments: deployments.map(presentDeployment),
@@ -74,21 +76,27 @@ export class ServiceReader {
 
   async view(serviceId: string): Promise<ServiceView> {
     const service = (await this.deps.store.projects.getService(serviceId))!;
-    const [scope, domains, polls] = await Promise.all([
+    const [scope, domains, polls, holder] = await Promise.all([
       hostnameScopeOf(this.deps.store, service),
       this.deps.store.domains.list([service.id]),
       this.deps.store.gitHooks.pollsOf([service.id]),
+      holderOf(this.deps.store, service),
     ]);
-    return presentService(service, { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null }, this.deps.config);
+    return presentService(
+      service,
+      { hostnameScope: scope, domains, secrets: this.deps.secrets, poll: polls[0] ?? null, holder },
+      this.deps.config,
+    );
   }
 
   /** Services as listed, two queries for the domains and hostname scopes whatever their number. */
   async views(services: ServiceRecord[]): Promise<ServiceView[]> {
     if (services.length === 0) return [];
-    const [scopes, domains, polls] = await Promise.all([
+    const [scopes, domains, polls, holders] = await Promise.all([
       hostnameScopes(this.deps.store, [...new Set(services.map((s) => s.projectId))]),
       this.deps.store.domains.list(services.map((s) => s.id)),
       this.deps.store.gitHooks.pollsOf(services.filter((s) => s.pollIntervalSeconds !== null).map((s) => s.id)),
+      holdersOf(this.deps.store, services),
     ]);
     const domainsOf = groupBy(domains, (d) => d.serviceId);
     const pollOf = new Map(polls.map((p) => [p.serviceId, p]));
@@ -100,6 +108,7 @@ export class ServiceReader {
           domains: domainsOf.get(s.id) ?? [],
           secrets: this.deps.secrets,
           poll: pollOf.get(s.id) ?? null,
+          holder: holders.get(s.id) ?? null,
         },
         this.deps.config,
       ),

@@ -133,6 +133,8 @@ async function deleteServiceRows(tx: ServiceDeps['store'], serviceIds: string[])
   await tx.domains.deleteOfServices(serviceIds);
   await tx.metrics.deleteOfServices(serviceIds);
   await tx.volumes.deleteOfServices(serviceIds);
+  // Where a database's volume was: a removed server's check must not name a service that is gone.
+  await tx.servers.unplace(serviceIds);
   await tx.gitHooks.deletePolls(serviceIds);
   await tx.gitHooks.deleteStatusesOfServices(serviceIds);
   await tx.projects.deleteServices(serviceIds);

@@ -612,6 +612,19 @@ const rows: Row[] = [
       expect(res.json.proxy).toBeTypeOf('object');
     },
   },
+  // The database is on the host already: an allowed caller ends at the 409 `same_server`, and nothing moves.
+  {
+    method: 'POST',
+    template: '/api/services/{serviceId}/move',
+    access: 'write',
+    success: 409,
+    prepare: async () => ({
+      path: `/api/services/${f.dbId}/move`,
+      body: { serverId: f.localServerId },
+      unchanged: async () => expect((await overview(f.dbId)).service.server.id).toBe(f.localServerId),
+    }),
+    check: (res) => expect(res.json.details).toMatchObject({ reason: 'same_server', serverId: f.localServerId }),
+  },
   {
     method: 'DELETE',
     template: '/api/services/{serviceId}',

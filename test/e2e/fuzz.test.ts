@@ -340,7 +340,9 @@ describe('fuzz', () => {
       const op = operations[i % operations.length]!;
       const safeReal: Record<string, string> =
         op.method === 'DELETE' ? { projectId: '', serviceId: '', appId: '', databaseId: '', environmentId: '', storageId: '', id: '' } : {};
-      const databaseReal: Record<string, string> = op.path.includes('/database/') ? { serviceId: real.databaseServiceId! } : {};
+      // A move takes a database: past the not-a-database check to the server's.
+      const databaseReal: Record<string, string> =
+        op.path.includes('/database/') || op.path.endsWith('/move') ? { serviceId: real.databaseServiceId! } : {};
       const serverReal: Record<string, string> = op.path.startsWith('/api/servers/') ? { id: real.serverId! } : {};
       return {
         op: `${op.method} ${op.path}`,

@@ -112,6 +112,93 @@ describe('/api/servers', () => {
   });
 });
 
+describe('/api/services/{serviceId}/move', () => {
+  it('holds a move to its rules: a database, a server that exists, is ready and active, and is not the one holding it', async () => {
+    const api = h.caller();
+    // The host's row, as the platform's start makes it.
+    const local = (await api.servers.list()).servers[0]!;
+    const { project } = await api.projects.create({ name: 'P' });
+    const { service: db } = await api.services.create({
+      projectId: project.id,
+      name: 'orders',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+    });
+    const { service: web } = await api.services.create({ projectId: project.id, name: 'web', repoFullName: 'acme/web' });
+    expect(db.server).toEqual({ id: local.id, name: local.name, state: 'ready' });
+
+    expect(await errorOf(api.services.move({ serviceId: db.id, serverId: local.id, colour: 'red' } as never))).toMatchObject({
+      code: 'BAD_REQUEST',
+      field: 'colour',
+    });
+    expect(await errorOf(api.services.move({ serviceId: db.id } as never))).toMatchObject({ code: 'BAD_REQUEST', field: 'serverId' });
+    const stateless = await errorOf(api.services.move({ serviceId: web.id, serverId: local.id }));
+    expect(stateless).toMatchObject({ code: 'UNPROCESSABLE_CONTENT', error: 'not_supported' });
+    expect(stateless.body.details).toMatchObject({ reason: 'not_stateful' });
+    expect(await errorOf(api.services.move({ serviceId: db.id, serverId: 'nosuchserver' }))).toMatchObject({
+      code: 'BAD_REQUEST',
+      field: 'serverId',
+    });
+    const same = await errorOf(api.services.move({ serviceId: db.id, serverId: local.id }));
+    expect(same).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining(local.name) });
+    expect(same.body.details).toMatchObject({ reason: 'same_server' });
+
+    const { server: pending, join } = await api.servers.create({ name: 'worker-1' });
+    const notJoined = await errorOf(api.services.move({ serviceId: db.id, serverId: pending.id }));
+    expect(notJoined).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('has not joined') });
+    expect(notJoined.body.details).toMatchObject({ reason: 'server_not_ready', state: 'unknown' });
+
+    await h.caller('').servers.join({ token: join.token, csrBase64: csrBase64(), address: '10.9.0.11', hostname: 'w1' });
+    swarm.join('node-w1', 'w1', '10.9.0.11');
+    await h.services.serverMonitor!.tick();
+    await api.servers.update({ id: pending.id, availability: 'drain' });
+    expect((await errorOf(api.services.move({ serviceId: db.id, serverId: pending.id }))).body.details).toMatchObject({
+      reason: 'server_not_ready',
+      availability: 'drain',
+    });
+    await api.servers.update({ id: pending.id, availability: 'active' });
+    // Everything holds: the job is what is not built yet, said as such.
+    const unbuilt = await errorOf(api.services.move({ serviceId: db.id, serverId: pending.id }));
+    expect(unbuilt).toMatchObject({ code: 'UNPROCESSABLE_CONTENT', error: 'not_supported' });
+    expect(unbuilt.body.details).toMatchObject({ reason: 'move_not_built' });
+
+    // A database whose server is down cannot be copied from it.
+    await h.database.store.servers.place(db.id, pending.id, new Date());
+    swarm.setState('node-w1', 'down');
+    await h.services.serverMonitor!.tick();
+    expect((await api.services.overview({ serviceId: db.id })).service).toMatchObject({
+      status: 'unavailable',
+      server: { id: pending.id, state: 'down' },
+    });
+    expect((await errorOf(api.services.move({ serviceId: db.id, serverId: local.id }))).body.details).toMatchObject({
+      reason: 'holder_down',
+    });
+    // Nor is the server removed while it holds it.
+    expect((await errorOf(api.servers.delete({ id: pending.id }))).body.details).toMatchObject({
+      reason: 'holds_volumes',
+      databases: [{ id: db.id, name: 'orders' }],
+    });
+  });
+
+  it("is for callers that may change the database: read keys and other projects' keys are refused", async () => {
+    const api = h.caller();
+    const { project } = await api.projects.create({ name: 'P' });
+    const { project: other } = await api.projects.create({ name: 'Q' });
+    const { service: db } = await api.services.create({
+      projectId: project.id,
+      name: 'orders',
+      repoUrl: 'database',
+      repoFullName: 'database:postgres',
+    });
+    const local = (await api.servers.list()).servers[0]!;
+    const read = h.caller(await h.mintKey('read'));
+    expect((await errorOf(read.services.move({ serviceId: db.id, serverId: local.id }))).code).toBe('FORBIDDEN');
+    const elsewhere = h.caller(await h.mintKey('write', [other.id]));
+    expect((await errorOf(elsewhere.services.move({ serviceId: db.id, serverId: local.id }))).code).toBe('NOT_FOUND');
+    expect((await errorOf(h.caller('').services.move({ serviceId: db.id, serverId: local.id }))).code).toBe('UNAUTHORIZED');
+  });
+});
+
 describe('/api/servers/join', () => {
   it('exchanges a token once, for anyone holding it; a wrong, used or malformed one is refused', async () => {
     const { join, server } = await h.caller().servers.create({ name: 'worker-1' });

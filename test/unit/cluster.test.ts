@@ -352,6 +352,67 @@ describe('changing and removing servers', () => {
   });
 });
 
+describe('databases on the cluster', () => {
+  it('shows the server holding a database: the local one by default, another once placed there, unavailable while it is down', async () => {
+    const local = await cluster().servers.ensureLocal();
+    const shop = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const orders = await h.services.serviceCreation.create(admin, shop.id, database('orders', 'postgres'));
+    const web = await h.services.serviceCreation.create(admin, shop.id, { name: 'web', repoFullName: 'acme/web' });
+    expect(orders.server).toEqual({ id: local.id, name: local.name, state: local.state });
+    expect(web.server).toBeNull();
+    expect((await cluster().servers.get(admin, local.id)).databases).toEqual([{ id: orders.id, name: 'orders' }]);
+
+    const { created } = await addAndJoin('worker-1', '10.9.0.11', 'node-w1');
+    await h.database.store.servers.place(orders.id, created.server.id, now);
+    expect((await h.services.serviceReader.get(admin, orders.id)).server).toEqual({
+      id: created.server.id,
+      name: 'worker-1',
+      state: 'ready',
+    });
+    // The servers say which databases they hold.
+    expect((await cluster().servers.get(admin, created.server.id)).databases).toEqual([{ id: orders.id, name: 'orders' }]);
+    expect((await cluster().servers.get(admin, local.id)).databases).toEqual([]);
+
+    swarm.setState('node-w1', 'down');
+    await cluster().monitor!.tick();
+    const down = await h.services.serviceReader.get(admin, orders.id);
+    expect(down).toMatchObject({
+      status: 'unavailable',
+      reachable: false,
+      server: { id: created.server.id, name: 'worker-1', state: 'down' },
+    });
+    const listed = (await h.services.projects.list(admin)).flatMap((p) => p.services);
+    expect(listed.find((s) => s.id === orders.id)).toMatchObject({ status: 'unavailable', server: { state: 'down' } });
+    expect(listed.find((s) => s.id === web.id)).toMatchObject({ status: 'idle', server: null });
+
+    swarm.setState('node-w1', 'ready');
+    await cluster().monitor!.tick();
+    expect(await h.services.serviceReader.get(admin, orders.id)).toMatchObject({ status: 'idle', server: { state: 'ready' } });
+  });
+
+  it('names only the databases that exist when a server holding volumes is removed; a deleted database frees it', async () => {
+    const { created } = await addAndJoin('worker-1', '10.9.0.11', 'node-w1');
+    await cluster().servers.update(admin, { id: created.server.id, availability: 'drain' });
+    const shop = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const orders = await h.services.serviceCreation.create(admin, shop.id, database('orders', 'postgres'));
+    const cache = await h.services.serviceCreation.create(admin, shop.id, database('cache', 'redis'));
+    await h.database.store.servers.place(orders.id, created.server.id, now);
+    await h.database.store.servers.place(cache.id, created.server.id, now);
+    expect(await rejection(cluster().servers.remove(admin, created.server.id))).toMatchObject({
+      code: 'conflict',
+      details: { reason: 'holds_volumes', databases: [{ id: orders.id }, { id: cache.id }] },
+    });
+    await h.services.removal.deleteService(admin, cache.id);
+    expect(await h.database.store.servers.placementOf(cache.id)).toBeNull();
+    expect(await rejection(cluster().servers.remove(admin, created.server.id))).toMatchObject({
+      details: { reason: 'holds_volumes', databases: [{ id: orders.id, name: 'orders' }] },
+    });
+    await h.services.removal.deleteService(admin, orders.id);
+    await cluster().servers.remove(admin, created.server.id);
+    expect(await h.database.store.servers.get(created.server.id)).toBeNull();
+  });
+});
+
 describe('who may see and change servers', () => {
   it('admits the install\u2019s admins only: project-scoped keys and members get 403, read keys may read', async () => {
     await cluster().servers.list(reader);

@@ -19,6 +19,7 @@ import { Migration20261128120000 } from './Migration20261128120000.js';
 import { Migration20261128040740 } from './Migration20261128040740.js';
 import { Migration20261129043000 } from './Migration20261129043000.js';
 import { Migration20261129050000 } from './Migration20261129050000.js';
+import { Migration20261129073000 } from './Migration20261129073000.js';
 
 /** Every migration, oldest first. Listed by hand so they load the same under tsx, vitest and node. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -42,4 +43,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261128040740', class: Migration20261128040740 },
   { name: 'Migration20261129043000', class: Migration20261129043000 },
   { name: 'Migration20261129050000', class: Migration20261129050000 },
+  { name: 'Migration20261129073000', class: Migration20261129073000 },
 ];
