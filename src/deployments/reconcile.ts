@@ -204,12 +204,15 @@ export class Reconciler {
     if (!swarm || !(await swarm.active().catch(() => false))) return onSwarm;
     const deploying = this.underWay.services();
     let routed = false;
-    for (const service of await this.deps.store.projects.listAllServices()) {
+    const listed = await this.deps.store.projects.listAllServices();
+    for (const service of listed) {
       if (keepsData(service) || !(service.status === 'active' || (service.status === 'stopped' && service.replicas === 0))) continue;
       const current = await swarm.current(service).catch((error: Error) => {
         this.log('a Swarm service could not be read', { service: service.name, error: error.message });
-        return null;
+        return undefined;
       });
+      // Not on the cluster (any more): its routes are no tasks of the probe's. A read that failed keeps what it knew.
+      if (current === null) this.swarmTasks.delete(service.id);
       if (!current) continue;
       onSwarm.add(service.id);
       // Asked again before each change, not only at the pass's start: a deployment that began while this pass read
@@ -247,7 +250,9 @@ export class Reconciler {
         routed = true;
       }
     }
-    for (const id of this.swarmTasks.keys()) if (!onSwarm.has(id)) this.swarmTasks.delete(id);
+    // Only services gone leave the probe: one being deployed, or read at a bad moment, keeps its tasks checked.
+    const ids = new Set(listed.map((s) => s.id));
+    for (const id of this.swarmTasks.keys()) if (!ids.has(id)) this.swarmTasks.delete(id);
     for (const id of this.short) if (!this.swarmTasks.has(id)) this.short.delete(id);
     const known = new Set([...this.swarmTasks.values()].flat());
     for (const endpoint of this.unanswered) if (!known.has(endpoint)) this.unanswered.delete(endpoint);
