@@ -35,6 +35,11 @@ export class Reconciler {
   private slotsProblem = '';
   /** Per service on the cluster, its running tasks' endpoints (`node:port`) as the last pass read them. */
   private readonly swarmTasks = new Map<string, string[]>();
+  /**
+   * Services seen on the cluster, whose routes the task check watches: kept until the service is gone, whatever a pass
+   * read meanwhile (a service being deployed is `deploying`, and its Swarm services change under the read).
+   */
+  private readonly swarmServices = new Set<string>();
   /** Task endpoints that did not answer their last probe (probeSwarmTasks): left out of the routes while another answers. */
   private readonly unanswered = new Set<string>();
   /** Services on the cluster routed to fewer answering tasks than their replicas at the last pass (a lost node's). */
@@ -211,10 +216,9 @@ export class Reconciler {
         this.log('a Swarm service could not be read', { service: service.name, error: error.message });
         return undefined;
       });
-      // Not on the cluster (any more): its routes are no tasks of the probe's. A read that failed keeps what it knew.
-      if (current === null) this.swarmTasks.delete(service.id);
       if (!current) continue;
       onSwarm.add(service.id);
+      this.swarmServices.add(service.id);
       // Asked again before each change, not only at the pass's start: a deployment that began while this pass read
       // the engine switches the routes itself, and this pass's view of the tasks is already stale (seen: a redeploy
       // under load got 404s and 502s when a pass routed to the tasks it had read before the switch).
@@ -250,10 +254,11 @@ export class Reconciler {
         routed = true;
       }
     }
-    // Only services gone leave the probe: one being deployed, or read at a bad moment, keeps its tasks checked.
+    // Only services gone leave the check: one being deployed, or read at a bad moment, keeps its tasks checked.
     const ids = new Set(listed.map((s) => s.id));
+    for (const id of this.swarmServices) if (!ids.has(id)) this.swarmServices.delete(id);
     for (const id of this.swarmTasks.keys()) if (!ids.has(id)) this.swarmTasks.delete(id);
-    for (const id of this.short) if (!this.swarmTasks.has(id)) this.short.delete(id);
+    for (const id of this.short) if (!ids.has(id)) this.short.delete(id);
     const known = new Set([...this.swarmTasks.values()].flat());
     for (const endpoint of this.unanswered) if (!known.has(endpoint)) this.unanswered.delete(endpoint);
     if (routed) await this.routing.reload();
@@ -270,7 +275,8 @@ export class Reconciler {
    * again, by this check when the route is still of the tasks the last pass read, else by the next pass.
    */
   async probeSwarmTasks(timeoutMs: number): Promise<void> {
-    for (const [serviceId, tasks] of this.swarmTasks) {
+    for (const serviceId of this.swarmServices) {
+      const tasks = this.swarmTasks.get(serviceId) ?? [];
       // Not skipped while a deployment of the service is under way: from its switch of the routes to the end of its job
       // (the earlier service drained and removed) its new tasks serve, and a node lost then would stay routed.
       const routed = this.routing.upstreamsOf(serviceId);
