@@ -483,6 +483,7 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
         serverUp: (server) =>
           publisher.publishQuietly('server.up', { serverId: server.id, name: server.name, address: server.address }, log),
       },
+      reroute: runner ? () => runner.passNow() : undefined,
       ...ports.cluster,
     },
     log: log ?? (() => {}),

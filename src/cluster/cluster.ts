@@ -30,6 +30,8 @@ export interface ClusterOptions {
   joinScript?: () => Promise<string>;
   /** Swarm services on the manager: stateless services run there once a second server is ready (ClusterSwarmPath). */
   swarmServices?: SwarmServices;
+  /** A reconcile pass now (the deploy runner's): a drain takes the server's tasks out of the routes with it. */
+  reroute?: () => Promise<void>;
   /** The cluster's running tasks: where logs, metrics and terminals find a service's replicas (SwarmReplicaLocator). */
   swarmTasks?: SwarmTaskReader;
 }
@@ -64,7 +66,7 @@ export function createCluster(
       : null;
   const joinScript = options.joinScript ?? (() => Promise.reject(new Error('This platform serves no join script')));
   const joinUrl = options.joinUrl ?? (() => `http://${deps.config.cluster.advertiseAddress}`);
-  const servers = new ServerService(deps, runtime, formation, engines, ca, { joinUrl, joinScript }, log);
+  const servers = new ServerService(deps, runtime, formation, engines, ca, { joinUrl, joinScript, reroute: options.reroute }, log);
   const join = new JoinService(deps, runtime, formation, ca, issuer, settings, joinScript, log);
   const monitor =
     runtime && formation ? new ServerMonitor(deps, runtime, formation, registry, options.events ?? LOGGED_EVENTS(log), log) : null;

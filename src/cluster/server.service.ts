@@ -24,7 +24,15 @@ export interface ServerServiceOptions {
   joinUrl: () => string;
   /** The join script's text, as GET /api/servers/join.sh serves it: the command checks its digest. */
   joinScript: () => Promise<string>;
+  /**
+   * A reconcile pass now (the deploy runner's), so that the routes leave a draining server's tasks before Swarm
+   * stops them; without it, the drain waits for nothing but the in-flight grace.
+   */
+  reroute?: () => Promise<void>;
 }
+
+/** What requests already sent to a drained server's tasks get to finish in, once the routes left them (as a redeploy's earlier tasks get). */
+const DRAIN_GRACE_MS = 2_000;
 
 /** What the manager said, read once per request; null parts could not be read. */
 interface RuntimeSnapshot {
@@ -197,12 +205,46 @@ export class ServerService {
         `${server.name} is the only server: there is nowhere to move its services to. Add a server first (POST /api/servers)`,
         { field: 'availability' },
       );
-    if (server.swarmNodeId && this.runtime) {
+    if (server.swarmNodeId && this.runtime && availability === 'drain' && server.availability !== 'drain') {
+      await this.drain(server, this.runtime, server.swarmNodeId, labels);
+    } else if (server.swarmNodeId && this.runtime) {
       await this.runtime.updateNode(server.swarmNodeId, { availability, labels: nodeLabels(server.id, labels) });
     }
     // A server that has not joined yet gets them when it does.
     await this.deps.store.servers.update(server.id, { availability, labels, updatedAt: this.deps.clock.now() });
     return this.get(actor, server.id);
+  }
+
+  /**
+   * A drain with no failed request (docs/cluster.md, "Draining a server"). Swarm's own drain stops a node's tasks
+   * at once and starts their replacements elsewhere, while the proxy's routes may still name the stopping tasks
+   * (Caddy 2.6 cannot resend a POST's body after a failed dial). So: (1) the node is paused (Swarm schedules
+   * nothing new there, its tasks serve on) and the server's row says `drain`; (2) a reconcile pass routes every
+   * Swarm service to its tasks on the other servers only (ClusterSwarmPath.current leaves out a draining server's
+   * tasks); (3) requests already sent to them get DRAIN_GRACE_MS to finish; (4) the node is drained: Swarm stops
+   * its tasks, none routed any more, and starts their replacements on the others, which the reconcile pass routes
+   * once Swarm reports them running (after their health check passed).
+   */
+  private async drain(server: ServerRecord, runtime: ClusterRuntime, nodeId: string, labels: Record<string, string>): Promise<void> {
+    const swarmLabels = nodeLabels(server.id, labels);
+    await runtime.updateNode(nodeId, { availability: 'pause', labels: swarmLabels });
+    await this.deps.store.servers.update(server.id, { availability: 'drain', labels, updatedAt: this.deps.clock.now() });
+    const serving = (await runtime.tasks(AbortSignal.timeout(RUNTIME_TIMEOUT_MS)).catch(() => null))?.filter(
+      (task) => task.nodeId === nodeId && task.state === 'running',
+    );
+    // Nothing runs there: nothing to take out of the routes. (Any task counts: a task's own labels may not say
+    // which service it is; when the manager did not answer, the routes are updated all the same.)
+    if (serving === undefined || serving.length > 0) {
+      if (this.options.reroute)
+        await this.options
+          .reroute()
+          .catch((error: Error) =>
+            this.log('the routes could not be updated before a drain; draining anyway', { name: server.name, error: error.message }),
+          );
+      await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_GRACE_MS, this.deps.config.routing.drainTimeoutMs)));
+    }
+    await runtime.updateNode(nodeId, { availability: 'drain', labels: swarmLabels });
+    this.log('server drained: its tasks left the routes before Swarm moved them', { serverId: server.id, name: server.name });
   }
 
   /**

@@ -95,10 +95,23 @@ export class ClusterSwarmPath implements SwarmPath {
     if (!status.exists) return null;
     const network = overlayNetworkName(this.deps.config.resourcePrefix, service.environmentId);
     const tasks = await this.services.tasks(serving.name, network, signal);
+    const published = service.runtimeMode === 'web';
+    const deploymentId = status.deploymentId ?? undefined;
+    // A server being drained keeps its tasks running until they are out of the routes (ServerService.update):
+    // they are routed no more, unless no other task runs (better a stopping task than none).
+    const leaving = await this.drainingNodes();
+    const staying = tasks.filter((task) => !task.nodeId || !leaving.has(task.nodeId));
+    const upstreams = taskUpstreams(staying, service.internalPort, deploymentId, published);
     return {
       replicas: status.replicas,
-      upstreams: taskUpstreams(tasks, service.internalPort, status.deploymentId ?? undefined, service.runtimeMode === 'web'),
+      upstreams: upstreams.length > 0 ? upstreams : taskUpstreams(tasks, service.internalPort, deploymentId, published),
     };
+  }
+
+  /** The swarm nodes of servers whose availability is `drain` (the row: it says so before the node does). */
+  private async drainingNodes(): Promise<Set<string>> {
+    const servers = await this.deps.store.servers.list();
+    return new Set(servers.flatMap((s) => (s.availability === 'drain' && s.swarmNodeId ? [s.swarmNodeId] : [])));
   }
 
   async scale(service: ServiceRecord, replicas: number, signal?: AbortSignal): Promise<void> {

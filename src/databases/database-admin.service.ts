@@ -1,3 +1,4 @@
+import { callSignal, type CallSignal } from '../platform/call-signal.js';
 import { assertProjectVisible, assertWrite, type Actor } from '../domain/access.js';
 import { databaseEngineOf, type DatabaseEngine } from '../domain/database-engines.js';
 import { NotFoundError, NotRunningError, ValidationError } from '../domain/errors.js';
@@ -41,7 +42,7 @@ export class DatabaseAdminService {
   );
 
   /** Calls under way per service: a deleted database ends them at once rather than when its server goes. */
-  private readonly inFlight = new Map<string, Map<AbortController, (reason: unknown) => void>>();
+  private readonly inFlight = new Map<string, Map<CallSignal, (reason: unknown) => void>>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -158,25 +159,16 @@ export class DatabaseAdminService {
 
   /** Every call ends by the statement timeout (plus a margin for the engine to cancel), with the request, or when its database is deleted. */
   private async bounded<T>(serviceId: string, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    // One controller per call, its timer and listener removed when the call ends: AbortSignal.timeout and
+    // One signal per call, its timer and listener dropped when the call ends: AbortSignal.timeout and
     // AbortSignal.any would keep a timer and a signal per page of rows alive for the whole timeout.
-    const call = new AbortController();
+    const call = callSignal(signal, this.limits.timeoutMs + 5_000);
     let released = false;
-    const calls = this.inFlight.get(serviceId) ?? new Map<AbortController, (reason: unknown) => void>();
+    const calls = this.inFlight.get(serviceId) ?? new Map<CallSignal, (reason: unknown) => void>();
     calls.set(call, (reason) => {
       released = true;
       call.abort(reason);
     });
     this.inFlight.set(serviceId, calls);
-    const timeoutMs = this.limits.timeoutMs + 5_000;
-    const timer = setTimeout(
-      () => call.abort(new DOMException(`The operation was aborted due to timeout after ${timeoutMs} ms`, 'TimeoutError')),
-      timeoutMs,
-    );
-    timer.unref();
-    const onAbort = () => call.abort(signal!.reason);
-    if (signal?.aborted) call.abort(signal.reason);
-    else signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return await work(call.signal);
     } catch (error) {
@@ -184,8 +176,7 @@ export class DatabaseAdminService {
       if (released) throw call.signal.reason;
       throw error;
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      call.release();
       calls.delete(call);
       if (calls.size === 0 && this.inFlight.get(serviceId) === calls) this.inFlight.delete(serviceId);
     }

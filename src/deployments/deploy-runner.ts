@@ -68,6 +68,7 @@ export class DeployRunner {
         stopping: () => this.jobs.stopping,
       },
       log,
+      (serviceId) => deployments.moveToCluster(serviceId),
     );
     this.loop = new ReconcileLoop(
       runtime.engine,

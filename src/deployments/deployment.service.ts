@@ -95,6 +95,28 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
   }
 
   /**
+   * A service deployed before the cluster formed runs on plain containers on the manager: once stateless services
+   * run on Swarm (the reconcile pass asks), its live deployment's image runs again through the Swarm path, as a
+   * rollback does (no clone, no build): the image pushed to the cluster's registry, the Swarm service started and
+   * healthy, the routes switched to its tasks, then the plain containers drained and stopped (Rollout.runOnSwarm).
+   * Nothing when a deployment of the service is queued or running, or none went live; answers the queued one.
+   */
+  async moveToCluster(serviceId: string): Promise<DeploymentRecord | null> {
+    const service = await this.deps.store.projects.getService(serviceId);
+    if (!service || service.replicas === 0) return null;
+    if ((await this.deps.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])).length > 0) return null;
+    const live = (await this.deps.store.deployments.listLive(serviceId, 1))[0];
+    if (!live?.imageTag) return null;
+    return this.enqueueRecord(
+      serviceId,
+      { trigger: 'rollback', rollbackOf: live.id, commitSha: live.commitSha, origin: null },
+      `Moving ${service.name} to the cluster: the image of its live deployment ${live.id} runs as a Swarm service (no build); its containers on the manager stop once the tasks serve`,
+      newId(),
+      service,
+    );
+  }
+
+  /**
    * A deployment no person asked for: a push, a poll, a preview or a registry (src/git-hooks, src/previews).
    * Older queued deployments of the service that such triggers made are superseded first (recorded, never
    * run); with `cancelInProgress`, the running one is stopped too. Resolves with the new deployment.

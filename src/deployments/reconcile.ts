@@ -44,6 +44,8 @@ export class Reconciler {
   private readonly unanswered = new Set<string>();
   /** Services on the cluster routed to fewer answering tasks than their replicas at the last pass (a lost node's). */
   private readonly short = new Set<string>();
+  /** Live deployments whose move to the cluster was asked for (moveOnce). */
+  private readonly moved = new Set<string>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -54,6 +56,8 @@ export class Reconciler {
     private readonly rollout: Rollout,
     private readonly underWay: DeploymentsUnderWay,
     private readonly log: RunnerLog,
+    /** Queues the move of a service still on plain containers to the Swarm path (DeploymentService.moveToCluster). */
+    private readonly moveToCluster?: (serviceId: string) => Promise<{ id: string } | null>,
   ) {}
 
   /**
@@ -216,7 +220,10 @@ export class Reconciler {
         this.log('a Swarm service could not be read', { service: service.name, error: error.message });
         return undefined;
       });
-      if (!current) continue;
+      if (!current) {
+        await this.moveOnce(service, deploying);
+        continue;
+      }
       onSwarm.add(service.id);
       this.swarmServices.add(service.id);
       // Asked again before each change, not only at the pass's start: a deployment that began while this pass read
@@ -313,6 +320,24 @@ export class Reconciler {
    */
   runningShort(): boolean {
     return this.short.size > 0;
+  }
+
+  /**
+   * A stateless service with no Swarm service while the cluster runs them was deployed before the cluster formed: its
+   * live deployment's image is queued to run on Swarm (no build), which moves it without a redeploy by hand. Asked
+   * once per live deployment in this process: a move that failed is not retried every pass (a deployment retries).
+   */
+  private async moveOnce(service: ServiceRecord, deploying: Set<string>): Promise<void> {
+    if (!this.moveToCluster || service.status !== 'active' || service.replicas === 0) return;
+    if (deploying.has(service.id) || this.underWay.services().has(service.id)) return;
+    const live = (await this.deps.store.deployments.listLive(service.id, 1))[0];
+    if (!live || this.moved.has(live.id)) return;
+    this.moved.add(live.id);
+    const queued = await this.moveToCluster(service.id).catch((error: Error) => {
+      this.log('a service could not be moved to the cluster', { service: service.name, error: error.message });
+      return null;
+    });
+    if (queued) this.log('moving a service deployed before the cluster formed to it', { service: service.name, deploymentId: queued.id });
   }
 
   /**

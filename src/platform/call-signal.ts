@@ -3,6 +3,8 @@ export interface CallSignal {
   signal: AbortSignal;
   /** Drops the timer and the listener on the caller's signal: call it once the call has ended, however. */
   release(): void;
+  /** Ends the call for another reason than the caller's or the time (its database deleted, say). */
+  abort(reason: unknown): void;
 }
 
 /**
@@ -28,5 +30,6 @@ export function callSignal(parent: AbortSignal | undefined, ms: number): CallSig
       clearTimeout(timer);
       parent?.removeEventListener('abort', onAbort);
     },
+    abort: (reason) => controller.abort(reason),
   };
 }

@@ -26,6 +26,7 @@ const COMPANIONS: Record<string, Record<string, string>> = {
   restart: { BENCH_SERVICES: '3' },
   pitr: { BENCH_MB: '2', BENCH_WRITE_SECONDS: '3', BENCH_ROUNDS: '1', BENCH_PITR_INTERVAL_MS: '1000' },
   soak: { BENCH_SOAK_MINUTES: '0.1', BENCH_SSE_CLIENTS: '2', BENCH_READS: '4' },
+  cluster: { BENCH_SIZE: 'tiny' },
 };
 
 const results = new Map<string, Promise<{ ok: boolean; output: string }>>();

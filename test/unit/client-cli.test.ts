@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TRPCClientError } from '@trpc/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXIT, exitCodeOf } from '../../packages/client/src/cli/commands.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EXIT, exitCodeOf, placementOf, service, type Context } from '../../packages/client/src/cli/commands.js';
 import { configPath, credentials, readConfig, writeConfig } from '../../packages/client/src/cli/config.js';
 import { createOutput, table } from '../../packages/client/src/cli/output.js';
 import { SlipwayError, toSlipwayError } from '../../packages/client/src/errors.js';
@@ -92,5 +94,89 @@ describe('SlipwayError', () => {
       EXIT.network,
     ]);
     expect(new Set(Object.values(EXIT)).size).toBe(Object.keys(EXIT).length);
+  });
+});
+
+describe('CLI service create and update: replicas and placement', () => {
+  /** A stand-in for the API's tRPC endpoint: answers projects.list and records each write's input. */
+  async function fakeApi() {
+    const writes: Array<{ path: string; input: unknown }> = [];
+    const service = { id: 'svc1', slug: 'web', name: 'web' };
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/^\/trpc\//, '');
+        const answer = (data: unknown) => {
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify([{ result: { data: { json: data } } }]));
+        };
+        if (path === 'projects.list')
+          return answer({ projects: [{ id: 'p1', slug: 'shop', name: 'shop', services: [service] }], nextCursor: null });
+        const input = (JSON.parse(body) as Record<string, { json: Record<string, unknown> }>)['0']!.json;
+        writes.push({ path, input });
+        answer({ service: { ...service, replicas: input.replicas ?? 1, placement: input.placement ?? null } });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { writes, url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+
+  function context(url: string, flags: Partial<Context['flags']>): { ctx: Context; printed: string[] } {
+    const printed: string[] = [];
+    const out = { ...createOutput(false), result: (_value: unknown, human: () => string) => void printed.push(human()) };
+    const ctx: Context = {
+      out,
+      signal: AbortSignal.timeout(10_000),
+      env: { SLIPWAY_URL: url, SLIPWAY_TOKEN: 'slw_test', XDG_CONFIG_HOME: tmpdir() },
+      flags: { follow: false, secret: false, ...flags },
+    };
+    return { ctx, printed };
+  }
+
+  it('sends the placement the flags name on create and update, and clears it with --anywhere', async () => {
+    const api = await fakeApi();
+    try {
+      const create = context(api.url, {
+        image: 'busybox:1',
+        replicas: '3',
+        must: ['zone=eu', 'disk=ssd'],
+        mustNot: ['gpu=none'],
+        role: 'worker',
+      });
+      expect(await service(create.ctx, ['create', 'shop', 'web'])).toBe(EXIT.ok);
+      const update = context(api.url, { replicas: '2', role: 'any' });
+      expect(await service(update.ctx, ['update', 'shop/web'])).toBe(EXIT.ok);
+      const clear = context(api.url, { anywhere: true });
+      expect(await service(clear.ctx, ['update', 'web'])).toBe(EXIT.ok);
+      expect(api.writes).toEqual([
+        {
+          path: 'services.create',
+          input: {
+            projectId: 'p1',
+            name: 'web',
+            repoUrl: 'container-image',
+            containerImage: 'busybox:1',
+            replicas: 3,
+            placement: { must: { zone: 'eu', disk: 'ssd' }, mustNot: { gpu: 'none' }, role: 'worker' },
+          },
+        },
+        { path: 'services.update', input: { serviceId: 'svc1', replicas: 2, placement: { must: {}, mustNot: {}, role: null } } },
+        { path: 'services.update', input: { serviceId: 'svc1', placement: null } },
+      ]);
+      expect(create.printed).toEqual(['Created web (svc1), on servers with zone=eu, disk=ssd, gpu!=none, role=worker']);
+      expect(clear.printed).toEqual(['Updated web: 1 replica(s), anywhere']);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('refuses bad placement flags before calling the API', () => {
+    const flags = (f: Partial<Context['flags']>) => ({ follow: false, secret: false, ...f });
+    expect(() => placementOf(flags({ must: ['zone'] }))).toThrow(/--must takes key=value/);
+    expect(() => placementOf(flags({ role: 'leader' }))).toThrow(/--role must be manager, worker or any/);
+    expect(() => placementOf(flags({ anywhere: true, role: 'worker' }))).toThrow(/--anywhere clears the placement/);
+    expect(placementOf(flags({}))).toBeUndefined();
   });
 });

@@ -29,9 +29,12 @@ let registry: FakeRegistry;
 let remotes: FakeRemoteEngines;
 let events: RecordingServerEvents;
 let now: Date;
+/** What each reconcile pass asked for by a drain saw: the node's availability and the server row's. */
+let reroutes: string[];
 
 async function open(overrides: { ttlMs?: number } = {}) {
   swarm = new FakeSwarm();
+  reroutes = [];
   registry = new FakeRegistry();
   remotes = new FakeRemoteEngines();
   events = new RecordingServerEvents();
@@ -50,6 +53,12 @@ async function open(overrides: { ttlMs?: number } = {}) {
       events,
       joinUrl: () => 'http://10.9.0.1:3000',
       joinScript: async () => SCRIPT,
+      reroute: async () => {
+        const servers = await h.database.store.servers.list();
+        for (const node of swarm.nodesById.values())
+          if (node.role === 'worker')
+            reroutes.push(`${node.id}: node ${node.availability}, row ${servers.find((s) => s.swarmNodeId === node.id)?.availability}`);
+      },
     },
   });
   return h;
@@ -294,6 +303,30 @@ describe('changing and removing servers', () => {
       availability: 'drain',
       labels: { disk: 'hdd', 'slipway.server': created.server.id },
     });
+  });
+
+  it('drains in order: the node paused and the row drained, the routes updated, then Swarm drains the node', async () => {
+    const { created } = await addAndJoin('worker-1', '10.9.0.11', 'node-w1');
+    swarm.taskList = [
+      {
+        id: 't1',
+        serviceId: 's1',
+        name: 'web',
+        nodeId: 'node-w1',
+        state: 'running',
+        desiredState: 'running',
+        containerId: 'c',
+        reservedCpus: 0,
+        reservedMemoryBytes: 0,
+      },
+    ];
+    swarm.updates.length = 0;
+    await cluster().servers.update(admin, { id: created.server.id, availability: 'drain' });
+    expect(reroutes).toEqual(['node-w1: node pause, row drain']);
+    expect(swarm.updates.map((u) => u.change.availability)).toEqual(['pause', 'drain']);
+    // Drained already: nothing is paused again.
+    await cluster().servers.update(admin, { id: created.server.id, availability: 'drain' });
+    expect(reroutes).toHaveLength(1);
   });
 
   it('refuses the last manager, a server that is not drained, one still running tasks, and one holding a database', async () => {

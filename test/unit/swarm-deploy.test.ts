@@ -23,8 +23,10 @@ class FakeSwarmPath implements SwarmPath {
 
   constructor(private readonly route: () => unknown) {}
 
+  /** False: the install is a single server (plain containers). */
+  activeNow = true;
   async active() {
-    return true;
+    return this.activeNow;
   }
   async rollOut({ service, deployment }: SwarmRolloutInput): Promise<SwarmStarted> {
     const name = `slipway-${service.id}-${deployment.id}`;
@@ -116,6 +118,53 @@ describe('a deployment on the cluster: its own Swarm service, the routes switche
   });
 });
 
+describe('a service deployed before the cluster formed', () => {
+  let h: RuntimeHarness;
+  const { queue, finished, logs } = runnerSteps(() => h, admin, 10_000);
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  it('moves to Swarm once the cluster runs services: the live image on the Swarm path (no build), the plain container stopped; asked once', async () => {
+    const swarm = new FakeSwarmPath(() => h.proxy.last?.find((r) => r.hostname === HOST));
+    swarm.activeNow = false;
+    h = await createRuntimeHarness({
+      swarm,
+      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
+    });
+    await h.runner.start();
+    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
+    const serviceId = (
+      await h.services.serviceCreation.create(admin, project.id, {
+        name: 'web',
+        repoUrl: 'container-image',
+        containerImage: 'nginx:1.27',
+        internalPort: 80,
+      } as CreateServiceInput)
+    ).id;
+    const first = await finished(await queue(serviceId));
+    expect(first.status).toBe('succeeded');
+    expect(swarm.events).toEqual([]);
+    const plain = first.containerName!;
+    expect(h.engine.byName(plain)?.running).toBe(true);
+
+    swarm.activeNow = true;
+    await h.runner.passNow();
+    const moving = await h.database.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running']);
+    expect(moving).toHaveLength(1);
+    expect(moving[0]).toMatchObject({ trigger: 'rollback', rollbackOf: first.id });
+    const moved = await finished(moving[0]!.id);
+    const lines = await logs(moved.id);
+    expect(moved.status, lines.join('\n')).toBe('succeeded');
+    expect(lines[0]).toMatch(/^Moving web to the cluster/);
+    expect(swarm.events).toEqual([`start slipway-${serviceId}-${moved.id}`]);
+    expect(h.engine.byName(plain)?.running ?? false).toBe(false);
+    // On Swarm now: no second move.
+    await h.runner.passNow();
+    expect(await h.database.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])).toEqual([]);
+  });
+});
+
 describe("the platform's check of the tasks it routes to (a lost node's tasks leave the routes before Swarm marks it down)", () => {
   let h: RuntimeHarness | undefined;
   afterEach(async () => {
@@ -203,5 +252,38 @@ describe('leftover Swarm services of a deployment cut short', () => {
     expect(await path.prune(service)).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
     expect(removed).toEqual(['slipway-s1-d1', 'slipway-s1-d3']);
     expect(await path.prune(service)).toEqual([]);
+  });
+});
+
+describe('a server being drained', () => {
+  it('is routed no more: the serving tasks are those on the other servers, unless none runs elsewhere', async () => {
+    const task = (id: string, nodeId: string, endpoint: string) => ({
+      id,
+      nodeId,
+      state: 'running',
+      desiredState: 'running',
+      address: null,
+      endpoint,
+      deploymentId: 'd1',
+      error: null,
+    });
+    let tasks = [task('t1', 'n1', '10.0.0.1:30001'), task('t2', 'n2', '10.0.0.2:30002'), task('t3', 'n3', '10.0.0.3:30003')];
+    const services = {
+      list: async () => [{ name: 'slipway-s1-d1', deploymentId: 'd1', createdAt: '2026-11-29T01:00:00Z' }],
+      status: async () => ({ exists: true, updateState: 'none', updateMessage: '', deploymentId: 'd1', replicas: 3 }),
+      tasks: async () => tasks,
+    } as unknown as SwarmServices;
+    const servers = [
+      { availability: 'active', swarmNodeId: 'n1' },
+      { availability: 'drain', swarmNodeId: 'n2' },
+      { availability: 'active', swarmNodeId: 'n3' },
+    ];
+    const deps = { config: { resourcePrefix: 'slipway' }, store: { servers: { list: async () => servers } } };
+    const path = new ClusterSwarmPath(deps as never, {} as never, {} as never, {} as never, services);
+    const service = { id: 's1', environmentId: 'e1', internalPort: 3000, runtimeMode: 'web' } as ServiceRecord;
+    expect(await path.current(service)).toEqual({ replicas: 3, upstreams: ['10.0.0.1:30001', '10.0.0.3:30003'] });
+    // Every task on the draining server: better a stopping task than none.
+    tasks = [task('t2', 'n2', '10.0.0.2:30002')];
+    expect(await path.current(service)).toEqual({ replicas: 3, upstreams: ['10.0.0.2:30002'] });
   });
 });

@@ -11,6 +11,9 @@ import { SlipwayError } from '../errors.js';
 import { credentials, removeConfig, writeConfig } from './config.js';
 import { table, type Output } from './output.js';
 
+/** Where a service's replicas may run (the API's ServicePlacement). */
+type ServicePlacement = { must?: Record<string, string>; mustNot?: Record<string, string>; role?: 'manager' | 'worker' | null };
+
 /** Exit codes: distinct per kind of failure, so a script can tell them apart. */
 export const EXIT = {
   ok: 0,
@@ -53,6 +56,15 @@ export interface Context {
     operation?: string;
     since?: string;
     limit?: string;
+    /** `service create|update`: the image or repository, the port, the replicas and the placement. */
+    image?: string;
+    repo?: string;
+    port?: string;
+    replicas?: string;
+    must?: string[];
+    mustNot?: string[];
+    role?: string;
+    anywhere?: boolean;
   };
 }
 
@@ -161,6 +173,101 @@ export async function services(ctx: Context, args: string[]): Promise<number> {
     ),
   );
   return EXIT.ok;
+}
+
+/** The placement the flags name: undefined when none is given, null for `--anywhere`; the flags replace it whole. */
+export function placementOf(flags: Context['flags']): ServicePlacement | null | undefined {
+  const given = (flags.must?.length ?? 0) > 0 || (flags.mustNot?.length ?? 0) > 0 || flags.role !== undefined;
+  if (flags.anywhere) {
+    if (given) throw new CliError('--anywhere clears the placement: give it without --must, --must-not or --role', EXIT.usage);
+    return null;
+  }
+  if (!given) return undefined;
+  if (flags.role !== undefined && !['manager', 'worker', 'any'].includes(flags.role))
+    throw new CliError(`--role must be manager, worker or any, not "${flags.role}"`, EXIT.usage);
+  return {
+    must: labelsOf('--must', flags.must),
+    mustNot: labelsOf('--must-not', flags.mustNot),
+    role: flags.role === undefined || flags.role === 'any' ? null : (flags.role as 'manager' | 'worker'),
+  };
+}
+
+function labelsOf(flag: string, pairs: string[] = []): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CliError(`${flag} takes key=value, not "${pair}"`, EXIT.usage);
+    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
+function countOf(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new CliError(`${flag} takes a whole number, not "${value}"`, EXIT.usage);
+  return Number(value);
+}
+
+const SERVICE_USAGE =
+  'service create <project> <name> (--image <ref> | --repo <url>) [--port N] [--replicas N] [--must k=v]... [--must-not k=v]... [--role manager|worker|any]\n' +
+  '       slipway service update <service> [--replicas N] [--must k=v]... [--must-not k=v]... [--role manager|worker|any] [--anywhere]';
+
+/**
+ * `slipway service create|update`: a service's replicas and where they may run on the cluster (docs/cluster.md,
+ * Placement). The placement flags replace the service's placement whole; `--anywhere` clears it. The API checks the
+ * labels (a `--must` label no server has is refused, naming those that exist).
+ */
+export async function service(ctx: Context, args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  const placement = placementOf(ctx.flags);
+  const replicas = countOf('--replicas', ctx.flags.replicas);
+  if (action === 'create') {
+    const [projectRef, name] = need(rest, 2, SERVICE_USAGE);
+    if (!!ctx.flags.image === !!ctx.flags.repo) throw new CliError(`usage: slipway ${SERVICE_USAGE}`, EXIT.usage);
+    const internalPort = countOf('--port', ctx.flags.port);
+    const client = connect(ctx);
+    const project = await findProject(client, projectRef!, ctx.signal);
+    const { service } = await client.services.create.mutate(
+      {
+        projectId: project.id,
+        name: name!,
+        ...(ctx.flags.image ? { repoUrl: 'container-image', containerImage: ctx.flags.image } : { repoUrl: ctx.flags.repo! }),
+        ...(internalPort === undefined ? {} : { internalPort }),
+        ...(replicas === undefined ? {} : { replicas }),
+        ...(placement === undefined ? {} : { placement }),
+      },
+      { signal: ctx.signal },
+    );
+    ctx.out.result({ service }, () => `Created ${service.name} (${service.id})${describePlacement(service.placement)}`);
+    return EXIT.ok;
+  }
+  if (action === 'update') {
+    const [ref] = need(rest, 1, SERVICE_USAGE);
+    if (placement === undefined && replicas === undefined) throw new CliError(`usage: slipway ${SERVICE_USAGE}`, EXIT.usage);
+    const client = connect(ctx);
+    const found = await findService(client, ref!, ctx.signal);
+    const { service } = await client.services.update.mutate(
+      {
+        serviceId: found.id,
+        ...(replicas === undefined ? {} : { replicas }),
+        ...(placement === undefined ? {} : { placement }),
+      },
+      { signal: ctx.signal },
+    );
+    ctx.out.result({ service }, () => `Updated ${service.name}: ${service.replicas} replica(s)${describePlacement(service.placement)}`);
+    return EXIT.ok;
+  }
+  throw new CliError(`usage: slipway ${SERVICE_USAGE}`, EXIT.usage);
+}
+
+function describePlacement(placement: ServicePlacement | null | undefined): string {
+  if (!placement) return ', anywhere';
+  const parts = [
+    ...Object.entries(placement.must ?? {}).map(([k, v]) => `${k}=${v}`),
+    ...Object.entries(placement.mustNot ?? {}).map(([k, v]) => `${k}!=${v}`),
+    ...(placement.role ? [`role=${placement.role}`] : []),
+  ];
+  return parts.length ? `, on servers with ${parts.join(', ')}` : ', anywhere';
 }
 
 export async function deploy(ctx: Context, args: string[]): Promise<number> {

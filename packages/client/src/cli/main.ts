@@ -10,6 +10,10 @@ const HELP = `slipway: the Slipway API from a terminal or CI
   slipway logout
   slipway projects
   slipway services <project>
+  slipway service create <project> <name> (--image <ref> | --repo <url>) [--port N] [--replicas N] [<placement>]
+  slipway service update <service> [--replicas N] [<placement> | --anywhere]
+                                            <placement>: [--must k=v]... [--must-not k=v]... [--role manager|worker|any],
+                                            where its replicas may run on the cluster (replaces the placement whole)
   slipway deploy <service> [--follow]       --follow streams the build log; exits 1 unless the deployment succeeds
   slipway logs <service> [--follow] [--tail N]
   slipway env list <service>
@@ -31,6 +35,7 @@ const COMMANDS: Record<string, (ctx: Context, args: string[]) => Promise<number>
   logout: commands.logout,
   projects: commands.projects,
   services: commands.services,
+  service: commands.service,
   deploy: commands.deploy,
   logs: commands.logs,
   env: commands.env,
@@ -82,6 +87,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
           operation: values.operation,
           since: values.since,
           limit: values.limit,
+          image: values.image,
+          repo: values.repo,
+          port: values.port,
+          replicas: values.replicas,
+          must: values.must,
+          mustNot: values['must-not'],
+          role: values.role,
+          anywhere: values.anywhere ?? false,
         },
       },
       args,
@@ -114,6 +127,14 @@ function parse(argv: string[]) {
       operation: { type: 'string' },
       since: { type: 'string' },
       limit: { type: 'string' },
+      image: { type: 'string' },
+      repo: { type: 'string' },
+      port: { type: 'string' },
+      replicas: { type: 'string' },
+      must: { type: 'string', multiple: true },
+      'must-not': { type: 'string', multiple: true },
+      role: { type: 'string' },
+      anywhere: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
