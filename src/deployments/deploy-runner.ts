@@ -15,6 +15,10 @@ import { Reconciler, ReconcileLoop } from './reconcile.js';
 import { Rollout } from './rollout.js';
 import type { RuntimeDeps } from './runtime-deps.js';
 
+/** How often a pass runs while a service on the cluster runs short of tasks (passWhileShort), and for how long at most. */
+const QUICK_PASS_MS = 2_000;
+const QUICK_PASSES_FOR_MS = 60_000;
+
 /**
  * Deployments at runtime, composed: the JobRunner takes queued deployments from the table (one per
  * service, at most `buildConcurrency` at once) and runs each as a rollout; the reconcile loop keeps
@@ -24,6 +28,11 @@ export class DeployRunner {
   private readonly jobs: JobRunner<DeploymentRecord, JobLogWriter>;
   private readonly reconciler: Reconciler;
   private readonly loop: ReconcileLoop;
+  /** The check of the cluster's routed tasks, every health interval (Reconciler.probeSwarmTasks). */
+  private probeTimer: NodeJS.Timeout | null = null;
+  private probing: Promise<void> | null = null;
+  private shortSince: number | null = null;
+  private quickPassAt = 0;
   private stopWatching: (() => void) | null = null;
 
   constructor(
@@ -82,6 +91,17 @@ export class DeployRunner {
     this.jobs.start();
     await this.loop.maintain();
     this.loop.start();
+    const interval = this.deps.config.routing.healthIntervalMs;
+    this.probeTimer ??= setInterval(() => {
+      // One check at a time: a slow one (a loaded host) is not joined by the next.
+      this.probing ??= this.reconciler
+        .probeSwarmTasks(interval)
+        .then(() => this.passWhileShort())
+        .catch((error: Error) => this.log('the check of the cluster tasks failed', { error: error.message }))
+        .finally(() => {
+          this.probing = null;
+        });
+    }, interval);
     this.stopWatching ??=
       this.runtime.exits?.watch(
         (exit) =>
@@ -97,9 +117,12 @@ export class DeployRunner {
   async stop(): Promise<void> {
     this.stopWatching?.();
     this.stopWatching = null;
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    this.probeTimer = null;
     const loopStopped = this.loop.stop();
     await this.jobs.stop();
     await loopStopped;
+    await this.probing;
   }
 
   /** One maintenance pass (see ReconcileLoop.maintain). */
@@ -114,6 +137,23 @@ export class DeployRunner {
   /** A service's container died (Docker's `die`): a replica leaves the routes now, and the next pass replaces it. */
   async containerExited(serviceId: string, containerId: string): Promise<void> {
     await this.reconciler.replicaExited(serviceId, containerId);
+    void this.loop.passNow().catch(() => {});
+  }
+
+  /**
+   * While a service on the cluster runs short of answering tasks (a node lost), a pass every QUICK_PASS_MS routes the
+   * tasks Swarm starts in their place as soon as they run; for QUICK_PASSES_FOR_MS at most (a task no node can take
+   * stays pending), then the 10-second passes.
+   */
+  private passWhileShort(): void {
+    if (!this.reconciler.runningShort()) {
+      this.shortSince = null;
+      return;
+    }
+    const now = Date.now();
+    this.shortSince ??= now;
+    if (now - this.shortSince > QUICK_PASSES_FOR_MS || now - this.quickPassAt < QUICK_PASS_MS) return;
+    this.quickPassAt = now;
     void this.loop.passNow().catch(() => {});
   }
 

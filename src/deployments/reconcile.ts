@@ -33,6 +33,17 @@ export interface DeploymentsUnderWay {
  */
 export class Reconciler {
   private slotsProblem = '';
+  /** Per service on the cluster, its running tasks' endpoints (`node:port`) as the last pass read them. */
+  private readonly swarmTasks = new Map<string, string[]>();
+  /**
+   * Services seen on the cluster, whose routes the task check watches: kept until the service is gone, whatever a pass
+   * read meanwhile (a service being deployed is `deploying`, and its Swarm services change under the read).
+   */
+  private readonly swarmServices = new Set<string>();
+  /** Task endpoints that did not answer their last probe (probeSwarmTasks): left out of the routes while another answers. */
+  private readonly unanswered = new Set<string>();
+  /** Services on the cluster routed to fewer answering tasks than their replicas at the last pass (a lost node's). */
+  private readonly short = new Set<string>();
   /** Live deployments whose move to the cluster was asked for (moveOnce). */
   private readonly moved = new Set<string>();
 
@@ -202,17 +213,19 @@ export class Reconciler {
     if (!swarm || !(await swarm.active().catch(() => false))) return onSwarm;
     const deploying = this.underWay.services();
     let routed = false;
-    for (const service of await this.deps.store.projects.listAllServices()) {
+    const listed = await this.deps.store.projects.listAllServices();
+    for (const service of listed) {
       if (keepsData(service) || !(service.status === 'active' || (service.status === 'stopped' && service.replicas === 0))) continue;
       const current = await swarm.current(service).catch((error: Error) => {
         this.log('a Swarm service could not be read', { service: service.name, error: error.message });
-        return null;
+        return undefined;
       });
       if (!current) {
         await this.moveOnce(service, deploying);
         continue;
       }
       onSwarm.add(service.id);
+      this.swarmServices.add(service.id);
       // Asked again before each change, not only at the pass's start: a deployment that began while this pass read
       // the engine switches the routes itself, and this pass's view of the tasks is already stale (seen: a redeploy
       // under load got 404s and 502s when a pass routed to the tasks it had read before the switch).
@@ -238,12 +251,75 @@ export class Reconciler {
           .catch((error: Error) => this.log('a Swarm service could not be scaled', { service: service.name, error: error.message }));
       }
       if (serves(service) && !started()) {
-        this.routing.setUpstream(service.id, upstreams[0] ?? null, upstreams.slice(1));
+        this.swarmTasks.set(service.id, upstreams);
+        // Swarm still lists a lost node's tasks as running until it marks the node down: the probe's word counts first.
+        const answering = upstreams.filter((u) => !this.unanswered.has(u));
+        const chosen = answering.length > 0 ? answering : upstreams;
+        if (answering.length < service.replicas) this.short.add(service.id);
+        else this.short.delete(service.id);
+        this.routing.setUpstream(service.id, chosen[0] ?? null, chosen.slice(1));
         routed = true;
       }
     }
+    // Only services gone leave the check: one being deployed, or read at a bad moment, keeps its tasks checked.
+    const ids = new Set(listed.map((s) => s.id));
+    for (const id of this.swarmServices) if (!ids.has(id)) this.swarmServices.delete(id);
+    for (const id of this.swarmTasks.keys()) if (!ids.has(id)) this.swarmTasks.delete(id);
+    for (const id of this.short) if (!ids.has(id)) this.short.delete(id);
+    const known = new Set([...this.swarmTasks.values()].flat());
+    for (const endpoint of this.unanswered) if (!known.has(endpoint)) this.unanswered.delete(endpoint);
     if (routed) await this.routing.reload();
     return onSwarm;
+  }
+
+  /**
+   * The platform's own check of the Swarm tasks it routes to, every health interval (PROXY_HEALTH_INTERVAL_MS; the
+   * runner's timer): a TCP connect to each task's `node:port` within one interval. Caddy 2.6 runs no health checks on
+   * these upstreams and cannot resend a POST's body after a failed dial, and Swarm lists a lost node's tasks as running
+   * until it marks the node down (7-13 s on the test cluster): without this, every request balanced to such a task in
+   * those seconds waits for a dial timeout, and each such POST fails. A task that does not answer leaves the routes at
+   * once while another answers (so a lost node's tasks are out within two intervals); one that answers again is routed
+   * again, by this check when the route is still of the tasks the last pass read, else by the next pass.
+   */
+  async probeSwarmTasks(timeoutMs: number): Promise<void> {
+    for (const serviceId of this.swarmServices) {
+      const tasks = this.swarmTasks.get(serviceId) ?? [];
+      // Not skipped while a deployment of the service is under way: from its switch of the routes to the end of its job
+      // (the earlier service drained and removed) its new tasks serve, and a node lost then would stay routed.
+      const routed = this.routing.upstreamsOf(serviceId);
+      if (routed.length === 0) continue;
+      const asked = [...new Set([...routed, ...tasks.filter((t) => this.unanswered.has(t))])];
+      const answers = await Promise.all(
+        asked.map((endpoint) => {
+          const split = endpoint.lastIndexOf(':');
+          const host = endpoint.slice(0, split).replace(/^\[|\]$/g, '');
+          return this.runtime.health.tcp(host, Number(endpoint.slice(split + 1)), AbortSignal.timeout(timeoutMs)).catch(() => false);
+        }),
+      );
+      asked.forEach((endpoint, i) => (answers[i] ? this.unanswered.delete(endpoint) : this.unanswered.add(endpoint)));
+      // The route is still the one the last pass made from `tasks` (not a deployment's newer one): tasks back in it.
+      const sameTasks = routed.every((u) => tasks.includes(u));
+      const wanted = (sameTasks ? tasks : routed).filter((u) => !this.unanswered.has(u));
+      if (wanted.length === 0 || (wanted.length === routed.length && wanted.every((u, i) => u === routed[i]))) continue;
+      // Compared again with no await before the change: a deployment that switched the routes meanwhile wins.
+      const now = this.routing.upstreamsOf(serviceId);
+      if (now.length !== routed.length || !now.every((u, i) => u === routed[i])) continue;
+      const left = routed.filter((u) => !wanted.includes(u));
+      if (left.length) {
+        this.log('tasks that do not answer left the routes', { serviceId, endpoints: left });
+        this.short.add(serviceId);
+      }
+      this.routing.setUpstream(serviceId, wanted[0]!, wanted.slice(1));
+      await this.routing.reload();
+    }
+  }
+
+  /**
+   * Whether a service on the cluster is routed to fewer answering tasks than its replicas: the tasks Swarm starts in
+   * place of a lost node's are then routed by passes every few seconds (the runner's), not at the next 10-second one.
+   */
+  runningShort(): boolean {
+    return this.short.size > 0;
   }
 
   /**

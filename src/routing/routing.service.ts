@@ -72,6 +72,12 @@ export class RoutingService {
     return this.upstreams.get(serviceId) ?? null;
   }
 
+  /** Every upstream the service's route names now: its first, then its other replicas'. */
+  upstreamsOf(serviceId: string): string[] {
+    const first = this.upstreams.get(serviceId);
+    return first ? [first, ...(this.replicaUpstreams.get(serviceId) ?? [])] : [];
+  }
+
   /**
    * The upstreams of the last table the proxy took (empty until one was): a traffic slot among them
    * may still get requests, and stays open until a table without it is served.

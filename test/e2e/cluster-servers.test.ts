@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { request } from 'node:https';
 import { promisify } from 'node:util';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionDocker } from '../helpers/docker.js';
 import { expectErrorShape } from '../helpers/error-bodies.js';
@@ -13,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 import { BUSYBOX_SERVER } from '../helpers/replica-server.js';
 import { Load } from '../helpers/load.js';
+import { readSse } from '../helpers/sse.js';
 
 /*
  * Servers over real HTTP against a real cluster (issue 31, part A; docs/cluster.md): the platform
@@ -423,6 +426,110 @@ describe('servers on a real cluster', () => {
     serviceName = second.deployment.containerName!;
   }, 300_000);
 
+  it('loses a worker under load: failures end once its tasks leave the routes, its tasks run on the others within 30 s, the server shows down with an event', async () => {
+    const name = (
+      await cluster.docker('m', 'service', 'ls', '--filter', `label=slipway.service=${serviceId}`, '--format', '{{.Name}}')
+    ).trim();
+    const w1Address = cluster.node('w1').address;
+    /** The upstreams the hostname's route files name now (Caddy reads them per request). */
+    const routed = (): string[] => {
+      const root = path.join(server.dataDir, 'caddy-routes');
+      return readdirSync(root, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .flatMap((d) =>
+          ['_upstream', '_replicas'].flatMap((dir) => {
+            const at = path.join(root, d.name, dir, hostname);
+            return existsSync(at) ? readdirSync(at).map((f) => f.replace(/^\d+-/, '')) : [];
+          }),
+        );
+    };
+    expect(routed().filter((u) => u.startsWith(`${w1Address}:`))).toHaveLength(1);
+    const load = new Load(caddy.httpPort, hostname);
+    load.start();
+    const since: Record<string, number> = {};
+    let killedAt = 0;
+    try {
+      // A moment of load with every node up: nothing fails.
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(load.failures).toEqual([]);
+      killedAt = Date.now();
+      // The routes and the rest are watched while the kill's script runs (it takes seconds on a loaded machine).
+      const killed = cluster.kill('w1').then(
+        () => void (since['kill done'] = Date.now() - killedAt),
+        (error: Error) => error,
+      );
+      const deadline = killedAt + 60_000;
+      while (Date.now() < deadline && Object.keys(since).length < 5) {
+        const at = () => Date.now() - killedAt;
+        if (!since['server down'] && (await admin('GET', `/api/servers/${w1.id}`)).json.server?.state === 'down')
+          since['server down'] = at();
+        const upstreams = routed();
+        if (!since['routes without w1'] && upstreams.length > 0 && !upstreams.some((u) => u.startsWith(`${w1Address}:`)))
+          since['routes without w1'] = at();
+        const tasks = (
+          await cluster.docker('m', 'service', 'ps', name, '--filter', 'desired-state=running', '--format', '{{.Node}} {{.CurrentState}}')
+        )
+          .split('\n')
+          .filter((line) => / Running /.test(line));
+        if (!since['3 tasks on m and w2'] && tasks.length === 3 && tasks.every((line) => !line.startsWith('w1 ')))
+          since['3 tasks on m and w2'] = at();
+        if (
+          since['3 tasks on m and w2'] &&
+          !since['routes name the 3 tasks'] &&
+          upstreams.length === 3 &&
+          !upstreams.some((u) => u.startsWith(`${w1Address}:`))
+        )
+          since['routes name the 3 tasks'] = at();
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const failedKill = await killed;
+      if (failedKill) throw failedKill;
+      // Load on the new tasks alone for a while: none of it may fail.
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      await load.stop();
+    }
+    const sent = load.failedSentAt.map((t) => Math.round(t - killedAt)).sort((a, b) => a - b);
+    const figures = {
+      requests: load.total,
+      failed: load.failures.length,
+      // From the kill's call: the script freezes the node first, after its own start (slow on a loaded machine).
+      'failed requests sent (ms after the kill)': sent,
+      'first to last failed request sent (ms)': sent.length ? sent[sent.length - 1]! - sent[0]! : null,
+      ...Object.fromEntries(Object.entries(since).map(([k, v]) => [`${k} (ms after the kill)`, Math.round(v)])),
+    };
+    console.log(`cluster-servers: w1 lost under load: ${JSON.stringify(figures)}`, load.failures.slice(0, 10));
+    console.log(
+      server
+        .output()
+        .split('\n')
+        .filter((l) => /do not answer|check of the cluster|server down|reconcile failed/.test(l))
+        .slice(-8)
+        .join('\n'),
+    );
+    timings['w1 down after its kill'] = Math.round(since['server down'] ?? -1);
+    // The issue's bounds: the server down, every task running again on the other nodes within 30 s, and routed.
+    expect(since['server down'], server.output().slice(-3000)).toBeDefined();
+    expect(since['3 tasks on m and w2']).toBeLessThan(30_000);
+    expect(since['routes without w1']).toBeDefined();
+    expect(since['routes name the 3 tasks']).toBeLessThan(30_000);
+    // Only requests sent before the routes left w1 may fail; none sent after.
+    for (const at of load.failedSentAt) expect(at - killedAt).toBeLessThan(since['routes without w1']!);
+    expect(load.total).toBeGreaterThan(50);
+    // The event, recorded for the install: the event stream replays it.
+    const events = await readSse(`${server.url}/api/events/stream`, {
+      token: server.token,
+      headers: { 'last-event-id': '0' },
+      until: (f) => f.some((x) => x.event === 'event' && x.data.type === 'server.down' && JSON.stringify(x.data).includes(w1.id)),
+    });
+    expect(events.frames.some((x) => x.event === 'event' && x.data.type === 'server.down' && JSON.stringify(x.data).includes(w1.id))).toBe(
+      true,
+    );
+    // Back: the server ready again (it rejoins by itself).
+    await cluster.revive('w1');
+    await waitForServer(w1.id, (s) => s.state === 'ready', 60_000);
+  }, 240_000);
+
   it('drains a worker running a replica under load with no failed request: its task leaves the routes before Swarm moves it', async () => {
     // Not drained: refused.
     expectErrorShape(await admin('DELETE', `/api/servers/${w2Id}`), 409, 'remove before drain');
@@ -517,15 +624,6 @@ describe('servers on a real cluster', () => {
     const scoped = api(server.url, scopedKey);
     expectErrorShape(await scoped('GET', '/api/servers'), 403, 'project key reads servers');
     expectErrorShape(await scoped('POST', '/api/servers', { name: 'nope' }), 403, 'project key adds a server');
-  }, 180_000);
-
-  it('shows a worker whose machine is lost as down, and ready again when it is back', async () => {
-    await cluster.kill('w1');
-    const lost = performance.now();
-    await waitForServer(w1.id, (s) => s.state === 'down', 60_000);
-    timings['w1 down after its kill'] = Math.round(performance.now() - lost);
-    await cluster.revive('w1');
-    await waitForServer(w1.id, (s) => s.state === 'ready', 60_000);
   }, 180_000);
 });
 

@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 export class Load {
   total = 0;
   readonly failures: string[] = [];
+  /** When each failed request was sent (Date.now()), beside `failures`: which were sent before an incident's end. */
+  readonly failedSentAt: number[] = [];
   readonly versions = new Map<string, number>();
   /** The hosts (containers, tasks) that answered, with their counts. */
   readonly hosts = new Map<string, number>();
@@ -41,10 +43,12 @@ export class Load {
   private async loop(method: 'GET' | 'POST'): Promise<void> {
     while (this.running) {
       const body = method === 'POST' ? `order=${randomBytes(3).toString('hex')}` : '';
+      const sentAt = Date.now();
       const answer = await this.once(method, body);
       this.total++;
       const match = 'text' in answer ? /^version (\d+) (\S+) ?(.*)$/.exec(answer.text.trim()) : null;
       if ('error' in answer || answer.status !== 200 || !match || (match[3] ?? '') !== body) {
+        this.failedSentAt.push(sentAt);
         this.failedAt.push(Date.now());
         this.failures.push(`${method}: ${'error' in answer ? answer.error : `${answer.status} ${answer.text.slice(0, 120)}`}`);
         await new Promise((r) => setTimeout(r, 10));

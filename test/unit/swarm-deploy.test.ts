@@ -4,6 +4,7 @@ import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput } from '..
 import { DeploymentFailure } from '../../src/deployments/pipeline-context.js';
 import type { SwarmPath, SwarmRolloutInput, SwarmStarted } from '../../src/deployments/swarm-path.port.js';
 import { createRuntimeHarness, runnerSteps, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { until } from '../helpers/until.js';
 import { ClusterSwarmPath } from '../../src/cluster/swarm-path.js';
 import type { SwarmServiceEntry, SwarmServices } from '../../src/cluster/swarm-services.port.js';
 
@@ -161,6 +162,65 @@ describe('a service deployed before the cluster formed', () => {
     // On Swarm now: no second move.
     await h.runner.passNow();
     expect(await h.database.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])).toEqual([]);
+  });
+});
+
+describe("the platform's check of the tasks it routes to (a lost node's tasks leave the routes before Swarm marks it down)", () => {
+  let h: RuntimeHarness | undefined;
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  it('takes a task that does not answer out of the routes within health intervals, keeps it out of the passes, routes it again once it answers, and the task Swarm starts in its place within seconds', async () => {
+    const swarm = new FakeSwarmPath(() => null);
+    h = await createRuntimeHarness({
+      swarm,
+      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
+    });
+    const harness = h;
+    const route = () => harness.proxy.last?.find((r) => r.hostname === HOST);
+    const { queue, finished } = runnerSteps(() => harness, admin, 10_000);
+    await harness.runner.start();
+    const project = await harness.services.projects.create(admin, { name: 'Shop', description: '' });
+    const serviceId = (
+      await harness.services.serviceCreation.create(admin, project.id, {
+        name: 'web',
+        repoUrl: 'container-image',
+        containerImage: 'nginx:1.27',
+        internalPort: 80,
+        replicas: 2,
+      } as CreateServiceInput)
+    ).id;
+    harness.health.tcpOverride.set('10.0.1.1', true);
+    harness.health.tcpOverride.set('10.0.1.2', true);
+    expect((await finished(await queue(serviceId))).status).toBe('succeeded');
+    await harness.runner.reconcile();
+    expect(route()).toMatchObject({ upstream: '10.0.1.1:80', replicaUpstreams: ['10.0.1.2:80'] });
+
+    // Its node is lost: Swarm still lists the task as running.
+    harness.health.tcpOverride.set('10.0.1.2', false);
+    await until(() => route()?.upstream === '10.0.1.1:80' && !route()?.replicaUpstreams, 2_000, 'the task out of the routes');
+    await harness.runner.reconcile();
+    expect(route()).toMatchObject({ upstream: '10.0.1.1:80' });
+    expect(route()?.replicaUpstreams).toBeUndefined();
+
+    // Back: routed again without waiting for a pass.
+    harness.health.tcpOverride.set('10.0.1.2', true);
+    await until(() => route()?.replicaUpstreams?.[0] === '10.0.1.2:80', 2_000, 'the task back in the routes');
+
+    // Lost again, and Swarm starts a task in its place: routed by the passes that run while the service is short,
+    // not the 10-second one.
+    harness.health.tcpOverride.set('10.0.1.2', false);
+    await until(() => !route()?.replicaUpstreams, 2_000, 'the task out of the routes again');
+    harness.health.tcpOverride.set('10.0.1.3', true);
+    swarm.services.set([...swarm.services.keys()][0]!, ['10.0.1.1:80', '10.0.1.3:80']);
+    await until(() => route()?.replicaUpstreams?.[0] === '10.0.1.3:80', 5_000, 'the new task in the routes');
+    // None answering: all stay routed (the proxy's own retries decide, rather than a 503).
+    harness.health.tcpOverride.set('10.0.1.1', false);
+    harness.health.tcpOverride.set('10.0.1.3', false);
+    await new Promise((r) => setTimeout(r, 50));
+    await harness.runner.reconcile();
+    expect(route()).toMatchObject({ upstream: '10.0.1.1:80', replicaUpstreams: ['10.0.1.3:80'] });
   });
 });
 
