@@ -15,7 +15,6 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -24,7 +23,7 @@ import { waitForDeployment } from '../test/helpers/deployments.js';
 import { provisionDocker } from '../test/helpers/docker.js';
 import { startGitServer } from '../test/helpers/git-server.js';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
-import { startTestCluster, type TestCluster } from '../test/helpers/test-cluster.js';
+import { managerPlatformEnv, startTestCluster, type TestCluster } from '../test/helpers/test-cluster.js';
 import { median, recordRows, rowsTable, rssMb, TINY, type BenchRow } from './bench-support.js';
 import { runBench } from './run-bench.js';
 
@@ -50,18 +49,6 @@ function app(nonce: string, message: string): Record<string, string> {
     ].join('\n'),
     'www/index.html': `${message}\n`,
   };
-}
-
-/** A free port on `host` (the platform listens on the hub bridge's host address: the nodes reach it there). */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function ok(call: Call, method: string, path: string, body?: unknown): Promise<any> {
@@ -109,19 +96,13 @@ async function main(): Promise<void> {
     // Builds run on the manager: its base image is the manager's only, the workers pull each version from the registry.
     await cluster.loadImages(['busybox:1'], ['m']);
     caddy = await startCaddy();
-    const port = await freePort(cluster.hostAddress);
     server = await startServerProcess({
       ...caddy.platformEnv,
       BUILD_CONCURRENCY: '1',
       STOP_GRACE_SECONDS: '1',
       HEALTH_TIMEOUT_MS: '60000',
-      HOST: cluster.hostAddress,
-      PORT: String(port),
+      ...(await managerPlatformEnv(cluster)),
       GIT_BASE_URL: git.url,
-      DOCKER_SOCKET: cluster.manager.socket,
-      DOCKER_CERTS_DIR: `${cluster.dir}/nodes/m/etc/certs.d`,
-      SWARM_ADVERTISE_ADDR: cluster.manager.address,
-      CLUSTER_JOIN_URL: `http://${cluster.hostAddress}:${port}`,
       CLUSTER_MONITOR_INTERVAL_MS: '1000',
     });
     const pid = server.child.pid!;

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { request } from 'node:https';
 import { promisify } from 'node:util';
 import { existsSync, readdirSync } from 'node:fs';
@@ -12,7 +11,7 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
 import { deploy } from '../helpers/deployments.js';
 import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../helpers/caddy.js';
 import { randomBytes } from 'node:crypto';
-import { startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import { managerPlatformEnv, startTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 import { BUSYBOX_SERVER } from '../helpers/replica-server.js';
 import { Load } from '../helpers/load.js';
 import { readSse } from '../helpers/sse.js';
@@ -33,18 +32,6 @@ let caddy: CaddyProcess;
 let admin: ReturnType<typeof api>;
 let scopedKey: string;
 const timings: Record<string, number> = {};
-
-/** A free port on the host's address of the hub bridge: the platform listens there, the nodes reach it. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The user pastes the command on the new machine as root: here, in the node's network namespace. */
 async function runJoinCommand(node: string, command: string): Promise<{ code: number; output: string }> {
@@ -116,19 +103,13 @@ beforeAll(async () => {
   timings['cluster (engines, registry image)'] = Math.round(performance.now() - started);
   // The registry image is the manager's only: the nodes never need it.
   started = performance.now();
-  const port = await freePort(cluster.hostAddress);
   server = await startServerProcess({
     ...caddy.platformEnv,
     BUILD_CONCURRENCY: '1',
     // busybox's httpd, PID 1 of its task, ignores SIGTERM: a removed task is killed after this.
     STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: '60000',
-    HOST: cluster.hostAddress,
-    PORT: String(port),
-    DOCKER_SOCKET: cluster.manager.socket,
-    DOCKER_CERTS_DIR: `${cluster.dir}/nodes/m/etc/certs.d`,
-    SWARM_ADVERTISE_ADDR: cluster.manager.address,
-    CLUSTER_JOIN_URL: `http://${cluster.hostAddress}:${port}`,
+    ...(await managerPlatformEnv(cluster)),
     CLUSTER_MONITOR_INTERVAL_MS: '500',
     JOIN_TOKEN_TTL_SECONDS: '300',
   });

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
@@ -10,7 +9,7 @@ import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { readSse } from '../helpers/sse.js';
 import { OpenAiStandin } from '../standins/ai-standins.js';
-import { sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import { managerPlatformEnv, sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -29,17 +28,6 @@ let server: ServerProcess | undefined;
 let admin: ReturnType<typeof api>;
 let serviceId: string | undefined;
 let environmentId: string | undefined;
-
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The join command as a user runs it on the machine, as root: here in w1's network namespace. */
 async function runJoinCommand(c: TestCluster, node: string, command: string): Promise<void> {
@@ -80,19 +68,13 @@ beforeAll(async () => {
     await c.docker('w1', 'swarm', 'leave', '--force');
     await c.docker('m', 'node', 'rm', '--force', oldNode).catch(() => {});
   }
-  const port = await freePort(c.hostAddress);
   server = await startServerProcess({
     BUILD_CONCURRENCY: '1',
     STOP_GRACE_SECONDS: '1',
     HEALTH_TIMEOUT_MS: '60000',
     METRICS_INTERVAL_MS: '1000',
     RESOURCE_PREFIX: prefix,
-    HOST: c.hostAddress,
-    PORT: String(port),
-    DOCKER_SOCKET: c.manager.socket,
-    DOCKER_CERTS_DIR: `${c.dir}/nodes/m/etc/certs.d`,
-    SWARM_ADVERTISE_ADDR: c.manager.address,
-    CLUSTER_JOIN_URL: `http://${c.hostAddress}:${port}`,
+    ...(await managerPlatformEnv(c)),
     CLUSTER_MONITOR_INTERVAL_MS: '500',
   });
   admin = api(server.url, server.token);

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { get, request } from 'node:http';
 
-/** A free TCP port on 127.0.0.1 (closed again before it is returned). */
-export async function freePort(): Promise<number> {
+/** A free TCP port on `host` (closed again before it is returned). */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, host, () => {
       const port = (server.address() as { port: number }).port;
       server.close(() => resolve(port));
     });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './caddy.js';
 
 /**
  * A Docker Swarm of one manager and workers on this machine, for the cluster tests: each node is a
@@ -282,4 +283,20 @@ function alive(pid: number): boolean {
 export async function removeSharedTestCluster(runId: string): Promise<void> {
   const id = `run${runId}`.slice(0, 8);
   if (existsSync(`/tmp/slipway-cluster-${id}`)) await script(['down', id]);
+}
+
+/**
+ * What a platform started as `npm start` starts it needs to be the cluster's manager: its engine m's, listening on
+ * the hub bridge's host address (where the nodes reach it, for the join) on a free port there.
+ */
+export async function managerPlatformEnv(cluster: TestCluster): Promise<Record<string, string>> {
+  const port = await freePort(cluster.hostAddress);
+  return {
+    HOST: cluster.hostAddress,
+    PORT: String(port),
+    DOCKER_SOCKET: cluster.manager.socket,
+    DOCKER_CERTS_DIR: `${cluster.dir}/nodes/m/etc/certs.d`,
+    SWARM_ADVERTISE_ADDR: cluster.manager.address,
+    CLUSTER_JOIN_URL: `http://${cluster.hostAddress}:${port}`,
+  };
 }
