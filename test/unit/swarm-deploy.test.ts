@@ -74,21 +74,8 @@ describe('a deployment on the cluster: its own Swarm service, the routes switche
 
   it('starts the new service beside the serving one, routes to its tasks, and only then removes the earlier; a failure leaves it serving', async () => {
     swarm = new FakeSwarmPath(() => route());
-    h = await createRuntimeHarness({
-      swarm,
-      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
-    });
-    await h.runner.start();
-    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
-    const serviceId = (
-      await h.services.serviceCreation.create(admin, project.id, {
-        name: 'web',
-        repoUrl: 'container-image',
-        containerImage: 'nginx:1.27',
-        internalPort: 80,
-        replicas: 2,
-      } as CreateServiceInput)
-    ).id;
+    h = await swarmHarness(swarm);
+    const serviceId = await webService(h, 2);
 
     const first = await deploy(serviceId);
     expect(first.status, (await logs(first.id)).join('\n')).toBe('succeeded');
@@ -128,20 +115,8 @@ describe('a service deployed before the cluster formed', () => {
   it('moves to Swarm once the cluster runs services: the live image on the Swarm path (no build), the plain container stopped; asked once', async () => {
     const swarm = new FakeSwarmPath(() => h.proxy.last?.find((r) => r.hostname === HOST));
     swarm.activeNow = false;
-    h = await createRuntimeHarness({
-      swarm,
-      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
-    });
-    await h.runner.start();
-    const project = await h.services.projects.create(admin, { name: 'Shop', description: '' });
-    const serviceId = (
-      await h.services.serviceCreation.create(admin, project.id, {
-        name: 'web',
-        repoUrl: 'container-image',
-        containerImage: 'nginx:1.27',
-        internalPort: 80,
-      } as CreateServiceInput)
-    ).id;
+    h = await swarmHarness(swarm);
+    const serviceId = await webService(h, 1);
     const first = await finished(await queue(serviceId));
     expect(first.status).toBe('succeeded');
     expect(swarm.events).toEqual([]);
@@ -173,24 +148,11 @@ describe("the platform's check of the tasks it routes to (a lost node's tasks le
 
   it('takes a task that does not answer out of the routes within health intervals, keeps it out of the passes, routes it again once it answers, and the task Swarm starts in its place within seconds', async () => {
     const swarm = new FakeSwarmPath(() => null);
-    h = await createRuntimeHarness({
-      swarm,
-      config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
-    });
+    h = await swarmHarness(swarm);
     const harness = h;
     const route = () => harness.proxy.last?.find((r) => r.hostname === HOST);
     const { queue, finished } = runnerSteps(() => harness, admin, 10_000);
-    await harness.runner.start();
-    const project = await harness.services.projects.create(admin, { name: 'Shop', description: '' });
-    const serviceId = (
-      await harness.services.serviceCreation.create(admin, project.id, {
-        name: 'web',
-        repoUrl: 'container-image',
-        containerImage: 'nginx:1.27',
-        internalPort: 80,
-        replicas: 2,
-      } as CreateServiceInput)
-    ).id;
+    const serviceId = await webService(h, 2);
     harness.health.tcpOverride.set('10.0.1.1', true);
     harness.health.tcpOverride.set('10.0.1.2', true);
     expect((await finished(await queue(serviceId))).status).toBe('succeeded');
@@ -287,3 +249,20 @@ describe('a server being drained', () => {
     expect(await path.current(service)).toEqual({ replicas: 3, upstreams: ['10.0.0.2:30002'] });
   });
 });
+
+/** A runtime harness on the given fake cluster path, its runner started (fast health checks and drains). */
+async function swarmHarness(swarm: FakeSwarmPath): Promise<RuntimeHarness> {
+  const harness = await createRuntimeHarness({
+    swarm,
+    config: { rootDomain: 'apps.test', routing: { ...DEFAULT_PLATFORM_CONFIG.routing, healthIntervalMs: 10, drainTimeoutMs: 50 } },
+  });
+  await harness.runner.start();
+  return harness;
+}
+
+/** A project with one container-image web service of `replicas`; its id. */
+async function webService(harness: RuntimeHarness, replicas: number): Promise<string> {
+  const project = await harness.services.projects.create(admin, { name: 'Shop', description: '' });
+  const input = { name: 'web', repoUrl: 'container-image', containerImage: 'nginx:1.27', internalPort: 80, replicas };
+  return (await harness.services.serviceCreation.create(admin, project.id, input as CreateServiceInput)).id;
+}
