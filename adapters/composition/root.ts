@@ -46,6 +46,8 @@ import { SwarmClusterRuntime } from '../docker/swarm.cluster-runtime.js';
 import { DockerSwarmServices } from '../docker/swarm.services.js';
 import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
 import { ReplicaEngines } from '../docker/replica-engines.js';
+import { PlacedContainerEngine } from '../docker/placed.container-engine.js';
+import type { DockerOf } from '../databases/container-exec.js';
 import { joinScriptLoader } from '../docker/join-script.js';
 import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
 import { DockerContainerExits } from '../docker/docker.container-exits.js';
@@ -101,7 +103,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const mailer =
     !options.operatorOnly && config.accounts.smtpUrl ? new SmtpMailer(config.accounts.smtpUrl, config.accounts.mailFrom) : null;
-  const ports: UseCasePorts & { replicaEngines?: ReplicaEngines } = options.operatorOnly
+  const ports: UseCasePorts & { replicaEngines?: ReplicaEngines; placedEngine?: PlacedContainerEngine } = options.operatorOnly
     ? operatorPorts()
     : await runtimePorts(config, log, options.ownUrl ?? (() => ''), options.ownPort ?? (() => config.port));
   const databaseAdmin = ports.databases?.admin;
@@ -126,8 +128,22 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
     },
   );
   // Logs, metrics and terminals reach a service's tasks on any node once the cluster's pieces exist (docs/cluster.md).
-  if (ports.replicaEngines && useCases.replicaLocator && useCases.nodeEngines)
-    ports.replicaEngines.bind(useCases.replicaLocator, useCases.nodeEngines);
+  if (ports.replicaEngines && useCases.replicaLocator && useCases.nodeEngines) {
+    const replicaEngines = ports.replicaEngines;
+    // Databases run on the server holding their volume: their containers' calls go to its engine (docs/cluster.md).
+    const placed = ports.placedEngine;
+    if (placed && useCases.statefulPlacements) {
+      placed.bind(useCases.statefulPlacements, (nodeId) => replicaEngines.dockerOf(nodeId));
+      // The databases deployed before the cluster formed join their overlay networks then (and at each start, if one was missed).
+      const join = () =>
+        placed.joinOverlays().then((joined) => {
+          if (joined) log('databases joined their overlay networks', { joined });
+        });
+      useCases.clusterFormation?.onFormed(join);
+      void join().catch((error: Error) => log('databases could not join their overlay networks', { error: error.message }));
+    }
+    replicaEngines.bind(useCases.replicaLocator, useCases.nodeEngines, ports.placedEngine ?? null);
+  }
 
   return {
     database,
@@ -206,6 +222,7 @@ export async function composePlatform(config: AppConfig, options: ComposeOptions
       // The proxy keeps serving the loaded routes while the platform is down.
       await useCases.routing.stop();
       await ports.runtime?.forwarder.closeAll();
+      await ports.placedEngine?.closeTunnels();
       await databaseAdmin?.closeAll();
     },
     async close() {
@@ -244,22 +261,32 @@ async function runtimePorts(
   log: Log,
   ownUrl: () => string,
   ownPort: () => number,
-): Promise<UseCasePorts & { replicaEngines?: ReplicaEngines }> {
+): Promise<UseCasePorts & { replicaEngines?: ReplicaEngines; placedEngine?: PlacedContainerEngine }> {
   if (config.proxy.kind !== 'none') await enableListenerHandover(log);
   const docker = new Docker({ socketPath: config.dockerSocket });
   // Where a service's tasks run on the cluster and which engine reaches each; bound once the use cases exist.
   const replicaEngines = new ReplicaEngines(docker);
   const swarmServices = new DockerSwarmServices(docker);
   const engine = new DockerodeContainerEngine(docker);
+  // Deployments' containers: a database's go to the engine of the server holding its volume (bound below, in composePlatform).
+  const placedEngine = new PlacedContainerEngine(
+    engine,
+    docker,
+    config.platform.resourcePrefix,
+    config.platform.instanceId,
+    (host) => new TcpPortForwarder(host, host),
+  );
+  const dockerOfContainer = (containerId: string) => placedEngine.dockerOfContainer(containerId);
   const databaseAdmin = engineDatabaseAdmin();
   const git = new GitCliSource();
   return {
     proxy: reverseProxy(config, engine, log),
     replicaEngines,
+    placedEngine,
     runtimeLogs: new DockerRuntimeLogSource(docker, replicaEngines),
     portProbe: new NetPortProbe(),
     runtime: {
-      engine,
+      engine: placedEngine,
       git,
       forwarder: new TcpPortForwarder(),
       health: new NetHealthProbe(),
@@ -273,12 +300,12 @@ async function runtimePorts(
         : {}),
     },
     databases: { admin: databaseAdmin },
-    imports: { importer: dataImporter(docker) },
+    imports: { importer: dataImporter(dockerOfContainer) },
     tls: { issuer: new OpensslCertificateIssuer() },
     backups: {
       files: new DiskBackupFiles(config.platform.backups.dir),
       objectStores: (store) => new S3ObjectStore(store),
-      dump: new DockerExecDatabaseDump(docker),
+      dump: new DockerExecDatabaseDump(dockerOfContainer),
       drills: {
         scratch: new DockerScratchDatabases(docker, config.platform.instanceId, config.platform.resourcePrefix),
         // Volume tars and their drills run GNU tar in a helper of the Debian image the Go runtime uses (a setting).
@@ -301,7 +328,7 @@ async function runtimePorts(
     aiProviders: [new OpenAiProvider(), new AnthropicProvider()],
     containerStats: new DockerContainerStatsSource(docker, config.platform.instanceId, replicaEngines),
     ...(config.proxy.kind === 'none' ? {} : { requestLog: new CaddyRequestLogSource(path.join(config.proxy.accessLogDir, 'access.log')) }),
-    terminals: { engine: new DockerodeTerminalEngine(docker, replicaEngines) },
+    terminals: { engine: new DockerodeTerminalEngine(docker, replicaEngines, dockerOfContainer) },
     // Servers and the cluster: the local engine is the manager (docs/cluster.md).
     cluster: {
       runtime: new SwarmClusterRuntime(docker, config.platform.instanceId),
@@ -315,6 +342,15 @@ async function runtimePorts(
       }),
       joinScript: joinScriptLoader(),
       joinUrl: () => config.platform.cluster.joinUrl ?? `http://${config.platform.cluster.advertiseAddress}:${ownPort()}`,
+      leftVolumes: {
+        removeOn: (server, serviceId) =>
+          placedEngine.removeVolumesOn(
+            server.local || !server.swarmNodeId || !server.address
+              ? null
+              : { id: server.id, name: server.name, nodeId: server.swarmNodeId, address: server.address },
+            serviceId,
+          ),
+      },
     },
     events: {
       ...createNotifiers({
@@ -383,7 +419,7 @@ export function engineDatabaseAdmin(): EngineDatabaseAdmin {
 }
 
 /** PostgreSQL imports run in the service's container; Redis imports from here (the Redis adapter loads on first use). */
-function dataImporter(docker: Docker): DataImporter {
+function dataImporter(docker: DockerOf): DataImporter {
   const postgres = new DockerExecPostgresImporter(docker);
   return {
     importPostgres: (source, target, work) => postgres.importPostgres(source, target, work),

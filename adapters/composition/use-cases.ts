@@ -81,6 +81,7 @@ import { DatabaseTlsService } from '../../src/tls/database-tls.service.js';
 import { CertificateAuthority } from '../../src/tls/certificate-authority.js';
 import { createCluster, type ClusterOptions } from '../../src/cluster/cluster.js';
 import { ServiceMoves } from '../../src/cluster/service-move.js';
+import { DeploymentDatabaseMover } from '../../src/cluster/database-move.js';
 import type { SwarmPath } from '../../src/deployments/swarm-path.port.js';
 import { ControlPlane, type ProcessIdentity } from '../../src/jobs/control-plane.js';
 import { DatabaseCopy, type DiskUsage } from '../../src/backups/database-copy.js';
@@ -559,8 +560,14 @@ export function createUseCases(startupDeps: Omit<ServiceDeps, 'events'>, ports: 
     servers: cluster.servers,
     serverJoins: cluster.join,
     registry: cluster.registry,
-    // Moving a database between servers: its requests are checked; the job itself is not built yet (docs/cluster.md).
-    serviceMoves: new ServiceMoves(deps, null),
+    // Moving a database between servers: a deployment on the target that copies its volume there (docs/cluster.md).
+    serviceMoves: new ServiceMoves(
+      deps,
+      runtime && ports.cluster?.leftVolumes
+        ? new DeploymentDatabaseMover(deps, deployments, ports.cluster.leftVolumes, log ?? (() => {}))
+        : null,
+    ),
+    statefulPlacements: cluster.placements,
     notifications: events.notifications,
     eventStream: events.eventStream,
     audit: events.audit,

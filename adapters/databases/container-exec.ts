@@ -11,6 +11,17 @@ const CREATE_TIMEOUT_MS = 30_000;
 /** What `run` keeps of a command's stdout: the small answers of helper commands. */
 const OUTPUT_MAX = 1024 * 1024;
 
+/**
+ * The engine client that reaches a container: the platform's own, or (on the cluster) the engine of the server a
+ * database runs on (PlacedContainerEngine.dockerOfContainer).
+ */
+export type DockerOf = (containerId: string) => Docker;
+
+/** One engine for every container, or a lookup per container. */
+export function dockerOf(docker: Docker | DockerOf): DockerOf {
+  return typeof docker === 'function' ? docker : () => docker;
+}
+
 /** A command started in the container: its stdout, and how it ended (rejects with the tool's own message). */
 export interface ExecRun {
   stdout: Readable;

@@ -7,7 +7,7 @@ import { countMysql } from './mysql.database-counts.js';
 import { countPostgres } from './postgres.database-counts.js';
 import { countRedis } from './redis.database-counts.js';
 import { ClickHouseDump } from './clickhouse.database-dump.js';
-import { ContainerExec } from './container-exec.js';
+import { ContainerExec, dockerOf, type DockerOf } from './container-exec.js';
 import type { DumpFamily } from './dump-family.js';
 import { MongoDump } from './mongodb.database-dump.js';
 import { MysqlDump } from './mysql.database-dump.js';
@@ -29,25 +29,29 @@ const FAMILIES: Record<DumpTarget['engine'], DumpFamily> = {
  * (docs/backups.md, Engines). The bytes stream through; nothing holds a whole dump.
  */
 export class DockerExecDatabaseDump implements DatabaseDump {
-  constructor(private readonly docker: Docker) {}
+  private readonly docker: DockerOf;
+
+  constructor(docker: Docker | DockerOf) {
+    this.docker = dockerOf(docker);
+  }
 
   formatOf(engine: DumpTarget['engine']): BackupFormat | null {
     return FAMILIES[engine]?.format ?? null;
   }
 
   dump(target: DumpTarget, signal: AbortSignal, log: (line: string) => void): Promise<RunningDump> {
-    return this.family(target).dump(new ContainerExec(this.docker, target.containerId, signal, log), target.env);
+    return this.family(target).dump(new ContainerExec(this.docker(target.containerId), target.containerId, signal, log), target.env);
   }
 
   restore(target: DumpTarget, input: Readable, signal: AbortSignal, log: (line: string) => void): Promise<void> {
     return this.family(target)
-      .restore(new ContainerExec(this.docker, target.containerId, signal, log), target.env, input)
+      .restore(new ContainerExec(this.docker(target.containerId), target.containerId, signal, log), target.env, input)
       .finally(() => input.destroy());
   }
 
   /** The drills' check: each engine family counts with its own means (docs/backups.md, Restore drills). */
   count(target: CountTarget, signal: AbortSignal, log: (line: string) => void): Promise<EngineCounts> {
-    const exec = new ContainerExec(this.docker, target.containerId, signal, log);
+    const exec = new ContainerExec(this.docker(target.containerId), target.containerId, signal, log);
     switch (target.engine) {
       case 'postgres':
       case 'timescale':

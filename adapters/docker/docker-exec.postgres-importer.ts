@@ -17,10 +17,15 @@ const STDERR_TAIL = 20;
  * never its argv (which `ps` shows) or a log line; the restore logs in over TCP with the service's own.
  */
 export class DockerExecPostgresImporter {
-  constructor(private readonly docker: Docker) {}
+  /** The engine client of the target's container: the platform's own, or the server's a database runs on. */
+  private readonly docker: (containerId: string) => Docker;
+
+  constructor(docker: Docker | ((containerId: string) => Docker)) {
+    this.docker = typeof docker === 'function' ? docker : () => docker;
+  }
 
   async importPostgres(source: URL, target: ImportTarget, work: ImportWork): Promise<void> {
-    const container = this.docker.getContainer(target.containerId);
+    const container = this.docker(target.containerId).getContainer(target.containerId);
     const dumpEnv = sourceEnv(source, work.connectTimeoutMs);
     const restoreEnv = {
       PGHOST: '127.0.0.1',

@@ -184,7 +184,15 @@ export class DockerodeContainerEngine implements ContainerEngine {
     return found.filter((n) => n.Name === name);
   }
 
-  async runContainer(request: RunRequest): Promise<ContainerState> {
+  /**
+   * `published`: the container's port published on that address with a port the engine picks (how the platform
+   * reaches a database on another server). `beforeStart`: a step on the created container before it starts.
+   */
+  async runContainer(
+    request: RunRequest,
+    extra: { published?: { port: number; hostIp: string }; beforeStart?: (containerId: string) => Promise<void> } = {},
+  ): Promise<ContainerState> {
+    const published = extra.published;
     const container = await this.docker.createContainer({
       name: request.name,
       Image: request.image,
@@ -192,10 +200,12 @@ export class DockerodeContainerEngine implements ContainerEngine {
       ...(request.cmd ? { Cmd: request.cmd } : {}),
       Labels: request.labels,
       Tty: false,
+      ...(published ? { ExposedPorts: { [`${published.port}/tcp`]: {} } } : {}),
       HostConfig: {
         Init: true,
         RestartPolicy: { Name: 'no' },
         NetworkMode: request.network,
+        ...(published ? { PortBindings: { [`${published.port}/tcp`]: [{ HostIp: published.hostIp, HostPort: '' }] } } : {}),
         Mounts: request.volumes.map((v) => volumeMount(v, request.labels)),
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
         ...hostLimits(request.limits),
@@ -212,6 +222,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
       } as never);
     }
     if (request.files?.length) await this.putOwnedFiles(container, request.files, request.signal);
+    if (extra.beforeStart) await extra.beforeStart(container.id);
     await container.start({ abortSignal: timeout(request.signal) } as never);
     const state = await this.inspect(container.id);
     if (!state) throw new Error(`container ${request.name} vanished right after it started`);
@@ -412,6 +423,17 @@ export class DockerodeContainerEngine implements ContainerEngine {
       await container.remove({ force: true, v: true, abortSignal: timeout() } as never);
     } catch (error) {
       if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+    }
+  }
+
+  async connectNetwork(idOrName: string, network: string, aliases: string[]): Promise<void> {
+    try {
+      await this.docker
+        .getNetwork(network)
+        .connect({ Container: idOrName, EndpointConfig: { Aliases: aliases }, abortSignal: timeout() } as never);
+    } catch (error) {
+      // Joined already: what was asked for.
+      if (!/already exists|is already connected/i.test((error as Error).message)) throw error;
     }
   }
 

@@ -24,17 +24,19 @@ export class DockerodeTerminalEngine implements TerminalEngine {
     private readonly docker: Docker,
     /** The cluster's nodes' engines; without it, the local engine only. */
     private readonly replicas: ReplicaEngines | null = null,
+    /** The engine of a container the platform runs on another server (a database placed there); the platform's own otherwise. */
+    private readonly placed: ((containerId: string) => Docker) | null = null,
   ) {}
 
-  /** The engine that runs the container: the platform's own unless it is a task on another node. */
-  private async engineOf(nodeId: string | null | undefined): Promise<Docker> {
-    if (!nodeId) return this.docker;
+  /** The engine that runs the container: the platform's own unless it is a task on another node (or a database placed on one). */
+  private async engineOf(nodeId: string | null | undefined, containerId: string): Promise<Docker> {
+    if (!nodeId) return this.placed?.(containerId) ?? this.docker;
     if (!this.replicas) throw new Error('This platform reaches no other server\u2019s engine');
     return this.replicas.dockerOf(nodeId);
   }
 
   async resolveCommand(containerId: string, command: string, signal: AbortSignal, nodeId?: string | null): Promise<string | null> {
-    const container = (await this.engineOf(nodeId)).getContainer(containerId);
+    const container = (await this.engineOf(nodeId, containerId)).getContainer(containerId);
     let candidates: string[];
     if (command.startsWith('/')) candidates = [posix.normalize(command)];
     else if (command.includes('/')) return null;
@@ -73,7 +75,7 @@ export class DockerodeTerminalEngine implements TerminalEngine {
   }
 
   async exec(request: ExecRequest): Promise<TerminalProcess> {
-    const docker = await this.engineOf(request.nodeId);
+    const docker = await this.engineOf(request.nodeId, request.containerId);
     const container = docker.getContainer(request.containerId);
     // The host's PIDs are ours to signal only for a container on the platform's own engine.
     const local = docker === this.docker;

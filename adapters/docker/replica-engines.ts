@@ -8,6 +8,12 @@ export interface NodeEndpoints {
   endpointOf(nodeId: string): Promise<{ local: true } | { local: false; address: string; port: number; credentials: NodeCredentials }>;
 }
 
+/** The containers of databases the platform runs on other servers (PlacedContainerEngine), which are no Swarm tasks. */
+export interface StatefulContainers {
+  remoteContainerOf(serviceId: string, signal?: AbortSignal): Promise<{ containerId: string; nodeId: string; docker: Docker } | null>;
+  remoteContainers(signal?: AbortSignal): Promise<Array<{ serviceId: string; containerId: string; nodeId: string; docker: Docker }>>;
+}
+
 /** A replica and the engine client that reaches its container. */
 export interface ReplicaOnEngine {
   location: ReplicaLocation;
@@ -32,21 +38,44 @@ export class ReplicaEngines {
     private readonly connect: (address: string, port: number, credentials: NodeCredentials) => Docker = mtlsDocker,
   ) {}
 
-  bind(locator: ReplicaLocator, endpoints: NodeEndpoints): void {
+  bind(locator: ReplicaLocator, endpoints: NodeEndpoints, stateful: StatefulContainers | null = null): void {
     this.bound = { locator, endpoints };
+    this.stateful = stateful;
   }
 
-  /** The running tasks of a service on the cluster with their engines; null: plain containers on the local engine. */
+  private stateful: StatefulContainers | null = null;
+
+  /**
+   * The running tasks of a service on the cluster with their engines, or a database's container on the server that
+   * holds its volume; null: plain containers on the local engine.
+   */
   async tasksOf(serviceId: string, signal?: AbortSignal): Promise<ReplicaOnEngine[] | null> {
     if (!this.bound) return null;
     const tasks = await this.bound.locator.tasksOf(serviceId, signal);
-    return tasks ? this.withEngines(tasks) : null;
+    if (tasks) return this.withEngines(tasks);
+    const placed = await this.stateful?.remoteContainerOf(serviceId, signal);
+    return placed
+      ? [
+          {
+            location: { serviceId, deploymentId: null, containerId: placed.containerId, nodeId: placed.nodeId, taskId: '' },
+            docker: placed.docker,
+          },
+        ]
+      : null;
   }
 
   /** Every running task of this install's services on the cluster, with their engines (none on a single server). */
   async clusterTasks(signal?: AbortSignal): Promise<ReplicaOnEngine[]> {
     if (!this.bound) return [];
-    return this.withEngines(await this.bound.locator.clusterTasks(signal));
+    const tasks = await this.withEngines(await this.bound.locator.clusterTasks(signal));
+    const placed = (await this.stateful?.remoteContainers(signal).catch(() => [])) ?? [];
+    return [
+      ...tasks,
+      ...placed.map(({ serviceId, containerId, nodeId, docker }) => ({
+        location: { serviceId, deploymentId: null, containerId, nodeId, taskId: '' },
+        docker,
+      })),
+    ];
   }
 
   /** A swarm node's engine client. */

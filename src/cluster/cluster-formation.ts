@@ -30,6 +30,13 @@ export class ClusterFormation {
     private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
 
+  private readonly formedHooks: Array<() => Promise<unknown>> = [];
+
+  /** Runs once the cluster has formed (in this process), after the settings say so: a failure is logged. */
+  onFormed(hook: () => Promise<unknown>): void {
+    this.formedHooks.push(hook);
+  }
+
   formed(): Promise<FormedCluster | null> {
     return this.settings.formed();
   }
@@ -88,6 +95,8 @@ export class ClusterFormation {
     const formed: FormedCluster = { formedAt: now.toISOString(), managerNodeId: info.nodeId, advertiseAddress };
     await this.settings.setFormed(formed);
     this.startRegistry();
+    for (const hook of this.formedHooks)
+      void hook().catch((error: Error) => this.log('a step after forming the cluster failed', { error: error.message }));
     return formed;
   }
 

@@ -17,6 +17,8 @@ import { ClusterSwarmPath } from './swarm-path.js';
 import type { SwarmServices } from './swarm-services.port.js';
 import { SwarmReplicaLocator } from './replica-locator.js';
 import type { SwarmTaskReader } from './replica-locator.port.js';
+import type { LeftVolumes } from './database-move.js';
+import { StoredStatefulPlacements } from './stateful-placements.js';
 
 /** The cluster's adapters, as the composition root hands them over; without a runtime, servers can be read, not added. */
 export interface ClusterOptions {
@@ -34,6 +36,8 @@ export interface ClusterOptions {
   reroute?: () => Promise<void>;
   /** The cluster's running tasks: where logs, metrics and terminals find a service's replicas (SwarmReplicaLocator). */
   swarmTasks?: SwarmTaskReader;
+  /** A moved database's volumes left on its earlier server, removed once it serves from the new one. */
+  leftVolumes?: LeftVolumes;
 }
 
 const LOGGED_EVENTS = (log: (message: string, extra?: Record<string, unknown>) => void): ServerEvents => ({
@@ -73,7 +77,9 @@ export function createCluster(
   const swarm = runtime && options.swarmServices ? new ClusterSwarmPath(deps, runtime, settings, registry, options.swarmServices) : null;
   const replicas =
     options.swarmServices && options.swarmTasks ? new SwarmReplicaLocator(deps, settings, options.swarmServices, options.swarmTasks) : null;
-  return { servers, join, registry, formation, monitor, engines, swarm, replicas };
+  // Databases run on the server holding their volume; the engine adapter follows these placements.
+  const placements = options.swarmServices ? new StoredStatefulPlacements(deps, settings, options.swarmServices) : null;
+  return { servers, join, registry, formation, monitor, engines, swarm, replicas, placements };
 }
 
 export type Cluster = ReturnType<typeof createCluster>;

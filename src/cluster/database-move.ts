@@ -1,119 +1,102 @@
-import type { ServiceRecord } from '../domain/types.js';
+import type { DeploymentRecord, ServiceRecord } from '../domain/types.js';
+import { isTerminal } from '../domain/deployment-state.js';
+import { ConflictError } from '../domain/errors.js';
 import type { ServiceDeps } from '../platform/deps.js';
 import type { ServerRecord } from './server.records.js';
 import type { DatabaseMover } from './service-move.js';
 
-/** The service's container and volume made on the target server, before the switch. */
-export interface MovedContainer {
-  serverId: string;
-  containerId: string;
+/** What a move needs of deployments: the live deployment's image run again, as a deployment of its own (no build). */
+export interface MoveDeployments {
+  /** Queues it with `firstLine` as its log's first line; null when nothing went live yet (nothing to move). */
+  redeployLive(serviceId: string, firstLine: string): Promise<DeploymentRecord | null>;
 }
 
-/**
- * What moving a database needs of the runtime, step by step; the adapters reach each server's engine
- * through NodeEngines (mutual TLS for the nodes). Every step takes the move's AbortSignal.
- */
-export interface MoveRuntime {
-  /** Its container and an empty volume on `to`, started and answering; nothing routes to it yet. */
-  prepare(service: ServiceRecord, to: ServerRecord, signal: AbortSignal): Promise<MovedContainer>;
-  /** Stops the container on `from` (the downtime starts: nothing is written after the copy's dump). */
-  quiesce(service: ServiceRecord, from: ServerRecord, signal: AbortSignal): Promise<void>;
-  /** The data copied through the backup path: a dump of `from`'s, restored into the new container. */
-  copy(
-    service: ServiceRecord,
-    from: ServerRecord,
-    target: MovedContainer,
-    signal: AbortSignal,
-    log: (line: string) => void,
-  ): Promise<{ bytes: number }>;
-  /** Routes, endpoints and the host port forwarder name the new container. */
-  switchTo(service: ServiceRecord, target: MovedContainer, signal: AbortSignal): Promise<void>;
-  /** A failure before the switch: the old container starts again, as it was. */
-  resume(service: ServiceRecord, from: ServerRecord, signal: AbortSignal): Promise<void>;
-  /** A failure before the switch: the new container and its volume go. */
-  discard(service: ServiceRecord, target: MovedContainer): Promise<void>;
-  /** After the switch: the old container and its volume go. */
-  retire(service: ServiceRecord, from: ServerRecord): Promise<void>;
+/** The data volumes a move leaves on the earlier server, once the service serves from the new one. */
+export interface LeftVolumes {
+  /** Removes the service's volumes on that server (the platform's own for the local one); resolves with their names. */
+  removeOn(server: ServerRecord, serviceId: string): Promise<string[]>;
 }
 
-/** Where a move's lines go (the service's job log). */
-export type MoveLog = (service: ServiceRecord) => { write(line: string): void };
-
-/** How long a whole move may take before it is given up (the old container serves again). */
-const MOVE_TIMEOUT_MS = 60 * 60 * 1000;
+/** How long a move is followed: a deployment has ended long before (its own timeouts), this only bounds the wait. */
+const FOLLOW_TIMEOUT_MS = 3 * 60 * 60_000;
+const FOLLOW_POLL_MS = 500;
 
 /**
- * Moves a database or storage instance to another server with the least downtime the copy allows: the
- * new container starts first, beside the old one; then the old one stops, its data is copied (dump,
- * restore), the routes switch and the new server is recorded as holding it; only then does the old
- * container go. The downtime (the old one stopped until the switch) is written to the log. A failure
- * before the switch starts the old one again and removes the new: the database stays where it was.
+ * Moves a database or storage instance to another server as a deployment (docs/cluster.md, "Moving a database"):
+ * the service is placed on the target, then its live image is deployed again. A database's deployment stops the
+ * earlier server first (one server per volume), so the engine adapter finds the volume missing on the target
+ * and copies it there from the stopped container before the new one starts; the readiness check, the switch of
+ * the host port and the removal of the earlier container are the deployment's own, and its log states the
+ * downtime ("unavailable for ... ms"). A deployment that fails starts the earlier container again, and the
+ * placement goes back; once one succeeds, the volume left on the earlier server is removed.
  */
-export class DatabaseMoveJob implements DatabaseMover {
+export class DeploymentDatabaseMover implements DatabaseMover {
   private readonly moving = new Set<string>();
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly runtime: MoveRuntime,
-    private readonly logOf: MoveLog,
+    private readonly deployments: MoveDeployments,
+    private readonly volumes: LeftVolumes,
+    private readonly log: (message: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
 
-  /** Whether a move of this service is under way (a second one is refused). */
   busy(serviceId: string): boolean {
     return this.moving.has(serviceId);
   }
 
-  async start(service: ServiceRecord, from: ServerRecord, to: ServerRecord): Promise<void> {
-    if (this.moving.has(service.id)) throw new Error(`${service.name} is being moved already`);
+  async start(service: ServiceRecord, from: ServerRecord, to: ServerRecord): Promise<{ deploymentId: string }> {
+    if (this.moving.has(service.id)) throw new ConflictError(`${service.name} is being moved already`, { reason: 'moving' });
+    const underway = await this.deps.store.deployments.listOfServiceByStatus(service.id, ['queued', 'running']);
+    if (underway.length > 0)
+      throw new ConflictError(`${service.name} has a deployment under way (${underway[0]!.id}): move it once that one ended`, {
+        reason: 'deploying',
+        deploymentId: underway[0]!.id,
+      });
     this.moving.add(service.id);
-    // The request answers at once; the move runs on (its outcome is in the log).
-    void this.run(service, from, to, AbortSignal.timeout(MOVE_TIMEOUT_MS))
-      .catch(() => {})
-      .finally(() => this.moving.delete(service.id));
-  }
-
-  /** The move itself; resolves when it is done or undone (the log says which), rejects with the reason of a failure. */
-  async run(service: ServiceRecord, from: ServerRecord, to: ServerRecord, signal: AbortSignal): Promise<void> {
-    const log = this.logOf(service);
-    const clock = this.deps.clock;
-    log.write(`Moving ${service.name} from ${from.name} to ${to.name}`);
-    let target: MovedContainer | null = null;
-    let stoppedAt: Date | null = null;
     try {
-      log.write(`Starting its container and volume on ${to.name}`);
-      target = await this.runtime.prepare(service, to, signal);
-      stoppedAt = clock.now();
-      log.write(`Stopping it on ${from.name}: the downtime starts`);
-      await this.runtime.quiesce(service, from, signal);
-      const { bytes } = await this.runtime.copy(service, from, target, signal, (line) => log.write(line));
-      log.write(`Copied ${bytes} bytes to ${to.name}`);
-      await this.runtime.switchTo(service, target, signal);
-      await this.deps.store.servers.place(service.id, to.id, clock.now());
+      await this.deps.store.servers.place(service.id, to.id, this.deps.clock.now());
+      const deployment = await this.deployments.redeployLive(
+        service.id,
+        `Moving ${service.name} from ${from.name} to ${to.name}: its live image runs on ${to.name}, its volume copied there while the server on ${from.name} is stopped (the downtime is stated below)`,
+      );
+      if (!deployment) {
+        await this.placeBack(service, from);
+        throw new ConflictError(`${service.name} has never been deployed: there is nothing to move yet`, { reason: 'not_deployed' });
+      }
+      void this.follow(service, from, to, deployment.id).finally(() => this.moving.delete(service.id));
+      return { deploymentId: deployment.id };
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      log.write(`The move failed: ${reason}`);
-      if (target)
-        await this.runtime.discard(service, target).catch((e: Error) => log.write(`The new container could not be removed: ${e.message}`));
-      if (stoppedAt)
-        await this.runtime
-          .resume(service, from, AbortSignal.timeout(120_000))
-          .then(() => log.write(`${service.name} serves from ${from.name} again (down ${seconds(stoppedAt!, clock.now())} s)`))
-          .catch((e: Error) => log.write(`It could not be started again on ${from.name}: ${e.message}`));
-      else log.write(`${service.name} stays on ${from.name}; it was not stopped`);
+      this.moving.delete(service.id);
       throw error;
     }
-    const servedAt = clock.now();
-    log.write(
-      `Downtime: ${seconds(stoppedAt, servedAt)} s (stopped on ${from.name} at ${stoppedAt.toISOString()}, served from ${to.name} at ${servedAt.toISOString()})`,
-    );
-    await this.runtime
-      .retire(service, from)
-      .then(() => log.write(`Removed its container and volume on ${from.name}`))
-      .catch((e: Error) => log.write(`Its old container or volume on ${from.name} could not be removed: ${e.message}`));
-    log.write(`${service.name} now lives on ${to.name}`);
   }
-}
 
-function seconds(from: Date, to: Date): string {
-  return ((to.getTime() - from.getTime()) / 1000).toFixed(1);
+  /** The deployment's end decides: succeeded, the earlier volume goes; anything else, the placement goes back. */
+  private async follow(service: ServiceRecord, from: ServerRecord, to: ServerRecord, deploymentId: string): Promise<void> {
+    const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
+    let deployment = await this.deps.store.deployments.get(deploymentId);
+    while (deployment && !isTerminal(deployment.status) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+      deployment = await this.deps.store.deployments.get(deploymentId);
+    }
+    if (deployment?.status === 'succeeded') {
+      const removed = await this.volumes.removeOn(from, service.id).catch((error: Error) => {
+        this.log('a moved database\u2019s earlier volume could not be removed', {
+          serviceId: service.id,
+          server: from.name,
+          error: error.message,
+        });
+        return [];
+      });
+      this.log('database moved', { serviceId: service.id, from: from.name, to: to.name, deploymentId, removedVolumes: removed });
+      return;
+    }
+    if (deployment && !isTerminal(deployment.status)) return;
+    await this.placeBack(service, from);
+    this.log('database move failed: it stays where it was', { serviceId: service.id, from: from.name, to: to.name, deploymentId });
+  }
+
+  private async placeBack(service: ServiceRecord, from: ServerRecord): Promise<void> {
+    await this.deps.store.servers.place(service.id, from.id, this.deps.clock.now());
+  }
 }

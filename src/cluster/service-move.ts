@@ -20,18 +20,21 @@ export const serviceMoveView = z
     serviceId: z.string(),
     from: serverRef,
     to: serverRef,
+    deploymentId: z.string().meta({
+      description: 'The deployment that carries the move: its log (GET /api/deployments/{id}/logs) states each step and the downtime',
+    }),
   })
-  .meta({ id: 'ServiceMove', description: 'A move under way: its steps and the downtime are written to the service\u2019s log' });
+  .meta({ id: 'ServiceMove', description: 'A move under way, as a deployment of the live image on the target server' });
 export type ServiceMoveView = z.infer<typeof serviceMoveView>;
 
 /**
- * The job that moves a stateful service's volume and container from one server to another: a backup
- * through the backup path, the container and volume made on the target's engine, the restore, the
- * switch of routes and ports, the old container's removal, the downtime logged. Null: not built yet.
+ * What moves a stateful service's volume and container from one server to another (DeploymentDatabaseMover):
+ * a deployment on the target that copies the volume from the stopped earlier server. Null: this platform
+ * runs no engine (its use cases' tests).
  */
 export interface DatabaseMover {
-  /** Starts the move and resolves once it runs (its outcome goes to the log). */
-  start(service: ServiceRecord, from: ServerRecord, to: ServerRecord): Promise<void>;
+  /** Starts the move and resolves with the deployment that carries it (its log tells the steps and the downtime). */
+  start(service: ServiceRecord, from: ServerRecord, to: ServerRecord): Promise<{ deploymentId: string }>;
   /** Whether a move of this service is under way. */
   busy(serviceId: string): boolean;
 }
@@ -73,12 +76,25 @@ export class ServiceMoves {
         serverId: from.id,
       });
     if (!this.mover)
+      throw new NotSupportedError('This platform runs no container engine: nothing can be moved', { reason: 'move_not_built' });
+    if (service.source.kind === 'storage')
       throw new NotSupportedError(
-        'Moving a database between servers is not built yet: it stays on the server that holds its volume (docs/cluster.md)',
-        { reason: 'move_not_built' },
+        'A storage instance stays on the server that runs the platform: its backups read its volume there (docs/cluster.md)',
+        { reason: 'storage_move_not_built' },
+      );
+    if ((await this.deps.store.pitr.getSettings(service.id))?.enabled)
+      throw new ConflictError(
+        `${service.name} has point-in-time recovery on: its WAL is shipped from the server that runs the platform. Turn it off (PUT .../pitr) to move it`,
+        { reason: 'pitr_enabled' },
       );
     if (this.mover.busy(service.id)) throw new ConflictError(`${service.name} is being moved already`, { reason: 'moving' });
-    await this.mover.start(service, from, to);
-    return { accepted: true, serviceId: service.id, from: { id: from.id, name: from.name }, to: { id: to.id, name: to.name } };
+    const { deploymentId } = await this.mover.start(service, from, to);
+    return {
+      accepted: true,
+      serviceId: service.id,
+      from: { id: from.id, name: from.name },
+      to: { id: to.id, name: to.name },
+      deploymentId,
+    };
   }
 }

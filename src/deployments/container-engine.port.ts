@@ -36,6 +36,10 @@ export interface RunRequest {
   /** What the container may use and is promised (the service's resources); none: no limit. */
   limits?: ContainerLimits;
   signal: AbortSignal;
+  /** The port it serves on (the service's internal port): published where the platform cannot reach its address. */
+  port?: number;
+  /** Where the engine's own steps are told (an image or a data volume brought from another server): the deployment's log. */
+  log?: (line: string) => void;
 }
 
 export interface DaemonRequest {
@@ -114,6 +118,8 @@ export interface ContainerEngine {
   /** Names of volumes starting with `prefix` (a service's named volumes, removed with it). */
   listVolumes?(prefix: string): Promise<string[]>;
   removeNetwork(name: string): Promise<void>;
+  /** Joins a running container to another network too, reachable there by `aliases` (idempotent). */
+  connectNetwork?(idOrName: string, network: string, aliases: string[]): Promise<void>;
 }
 
 /** Labels on what the platform creates, so it finds (and cleans up) its own and never another install's. */

@@ -145,6 +145,8 @@ export class ContainerLaunch {
         ...(files.length > 0 ? { files } : {}),
         limits: containerLimitsOf(service),
         signal: ctx.signal,
+        port: service.internalPort,
+        log: (line) => log.write(line),
       });
     } catch (error) {
       throwIfAborted(ctx.signal);

@@ -105,12 +105,26 @@ export class DeploymentService implements JobQueue<DeploymentRecord>, Deployment
     const service = await this.deps.store.projects.getService(serviceId);
     if (!service || service.replicas === 0) return null;
     if ((await this.deps.store.deployments.listOfServiceByStatus(serviceId, ['queued', 'running'])).length > 0) return null;
+    return this.redeployLive(
+      serviceId,
+      (live) =>
+        `Moving ${service.name} to the cluster: the image of its live deployment ${live.id} runs as a Swarm service (no build); its containers on the manager stop once the tasks serve`,
+    );
+  }
+
+  /**
+   * The live deployment's image run again as a deployment of its own (no build): what moves a service, to the
+   * cluster or a database to another server. Null when nothing went live (or its image is not kept).
+   */
+  async redeployLive(serviceId: string, firstLine: string | ((live: DeploymentRecord) => string)): Promise<DeploymentRecord | null> {
+    const service = await this.deps.store.projects.getService(serviceId);
+    if (!service) return null;
     const live = (await this.deps.store.deployments.listLive(serviceId, 1))[0];
     if (!live?.imageTag) return null;
     return this.enqueueRecord(
       serviceId,
       { trigger: 'rollback', rollbackOf: live.id, commitSha: live.commitSha, origin: null },
-      `Moving ${service.name} to the cluster: the image of its live deployment ${live.id} runs as a Swarm service (no build); its containers on the manager stop once the tasks serve`,
+      typeof firstLine === 'string' ? firstLine : firstLine(live),
       newId(),
       service,
     );

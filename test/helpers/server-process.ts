@@ -52,10 +52,14 @@ export interface ServerProcess {
 export async function startServerProcess(
   env: Record<string, string> = {},
   reuse?: { dataDir: string; token: string },
+  /** `argvPrefix`: what the platform runs under (nsenter into a test node's network namespace: the manager's host). */
+  options: { argvPrefix?: string[] } = {},
 ): Promise<ServerProcess> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'));
   const token = reuse?.token ?? `boot_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, startArgs(), {
+  const prefix = options.argvPrefix ?? [];
+  // nsenter enters the namespace and execs node in its own process: signals reach the platform itself.
+  const child = spawn(prefix[0] ?? process.execPath, [...prefix.slice(1), ...(prefix.length ? [process.execPath] : []), ...startArgs()], {
     cwd: ROOT,
     // The runner is paused unless a test asks for it: API tests keep deployments queued.
     // No proxy unless a test brings one: a default install would start a Caddy container on ports 80 and 443.

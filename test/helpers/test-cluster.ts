@@ -289,6 +289,24 @@ export async function removeSharedTestCluster(runId: string): Promise<void> {
  * What a platform started as `npm start` starts it needs to be the cluster's manager: its engine m's, listening on
  * the hub bridge's host address (where the nodes reach it, for the join) on a free port there.
  */
+/**
+ * A platform run on the manager's host itself: in m's network namespace (startServerProcess's `argvPrefix`), so it
+ * reaches the plain containers of m's engine (a database's) as production's platform reaches its host's; it listens
+ * on m's address, which the tests and the joining nodes reach, and its join URL is that address and its own port.
+ */
+export function managerHostPlatform(cluster: TestCluster): { env: Record<string, string>; argvPrefix: string[] } {
+  return {
+    env: {
+      HOST: cluster.manager.address,
+      PORT: '0',
+      DOCKER_SOCKET: cluster.manager.socket,
+      DOCKER_CERTS_DIR: `${cluster.dir}/nodes/m/etc/certs.d`,
+      SWARM_ADVERTISE_ADDR: cluster.manager.address,
+    },
+    argvPrefix: cluster.joinEnvironment('m').argvPrefix,
+  };
+}
+
 export async function managerPlatformEnv(cluster: TestCluster): Promise<Record<string, string>> {
   const port = await freePort(cluster.hostAddress);
   return {

@@ -157,7 +157,7 @@ describe('/api/services/{serviceId}/move', () => {
       availability: 'drain',
     });
     await api.servers.update({ id: pending.id, availability: 'active' });
-    // Everything holds: the job is what is not built yet, said as such.
+    // Everything holds: this harness gives the platform no way to remove a moved database's earlier volume, so it moves nothing and says so (the move itself: test/unit/database-move.test.ts, test/e2e/cluster-databases.test.ts).
     const unbuilt = await errorOf(api.services.move({ serviceId: db.id, serverId: pending.id }));
     expect(unbuilt).toMatchObject({ code: 'UNPROCESSABLE_CONTENT', error: 'not_supported' });
     expect(unbuilt.body.details).toMatchObject({ reason: 'move_not_built' });

@@ -1,76 +1,79 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DatabaseMoveJob, type MovedContainer, type MoveRuntime } from '../../src/cluster/database-move.js';
+import { DeploymentDatabaseMover, type LeftVolumes, type MoveDeployments } from '../../src/cluster/database-move.js';
 import type { ServerRecord } from '../../src/cluster/server.records.js';
 import { ServiceMoves } from '../../src/cluster/service-move.js';
-import type { ServiceRecord } from '../../src/domain/types.js';
+import type { DeploymentRecord, ServiceRecord } from '../../src/domain/types.js';
+import type { DeploymentStatus } from '../../src/domain/deployment-state.js';
 import type { ServiceDeps } from '../../src/platform/deps.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { admin, database, rejection } from '../helpers/unit-harness.js';
 
 /*
- * The move of a database between servers (src/cluster/database-move.ts) over a fake of its runtime:
- * the order of the steps, the new server recorded only after the switch, the downtime in the log, and a
- * failure before the switch leaving the database where it was.
+ * The move of a database between servers (src/cluster/database-move.ts) over fakes of its deployments and of the
+ * volumes it leaves: placed on the target before its deployment runs, the earlier volume removed once that
+ * deployment succeeded, the placement put back when it fails, and the refusals.
  */
 let h: Harness;
 let now: Date;
-let steps: string[];
-let lines: string[];
-let failAt: string | null;
 let local: ServerRecord;
 let worker: ServerRecord;
 let orders: ServiceRecord;
+/** The fake deployments: each one's status, as a test moves it. */
+let deployments: Map<string, DeploymentRecord>;
+let firstLines: string[];
+let removed: Array<{ server: string; serviceId: string }>;
+let live: boolean;
+let placedAtDeploy: string | null | undefined;
 
-class FakeMoveRuntime implements MoveRuntime {
-  private step(name: string): void {
-    steps.push(name);
-    if (failAt === name) throw new Error(`${name} went wrong`);
-  }
-  async prepare(_s: ServiceRecord, to: ServerRecord): Promise<MovedContainer> {
-    this.step('prepare');
-    return { serverId: to.id, containerId: 'new-container' };
-  }
-  async quiesce(): Promise<void> {
-    this.step('quiesce');
-  }
-  async copy(_s: ServiceRecord, _f: ServerRecord, _t: MovedContainer, _signal: AbortSignal, log: (line: string) => void) {
-    this.step('copy');
-    log('pg_restore: done');
-    // The dump and the restore take 3 s of the downtime.
-    now = new Date(now.getTime() + 3_000);
-    return { bytes: 2048 };
-  }
-  async switchTo(): Promise<void> {
-    this.step('switch');
-    // What the store holds while the routes switch: still the old server.
-    steps.push(`placed:${(await h.database.store.servers.placementOf(orders.id))?.serverId ?? 'none'}`);
-  }
-  async resume(): Promise<void> {
-    this.step('resume');
-  }
-  async discard(): Promise<void> {
-    this.step('discard');
-  }
-  async retire(): Promise<void> {
-    this.step('retire');
-  }
+const fakeDeployments: MoveDeployments = {
+  async redeployLive(serviceId, firstLine) {
+    if (!live) return null;
+    placedAtDeploy = (await h.database.store.servers.placementOf(serviceId))?.serverId ?? null;
+    const id = `move${deployments.size}`;
+    const record = { id, serviceId, status: 'queued' } as DeploymentRecord;
+    deployments.set(id, record);
+    firstLines.push(typeof firstLine === 'string' ? firstLine : '');
+    return record;
+  },
+};
+
+const volumes: LeftVolumes = {
+  async removeOn(server, serviceId) {
+    removed.push({ server: server.name, serviceId });
+    return [`slipway-${serviceId}-data`];
+  },
+};
+
+function finish(id: string, status: DeploymentStatus): void {
+  deployments.set(id, { ...deployments.get(id)!, status });
 }
 
-/** What the move reads and writes: the store and the clock. */
+/** The real store for servers and placements; the fake deployments for what the move runs. */
 function deps(): ServiceDeps {
-  return { store: h.database.store, clock: { now: () => new Date(now) } } as ServiceDeps;
+  const store = h.database.store;
+  const deploymentsView = {
+    get: async (id: string) => deployments.get(id) ?? null,
+    listOfServiceByStatus: async (serviceId: string, statuses: DeploymentStatus[]) =>
+      [...deployments.values()].filter((d) => d.serviceId === serviceId && statuses.includes(d.status)),
+  };
+  return {
+    store: new Proxy(store, { get: (target, key) => (key === 'deployments' ? deploymentsView : Reflect.get(target, key)) }),
+    clock: { now: () => new Date(now) },
+  } as unknown as ServiceDeps;
 }
 
-function job(): DatabaseMoveJob {
-  return new DatabaseMoveJob(deps(), new FakeMoveRuntime(), () => ({ write: (line) => lines.push(line) }));
+function mover(): DeploymentDatabaseMover {
+  return new DeploymentDatabaseMover(deps(), fakeDeployments, volumes);
 }
 
 beforeEach(async () => {
   now = new Date('2026-11-29T08:00:00.000Z');
   h = await createHarness({ clock: { now: () => new Date(now) } });
-  steps = [];
-  lines = [];
-  failAt = null;
+  deployments = new Map();
+  firstLines = [];
+  removed = [];
+  live = true;
+  placedAtDeploy = undefined;
   local = await h.services.servers.ensureLocal();
   worker = await h.database.store.servers.insert({
     ...local,
@@ -92,59 +95,53 @@ afterEach(async () => {
 });
 
 describe('moving a database', () => {
-  it('starts the new one first, stops the old, copies, switches, records the new server, then removes the old; logs the downtime', async () => {
-    await job().run(orders, local, worker, AbortSignal.timeout(5_000));
-    expect(steps).toEqual(['prepare', 'quiesce', 'copy', 'switch', 'placed:none', 'retire']);
-    expect((await h.database.store.servers.placementOf(orders.id))?.serverId).toBe(worker.id);
+  it('places it on the target, then deploys its live image there; once that succeeds the earlier volume goes', async () => {
+    const moves = mover();
+    const { deploymentId } = await moves.start(orders, local, worker);
+    expect(placedAtDeploy).toBe(worker.id);
+    expect(firstLines[0]).toMatch(new RegExp(`^Moving orders from ${local.name} to worker-1: `));
+    expect(moves.busy(orders.id)).toBe(true);
     expect((await h.services.serviceReader.get(admin, orders.id)).server).toMatchObject({ id: worker.id, name: 'worker-1' });
-    expect(lines).toContain('pg_restore: done');
-    expect(lines).toContain(
-      `Downtime: 3.0 s (stopped on ${local.name} at 2026-11-29T08:00:00.000Z, served from worker-1 at 2026-11-29T08:00:03.000Z)`,
-    );
-    expect(lines.at(-1)).toBe('orders now lives on worker-1');
+    finish(deploymentId, 'succeeded');
+    await expect.poll(() => removed, { timeout: 5_000 }).toEqual([{ server: local.name, serviceId: orders.id }]);
+    await expect.poll(() => moves.busy(orders.id)).toBe(false);
+    expect((await h.database.store.servers.placementOf(orders.id))?.serverId).toBe(worker.id);
   });
 
-  it('a copy that fails starts the old one again and removes the new: the database stays where it was', async () => {
-    failAt = 'copy';
-    expect(await rejection(job().run(orders, local, worker, AbortSignal.timeout(5_000)))).toMatchObject({ message: 'copy went wrong' });
-    expect(steps).toEqual(['prepare', 'quiesce', 'copy', 'discard', 'resume']);
-    expect(await h.database.store.servers.placementOf(orders.id)).toBeNull();
-    expect(lines).toContain('The move failed: copy went wrong');
-    expect(lines.at(-1)).toMatch(/^orders serves from .+ again \(down 0\.0 s\)$/);
+  it('a deployment that fails puts the placement back and removes nothing', async () => {
+    const moves = mover();
+    const { deploymentId } = await moves.start(orders, local, worker);
+    finish(deploymentId, 'failed');
+    await expect.poll(async () => (await h.database.store.servers.placementOf(orders.id))?.serverId, { timeout: 5_000 }).toBe(local.id);
+    await expect.poll(() => moves.busy(orders.id)).toBe(false);
+    expect(removed).toEqual([]);
   });
 
-  it('a target that does not start leaves the old one untouched', async () => {
-    failAt = 'prepare';
-    await rejection(job().run(orders, local, worker, AbortSignal.timeout(5_000)));
-    expect(steps).toEqual(['prepare']);
-    expect(lines.at(-1)).toBe(`orders stays on ${local.name}; it was not stopped`);
-  });
-
-  it('through the request: accepted at once with where from and to; a second move while one runs is a 409', async () => {
-    let release: () => void = () => {};
-    failAt = null;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
+  it('refuses while a deployment of it is under way, and one never deployed (nothing placed either way)', async () => {
+    deployments.set('busy', { id: 'busy', serviceId: orders.id, status: 'running' } as DeploymentRecord);
+    expect(await rejection(mover().start(orders, local, worker))).toMatchObject({
+      code: 'conflict',
+      details: { reason: 'deploying', deploymentId: 'busy' },
     });
-    // The first move waits in its first step, so it is under way when the second is asked for.
-    const slow = new FakeMoveRuntime();
-    slow.prepare = async (_s, to) => {
-      steps.push('prepare');
-      await held;
-      return { serverId: to.id, containerId: 'new-container' };
-    };
-    const running = new ServiceMoves(deps(), new DatabaseMoveJob(deps(), slow, () => ({ write: (line) => lines.push(line) })));
-    expect(await running.move(admin, orders.id, { serverId: worker.id })).toEqual({
+    expect(await h.database.store.servers.placementOf(orders.id)).toBeNull();
+    deployments.clear();
+    live = false;
+    expect(await rejection(mover().start(orders, local, worker))).toMatchObject({ code: 'conflict', details: { reason: 'not_deployed' } });
+    expect((await h.database.store.servers.placementOf(orders.id))?.serverId ?? local.id).toBe(local.id);
+  });
+
+  it('through the request: accepted at once with where from and to and its deployment; a second move while one runs is a 409', async () => {
+    const running = new ServiceMoves(deps(), mover());
+    const accepted = await running.move(admin, orders.id, { serverId: worker.id });
+    expect(accepted).toEqual({
       accepted: true,
       serviceId: orders.id,
       from: { id: local.id, name: local.name },
       to: { id: worker.id, name: 'worker-1' },
+      deploymentId: 'move0',
     });
-    expect(await rejection(running.move(admin, orders.id, { serverId: worker.id }))).toMatchObject({
-      code: 'conflict',
-      details: { reason: 'moving' },
-    });
-    release();
-    await expect.poll(async () => (await h.database.store.servers.placementOf(orders.id))?.serverId).toBe(worker.id);
+    expect(await rejection(running.move(admin, orders.id, { serverId: local.id }))).toMatchObject({ code: 'conflict' });
+    finish('move0', 'succeeded');
+    await expect.poll(() => removed.length, { timeout: 5_000 }).toBe(1);
   });
 });
