@@ -122,9 +122,9 @@ export const serviceRouter = router({
         method: 'POST',
         path: '/api/services/{serviceId}/move',
         tags,
-        summary: 'Move a database to another server (its volume is copied there)',
+        summary: 'Move a database or storage instance to another server (its volume is copied there)',
         description:
-          "Tokens need db:manage. Answers at once with the deployment that carries the move: the live image deployed on the target server, the database stopped on its earlier server, its volume copied, started and checked there; the deployment's log states each step and the downtime. A move that fails leaves it where it was. 422 `not_supported` for a service that is not a database (`details.reason` `not_stateful`; a storage instance: `storage_move_not_built`); 400 on `serverId` for a server that does not exist; 409 when it is on that server already (`same_server`), when the server is not ready, not active or not joined (`server_not_ready`), when the server holding it is down (`holder_down`), with point-in-time recovery on (`pitr_enabled`), while a deployment of it is under way (`deploying`), while it moves (`moving`), or before it was ever deployed (`not_deployed`).",
+          "Tokens need db:manage. Answers at once with the deployment that carries the move: the live image deployed on the target server, the service stopped on its earlier server, its volume copied, started and checked there; the deployment's log states each step and the downtime. A move that fails leaves it where it was. 422 `not_supported` for a service that is not a database or storage instance (`details.reason` `not_stateful`); 400 on `serverId` for a server that does not exist; 409 when it is on that server already (`same_server`), when the server is not ready, not active or not joined (`server_not_ready`), when the server holding it is down (`holder_down`), with point-in-time recovery on (`pitr_enabled`), while a deployment of it is under way (`deploying`), while it moves (`moving`), or before it was ever deployed (`not_deployed`).",
       },
     })
     .input(z.strictObject({ serviceId: idParam, ...moveServiceInput.shape }))

@@ -314,6 +314,7 @@ async function runtimePorts(
           config.platform.instanceId,
           config.platform.resourcePrefix,
           () => config.platform.deploy.analyzerImages.goRuntime,
+          (volume) => placedEngine.volumeHost(volume),
         ),
         disk: statfsDiskUsage(config.platform.backups.dir),
       },

@@ -7,6 +7,13 @@ import { ScratchDocker } from './scratch-docker.js';
 
 const MOUNT = '/volume';
 
+/** The engine of another server holding a volume (a storage instance's or a database's, on the cluster). */
+export interface VolumeHost {
+  docker: Docker;
+  /** The image onto that engine (sent from the platform's when it lacks it). */
+  ensureImage(ref: string, signal: AbortSignal, log: (line: string) => void): Promise<void>;
+}
+
 /**
  * Volume tars through a helper container of the helper image (GNU tar and findutils; `debian:bookworm-slim`
  * by default) that mounts the volume and sleeps while each step runs in it with `docker exec` (argv). The
@@ -17,9 +24,11 @@ export class DockerVolumeArchive implements VolumeArchive {
 
   constructor(
     private readonly docker: Docker,
-    instanceId: string,
+    private readonly instanceId: string,
     private readonly prefix: string,
     private readonly helperImage: () => string,
+    /** The server holding a volume when it is not the platform's (PlacedContainerEngine.volumeHost); null: here. */
+    private readonly hostOf: (volume: string) => Promise<VolumeHost | null> = async () => null,
   ) {
     this.scratch = new ScratchDocker(docker, instanceId, 'volume');
   }
@@ -33,15 +42,20 @@ export class DockerVolumeArchive implements VolumeArchive {
     work: (exec: ContainerExec, done: () => Promise<void>) => Promise<T>,
   ): Promise<T> {
     const name = `${this.prefix}-volume-${randomBytes(6).toString('hex')}`;
-    await this.scratch.ensureImage(this.helperImage(), signal, log);
-    await this.scratch.network(name, signal);
+    // The helper runs where the volume is: another server's engine for a volume placed there.
+    const host = await this.hostOf(volume);
+    if (host) await host.ensureImage(this.helperImage(), signal, log);
+    const scratch = host ? new ScratchDocker(host.docker, this.instanceId, 'volume') : this.scratch;
+    const docker = host?.docker ?? this.docker;
+    await scratch.ensureImage(this.helperImage(), signal, log);
+    await scratch.network(name, signal);
     let id: string | null = null;
     const done = async () => {
-      if (id) await this.scratch.remove(id).catch(() => undefined);
-      await this.scratch.removeNetwork(name).catch(() => undefined);
+      if (id) await scratch.remove(id).catch(() => undefined);
+      await scratch.removeNetwork(name).catch(() => undefined);
     };
     try {
-      ({ id } = await this.scratch.start(
+      ({ id } = await scratch.start(
         {
           name,
           image: this.helperImage(),
@@ -53,7 +67,7 @@ export class DockerVolumeArchive implements VolumeArchive {
         },
         signal,
       ));
-      return await work(new ContainerExec(this.docker, id, signal, log), done);
+      return await work(new ContainerExec(docker, id, signal, log), done);
     } catch (error) {
       await done();
       throw error;

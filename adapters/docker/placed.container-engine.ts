@@ -277,6 +277,15 @@ export class PlacedContainerEngine implements ContainerEngine {
     return [...names];
   }
 
+  /** The engine of the server holding a volume of a service placed there (null: the platform's own), with a way to bring it an image. */
+  async volumeHost(
+    volume: string,
+  ): Promise<{ docker: Docker; ensureImage(ref: string, signal: AbortSignal, log: (line: string) => void): Promise<void> } | null> {
+    const [remote] = await this.enginesOfName(volume, true);
+    if (!remote) return null;
+    return { docker: remote.docker, ensureImage: (ref, signal, log) => this.ensureImageOn(remote, ref, log, signal) };
+  }
+
   /** The data volumes of a stateful service on one server: what its move leaves behind once it serves elsewhere. */
   async removeVolumesOn(server: PlacedServer | null, serviceId: string): Promise<string[]> {
     const engine = server ? (await this.remote(server)).engine : this.local;

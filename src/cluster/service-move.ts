@@ -77,11 +77,6 @@ export class ServiceMoves {
       });
     if (!this.mover)
       throw new NotSupportedError('This platform runs no container engine: nothing can be moved', { reason: 'move_not_built' });
-    if (service.source.kind === 'storage')
-      throw new NotSupportedError(
-        'A storage instance stays on the server that runs the platform: its backups read its volume there (docs/cluster.md)',
-        { reason: 'storage_move_not_built' },
-      );
     if ((await this.deps.store.pitr.getSettings(service.id))?.enabled)
       throw new ConflictError(
         `${service.name} has point-in-time recovery on: its WAL is shipped from the server that runs the platform. Turn it off (PUT .../pitr) to move it`,

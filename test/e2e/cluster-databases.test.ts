@@ -47,11 +47,11 @@ async function containersOn(c: TestCluster, node: string, serviceId: string, all
 }
 
 beforeAll(async () => {
-  await provisionDocker({ images: 'busybox,postgres,registry' });
+  await provisionDocker({ images: 'busybox,postgres,registry,storage' });
   const { runId, ownerPid } = inject('slipwayClusterRun');
   cluster = await sharedTestCluster(runId, ownerPid);
   const c = cluster;
-  await c.loadImages(['busybox:1', 'registry:2', 'postgres:17'], ['m']);
+  await c.loadImages(['busybox:1', 'registry:2', 'postgres:17', 'versity/versitygw:v1.8.0'], ['m']);
   // w1 leaves the harness's swarm: the platform's join command takes a machine that is in none.
   const oldNode = await c.docker('w1', 'info', '--format', '{{.Swarm.NodeID}}');
   if (oldNode) {
@@ -295,6 +295,65 @@ it(
     );
   },
   15 * 60_000,
+);
+
+it(
+  'a storage instance moves to a worker with its objects, and answers there',
+  async () => {
+    const c = cluster!;
+    const created = await ok(admin('POST', '/api/storage', { projectId, name: 'files' }), 'storage');
+    const storageId = created.storage.id as string;
+    const first = await deploy(admin, storageId, 5 * 60_000);
+    expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
+    // An object as the server keeps it (its POSIX backend: a file per key in the bucket's directory).
+    const [here] = await containersOn(c, 'm', storageId);
+    await c.docker('m', 'exec', here!, 'sh', '-c', 'echo "kept across servers" > /data/files/greeting.txt');
+
+    const moved = await ok(admin('POST', `/api/services/${storageId}/move`, { serverId: w1Id }), 'move storage');
+    const move = await waitForDeployment(admin, moved.deploymentId as string, 5 * 60_000);
+    const log = move.logs.join('\n');
+    expect(move.deployment.status, log).toBe('succeeded');
+    expect(log).toMatch(/Copied [\d.]+ MB of .*-data/);
+    // Ready on w1 means its bucket answered an S3 call through the platform's tunnel to it.
+    expect(log).toMatch(/Storage server ready/);
+    const [there] = await containersOn(c, 'w1', storageId);
+    expect(await c.docker('w1', 'exec', there!, 'cat', '/data/files/greeting.txt')).toBe('kept across servers');
+    expect(await containersOn(c, 'm', storageId, true)).toEqual([]);
+    const storage = (await ok(admin('GET', `/api/storage/${storageId}`), 'storage')).storage;
+    expect(storage).toMatchObject({ status: 'active', reachable: true });
+
+    // w1 lost: the instance is unavailable, and the API says where it lives; back once w1 is.
+    const killedAt = Date.now();
+    await c.kill('w1');
+    try {
+      const down = await until(
+        async () => {
+          const service = (await admin('GET', `/api/services/${storageId}/overview`)).json.service;
+          return service?.status === 'unavailable' ? service : null;
+        },
+        60_000,
+        'the storage instance unavailable',
+        250,
+      );
+      expect(down).toMatchObject({ reachable: false, server: { id: w1Id, state: 'down' } });
+      console.log(`[cluster-databases] w1 killed: its storage instance unavailable after ${Date.now() - killedAt} ms`);
+    } finally {
+      await c.revive('w1');
+    }
+    await until(
+      async () => {
+        const service = (await admin('GET', `/api/services/${storageId}/overview`)).json.service;
+        return service?.status === 'active' && service.server?.state === 'ready';
+      },
+      120_000,
+      'the storage instance back with w1',
+      500,
+    );
+    // Its container comes back with w1's engine (its restart policy), its objects with it.
+    const back = await until(async () => (await containersOn(c, 'w1', storageId))[0] ?? null, 60_000, 'its container running on w1', 500);
+    expect(await c.docker('w1', 'exec', back, 'cat', '/data/files/greeting.txt')).toBe('kept across servers');
+  },
+  10 * 60_000,
 );
 
 async function revealPassword(dbId: string): Promise<string | null> {
