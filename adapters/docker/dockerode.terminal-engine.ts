@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
@@ -5,6 +6,17 @@ import type { ExecRequest, TerminalEngine, TerminalProcess } from '../../src/ter
 import type { ReplicaEngines } from './replica-engines.js';
 
 const CALL_TIMEOUT_MS = 10_000;
+/**
+ * Ends a terminal's processes inside a container on another server, whose PIDs the platform cannot signal: every
+ * process carrying the terminal's mark in its environment (the shell and what it started inherit it). A constant
+ * script; the mark reaches it as `SLIPWAY_TERMINAL_KILL` in its own environment, never in the script's text.
+ */
+const KILL_MARKED = [
+  'for d in /proc/[0-9]*; do',
+  '  if tr "\\000" "\\n" < "$d/environ" 2>/dev/null | grep -qx "SLIPWAY_TERMINAL=$SLIPWAY_TERMINAL_KILL"; then kill -9 "${d#/proc/}" 2>/dev/null; fi',
+  'done',
+  'true',
+].join('\n');
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** Go's os.ModeDir, as the engine reports a path's mode. */
 const MODE_DIR = 2 ** 31;
@@ -15,9 +27,10 @@ const MODE_DIR = 2 ** 31;
  * engine reports, so the platform must share the host's PID namespace (it does outside a container;
  * in one, only with `pid: host`; docs/terminals-and-mcp.md).
  *
- * A task on another node of the cluster is exec'd into through that node's engine over mutual TLS
- * (ReplicaEngines); its process cannot be signalled from here (another host's PIDs), so kill() there ends the
- * terminal's connection only (docs/cluster.md).
+ * A task on another node of the cluster (or a database placed there) is exec'd into through that node's engine over
+ * mutual TLS (ReplicaEngines); its PIDs are another host's, so kill() there ends the terminal's processes from inside
+ * the container: each carries a random mark in its environment, and a constant script run by a second exec kills
+ * the processes with that mark (an image without `sh`, `tr` and `grep` keeps them running; docs/cluster.md).
  */
 export class DockerodeTerminalEngine implements TerminalEngine {
   constructor(
@@ -79,13 +92,15 @@ export class DockerodeTerminalEngine implements TerminalEngine {
     const container = docker.getContainer(request.containerId);
     // The host's PIDs are ours to signal only for a container on the platform's own engine.
     const local = docker === this.docker;
+    // The mark that finds this terminal's processes on another server (KILL_MARKED).
+    const mark = randomBytes(12).toString('hex');
     const exec = await container.exec({
       Cmd: request.cmd,
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: true,
-      Env: ['TERM=xterm-256color'],
+      Env: ['TERM=xterm-256color', ...(local ? [] : [`SLIPWAY_TERMINAL=${mark}`])],
       abortSignal: timeout(request.signal),
     } as never);
     // No abort signal on the attach: aborting it later would destroy the hijacked socket it became.
@@ -113,7 +128,27 @@ export class DockerodeTerminalEngine implements TerminalEngine {
       },
       async kill() {
         stream.destroy();
-        if (!local) return;
+        if (!local) {
+          // Another server's PIDs: its processes end from inside the container, found by their mark.
+          const killer = await container
+            .exec({
+              Cmd: ['sh', '-c', KILL_MARKED],
+              Env: [`SLIPWAY_TERMINAL_KILL=${mark}`],
+              AttachStdout: true,
+              AttachStderr: true,
+              abortSignal: timeout(),
+            } as never)
+            .catch(() => null);
+          const out = (await killer?.start({ abortSignal: timeout() } as never).catch(() => null)) as NodeJS.ReadableStream | null;
+          if (out)
+            await new Promise<void>((resolve) =>
+              out
+                .on('end', resolve)
+                .on('error', () => resolve())
+                .resume(),
+            );
+          return;
+        }
         const info = await inspect().catch(() => null);
         if (!info?.Running || !info.Pid) return;
         // The PID must still be this container's process: it may have ended and the number been reused.

@@ -187,6 +187,19 @@ it("a service's task on a worker: its runtime logs, metrics, AI diagnostics and 
   expect(await closed).toBe(1000);
   expect(controls.find((m) => m.type === 'exit')).toEqual({ type: 'exit', code: 3 });
 
+  // A terminal closed by its client ends its processes on w1 too (the platform cannot signal w1's PIDs itself).
+  const closing = new WebSocket(`${server!.url.replace(/^http/, 'ws')}/api/ws/services/${serviceId}/terminal`, {
+    headers: { authorization: `Bearer ${server!.token}` },
+  });
+  await new Promise<void>((resolve, reject) => {
+    closing.once('open', () => resolve());
+    closing.once('error', reject);
+  });
+  closing.send(Buffer.from('sleep 4747\n'), { binary: true });
+  await until(async () => (await c.docker('w1', 'top', container)).includes('sleep 4747'), 15_000, 'sleep running on w1', 100);
+  closing.terminate();
+  await until(async () => !(await c.docker('w1', 'top', container)).includes('sleep 4747'), 15_000, 'sleep ended on w1', 100);
+
   // A rollback is a deployment: v2 deployed, then back to v1, each a Swarm service on w1.
   expect((await admin('POST', `/api/services/${serviceId}/env`, { key: 'VERSION', value: 'v2' })).status).toBeLessThan(300);
   const second = await deploy(admin, serviceId, 240_000);
