@@ -383,20 +383,12 @@ export class PlacedContainerEngine implements ContainerEngine {
       const archive = (await source.docker
         .getContainer(source.containerId)
         .getArchive({ path: source.destination, abortSignal: signal } as never)) as unknown as NodeJS.ReadableStream;
-      let bytes = 0;
-      const counted = archive.pipe(
-        new Transform({
-          transform(chunk: Buffer, _encoding, done) {
-            bytes += chunk.length;
-            done(null, chunk);
-          },
-        }),
-      );
+      const counted = counting(archive);
       // The archive's top entry is the mount point's own name: extracted into its parent, it lands in the new volume.
       await target
         .getContainer(containerId)
         .putArchive(counted as never, { path: path.posix.dirname(volume.target), abortSignal: signal } as never);
-      request.log?.(`Copied ${(bytes / 1e6).toFixed(1)} MB of ${volume.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      request.log?.(`Copied ${(counted.bytes / 1e6).toFixed(1)} MB of ${volume.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
   }
 
@@ -426,15 +418,7 @@ export class PlacedContainerEngine implements ContainerEngine {
     const saved = (await from.docker.getImage(ref).get()) as unknown as NodeJS.ReadableStream & { destroy(error?: Error): void };
     const onAbort = () => saved.destroy(new Error(`sending ${ref} to ${to.name} was aborted`));
     call.addEventListener('abort', onAbort, { once: true });
-    let bytes = 0;
-    const counted = saved.pipe(
-      new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          bytes += chunk.length;
-          done(null, chunk);
-        },
-      }),
-    );
+    const counted = counting(saved);
     try {
       const answer = (await to.docker.loadImage(counted as never, { abortSignal: call } as never)) as unknown as NodeJS.ReadableStream;
       // The load reports on a stream of its own; it is done when that ends.
@@ -448,7 +432,7 @@ export class PlacedContainerEngine implements ContainerEngine {
     }
     if (!(await to.engine.imageExists(ref))) throw new Error(`${ref} did not load on ${to.name}`);
     log?.(
-      `Sent the image ${ref} from ${from.name} to ${to.name} (${(bytes / 1e6).toFixed(1)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s)`,
+      `Sent the image ${ref} from ${from.name} to ${to.name} (${(counted.bytes / 1e6).toFixed(1)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s)`,
     );
   }
 
@@ -628,6 +612,21 @@ class LoopbackTunnels {
   async closeAll(): Promise<void> {
     await Promise.all([...this.open_.keys()].map((id) => this.close(id)));
   }
+}
+
+/** A stream passed through, with how many bytes went by (for the log's transfer lines). */
+function counting(stream: NodeJS.ReadableStream): Transform & { bytes: number } {
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      counter.bytes += chunk.length;
+      done(null, chunk);
+    },
+  }) as Transform & { bytes: number };
+  counter.bytes = 0;
+  // A source that fails fails the copy (pipe alone would leave the reader waiting).
+  stream.on('error', (error: Error) => counter.destroy(error));
+  stream.pipe(counter);
+  return counter;
 }
 
 function endOf(remote: Remote): { docker: Docker; engine: DockerodeContainerEngine; name: string } {

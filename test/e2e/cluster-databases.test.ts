@@ -1,14 +1,19 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import WebSocket from 'ws';
 import { deploy, waitForDeployment } from '../helpers/deployments.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { readSse } from '../helpers/sse.js';
-import { managerHostPlatform, sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import {
+  leaveHarnessSwarm,
+  managerHostPlatform,
+  removeOverlay,
+  runJoinCommand,
+  sharedTestCluster,
+  type TestCluster,
+} from '../helpers/test-cluster.js';
+import { openTerminal } from '../helpers/terminal-socket.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -19,7 +24,6 @@ import { until } from '../helpers/until.js';
  * a service's Swarm task on w2's side of the overlay reaches it by name; then it moves back. The platform runs on
  * the manager's engine and joins w1 with its own join command, as cluster-tasks.test.ts does.
  */
-const run = promisify(execFile);
 const suffix = randomBytes(3).toString('hex');
 const prefix = `slwd${suffix}`;
 let cluster: (TestCluster & { release(): void }) | undefined;
@@ -29,16 +33,6 @@ let w1Id: string;
 let localId: string;
 let projectId: string | undefined;
 let environmentId: string | undefined;
-
-async function runJoinCommand(c: TestCluster, node: string, command: string): Promise<void> {
-  const { argvPrefix, env } = c.joinEnvironment(node);
-  const { stdout, stderr } = await run(argvPrefix[0]!, [...argvPrefix.slice(1), 'bash', '-c', command], {
-    env: { ...process.env, ...env },
-    timeout: 180_000,
-    maxBuffer: 4 * 1024 * 1024,
-  });
-  expect(stdout + stderr).toContain('joined as');
-}
 
 /** The ids of the service's containers on a node's engine (running ones only unless `all`). */
 async function containersOn(c: TestCluster, node: string, serviceId: string, all = false): Promise<string[]> {
@@ -53,11 +47,7 @@ beforeAll(async () => {
   const c = cluster;
   await c.loadImages(['busybox:1', 'registry:2', 'postgres:17', 'versity/versitygw:v1.8.0'], ['m']);
   // w1 leaves the harness's swarm: the platform's join command takes a machine that is in none.
-  const oldNode = await c.docker('w1', 'info', '--format', '{{.Swarm.NodeID}}');
-  if (oldNode) {
-    await c.docker('w1', 'swarm', 'leave', '--force');
-    await c.docker('m', 'node', 'rm', '--force', oldNode).catch(() => {});
-  }
+  await leaveHarnessSwarm(c, 'w1');
   // On the manager's host (its network namespace): a database's plain container on m is reached as on a real host.
   const host = managerHostPlatform(c);
   server = await startServerProcess(
@@ -78,7 +68,7 @@ beforeAll(async () => {
   localId = servers.find((s) => s.local)!.id;
   const { server: added, join } = await ok(admin('POST', '/api/servers', { name: `w1-${suffix}`, labels: { dbs: suffix } }), 'add w1');
   w1Id = added.id;
-  await runJoinCommand(c, 'w1', join.command);
+  expect(await runJoinCommand(c, 'w1', join.command)).toContain('joined as');
   await until(async () => (await admin('GET', `/api/servers/${added.id}`)).json.server?.state === 'ready', 30_000, 'w1 ready', 250);
 }, 15 * 60_000);
 
@@ -97,16 +87,7 @@ afterAll(async () => {
         .filter(Boolean);
       if (volumes.length) await c.docker(node, 'volume', 'rm', '--force', ...volumes).catch(() => {});
     }
-    if (environmentId) {
-      for (let i = 0; i < 40; i++) {
-        const gone = await c.docker('m', 'network', 'rm', `${prefix}-${environmentId}-swarm`).then(
-          () => true,
-          (error: Error) => /not found/i.test(error.message),
-        );
-        if (gone) break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    if (environmentId) await removeOverlay(c, `${prefix}-${environmentId}-swarm`);
     c.release();
   }
 }, 180_000);
@@ -203,23 +184,12 @@ it(
 
     // A terminal in the container on w1.
     const hostname = onW1.slice(0, 12);
-    const ws = new WebSocket(`${server!.url.replace(/^http/, 'ws')}/api/ws/services/${dbId}/terminal`, {
-      headers: { authorization: `Bearer ${server!.token}` },
-    });
-    const chunks: Buffer[] = [];
-    const controls: Array<Record<string, unknown>> = [];
-    ws.on('message', (data, binary) => (binary ? chunks.push(data as Buffer) : controls.push(JSON.parse(data.toString()))));
-    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`terminal refused: ${res.statusCode}`)));
-    });
-    ws.send(Buffer.from('echo "on-$(hostname)-$((6*7))"\n'), { binary: true });
-    await until(async () => Buffer.concat(chunks).toString('latin1').includes(`on-${hostname}-42`), 15_000, 'terminal output', 50);
-    ws.send(Buffer.from('exit 3\n'), { binary: true });
-    expect(await closed).toBe(1000);
-    expect(controls.find((m) => m.type === 'exit')).toEqual({ type: 'exit', code: 3 });
+    const terminal = await openTerminal(server!.url, `/api/ws/services/${dbId}/terminal`, server!.token);
+    terminal.send('echo "on-$(hostname)-$((6*7))"\n');
+    await terminal.waitFor(`on-${hostname}-42`);
+    terminal.send('exit 3\n');
+    expect(await terminal.closed).toBe(1000);
+    expect(terminal.controls.find((m) => m.type === 'exit')).toEqual({ type: 'exit', code: 3 });
 
     // Runtime logs: the server's own lines, from w1's engine.
     const logs = await readSse(`${server!.url}/api/services/${dbId}/runtime-logs/stream`, {

@@ -1,15 +1,20 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import WebSocket from 'ws';
 import { deploy, waitForDeployment } from '../helpers/deployments.js';
 import { provisionDocker } from '../helpers/docker.js';
 import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { readSse } from '../helpers/sse.js';
 import { OpenAiStandin } from '../standins/ai-standins.js';
-import { managerPlatformEnv, sharedTestCluster, type TestCluster } from '../helpers/test-cluster.js';
+import {
+  leaveHarnessSwarm,
+  managerPlatformEnv,
+  removeOverlay,
+  runJoinCommand,
+  sharedTestCluster,
+  type TestCluster,
+} from '../helpers/test-cluster.js';
+import { openTerminal } from '../helpers/terminal-socket.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -20,7 +25,6 @@ import { until } from '../helpers/until.js';
  * answers the platform over mutual TLS. The service is placed on w1 by a label only w1 has. AI diagnostics read
  * the same logs and metrics; a rollback (a deployment on the same path) runs there too.
  */
-const run = promisify(execFile);
 const suffix = randomBytes(3).toString('hex');
 const prefix = `slwt${suffix}`;
 let cluster: (TestCluster & { release(): void }) | undefined;
@@ -28,17 +32,6 @@ let server: ServerProcess | undefined;
 let admin: ReturnType<typeof api>;
 let serviceId: string | undefined;
 let environmentId: string | undefined;
-
-/** The join command as a user runs it on the machine, as root: here in w1's network namespace. */
-async function runJoinCommand(c: TestCluster, node: string, command: string): Promise<void> {
-  const { argvPrefix, env } = c.joinEnvironment(node);
-  const { stdout, stderr } = await run(argvPrefix[0]!, [...argvPrefix.slice(1), 'bash', '-c', command], {
-    env: { ...process.env, ...env },
-    timeout: 180_000,
-    maxBuffer: 4 * 1024 * 1024,
-  });
-  expect(stdout + stderr).toContain('joined as');
-}
 
 /** The id of the service's one running task container on w1 (what `hostname` prints inside it, shortened). */
 async function containerOnW1(c: TestCluster): Promise<string> {
@@ -63,11 +56,7 @@ beforeAll(async () => {
   const c = cluster;
   await Promise.all([c.loadImages(['busybox:1', 'registry:2'], ['m'])]);
   // w1 leaves the harness's swarm: the platform's join command takes a machine that is in none.
-  const oldNode = await c.docker('w1', 'info', '--format', '{{.Swarm.NodeID}}');
-  if (oldNode) {
-    await c.docker('w1', 'swarm', 'leave', '--force');
-    await c.docker('m', 'node', 'rm', '--force', oldNode).catch(() => {});
-  }
+  await leaveHarnessSwarm(c, 'w1');
   server = await startServerProcess({
     BUILD_CONCURRENCY: '1',
     STOP_GRACE_SECONDS: '1',
@@ -79,7 +68,7 @@ beforeAll(async () => {
   });
   admin = api(server.url, server.token);
   const { server: added, join } = await ok(admin('POST', '/api/servers', { name: `w1-${suffix}`, labels: { tasks: suffix } }), 'add w1');
-  await runJoinCommand(c, 'w1', join.command);
+  expect(await runJoinCommand(c, 'w1', join.command)).toContain('joined as');
   await until(async () => (await admin('GET', `/api/servers/${added.id}`)).json.server?.state === 'ready', 30_000, 'w1 ready', 250);
 }, 15 * 60_000);
 
@@ -91,16 +80,7 @@ afterAll(async () => {
     // What this file's platform left on the manager: its registry and the environment's overlay network.
     await c.docker('m', 'rm', '--force', `${prefix}-registry`).catch(() => {});
     await c.docker('m', 'volume', 'rm', `${prefix}-registry-data`).catch(() => {});
-    if (environmentId) {
-      for (let i = 0; i < 40; i++) {
-        const gone = await c.docker('m', 'network', 'rm', `${prefix}-${environmentId}-swarm`).then(
-          () => true,
-          (error: Error) => /not found/i.test(error.message),
-        );
-        if (gone) break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    if (environmentId) await removeOverlay(c, `${prefix}-${environmentId}-swarm`);
     c.release();
   }
 }, 120_000);
@@ -169,35 +149,18 @@ it("a service's task on a worker: its runtime logs, metrics, AI diagnostics and 
   }
 
   // A terminal: exec in the task's container on w1, over its engine's mutual TLS.
-  const ws = new WebSocket(`${server!.url.replace(/^http/, 'ws')}/api/ws/services/${serviceId}/terminal`, {
-    headers: { authorization: `Bearer ${server!.token}` },
-  });
-  const chunks: Buffer[] = [];
-  const controls: Array<Record<string, unknown>> = [];
-  ws.on('message', (data, binary) => (binary ? chunks.push(data as Buffer) : controls.push(JSON.parse(data.toString()))));
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`terminal refused: ${res.statusCode}`)));
-  });
-  ws.send(Buffer.from('echo "on-$(hostname)-$((6*7))"\n'), { binary: true });
-  await until(async () => Buffer.concat(chunks).toString('latin1').includes(`on-${hostname}-42`), 15_000, 'terminal output', 50);
-  ws.send(Buffer.from('exit 3\n'), { binary: true });
-  expect(await closed).toBe(1000);
-  expect(controls.find((m) => m.type === 'exit')).toEqual({ type: 'exit', code: 3 });
+  const terminal = await openTerminal(server!.url, `/api/ws/services/${serviceId}/terminal`, server!.token);
+  terminal.send('echo "on-$(hostname)-$((6*7))"\n');
+  await terminal.waitFor(`on-${hostname}-42`);
+  terminal.send('exit 3\n');
+  expect(await terminal.closed).toBe(1000);
+  expect(terminal.controls.find((m) => m.type === 'exit')).toEqual({ type: 'exit', code: 3 });
 
   // A terminal closed by its client ends its processes on w1 too (the platform cannot signal w1's PIDs itself).
-  const closing = new WebSocket(`${server!.url.replace(/^http/, 'ws')}/api/ws/services/${serviceId}/terminal`, {
-    headers: { authorization: `Bearer ${server!.token}` },
-  });
-  await new Promise<void>((resolve, reject) => {
-    closing.once('open', () => resolve());
-    closing.once('error', reject);
-  });
-  closing.send(Buffer.from('sleep 4747\n'), { binary: true });
+  const closing = await openTerminal(server!.url, `/api/ws/services/${serviceId}/terminal`, server!.token);
+  closing.send('sleep 4747\n');
   await until(async () => (await c.docker('w1', 'top', container)).includes('sleep 4747'), 15_000, 'sleep running on w1', 100);
-  closing.terminate();
+  closing.ws.terminate();
   await until(async () => !(await c.docker('w1', 'top', container)).includes('sleep 4747'), 15_000, 'sleep ended on w1', 100);
 
   // A rollback is a deployment: v2 deployed, then back to v1, each a Swarm service on w1.

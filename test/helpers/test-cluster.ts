@@ -289,6 +289,37 @@ export async function removeSharedTestCluster(runId: string): Promise<void> {
  * What a platform started as `npm start` starts it needs to be the cluster's manager: its engine m's, listening on
  * the hub bridge's host address (where the nodes reach it, for the join) on a free port there.
  */
+/** The join command as a user runs it on the machine, as root: here in the node's network namespace. */
+export async function runJoinCommand(cluster: TestCluster, node: string, command: string): Promise<string> {
+  const { argvPrefix, env } = cluster.joinEnvironment(node);
+  const { stdout, stderr } = await run(argvPrefix[0]!, [...argvPrefix.slice(1), 'bash', '-c', command], {
+    env: { ...process.env, ...env },
+    timeout: 180_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  return stdout + stderr;
+}
+
+/** The node leaves the harness's swarm (and the manager forgets it): the platform's join command takes a machine in none. */
+export async function leaveHarnessSwarm(cluster: TestCluster, node: string): Promise<void> {
+  const oldNode = await cluster.docker(node, 'info', '--format', '{{.Swarm.NodeID}}');
+  if (!oldNode) return;
+  await cluster.docker(node, 'swarm', 'leave', '--force');
+  await cluster.docker('m', 'node', 'rm', '--force', oldNode).catch(() => {});
+}
+
+/** Removes an overlay network on the manager once its last task's endpoint is gone (Swarm lets go of it a moment after). */
+export async function removeOverlay(cluster: TestCluster, network: string): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    const gone = await cluster.docker('m', 'network', 'rm', network).then(
+      () => true,
+      (error: Error) => /not found/i.test(error.message),
+    );
+    if (gone) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /**
  * A platform run on the manager's host itself: in m's network namespace (startServerProcess's `argvPrefix`), so it
  * reaches the plain containers of m's engine (a database's) as production's platform reaches its host's; it listens
