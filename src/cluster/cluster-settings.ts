@@ -1,5 +1,9 @@
 import type { ServiceDeps } from '../platform/deps.js';
 import type { NodeCredentials } from './node-engines.port.js';
+import type { Table } from '../persistence/store.js';
+import { VersionedCache } from '../platform/versioned-cache.js';
+
+const SETTINGS_TABLES: readonly Table[] = ['Setting'];
 
 /** The cluster once formed: when, and the manager's node and address (what nodes joined). */
 export interface FormedCluster {
@@ -28,10 +32,24 @@ const KEYS = {
  * client key, the registry's password and key) sealed with the secret box, never stored in the clear.
  */
 export class ClusterSettings {
+  /** A cluster, once formed, stays formed: read once. */
+  private formedOnce: FormedCluster | null = null;
+  /**
+   * "Not formed" is asked on every deployment and engine call of a single server: kept until a settings write
+   * here, or for a second (another process sharing the database may form it).
+   */
+  private readonly notFormed = new VersionedCache<'formed', null>(() => this.deps.store.versionOf(SETTINGS_TABLES), 1, 1_000);
+
   constructor(private readonly deps: ServiceDeps) {}
 
   async formed(): Promise<FormedCluster | null> {
-    return this.read<FormedCluster>(KEYS.formed);
+    if (this.formedOnce) return this.formedOnce;
+    if (this.notFormed.get('formed') === null) return null;
+    const version = this.deps.store.versionOf(SETTINGS_TABLES);
+    const formed = await this.read<FormedCluster>(KEYS.formed);
+    if (formed) this.formedOnce = formed;
+    else this.notFormed.set('formed', null, version);
+    return formed;
   }
 
   async setFormed(formed: FormedCluster): Promise<void> {
