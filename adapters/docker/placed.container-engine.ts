@@ -47,7 +47,7 @@ interface Bound {
  * The platform's container engine on the cluster (issue 31): a database or storage instance runs on the server that
  * holds its volume, so every call about one of its containers, volumes or image tags goes to that server's engine
  * (its API over mutual TLS); everything else stays on the platform's own engine, as on a single server, where this
- * adds one settings read and nothing else.
+ * asks whether the cluster formed (an answer kept in memory) and reads the service once per container started.
  *
  * - Such a container joins its environment's overlay network (services on any server reach it by name) and publishes
  *   its port on its node's address; the platform reaches it through a loopback tunnel of its own

@@ -9,7 +9,7 @@ import type { SwarmServices } from './swarm-services.port.js';
 /**
  * The placements the engine adapters follow (docs/cluster.md, "Databases and storage instances on the cluster"):
  * the service's placement row names its server; none, or the host's own, is the platform's engine. Before the
- * cluster formed, one settings read and nothing else.
+ * cluster formed, ClusterSettings' kept answer and nothing else.
  */
 export class StoredStatefulPlacements implements StatefulPlacements {
   constructor(
