@@ -47,6 +47,7 @@ import { DockerSwarmServices } from '../docker/swarm.services.js';
 import { MtlsRemoteEngines } from '../docker/mtls.remote-engines.js';
 import { ReplicaEngines } from '../docker/replica-engines.js';
 import { PlacedContainerEngine } from '../docker/placed.container-engine.js';
+import { placedServer } from '../../src/cluster/stateful-placements.js';
 import type { DockerOf } from '../databases/container-exec.js';
 import { joinScriptLoader } from '../docker/join-script.js';
 import { DistributionImageRegistry } from '../registry/distribution.image-registry.js';
@@ -344,13 +345,7 @@ async function runtimePorts(
       joinScript: joinScriptLoader(),
       joinUrl: () => config.platform.cluster.joinUrl ?? `http://${config.platform.cluster.advertiseAddress}:${ownPort()}`,
       leftVolumes: {
-        removeOn: (server, serviceId) =>
-          placedEngine.removeVolumesOn(
-            server.local || !server.swarmNodeId || !server.address
-              ? null
-              : { id: server.id, name: server.name, nodeId: server.swarmNodeId, address: server.address },
-            serviceId,
-          ),
+        removeOn: (server, serviceId) => placedEngine.removeVolumesOn(placedServer(server), serviceId),
       },
     },
     events: {

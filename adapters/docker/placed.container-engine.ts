@@ -103,7 +103,7 @@ export class PlacedContainerEngine implements ContainerEngine {
   async remoteContainers(signal?: AbortSignal): Promise<Array<{ serviceId: string; containerId: string; nodeId: string; docker: Docker }>> {
     if (!this.bound) return [];
     const out: Array<{ serviceId: string; containerId: string; nodeId: string; docker: Docker }> = [];
-    for (const server of await this.bound.placements.remoteServers()) {
+    for (const server of await this.bound.placements.holderServers()) {
       const remote = await this.remote(server).catch(() => null);
       if (!remote) continue;
       const list = await this.remoteList(remote, { key: LABELS.instance, value: this.instanceId }, signal).catch(() => []);
@@ -225,17 +225,17 @@ export class PlacedContainerEngine implements ContainerEngine {
 
   /**
    * The platform's engine's containers, and those of databases on other servers (never Swarm's task containers,
-   * which Swarm runs): by service, the servers a stateful service's container may be on; install-wide, every
-   * server that is not down. A server that does not answer is left out, not waited for.
+   * which Swarm runs): by service, the servers a stateful service's container may be on; install-wide, the servers
+   * holding a database's volume. A server that does not answer is left out, not waited for.
    */
   async listContainers(label: { key: string; value?: string }): Promise<ContainerState[]> {
     const here = await this.local.listContainers(label);
     if (!this.bound) return here;
     const servers =
       label.key === LABELS.service && label.value
-        ? await this.serversOfService(label.value)
+        ? await this.bound.placements.serversOf(label.value)
         : label.key === LABELS.instance || label.key === LABELS.managed
-          ? await this.bound.placements.remoteServers()
+          ? await this.bound.placements.holderServers()
           : [];
     const lists = await Promise.all(
       servers.map(async (server) => {
@@ -471,13 +471,8 @@ export class PlacedContainerEngine implements ContainerEngine {
     if (!serviceId || !this.bound) return [];
     const servers = holderOnly
       ? [await this.bound.placements.remoteHolderOf(serviceId)].filter((s): s is PlacedServer => s !== null)
-      : await this.serversOfService(serviceId);
+      : await this.bound.placements.serversOf(serviceId);
     return Promise.all(servers.map((s) => this.remote(s)));
-  }
-
-  /** The other servers a stateful service's containers may be on: none before the cluster formed, or for a stateless one. */
-  private serversOfService(serviceId: string): Promise<PlacedServer[]> {
-    return this.bound ? this.bound.placements.serversOf(serviceId) : Promise.resolve([]);
   }
 
   private serviceIdOf(name: string): string | null {
@@ -578,7 +573,7 @@ export class PlacedContainerEngine implements ContainerEngine {
  * published on its node, so whoever dials `ip:port` as for a local container reaches it.
  */
 class LoopbackTunnels {
-  private readonly open_ = new Map<
+  private readonly byContainer = new Map<
     string,
     { host: string; port: number; target: { host: string; port: number }; forwarder: PortForwarder }
   >();
@@ -586,31 +581,27 @@ class LoopbackTunnels {
 
   constructor(private readonly forwarderOn: (host: string) => PortForwarder) {}
 
-  has(containerId: string): boolean {
-    return this.open_.has(containerId);
-  }
-
   async open(containerId: string, port: number, target: { host: string; port: number }): Promise<string> {
-    const known = this.open_.get(containerId);
+    const known = this.byContainer.get(containerId);
     if (known && known.port === port && known.target.host === target.host && known.target.port === target.port) return known.host;
     if (known) await this.close(containerId);
     const n = this.next++;
     const host = `127.77.${(n >> 8) & 255}.${n & 255 || 1}`;
     const forwarder = this.forwarderOn(host);
     await forwarder.set(port, target);
-    this.open_.set(containerId, { host, port, target, forwarder });
+    this.byContainer.set(containerId, { host, port, target, forwarder });
     return host;
   }
 
   async close(containerId: string): Promise<void> {
-    const known = this.open_.get(containerId);
+    const known = this.byContainer.get(containerId);
     if (!known) return;
-    this.open_.delete(containerId);
+    this.byContainer.delete(containerId);
     await known.forwarder.closeAll();
   }
 
   async closeAll(): Promise<void> {
-    await Promise.all([...this.open_.keys()].map((id) => this.close(id)));
+    await Promise.all([...this.byContainer.keys()].map((id) => this.close(id)));
   }
 }
 

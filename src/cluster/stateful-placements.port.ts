@@ -10,7 +10,7 @@ export interface PlacedServer {
 /**
  * Where databases and storage instances run on the cluster (issue 31), for the adapter that sends each container
  * call to the engine of the server holding the service's volume. On a single server every answer is "the
- * platform's own engine" after one settings read.
+ * platform's own engine", from ClusterSettings' kept answer that the cluster has not formed.
  */
 export interface StatefulPlacements {
   /** The other server holding this stateful service's volume; null: the platform's own engine (or not stateful). */
@@ -20,8 +20,10 @@ export interface StatefulPlacements {
    * server's stopped container for a moment); none for a stateless service or before the cluster formed.
    */
   serversOf(serviceId: string): Promise<PlacedServer[]>;
-  /** The other servers that may run a database's container now (joined, not down): install-wide lists read them too. */
+  /** The other servers that may run a database's container now (joined, not down). */
   remoteServers(): Promise<PlacedServer[]>;
+  /** Those of them that hold a database's or storage instance's volume: what install-wide lists and samples read. */
+  holderServers(): Promise<PlacedServer[]>;
   /** Whether the service is a database or a storage instance (false for one that does not exist). */
   isStateful(serviceId: string): Promise<boolean>;
   /**

@@ -23,7 +23,7 @@ export class StoredStatefulPlacements implements StatefulPlacements {
     const service = await this.deps.store.projects.getService(serviceId);
     if (!service) return null;
     const holder = await holderOf(this.deps.store, service);
-    return holder ? placed(holder) : null;
+    return holder ? placedServer(holder) : null;
   }
 
   async serversOf(serviceId: string): Promise<PlacedServer[]> {
@@ -34,7 +34,13 @@ export class StoredStatefulPlacements implements StatefulPlacements {
 
   async remoteServers(): Promise<PlacedServer[]> {
     if (!(await this.settings.formed())) return [];
-    return (await this.deps.store.servers.list()).filter((s) => s.state !== 'down').flatMap((s) => placed(s) ?? []);
+    return (await this.deps.store.servers.list()).filter((s) => s.state !== 'down').flatMap((s) => placedServer(s) ?? []);
+  }
+
+  async holderServers(): Promise<PlacedServer[]> {
+    if (!(await this.settings.formed())) return [];
+    const held = new Set((await this.deps.store.servers.placementsOf(null)).map((p) => p.serverId));
+    return (await this.remoteServers()).filter((s) => held.has(s.id));
   }
 
   async isStateful(serviceId: string): Promise<boolean> {
@@ -50,7 +56,8 @@ export class StoredStatefulPlacements implements StatefulPlacements {
   }
 }
 
-function placed(server: ServerRecord): PlacedServer | null {
+/** A joined server other than the host, as the engine adapters reach it; null for the host or one not joined yet. */
+export function placedServer(server: ServerRecord): PlacedServer | null {
   if (server.local || !server.swarmNodeId || !server.address) return null;
   return { id: server.id, name: server.name, nodeId: server.swarmNodeId, address: server.address };
 }

@@ -6,10 +6,10 @@ import { ok } from '../helpers/http.js';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { readSse } from '../helpers/sse.js';
 import {
+  joinThroughApi,
   leaveHarnessSwarm,
   managerHostPlatform,
-  removeOverlay,
-  runJoinCommand,
+  removeManagerLeftovers,
   sharedTestCluster,
   type TestCluster,
 } from '../helpers/test-cluster.js';
@@ -21,7 +21,8 @@ import { until } from '../helpers/until.js';
  * the run's shared test cluster: a PostgreSQL service deployed on the manager, filled, then moved to w1
  * (POST /api/services/{id}/move: its volume copied while it is stopped, the downtime in the deployment's log), where
  * its administration, a backup and a restore, a terminal, its runtime logs and its metrics work as on the manager;
- * a service's Swarm task on w2's side of the overlay reaches it by name; then it moves back. The platform runs on
+ * a service's Swarm task on w1 reaches it by name over the overlay, on w1 and back on the manager; a storage instance
+ * moves too, and is unavailable while w1 is lost. The platform runs on
  * the manager's engine and joins w1 with its own join command, as cluster-tasks.test.ts does.
  */
 const suffix = randomBytes(3).toString('hex');
@@ -66,10 +67,7 @@ beforeAll(async () => {
   admin = api(server.url, server.token);
   const servers = (await ok(admin('GET', '/api/servers'), 'servers')).servers as Array<{ id: string; local: boolean }>;
   localId = servers.find((s) => s.local)!.id;
-  const { server: added, join } = await ok(admin('POST', '/api/servers', { name: `w1-${suffix}`, labels: { dbs: suffix } }), 'add w1');
-  w1Id = added.id;
-  expect(await runJoinCommand(c, 'w1', join.command)).toContain('joined as');
-  await until(async () => (await admin('GET', `/api/servers/${added.id}`)).json.server?.state === 'ready', 30_000, 'w1 ready', 250);
+  w1Id = await joinThroughApi(c, admin, 'w1', { name: `w1-${suffix}`, labels: { dbs: suffix } });
 }, 15 * 60_000);
 
 afterAll(async () => {
@@ -77,8 +75,6 @@ afterAll(async () => {
   if (projectId) await admin('DELETE', `/api/projects/${projectId}`).catch(() => {});
   await server?.dispose();
   if (c) {
-    await c.docker('m', 'rm', '--force', `${prefix}-registry`).catch(() => {});
-    await c.docker('m', 'volume', 'rm', `${prefix}-registry-data`).catch(() => {});
     for (const node of ['m', 'w1']) {
       const left = (await c.docker(node, 'ps', '-aq', '--filter', `name=${prefix}-`).catch(() => '')).split('\n').filter(Boolean);
       if (left.length) await c.docker(node, 'rm', '--force', ...left).catch(() => {});
@@ -87,7 +83,7 @@ afterAll(async () => {
         .filter(Boolean);
       if (volumes.length) await c.docker(node, 'volume', 'rm', '--force', ...volumes).catch(() => {});
     }
-    if (environmentId) await removeOverlay(c, `${prefix}-${environmentId}-swarm`);
+    await removeManagerLeftovers(c, prefix, environmentId);
     c.release();
   }
 }, 180_000);

@@ -7,10 +7,10 @@ import { api, startServerProcess, type ServerProcess } from '../helpers/server-p
 import { readSse } from '../helpers/sse.js';
 import { OpenAiStandin } from '../standins/ai-standins.js';
 import {
+  joinThroughApi,
   leaveHarnessSwarm,
   managerPlatformEnv,
-  removeOverlay,
-  runJoinCommand,
+  removeManagerLeftovers,
   sharedTestCluster,
   type TestCluster,
 } from '../helpers/test-cluster.js';
@@ -67,9 +67,7 @@ beforeAll(async () => {
     CLUSTER_MONITOR_INTERVAL_MS: '500',
   });
   admin = api(server.url, server.token);
-  const { server: added, join } = await ok(admin('POST', '/api/servers', { name: `w1-${suffix}`, labels: { tasks: suffix } }), 'add w1');
-  expect(await runJoinCommand(c, 'w1', join.command)).toContain('joined as');
-  await until(async () => (await admin('GET', `/api/servers/${added.id}`)).json.server?.state === 'ready', 30_000, 'w1 ready', 250);
+  await joinThroughApi(c, admin, 'w1', { name: `w1-${suffix}`, labels: { tasks: suffix } });
 }, 15 * 60_000);
 
 afterAll(async () => {
@@ -77,10 +75,7 @@ afterAll(async () => {
   if (serviceId) await admin('DELETE', `/api/services/${serviceId}`).catch(() => {});
   await server?.dispose();
   if (c) {
-    // What this file's platform left on the manager: its registry and the environment's overlay network.
-    await c.docker('m', 'rm', '--force', `${prefix}-registry`).catch(() => {});
-    await c.docker('m', 'volume', 'rm', `${prefix}-registry-data`).catch(() => {});
-    if (environmentId) await removeOverlay(c, `${prefix}-${environmentId}-swarm`);
+    await removeManagerLeftovers(c, prefix, environmentId);
     c.release();
   }
 }, 120_000);

@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './caddy.js';
+import { ok, type ApiResponse } from './http.js';
+import { until } from './until.js';
 
 /**
  * A Docker Swarm of one manager and workers on this machine, for the cluster tests: each node is a
@@ -306,6 +308,31 @@ export async function leaveHarnessSwarm(cluster: TestCluster, node: string): Pro
   if (!oldNode) return;
   await cluster.docker(node, 'swarm', 'leave', '--force');
   await cluster.docker('m', 'node', 'rm', '--force', oldNode).catch(() => {});
+}
+
+/**
+ * Adds a node as a server through the platform's API (`admin` calls it), runs the answer's join command on the node,
+ * and resolves with the server's id once the platform shows it `ready`.
+ */
+export async function joinThroughApi(
+  cluster: TestCluster,
+  admin: (method: string, pathname: string, body?: unknown) => Promise<ApiResponse>,
+  node: string,
+  body: { name: string; labels?: Record<string, string> },
+): Promise<string> {
+  const added = await ok(admin('POST', '/api/servers', body), `add ${node}`);
+  const output = await runJoinCommand(cluster, node, added.join.command as string);
+  if (!output.includes('joined as')) throw new Error(`${node} did not join:\n${output}`);
+  const id = added.server.id as string;
+  await until(async () => (await admin('GET', `/api/servers/${id}`)).json.server?.state === 'ready', 30_000, `${node} ready`, 250);
+  return id;
+}
+
+/** What a platform of RESOURCE_PREFIX `prefix` leaves on the manager: its registry (container and volume), an environment's overlay. */
+export async function removeManagerLeftovers(cluster: TestCluster, prefix: string, environmentId: string | undefined): Promise<void> {
+  await cluster.docker('m', 'rm', '--force', `${prefix}-registry`).catch(() => {});
+  await cluster.docker('m', 'volume', 'rm', `${prefix}-registry-data`).catch(() => {});
+  if (environmentId) await removeOverlay(cluster, `${prefix}-${environmentId}-swarm`);
 }
 
 /** Removes an overlay network on the manager once its last task's endpoint is gone (Swarm lets go of it a moment after). */
