@@ -92,21 +92,35 @@ export function quotePg(identifier: string): string {
 
 // ---- values -------------------------------------------------------------------------------------
 
+/** A bigint's digits as the API carries them: a number while a double holds it exactly, its digits beyond. */
+function int8Cell(text: string): CellValue {
+  // Up to 15 digits a double holds the value exactly; past 2^53 - 1 Number() rounds to an unsafe integer.
+  if (text.length < 16) return Number(text);
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
+
+/** A float as the API carries it: NaN and the infinities as the server's text (`NaN`, `Infinity`, `-Infinity`). */
+function floatCell(text: string): CellValue {
+  const n = Number(text);
+  return Number.isFinite(n) ? n : text;
+}
+
 /**
- * Text-format parsers by type oid. What JSON carries natively is parsed; timestamps keep their
- * microseconds as ISO strings (the session runs in UTC, so timestamptz ends in `Z`); bytea stays in
- * the server's hex text, which is already the API's `\x` form; numeric stays its digits; types not
- * listed (uuid, interval, inet, ranges...) stay the server's own text.
+ * Text-format parsers by type oid, each giving the API's cell (CellValue) at once, so a page's rows are
+ * the driver's rows, with no second pass over every cell. What JSON carries natively is parsed;
+ * timestamps keep their microseconds as ISO strings (the session runs in UTC, so timestamptz ends in
+ * `Z`); bytea stays in the server's hex text, which is already the API's `\x` form; numeric stays its
+ * digits; types not listed (uuid, interval, inet, ranges...) stay the server's own text.
  */
 const SCALAR_PARSERS: Record<number, (text: string) => unknown> = {
   16: (t) => t === 't',
-  // Up to 15 digits a double holds the value exactly: no BigInt to make and convert back per row.
-  20: (t) => (t.length < 16 ? Number(t) : BigInt(t)),
+  20: int8Cell,
   21: Number,
   23: Number,
   26: Number,
-  700: Number,
-  701: Number,
+  700: floatCell,
+  701: floatCell,
   114: (t) => JSON.parse(t),
   3802: (t) => JSON.parse(t),
   1114: (t) => isoTimestamp(t, false),
@@ -143,13 +157,25 @@ function mapNested(value: unknown, parse: (text: string) => unknown): unknown {
   return value === null ? null : parse(value as string);
 }
 
+/** Whether `text` from position 19 up to `end` is nothing or `.` and digits (the fraction of a second). */
+function fractionOnly(text: string, end: number): boolean {
+  if (end === 19) return true;
+  if (end === 20 || text.charCodeAt(19) !== 46) return false;
+  for (let i = 20; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
 /** `2024-01-02 03:04:05.123456+00` -> `2024-01-02T03:04:05.123456Z`; infinity and BC dates keep the server's text. */
 export function isoTimestamp(text: string, zoned: boolean): string {
-  // The common shape, `YYYY-MM-DD hh:mm:ss[.ffffff][+00]`, by position; anything else through the pattern.
+  // The common shape, `YYYY-MM-DD hh:mm:ss[.ffffff][+00]`, by position and without a pattern or a slice
+  // to test (one per cell of a page); anything else through the pattern.
   if (text.length >= 19 && text.charCodeAt(10) === 32 && text.charCodeAt(4) === 45 && text.charCodeAt(13) === 58) {
-    const end = text.endsWith('+00') ? text.length - 3 : text.length;
-    const rest = text.slice(19, end);
-    if (rest === '' || /^\.\d+$/.test(rest)) return `${text.slice(0, 10)}T${text.slice(11, end)}${zoned && end < text.length ? 'Z' : ''}`;
+    const utc = text.endsWith('+00');
+    const end = utc ? text.length - 3 : text.length;
+    if (fractionOnly(text, end)) return `${text.slice(0, 10)}T${text.slice(11, end)}${zoned && utc ? 'Z' : ''}`;
   }
   const m = /^(\d{4,}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)(\+00(?::00)?)?$/.exec(text);
   if (!m) return text;
@@ -564,6 +590,9 @@ export class PostgresDatabaseAdmin implements DatabaseAdmin {
     return {
       table: (ref, options) => service.tables.get(ref, () => this.table(client, ref), options?.fresh),
       select: async (text, values) => (await client.query({ text, values, rowMode: 'array' })).rows as unknown[][],
+      // The parsers (TYPES) give the API's cells, so pg's own row objects are the page's rows. A table's
+      // column names are unique, so no field hides another.
+      selectRows: async (text, values) => (await client.query<Row>({ text, values })).rows,
       write: async (text, values) => {
         const result = await client.query(text, values);
         return {

@@ -63,6 +63,12 @@ export interface SqlConnection<T> {
   table(ref: TableRef, options?: { fresh?: boolean }): Promise<T>;
   /** A statement's rows, each an array in select-list order. */
   select(sql: string, params: unknown[]): Promise<unknown[][]>;
+  /**
+   * A page's rows as the API's rows (cells by column name) straight from the driver, where its values
+   * already are the API's cells: no array per row and no second pass over each cell (a page of 500 rows
+   * allocated a third more without it). Without it, pages read `select` and convert each cell.
+   */
+  selectRows?(sql: string, params: unknown[]): Promise<Row[]>;
   write(sql: string, params: unknown[]): Promise<WriteResult>;
   /** The engine refused the statement (as opposed to a connection that failed). */
   refused(error: unknown): boolean;
@@ -145,12 +151,14 @@ async function readPage<C extends CatalogColumn, T extends EstimatedTable<C>>(
   const key = primaryKeyColumns(table);
   const order = key.length ? key.map((c) => dialect.quote(c.name)) : dialect.orderWithoutKey(table);
   const columns = table.columns.map((c) => dialect.quote(c.name)).join(', ') || '*';
-  const values = await conn.select(
-    `SELECT ${columns} FROM ${qualified(dialect, table)}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ${dialect.placeholder(1)} OFFSET ${dialect.placeholder(2)}`,
-    [dialect.pageParam(page.limit), dialect.pageParam(page.offset)],
-  );
-  const names = table.columns.map((c) => c.name);
-  const rows = values.map((row) => rowOf(names, row, toCell));
+  const sql = `SELECT ${columns} FROM ${qualified(dialect, table)}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ${dialect.placeholder(1)} OFFSET ${dialect.placeholder(2)}`;
+  const params = [dialect.pageParam(page.limit), dialect.pageParam(page.offset)];
+  let rows: Row[];
+  if (conn.selectRows) rows = await conn.selectRows(sql, params);
+  else {
+    const names = table.columns.map((c) => c.name);
+    rows = (await conn.select(sql, params)).map((row) => rowOf(names, row, toCell));
+  }
   const total = await boundedCount(dialect, conn, table);
   return {
     columns: table.columns.map((c) => ({ name: c.name, type: c.type, primary: c.keyPosition !== null })),

@@ -574,6 +574,33 @@ describe('PostgreSQL', () => {
     expect((await q(`SELECT j, b FROM kinds`)).rows).toEqual([{ j: 'just a string', b: '\\x' }]);
   });
 
+  it('pages floats, bigints and timestamps at their edges as the query console does', async () => {
+    const { admin, db } = engine;
+    const q = (text: string) => admin.query(db, text, LIMITS, never());
+    await q('CREATE TABLE edges (id int PRIMARY KEY, f float8, r real, big bigint, ts timestamptz, t timestamp, fa float8[])');
+    await q(`INSERT INTO edges VALUES
+      (1, 'NaN', 'Infinity', 9007199254740991, '2024-01-02 03:04:05+00', '2024-01-02 03:04:05', '{NaN,-Infinity,1.5}'),
+      (2, '-Infinity', -0.5, -9007199254740992, 'infinity', '-infinity', NULL),
+      (3, 1e300, NULL, 1234567890123456, '2024-01-02 03:04:05.1+00', NULL, '{}')`);
+    const expected = [
+      {
+        id: 1,
+        f: 'NaN',
+        r: 'Infinity',
+        big: 9007199254740991,
+        ts: '2024-01-02T03:04:05Z',
+        t: '2024-01-02T03:04:05',
+        fa: ['NaN', '-Infinity', 1.5],
+      },
+      { id: 2, f: '-Infinity', r: -0.5, big: '-9007199254740992', ts: 'infinity', t: '-infinity', fa: null },
+      { id: 3, f: 1e300, r: null, big: 1234567890123456, ts: '2024-01-02T03:04:05.1Z', t: null, fa: [] },
+    ];
+    const page = await admin.readRows(db, { schema: 'public', name: 'edges' }, { limit: 5, offset: 0 }, never());
+    expect(page.rows).toEqual(expected);
+    expect(JSON.parse(JSON.stringify(page.rows))).toEqual(expected);
+    expect((await q('SELECT * FROM edges ORDER BY id')).rows).toEqual(expected);
+  });
+
   it('hides system schemas and orders a table without key by its row address', async () => {
     const { admin, db } = engine;
     const tables = await admin.listTables(db, {}, never());
