@@ -13,30 +13,42 @@ export interface ReadTrace {
   owner: string | null;
   checks: Array<() => boolean>;
   untracked: boolean;
+  /**
+   * The traced call ended. Work it started (a timer, a loop started on first use) still runs in its context:
+   * from now on nothing of it is recorded, or a long-lived loop would fill a finished trace for ever.
+   */
+  closed: boolean;
 }
 
 const traces = new AsyncLocalStorage<ReadTrace>();
 
 /** Runs `fn` with a trace of its reads. */
 export function traceReads<T>(fn: () => Promise<T>): { trace: ReadTrace; result: Promise<T> } {
-  const trace: ReadTrace = { owner: null, checks: [], untracked: false };
-  return { trace, result: traces.run(trace, fn) };
+  const trace: ReadTrace = { owner: null, checks: [], untracked: false, closed: false };
+  const result = traces.run(trace, fn);
+  const close = () => {
+    trace.closed = true;
+  };
+  result.then(close, close);
+  return { trace, result };
 }
 
 /** Whether the reads being made are traced (a check is worth building). */
 export function tracingReads(): boolean {
-  return traces.getStore() !== undefined;
+  const trace = traces.getStore();
+  return trace !== undefined && !trace.closed;
 }
 
 /** A cache entry was read; `current` says whether it still is what a read would find now. */
 export function noteCacheHit(current: () => boolean): void {
-  traces.getStore()?.checks.push(current);
+  const trace = traces.getStore();
+  if (trace && !trace.closed) trace.checks.push(current);
 }
 
 /** A read reached the database: the answer cannot be checked later. */
 export function noteUntrackedRead(): void {
   const trace = traces.getStore();
-  if (trace) trace.untracked = true;
+  if (trace && !trace.closed) trace.untracked = true;
 }
 
 /**
@@ -45,7 +57,7 @@ export function noteUntrackedRead(): void {
  */
 export function startAnswerReads(owner: string): void {
   const trace = traces.getStore();
-  if (!trace) return;
+  if (!trace || trace.closed) return;
   trace.owner = owner;
   trace.checks = [];
   trace.untracked = false;

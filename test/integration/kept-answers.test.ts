@@ -146,13 +146,13 @@ describe('kept answers of REST reads', () => {
 });
 
 describe('AnswerCache', () => {
-  const trace = (owner: string, current = () => true) => ({ owner, checks: [current], untracked: false });
+  const trace = (owner: string, current = () => true) => ({ owner, checks: [current], untracked: false, closed: true });
 
   it('keeps only answers whose every read can be checked, and drops one whose read changed', () => {
     const answers = new AnswerCache();
-    answers.keep('/a', { owner: 'k', checks: [], untracked: false }, 'project:read', '{}');
+    answers.keep('/a', { owner: 'k', checks: [], untracked: false, closed: true }, 'project:read', '{}');
     answers.keep('/b', { ...trace('k'), untracked: true }, 'project:read', '{}');
-    answers.keep('/c', { owner: null, checks: [() => true], untracked: false }, 'project:read', '{}');
+    answers.keep('/c', { owner: null, checks: [() => true], untracked: false, closed: true }, 'project:read', '{}');
     expect([answers.has('/a'), answers.has('/b'), answers.has('/c')]).toEqual([false, false, false]);
     let current = true;
     answers.keep(
@@ -189,5 +189,23 @@ describe('read traces', () => {
     expect(trace.checks.map((check) => check())).toEqual([true]);
     version = 1;
     expect(trace.checks.map((check) => check())).toEqual([false]);
+  });
+
+  it('records nothing of what the traced call left running once it ended', async () => {
+    const cache = new VersionedCache<string, number>(() => 0);
+    cache.set('a', 1, 0);
+    let later: Promise<void> | undefined;
+    const { trace, result } = traceReads(async () => {
+      later = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          cache.get('a');
+          resolve();
+        }, 20),
+      );
+    });
+    await result;
+    await later;
+    expect(trace.closed).toBe(true);
+    expect(trace.checks).toHaveLength(0);
   });
 });
