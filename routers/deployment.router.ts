@@ -23,6 +23,7 @@ export const deploymentRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/services/{serviceId}/deployments', tags, summary: 'Deployments of a service, newest first' },
     })
     .input(z.strictObject({ serviceId: idParam }))

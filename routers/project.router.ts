@@ -17,6 +17,7 @@ export const projectRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/projects',

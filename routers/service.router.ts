@@ -49,6 +49,7 @@ export const serviceRouter = router({
   overview: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/overview',

@@ -12,6 +12,7 @@ import {
   type ErrorCode,
   type ProcedureScope,
   type Services,
+  startAnswerReads,
 } from '../src/index.js';
 
 /** The authentication endpoints' per-address budgets (spec, Limits item 1). */
@@ -95,6 +96,12 @@ export interface SlipwayMeta extends OpenApiMeta {
    * (see documentedBody in schemas.ts), which trpc-to-openapi cannot take as an input.
    */
   body?: { $ref: string };
+  /**
+   * A GET whose answer the REST door may send again, byte for byte, to the same credential while every
+   * cached read it was made of is current (adapters/http/answer-cache.ts). Only for procedures that read
+   * nothing but the store and its versioned caches: no engine, no clock, no memo of their own.
+   */
+  answerCache?: true;
 }
 
 /** Every procedure's path (`deployments.stream`) with its meta: what the edge serves and documents is read from here. */
@@ -287,8 +294,34 @@ export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => 
   const actor = await authenticated(ctx);
   ctx.limiter.assertRequestAllowed(actor.keyId);
   enforceScope(actor, meta?.scope);
+  if (meta?.answerCache) startAnswerReads(answerOwner(actor));
   return next({ ctx: { actor } });
 });
+
+/** Whom a kept answer may go to: the same credential with the same rights (a changed role or project list is another owner). */
+export function answerOwner(actor: Actor): string {
+  return JSON.stringify(actor);
+}
+
+/**
+ * The caller a kept answer would be for (adapters/http/answer-cache.ts): the actor of a valid credential, or
+ * null, and then the procedure runs instead, to refuse, count and record the refusal itself.
+ */
+export async function keptAnswerCaller(ctx: Context): Promise<Actor | null> {
+  if (!ctx.token) return null;
+  return ctx.services.accounts.authenticate(ctx.token).catch(() => null);
+}
+
+/** Whether `actor` may have a kept answer of a procedure with this scope; throws rate_limited over its budget (counting this request). */
+export function admitKeptAnswer(ctx: Context, actor: Actor, scope: ProcedureScope | undefined): boolean {
+  try {
+    enforceScope(actor, scope);
+  } catch {
+    return false;
+  }
+  ctx.limiter.assertRequestAllowed(actor.keyId);
+  return true;
+}
 
 /**
  * A public procedure that uses the caller's credential when a valid one is sent (2fa/verify confirms

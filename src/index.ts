@@ -124,3 +124,4 @@ export {
   type PitrRestoreView,
   type PitrRestoreLogLineView,
 } from './pitr/pitr-views.js';
+export { startAnswerReads, traceReads, type ReadTrace } from './platform/read-trace.js';

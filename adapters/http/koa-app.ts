@@ -143,6 +143,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     if (pathname.startsWith('/api/') || pathname === '/api') {
       // The procedures' context, once per request, whichever of the doors below serves it.
       const context = opts.createContext(req, res);
+      if (await rest.kept(req, res, context)) return;
       if (opts.webhooks && WebhookEndpoint.matches(pathname)) {
         await opts.webhooks.handle(req, res, pathname, context);
         return;

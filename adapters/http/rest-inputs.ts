@@ -30,7 +30,16 @@ export class PathTemplate {
 
   /** The path's parameters (as sent, still percent-encoded), or null when the path is not this one. Letter case is not significant. */
   match(pathname: string): Record<string, string> | null {
-    const parts = segmentsOf(pathname);
+    return this.matchSegments(segmentsOf(pathname));
+  }
+
+  /** Segments in the template. */
+  get length(): number {
+    return this.segments.length;
+  }
+
+  /** As `match`, of a path already split by `segmentsOf` (a request is matched against every route: split once). */
+  matchSegments(parts: readonly string[]): Record<string, string> | null {
     if (parts.length !== this.segments.length) return null;
     const params: Record<string, string> = {};
     for (let i = 0; i < parts.length; i++) {
@@ -48,7 +57,7 @@ export class PathTemplate {
 }
 
 /** `/a/b/`, `a/b` and `/a/b` are the same path. */
-function segmentsOf(path: string): string[] {
+export function segmentsOf(path: string): string[] {
   const start = path.startsWith('/') ? 1 : 0;
   const end = path.endsWith('/') && path.length > start ? path.length - 1 : path.length;
   return path.slice(start, end).split('/');

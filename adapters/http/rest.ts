@@ -1,9 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import type { OpenApiMethod } from 'trpc-to-openapi';
-import { inputPlanOf, PathTemplate, restInputOf } from './rest-inputs.js';
-import { createCaller, type AppRouter } from '../../routers/app.router.js';
-import { proceduresOf, unreadableBody, type Context } from '../../routers/trpc.js';
+import { inputPlanOf, PathTemplate, restInputOf, segmentsOf } from './rest-inputs.js';
+import type { AppRouter } from '../../routers/app.router.js';
+import {
+  admitKeptAnswer,
+  answerOwner,
+  keptAnswerCaller,
+  proceduresOf,
+  unreadableBody,
+  type Context,
+  type SlipwayMeta,
+} from '../../routers/trpc.js';
+import { traceReads } from '../../src/index.js';
+import { AnswerCache, sendJsonBody } from './answer-cache.js';
 import { PayloadTooLargeError, readJsonBody } from './request-body.js';
 import { DomainError } from '../../src/domain/errors.js';
 
@@ -12,7 +22,25 @@ interface RestRoute {
   /** The procedure's path in the router (`services.update`). */
   path: string;
   procedure: AnyTRPCProcedure;
+  meta: SlipwayMeta;
   created: boolean;
+}
+
+/** A procedure called as tRPC's own caller calls it (its proxy, one per request, cost more than the call's lookup). */
+type CallableProcedure = (opts: {
+  path: string;
+  getRawInput: () => Promise<unknown>;
+  ctx: Context;
+  type: 'query' | 'mutation' | 'subscription';
+  signal: AbortSignal | undefined;
+  batchIndex: number;
+}) => Promise<unknown>;
+
+export interface RestHandler {
+  /** Serves a request from the procedures; resolves false when no procedure owns the path, so the caller can answer 404 itself. */
+  (req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean>;
+  /** Sends a kept answer (answer-cache.ts) when there is a current one for this GET and caller; false otherwise. */
+  kept(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean>;
 }
 
 /**
@@ -21,10 +49,8 @@ interface RestRoute {
  * a GET or DELETE) as the input, text read as the schema's numbers and booleans (rest-inputs.ts). 201 for
  * creations. Errors are thrown to the app, which answers every door's the same way (koa-app.ts).
  */
-export function createRestHandler(opts: {
-  router: AppRouter;
-  bodyLimitBytes: number;
-}): (req: IncomingMessage, res: ServerResponse, ctx: Context) => Promise<boolean> {
+export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: number }): RestHandler {
+  const answers = new AnswerCache();
   const routes = new Map<string, RestRoute[]>();
   for (const { path, meta } of proceduresOf(opts.router)) {
     const procedure = (opts.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>)[path]!;
@@ -32,12 +58,11 @@ export function createRestHandler(opts: {
     const method = meta.openapi.method;
     routes.set(method, [
       ...(routes.get(method) ?? []),
-      { template: new PathTemplate(meta.openapi.path), path, procedure, created: meta.created === true },
+      { template: new PathTemplate(meta.openapi.path), path, procedure, meta, created: meta.created === true },
     ]);
   }
 
-  /** Resolves false when no procedure owns the path, so the caller can answer 404 itself. */
-  return async (req, res, ctx) => {
+  const handler = async (req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> => {
     // Read first, whatever the path: a body too large is a 413 even where no procedure is.
     const body = await bodyOf(req, opts.bodyLimitBytes);
     const url = new URL(`http://127.0.0.1${req.url ?? '/'}`);
@@ -46,18 +71,48 @@ export function createRestHandler(opts: {
     if (!found) return false;
     const { route, pathParams } = found;
     const input = restInputOf(inputPlanOf(route.procedure), { method, url, body, pathParams });
-    const call = route.path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], createCaller(ctx));
-    const data = await (call as (input: unknown) => Promise<unknown>)(input);
-    res.statusCode = route.created ? 201 : 200;
+    const call = () =>
+      (route.procedure as unknown as CallableProcedure)({
+        path: route.path,
+        getRawInput: async () => input,
+        ctx,
+        type: route.procedure._def.type,
+        signal: undefined,
+        batchIndex: 0,
+      });
+    const status = route.created ? 201 : 200;
+    if (route.meta.answerCache && method === 'GET') {
+      const { trace, result } = traceReads(call);
+      const json = JSON.stringify(await result);
+      sendJsonBody(res, status, answers.keep(req.url ?? '/', trace, route.meta.scope, json));
+      return true;
+    }
+    const data = await call();
+    res.statusCode = status;
     res.setHeader('Content-Type', 'application/json');
     res.end(JSON.stringify(data));
     return true;
   };
+  return Object.assign(handler, {
+    async kept(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> {
+      const target = req.url ?? '/';
+      // A GET with a body takes the full path, which reads (and limits) it.
+      if (req.method !== 'GET' || !answers.has(target) || hasBody(req)) return false;
+      const actor = await keptAnswerCaller(ctx);
+      if (!actor) return false;
+      const answer = answers.get(target, answerOwner(actor));
+      if (!answer || !admitKeptAnswer(ctx, actor, answer.scope)) return false;
+      sendJsonBody(res, 200, answer.body);
+      return true;
+    },
+  });
 }
 
 function matchRoute(routes: RestRoute[], pathname: string): { route: RestRoute; pathParams: Record<string, string> } | null {
+  const parts = segmentsOf(pathname);
   for (const route of routes) {
-    const pathParams = route.template.match(pathname);
+    if (route.template.length !== parts.length) continue;
+    const pathParams = route.template.matchSegments(parts);
     if (pathParams) return { route, pathParams };
   }
   return null;
@@ -75,4 +130,9 @@ async function bodyOf(req: IncomingMessage, limitBytes: number): Promise<Record<
     if (error instanceof PayloadTooLargeError || !(error instanceof DomainError)) throw error;
     return unreadableBody(error);
   }
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

@@ -1,5 +1,6 @@
 import type { Configuration, Platform, Transaction } from '@mikro-orm/core';
 import { CompiledQuery } from 'kysely';
+import { noteUntrackedRead } from '../platform/read-trace.js';
 
 /*
  * MikroORM (6 and 7 alike) runs each statement through `Platform.formatQuery`, which writes every value
@@ -105,6 +106,8 @@ export function boundExecute(placeholder: (n: number) => string, bindNumber?: (n
     ctx?: Transaction,
     loggerContext?: Record<string, unknown>,
   ): Promise<unknown> {
+    // A statement's result is not checked later: an answer read through one is not sent again (read-trace.ts).
+    noteUntrackedRead();
     await this.ensureConnection();
     const q = this.prepareQuery(query, params);
     const sql = this.getSql(q.query, q.formatted, loggerContext);

@@ -1,4 +1,5 @@
 import type { Table } from '../persistence/store.js';
+import { noteCacheHit, tracingReads } from './read-trace.js';
 
 /**
  * What the caches read from, by table (see Store.versionOf): a cache is dropped by writes to these and
@@ -34,8 +35,13 @@ export class VersionedCache<K, V> {
 
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
-    if (!entry || entry.version !== this.currentVersion() || Date.now() - entry.at > this.maxAgeMs) return undefined;
+    if (!entry || !this.isCurrent(key, entry)) return undefined;
+    if (tracingReads()) noteCacheHit(() => this.isCurrent(key, entry));
     return entry.value;
+  }
+
+  private isCurrent(key: K, entry: { version: number; at: number }): boolean {
+    return this.entries.get(key) === entry && entry.version === this.currentVersion() && Date.now() - entry.at <= this.maxAgeMs;
   }
 
   set(key: K, value: V, readAtVersion: number): void {
