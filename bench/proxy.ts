@@ -11,7 +11,8 @@
  *     rounds) and the ratio a/b, with the connections to the container that each run left in
  *     TIME_WAIT (about how many upstream connections it opened and closed); in the same rounds, for
  *     the floor, (c) a second Caddy (same binary) run from a hand-written Caddyfile that only says
- *     `reverse_proxy <container>:3000` with the same keep-alive pool as the platform's, and the CPU
+ *     `reverse_proxy <container>:3000` (BENCH_FLOOR_VIA=slot: its traffic slot, through the gate) with
+ *     the same keep-alive pool as the platform's, and the CPU
  *     time each Caddy spent per request (from /proc, so the other processes' load weighs on it
  *     much less than on req/s): what the platform's configuration costs Caddy over the floor;
  *     once more, for scale, through the service's host port (the platform's own TCP forwarder);
@@ -56,6 +57,11 @@ const FILL_BATCH = 25;
 const DOMAIN_ROUNDS = TINY ? 1 : 5;
 const POLL_MS = 5;
 const WATCHDOG_MS = 600_000;
+/**
+ * BENCH_FLOOR_VIA=slot: the minimal Caddyfile dials the container's traffic slot (through the gate, as the
+ * platform's Caddy does) rather than its project-network address, so the two Caddys differ by configuration only.
+ */
+const FLOOR_VIA_SLOT = process.env.BENCH_FLOOR_VIA === 'slot';
 
 /** Issue #32: through Caddy at least 0.85x straight to the container. */
 const TARGET_RATIO = 0.85;
@@ -288,7 +294,8 @@ async function main(): Promise<void> {
     const viaCaddy = `http://127.0.0.1:${caddy.httpPort}/`;
     const direct = `http://${containerIp}:3000/`;
     const forwarder = `http://127.0.0.1:${web.hostPort}/`;
-    floor = await startFloorCaddy(`${containerIp}:3000`);
+    const viaSlot = FLOOR_VIA_SLOT && slot.trim() !== '';
+    floor = await startFloorCaddy(viaSlot ? `${slot.trim()}:80` : `${containerIp}:3000`);
     for (const [url, host] of [
       [viaCaddy, hostname],
       [direct, undefined],
@@ -313,7 +320,7 @@ async function main(): Promise<void> {
       const order = round % 2 === 0 ? (['direct', 'caddy', 'floor'] as const) : (['floor', 'caddy', 'direct'] as const);
       for (const which of order) {
         // Caddy dials the container's traffic slot (port 80, which the gate sends on to 3000).
-        const [ip, port] = which === 'caddy' && slot.trim() ? [slot.trim(), 80] : [containerIp, 3000];
+        const [ip, port] = (which === 'caddy' && slot.trim()) || (which === 'floor' && viaSlot) ? [slot.trim(), 80] : [containerIp, 3000];
         const before = await timeWaits(ip, port);
         const pid = which === 'caddy' ? caddy.pid() : which === 'floor' ? floor.pid : undefined;
         const cpuBefore = cpuMs(pid);
@@ -462,7 +469,7 @@ async function main(): Promise<void> {
     for (const row of rows) console.log(line(row));
     console.log('');
     console.log(
-      `baseline of rows 1-2 and 4-5: the container at its project-network address (no proxy); of row 3: a second Caddy run from a Caddyfile with only \`reverse_proxy\` to the container (the same keep-alive pool); of rows 6-7: Caddy's own POST /load of the configuration it serves with a \`host\` route for the new hostname`,
+      `baseline of rows 1-2 and 4-5: the container at its project-network address (no proxy); of row 3: a second Caddy run from a Caddyfile with only \`reverse_proxy\` to the container${viaSlot ? "'s traffic slot (BENCH_FLOOR_VIA=slot)" : ''} (the same keep-alive pool); of rows 6-7: Caddy's own POST /load of the configuration it serves with a \`host\` route for the new hostname`,
     );
     console.log(
       `rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; the container ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the minimal Caddyfile ${floorRuns.map((r) => fmt(r.rps)).join(', ')}; Caddy's CPU per request (us): Slipway's ${cpuPerRequest.caddy.map((v) => fmt(v)).join(', ')}, the minimal Caddyfile's ${cpuPerRequest.floor.map((v) => fmt(v)).join(', ')}; the host port's forwarder (once): ${fmt(relayed.rps)} req/s, p50 ${fmt(relayed.p50, 1)} ms, p99 ${fmt(relayed.p99, 1)} ms (${fmt(relayed.rps / directRps, 2)}x the container)`,
