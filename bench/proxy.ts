@@ -9,8 +9,13 @@
  *     (a) through Caddy (Host: the domain) and (b) straight to the container (its address on the
  *     project network, no proxy of any kind), and prints req/s with p50/p99 latency (medians of the
  *     rounds) and the ratio a/b, with the connections to the container that each run left in
- *     TIME_WAIT (about how many upstream connections it opened and closed); once more, for scale,
- *     through the service's host port (the platform's own TCP forwarder);
+ *     TIME_WAIT (about how many upstream connections it opened and closed); in the same rounds, for
+ *     the floor, (c) a second Caddy (same binary) run from a hand-written Caddyfile that only says
+ *     `reverse_proxy <container>:3000` (BENCH_FLOOR_VIA=slot: its traffic slot, through the gate) with
+ *     the same keep-alive pool as the platform's, and the CPU
+ *     time each Caddy spent per request (from /proc, so the other processes' load weighs on it
+ *     much less than on req/s): what the platform's configuration costs Caddy over the floor;
+ *     once more, for scale, through the service's host port (the platform's own TCP forwarder);
  *  4. configures 499 domains over four services, then times, five times over, a new hostname from
  *     the moment `POST /api/services/:id/domains` is sent until Caddy serves it (polled every 5 ms
  *     on fresh connections), deleting it again each time so 500 domains are routed while it is
@@ -20,7 +25,7 @@
  *
  * It is informational: whatever the figures, it exits 0 unless it crashes.
  */
-import { benchPortRange, recordRows, TINY } from './bench-support.js';
+import { benchPortRange, cpuSeconds, recordRows, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -28,11 +33,13 @@ import path from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { api, startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { docker, provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
-import { requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
+import { quietPort, requestVia, startCaddy, waitUntilServed, type CaddyProcess } from '../test/helpers/caddy.js';
 import { autocannon } from './autocannon.js';
 import { median } from './bench-support.js';
 
@@ -50,6 +57,11 @@ const FILL_BATCH = 25;
 const DOMAIN_ROUNDS = TINY ? 1 : 5;
 const POLL_MS = 5;
 const WATCHDOG_MS = 600_000;
+/**
+ * BENCH_FLOOR_VIA=slot: the minimal Caddyfile dials the container's traffic slot (through the gate, as the
+ * platform's Caddy does) rather than its project-network address, so the two Caddys differ by configuration only.
+ */
+const FLOOR_VIA_SLOT = process.env.BENCH_FLOOR_VIA === 'slot';
 
 /** Issue #32: through Caddy at least 0.85x straight to the container. */
 const TARGET_RATIO = 0.85;
@@ -67,6 +79,72 @@ async function portRange(): Promise<string> {
 async function timeWaits(ip: string, port: number): Promise<number> {
   const { stdout } = await run('ss', ['-Htan', 'state', 'time-wait', 'dst', `${ip}:${port}`]).catch(() => ({ stdout: null }));
   return stdout === null ? Number.NaN : stdout.split('\n').filter((line) => line.trim()).length;
+}
+
+/** CPU time (user + system) a process has used, in ms; NaN when it cannot be read. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    return cpuSeconds(pid) * 1000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+interface FloorCaddy {
+  url: string;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * The floor: the same Caddy binary run from the smallest hand-written Caddyfile that proxies to the
+ * container, with the platform's keep-alive pool (Caddy's default keeps 32 idle connections per upstream,
+ * fewer than the 50 of the load, and would measure its own reconnections instead).
+ */
+async function startFloorCaddy(upstream: string): Promise<FloorCaddy> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'slipway-bench-floor-'));
+  const port = await quietPort();
+  const caddyfile = [
+    '{',
+    '\tadmin off',
+    '\tauto_https off',
+    '}',
+    `:${port} {`,
+    `\treverse_proxy ${upstream} {`,
+    '\t\ttransport http {',
+    '\t\t\tkeepalive 2s',
+    '\t\t\tkeepalive_idle_conns_per_host 256',
+    '\t\t}',
+    '\t}',
+    '}',
+    '',
+  ].join('\n');
+  await writeFile(path.join(dir, 'Caddyfile'), caddyfile);
+  const child = spawn('caddy', ['run', '--adapter', 'caddyfile', '--config', path.join(dir, 'Caddyfile')], {
+    env: { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'config'), XDG_DATA_HOME: path.join(dir, 'data'), HOME: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const answer = await requestVia(port, 'floor', '/', 1_000);
+    if (answer?.status === 200 && BODY.test(answer.text)) return { url: `http://127.0.0.1:${port}/`, pid: child.pid, stop };
+    if (child.exitCode !== null || performance.now() > deadline) {
+      await stop();
+      throw new Error(`the floor Caddy did not serve within 10 s:\n${output}`);
+    }
+    await sleep(50);
+  }
 }
 
 /** A keep-alive HTTP server on $PORT, answering a short text, closing gracefully on SIGTERM. */
@@ -168,7 +246,9 @@ async function main(): Promise<void> {
   let server: ServerProcess | null = null;
   let call: ReturnType<typeof api> | null = null;
   let projectId: string | null = null;
+  let floor: FloorCaddy | null = null;
   async function cleanup(): Promise<void> {
+    await floor?.stop().catch(() => {});
     if (call && projectId) await call('DELETE', `/api/projects/${projectId}`).catch(() => {});
     await server?.dispose().catch(() => {});
     await caddy?.stop().catch(() => {});
@@ -214,9 +294,12 @@ async function main(): Promise<void> {
     const viaCaddy = `http://127.0.0.1:${caddy.httpPort}/`;
     const direct = `http://${containerIp}:3000/`;
     const forwarder = `http://127.0.0.1:${web.hostPort}/`;
+    const viaSlot = FLOOR_VIA_SLOT && slot.trim() !== '';
+    floor = await startFloorCaddy(viaSlot ? `${slot.trim()}:80` : `${containerIp}:3000`);
     for (const [url, host] of [
       [viaCaddy, hostname],
       [direct, undefined],
+      [floor.url, undefined],
     ] as const) {
       await autocannon({
         url,
@@ -228,19 +311,29 @@ async function main(): Promise<void> {
     }
     const caddyRuns: Load[] = [];
     const directRuns: Load[] = [];
-    const waits = { caddy: [] as number[], direct: [] as number[] };
+    const floorRuns: Load[] = [];
+    const waits = { caddy: [] as number[], direct: [] as number[], floor: [] as number[] };
+    /** Microseconds of the Caddy's CPU per request answered, per round. */
+    const cpuPerRequest = { caddy: [] as number[], floor: [] as number[] };
+    const floorUrl = floor.url;
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? (['direct', 'caddy'] as const) : (['caddy', 'direct'] as const);
+      const order = round % 2 === 0 ? (['direct', 'caddy', 'floor'] as const) : (['floor', 'caddy', 'direct'] as const);
       for (const which of order) {
         // Caddy dials the container's traffic slot (port 80, which the gate sends on to 3000).
-        const [ip, port] = which === 'caddy' && slot.trim() ? [slot.trim(), 80] : [containerIp, 3000];
+        const [ip, port] = (which === 'caddy' && slot.trim()) || (which === 'floor' && viaSlot) ? [slot.trim(), 80] : [containerIp, 3000];
         const before = await timeWaits(ip, port);
-        if (which === 'caddy') caddyRuns.push(await load(viaCaddy, hostname));
-        else directRuns.push(await load(direct));
+        const pid = which === 'caddy' ? caddy.pid() : which === 'floor' ? floor.pid : undefined;
+        const cpuBefore = cpuMs(pid);
+        const result = which === 'caddy' ? await load(viaCaddy, hostname) : await load(which === 'floor' ? floorUrl : direct);
+        const cpu = cpuMs(pid) - cpuBefore;
+        ({ caddy: caddyRuns, direct: directRuns, floor: floorRuns })[which].push(result);
+        if (which !== 'direct') cpuPerRequest[which].push((cpu * 1000) / Math.max(result.total, 1));
         waits[which].push((await timeWaits(ip, port)) - before);
         await sleep(500);
       }
     }
+    await floor.stop();
+    floor = null;
     // For scale: the platform's host-port forwarder (a TCP relay in the platform process).
     const relayed = await load(forwarder);
 
@@ -321,6 +414,9 @@ async function main(): Promise<void> {
     const directP50 = median(directRuns.map((r) => r.p50));
     const caddyP99 = median(caddyRuns.map((r) => r.p99));
     const directP99 = median(directRuns.map((r) => r.p99));
+    const floorRps = median(floorRuns.map((r) => r.rps));
+    const caddyCpu = median(cpuPerRequest.caddy);
+    const floorCpu = median(cpuPerRequest.floor);
     const fmt = (n: number, digits = 0) => n.toFixed(digits);
     const rows: string[][] = [
       [
@@ -329,6 +425,20 @@ async function main(): Promise<void> {
         fmt(directRps),
         `${fmt(caddyRps / directRps, 2)}x`,
         `>= ${TARGET_RATIO}x`,
+      ],
+      [
+        'req/s through a minimal Caddyfile (the floor) vs the container directly',
+        fmt(floorRps),
+        fmt(directRps),
+        `${fmt(floorRps / directRps, 2)}x`,
+        '-',
+      ],
+      [
+        "Caddy's CPU per request (us): Slipway's configuration vs the minimal Caddyfile",
+        fmt(caddyCpu),
+        fmt(floorCpu),
+        `${fmt(caddyCpu / floorCpu, 2)}x`,
+        '-',
       ],
       ['latency p50, ms', fmt(caddyP50, 1), fmt(directP50, 1), `${fmt(caddyP50 / directP50, 2)}x`, '-'],
       ['latency p99, ms', fmt(caddyP99, 1), fmt(directP99, 1), `${fmt(caddyP99 / directP99, 2)}x`, '-'],
@@ -359,18 +469,17 @@ async function main(): Promise<void> {
     for (const row of rows) console.log(line(row));
     console.log('');
     console.log(
-      `baseline of rows 1-3: the container at its project-network address (no proxy); of rows 4-5: Caddy's own POST /load of the configuration it serves with a \`host\` route for the new hostname`,
+      `baseline of rows 1-2 and 4-5: the container at its project-network address (no proxy); of row 3: a second Caddy run from a Caddyfile with only \`reverse_proxy\` to the container${viaSlot ? "'s traffic slot (BENCH_FLOOR_VIA=slot)" : ''} (the same keep-alive pool); of rows 6-7: Caddy's own POST /load of the configuration it serves with a \`host\` route for the new hostname`,
     );
     console.log(
-      `rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; the container ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the host port's forwarder (once): ${fmt(relayed.rps)} req/s, p50 ${fmt(relayed.p50, 1)} ms, p99 ${fmt(relayed.p99, 1)} ms (${fmt(relayed.rps / directRps, 2)}x the container)`,
+      `rounds, req/s: Caddy ${caddyRuns.map((r) => fmt(r.rps)).join(', ')}; the container ${directRuns.map((r) => fmt(r.rps)).join(', ')}; the minimal Caddyfile ${floorRuns.map((r) => fmt(r.rps)).join(', ')}; Caddy's CPU per request (us): Slipway's ${cpuPerRequest.caddy.map((v) => fmt(v)).join(', ')}, the minimal Caddyfile's ${cpuPerRequest.floor.map((v) => fmt(v)).join(', ')}; the host port's forwarder (once): ${fmt(relayed.rps)} req/s, p50 ${fmt(relayed.p50, 1)} ms, p99 ${fmt(relayed.p99, 1)} ms (${fmt(relayed.rps / directRps, 2)}x the container)`,
     );
     console.log(
-      `new connections to the container in TIME_WAIT (upstream connections opened and closed), per round: Caddy ${waits.caddy.join(', ')}; direct ${waits.direct.join(', ')} (the ephemeral ports toward one ip:port are ${await portRange()})`,
+      `new connections to the container in TIME_WAIT (upstream connections opened and closed), per round: Caddy ${waits.caddy.join(', ')}; direct ${waits.direct.join(', ')}; the minimal Caddyfile ${waits.floor.join(', ')} (the ephemeral ports toward one ip:port are ${await portRange()})`,
     );
-    const problems = [...caddyRuns, ...directRuns, relayed].reduce((sum, r) => sum + r.errors + r.non2xx, 0);
-    console.log(
-      `errors + non-2xx answers during the load: ${problems} of ${[...caddyRuns, ...directRuns, relayed].reduce((s, r) => s + r.total, 0)} requests`,
-    );
+    const loads = [...caddyRuns, ...directRuns, ...floorRuns, relayed];
+    const problems = loads.reduce((sum, r) => sum + r.errors + r.non2xx, 0);
+    console.log(`errors + non-2xx answers during the load: ${problems} of ${loads.reduce((s, r) => s + r.total, 0)} requests`);
     console.log(
       `domains: ${domainCount} configured over ${fillServices.length} services, ${DOMAINS - 1} hostnames routed by Caddy before each measure; the ${DOMAINS - 2} fill domains took ${fmt(fillMs / 1000, 1)} s (${FILL_BATCH} at a time)`,
     );
@@ -388,6 +497,14 @@ async function main(): Promise<void> {
         met: ratio >= TARGET_RATIO,
       },
       {
+        measure: `through a minimal Caddyfile vs the container directly, req/s (the floor of the row above)`,
+        value: fmt(floorRps),
+        baseline: fmt(directRps),
+        ratio: floorRps / directRps,
+        target: '-',
+        met: null,
+      },
+      {
         measure: `new domain served, ${DOMAINS} domains (max of ${DOMAIN_ROUNDS})`,
         value: `${fmt(Math.max(...slipwayMs))} ms`,
         baseline: `${fmt(Math.max(...caddyMs))} ms`,
@@ -397,7 +514,7 @@ async function main(): Promise<void> {
       },
     ]);
     console.log(
-      `\nCaddy/container ${fmt(ratio, 2)}x ${ratio >= TARGET_RATIO ? 'PASS' : 'MISS'}; new domain median ${fmt(median(slipwayMs))} ms, max ${fmt(Math.max(...slipwayMs))} ms ${Math.max(...slipwayMs) < TARGET_DOMAIN_MS ? 'PASS' : 'MISS'}`,
+      `\nCaddy/container ${fmt(ratio, 2)}x ${ratio >= TARGET_RATIO ? 'PASS' : 'MISS'} (the minimal Caddyfile's ${fmt(floorRps / directRps, 2)}x); new domain median ${fmt(median(slipwayMs))} ms, max ${fmt(Math.max(...slipwayMs))} ms ${Math.max(...slipwayMs) < TARGET_DOMAIN_MS ? 'PASS' : 'MISS'}`,
     );
   } finally {
     clearTimeout(watchdog);

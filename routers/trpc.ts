@@ -203,52 +203,71 @@ const t = initTRPC
 const REFUSALS = new Set<string>(['unauthorized', 'forbidden', 'insufficient_scope', 'invalid_credentials', 'registration_closed']);
 
 /**
- * Every procedure's first and only edge middleware (one level: each tRPC middleware level copies the
- * call's options, which a profile of a read under load put at a tenth of the CPU). In order:
+ * What a procedure asks of its caller, checked inside the edge below: the context it adds (the actor), or a
+ * throw, which the edge records as the call's refusal.
+ */
+type Guard<Added extends object> = (ctx: Context, meta: SlipwayMeta | undefined, getRawInput: () => Promise<unknown>) => Promise<Added>;
+
+/**
+ * Every procedure's one edge middleware, with its guard inside (one level: each tRPC middleware level copies
+ * the call's options, which a profile of a read under load put at a tenth of the CPU). In order:
  * - an authentication endpoint spends its per-address budget first, whatever the body holds;
+ * - the guard: the credential, its budget and scope, a write key (readProcedure, writeProcedure...);
  * - domain errors become tRPC errors with the code of the table above; everything else is a 500;
  * - the audit log's one door-independent hook (docs/events.md): every mutation, whatever its outcome,
  *   and every call refused for its credentials or permissions, is recorded with who, the procedure,
  *   the ids its input names (found before it runs, so a delete still has its project), the door, the
  *   client address and the outcome. REST, tRPC, MCP and the CLI all come through here.
  */
-const edge = t.middleware(async ({ ctx, meta, type, path, getRawInput, next }) => {
-  const call = { actor: null as Actor | null };
-  const input = () => getRawInput().catch(() => undefined);
-  const located = type === 'mutation' ? await ctx.services.audit.locate(await input()) : null;
-  let refused: TRPCError | null = null;
-  let result: Awaited<ReturnType<typeof next>> | null = null;
-  try {
-    if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
-  } catch (error) {
-    refused = error instanceof DomainError ? trpcErrorOf(error) : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error });
-  }
-  if (!refused) {
-    result = await next({ ctx: { auditCall: call } });
-    if (!result.ok && result.error.cause instanceof DomainError) refused = trpcErrorOf(result.error.cause);
-  }
-  const outcome = refused ? toErrorBody(refused).error : result!.ok ? 'success' : toErrorBody(result!.error).error;
-  if (located || REFUSALS.has(outcome)) {
-    const data = result?.ok ? result.data : undefined;
-    const where = located ?? (await ctx.services.audit.locate(await input()));
-    const created = result?.ok ? ctx.services.audit.createdIds(data) : [];
-    // A sign-in or signup has no caller yet: the account it opened is who.
-    const user = result?.ok ? (data as { user?: { id?: unknown } } | undefined)?.user?.id : undefined;
-    const who: Actor | null =
-      call.actor ?? (typeof user === 'string' ? { keyId: user, access: 'write', projectIds: null, userId: user, via: 'session' } : null);
-    await ctx.services.audit.record({
-      who,
-      operation: path,
-      door: ctx.door ?? 'rest',
-      targetIds: [...where.targetIds, ...created],
-      projectId: where.projectId ?? (result?.ok ? ctx.services.audit.createdProjectId(data) : null),
-      clientAddress: ctx.ip,
-      outcome,
-    });
-  }
-  if (refused) throw refused;
-  return result!;
-});
+function edge<Added extends object>(guard: Guard<Added>) {
+  return t.middleware(async ({ ctx, meta, type, path, getRawInput, next }) => {
+    const call = { actor: null as Actor | null };
+    const input = () => getRawInput().catch(() => undefined);
+    const located = type === 'mutation' ? await ctx.services.audit.locate(await input()) : null;
+    let refused: TRPCError | null = null;
+    // The result typed with what the guard adds, so the procedures see `ctx.actor`.
+    let result: Awaited<ReturnType<typeof next<Added & { auditCall: typeof call }>>> | null = null;
+    let added: Added | undefined;
+    try {
+      if (meta?.rateLimit) await ctx.limiter.assertAuthAttempt(meta.rateLimit, ctx.ip);
+      added = await guard({ ...ctx, auditCall: call }, meta, getRawInput);
+    } catch (error) {
+      refused = trpcErrorFrom(error);
+    }
+    if (!refused) {
+      result = await next({ ctx: { ...added!, auditCall: call } as Added & { auditCall: typeof call } });
+      if (!result.ok && result.error.cause instanceof DomainError) refused = trpcErrorOf(result.error.cause);
+    }
+    const outcome = refused ? toErrorBody(refused).error : result!.ok ? 'success' : toErrorBody(result!.error).error;
+    if (located || REFUSALS.has(outcome)) {
+      const data = result?.ok ? result.data : undefined;
+      const where = located ?? (await ctx.services.audit.locate(await input()));
+      const created = result?.ok ? ctx.services.audit.createdIds(data) : [];
+      // A sign-in or signup has no caller yet: the account it opened is who.
+      const user = result?.ok ? (data as { user?: { id?: unknown } } | undefined)?.user?.id : undefined;
+      const who: Actor | null =
+        call.actor ?? (typeof user === 'string' ? { keyId: user, access: 'write', projectIds: null, userId: user, via: 'session' } : null);
+      await ctx.services.audit.record({
+        who,
+        operation: path,
+        door: ctx.door ?? 'rest',
+        targetIds: [...where.targetIds, ...created],
+        projectId: where.projectId ?? (result?.ok ? ctx.services.audit.createdProjectId(data) : null),
+        clientAddress: ctx.ip,
+        outcome,
+      });
+    }
+    if (refused) throw refused;
+    return result!;
+  });
+}
+
+/** A guard's throw as the call's error: a domain error by the table above, tRPC's own as it is, anything else a 500. */
+function trpcErrorFrom(error: unknown): TRPCError {
+  if (error instanceof DomainError) return trpcErrorOf(error);
+  if (error instanceof TRPCError) return error;
+  return new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error });
+}
 
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
@@ -259,7 +278,7 @@ export function trpcErrorOf(cause: DomainError): TRPCError {
 }
 
 /** A procedure any caller reaches: the edge's rate limits, error mapping and audit, no credential asked. */
-export const publicProcedure = t.procedure.use(edge);
+export const publicProcedure = t.procedure.use(edge(async () => ({})));
 
 /**
  * The one scope check: a personal token needs the scope its procedure declares (`admin` holds all);
@@ -290,13 +309,15 @@ export async function authenticatedCaller(ctx: Context): Promise<Actor> {
 }
 
 /** Every documented endpoint: a valid credential with the procedure's scope, not over its request budget. */
-export const readProcedure = publicProcedure.use(async ({ ctx, meta, next }) => {
+async function readGuard(ctx: Context, meta: SlipwayMeta | undefined): Promise<{ actor: Actor }> {
   const actor = await authenticated(ctx);
   ctx.limiter.assertRequestAllowed(actor.keyId);
   enforceScope(actor, meta?.scope);
   if (meta?.answerCache) startAnswerReads(answerOwner(actor));
-  return next({ ctx: { actor } });
-});
+  return { actor };
+}
+
+export const readProcedure = t.procedure.use(edge(readGuard));
 
 /** Whom a kept answer may go to: the same credential with the same rights (a changed role or project list is another owner). */
 export function answerOwner(actor: Actor): string {
@@ -327,22 +348,27 @@ export function admitKeptAnswer(ctx: Context, actor: Actor, scope: ProcedureScop
  * A public procedure that uses the caller's credential when a valid one is sent (2fa/verify confirms
  * a setup that way). An invalid one (a stale cookie while finishing a sign-in) counts as none.
  */
-export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
-  if (ctx.auditCall) ctx.auditCall.actor = actor;
-  if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
-  return next({ ctx: { actor } });
-});
+export const optionalAuthProcedure = t.procedure.use(
+  edge(async (ctx): Promise<{ actor: Actor | null }> => {
+    const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
+    if (ctx.auditCall) ctx.auditCall.actor = actor;
+    if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
+    return { actor };
+  }),
+);
 
-/** Checked before the input is read: a read key learns it is read-only, not what its body lacked. */
-export const writeProcedure = readProcedure.use(async ({ ctx, getRawInput, next }) => {
-  if (ctx.actor.access !== 'write') {
-    throw new TRPCError({ code: 'FORBIDDEN', message: 'This API key is read-only; this operation needs a write key' });
-  }
-  const input = await getRawInput();
-  if (typeof input === 'object' && input !== null && UNREADABLE in input) throw (input as { [UNREADABLE]: DomainError })[UNREADABLE];
-  return next();
-});
+/** As readProcedure, and a write key, checked before the input is read: a read key learns it is read-only, not what its body lacked. */
+export const writeProcedure = t.procedure.use(
+  edge(async (ctx, meta, getRawInput) => {
+    const granted = await readGuard(ctx, meta);
+    if (granted.actor.access !== 'write') {
+      throw new TRPCError({ code: 'FORBIDDEN', message: 'This API key is read-only; this operation needs a write key' });
+    }
+    const input = await getRawInput();
+    if (typeof input === 'object' && input !== null && UNREADABLE in input) throw (input as { [UNREADABLE]: DomainError })[UNREADABLE];
+    return granted;
+  }),
+);
 
 const WRITE_KEY_CHECK = writeProcedure._def.middlewares.at(-1);
 

@@ -37,7 +37,16 @@ export class DeploymentPipeline {
 
   async run(ctx: PipelineContext): Promise<PipelineResult> {
     const { service } = ctx;
-    const { built, env, names } = await this.prepare(ctx);
+    // Beside the clone and the build rather than after them; start() awaits it (and reports its failure).
+    const network = this.launch
+      .ensureNetwork(ctx, resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId))
+      .catch(() => {});
+    // A deployment that ends early still ends after the network call: the service's removal (which aborts it, then
+    // removes the network) must not see the network made behind it.
+    const { built, env, names } = await this.prepare(ctx).catch(async (error: unknown) => {
+      await network;
+      throw error;
+    });
     const { source } = service;
     // Before the previous server stops: the certificate is not part of the gap.
     const tls = source.kind === 'database' ? await this.launch.tlsMount(ctx) : null;

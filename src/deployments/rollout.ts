@@ -24,6 +24,10 @@ const SWARM_RETIRE_TIMEOUT_MS = 30_000;
 export interface RolloutAttempt {
   created: CreatedResources;
   slot?: SlotAssignment;
+  /** The gate's opening of the new slot, begun as the slot is assigned (see run). */
+  opening?: Promise<void>;
+  /** Whether a route may have named the new container (the switch got that far): its slot's closing then waits for the proxy. */
+  routed?: boolean;
 }
 
 export interface RolloutTarget {
@@ -66,7 +70,14 @@ export class Rollout {
     const swarm = await this.swarmFor(service, signal);
     if (swarm) return this.runOnSwarm(swarm, attempt, target);
     attempt.slot = await this.assignSlot(service);
-    if (attempt.slot) this.held.add(attempt.slot.ip);
+    if (attempt.slot) {
+      this.held.add(attempt.slot.ip);
+      // The gate opens the new slot while the image builds, not at the switch (an iptables-restore and its checks,
+      // 20-50 ms). Open is not routed: no route names the slot before the container passed its check, so nothing
+      // reaches it before then; the proxy reaches the slots its routes name only.
+      attempt.opening = this.slots?.switchTo({ ip: attempt.slot.ip, port: service.internalPort }, [], { wait: false });
+      attempt.opening?.catch(() => {}); // awaited by the switch, or by abandon
+    }
     const ctx = { ...target, created: attempt.created, ...(attempt.slot ? { slot: attempt.slot } : {}) };
     const result = await this.pipeline.run(ctx);
     throwIfAborted(signal);
@@ -78,7 +89,7 @@ export class Rollout {
       replicas.push(await this.pipeline.startReplica(ctx, result.imageTag, result.env, index));
       throwIfAborted(signal);
     }
-    await this.switchTo(service, deployment, replicas, log, attempt.slot);
+    await this.switchTo(service, deployment, replicas, log, attempt);
     return result;
   }
 
@@ -144,8 +155,12 @@ export class Rollout {
   /** After a failure: traffic leaves the new slot (a switch cut short may have opened it), then what the attempt made goes. */
   async abandon(attempt: RolloutAttempt, log: JobLogWriter): Promise<void> {
     const slot = attempt.slot;
+    // Closed after its opening, which may still be under way.
+    await attempt.opening?.catch(() => {});
     if (slot)
-      await this.slots?.close([slot.ip]).catch((e: Error) => log.write(`Could not close traffic slot ${slot.ip}: ${e.message}`, 'stderr'));
+      await this.slots
+        ?.close([slot.ip], undefined, { wait: attempt.routed ?? false })
+        .catch((e: Error) => log.write(`Could not close traffic slot ${slot.ip}: ${e.message}`, 'stderr'));
     try {
       for (const replica of attempt.created.replicas ?? []) await this.runtime.engine.stopAndRemove(replica, 0);
       if (attempt.created.container) await this.runtime.engine.stopAndRemove(attempt.created.container, 0);
@@ -264,8 +279,9 @@ export class Rollout {
     deployment: DeploymentRecord,
     replicas: ContainerState[],
     log: JobLogWriter,
-    slot?: SlotAssignment,
+    attempt: RolloutAttempt,
   ): Promise<void> {
+    const { slot } = attempt;
     const container = replicas[0]!;
     for (const replica of replicas) await this.runtime.engine.keepRunning(replica.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
@@ -283,8 +299,9 @@ export class Rollout {
       log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
     const fresh = new Set(replicas.map((c) => c.id));
     const old = (await this.containers.ofService(service.id)).filter((c) => !fresh.has(c.id));
-    // The new slot opens before any route names it; nothing closes yet.
-    if (slot && this.slots) await this.slots.switchTo({ ip: slot.ip, port: service.internalPort }, [], { wait: false });
+    // The new slot is open before any route names it (run began it); nothing closes yet.
+    await attempt.opening;
+    attempt.routed = true;
     this.routing.setUpstream(
       service.id,
       this.upstreamFor(service, upstream ? container : undefined),

@@ -256,11 +256,14 @@ export class TrafficSlots {
     await this.set((open) => previous.filter((ip) => ip !== next.ip).forEach((ip) => open.delete(ip)), options);
   }
 
-  /** Closes slots (a failed cutover, a removed service), waiting until the proxy has seen it. */
-  async close(ips: string[], signal?: AbortSignal): Promise<void> {
+  /**
+   * Closes slots (a failed cutover, a removed service), waiting until the proxy has seen it; `wait: false` for
+   * slots no route ever named (a deployment that failed before its switch), which the proxy never dialled.
+   */
+  async close(ips: string[], signal?: AbortSignal, options: { wait: boolean } = { wait: true }): Promise<void> {
     if (!ips.some((ip) => this.open.has(ip))) return;
     this.generation++;
-    await this.set((open) => ips.forEach((ip) => open.delete(ip)), { wait: true, signal });
+    await this.set((open) => ips.forEach((ip) => open.delete(ip)), { wait: options.wait, signal });
   }
 
   /** Taken before reading the containers that a reconcile pass is computed from. */

@@ -50,6 +50,8 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
   private checkingOrphans: Promise<void> | null = null;
   private lastOrphanCheck = 0;
   private lastPoll = 0;
+  /** A wake came while a pass ran (see wake). */
+  private wakeAgain = false;
   private stopped = true;
   private recoveredOnce = false;
   private readonly log: RunnerLog;
@@ -142,13 +144,23 @@ export class JobRunner<J extends { id: string }, L extends JobLog = JobLog> {
     return settled;
   }
 
-  /** Looks at the queue now rather than at the next poll. */
+  /**
+   * Looks at the queue now rather than at the next poll. A wake during a pass is kept for one more pass after
+   * it: the pass may have read the queue before the job that woke it was written, and the next poll is
+   * ALONE_POLL_MS away.
+   */
   wake(): void {
-    if (this.stopped || !this.recoveredOnce || this.ticking) return;
+    if (this.stopped || !this.recoveredOnce) return;
+    if (this.ticking) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.wakeAgain = false;
     this.ticking = this.tick()
       .catch((error: Error) => this.log('runner tick failed', { error: error.message }))
       .finally(() => {
         this.ticking = null;
+        if (this.wakeAgain) this.wake();
       });
   }
 

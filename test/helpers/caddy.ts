@@ -52,6 +52,8 @@ export interface CaddyProcess {
   restart(): Promise<void>;
   stop(): Promise<void>;
   output(): string;
+  /** The running Caddy's process id (benches read its CPU time), undefined while it is not running. */
+  pid(): number | undefined;
 }
 
 /**
@@ -124,6 +126,7 @@ export async function startCaddy(): Promise<CaddyProcess> {
       rmSync(dir, { recursive: true, force: true });
     },
     output: () => output,
+    pid: () => (child as ChildProcess | null)?.pid,
   };
 }
 

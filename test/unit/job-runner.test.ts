@@ -271,4 +271,28 @@ describe('a JobRunner in a process alone on its database', () => {
     await until(() => kind.active.has('b2'), 1_000);
     kind.release('b2');
   });
+
+  it('a job queued and woken for while a pass reads the queue is claimed after that pass, not at the next poll', async () => {
+    const { kind, runner } = counted({ value: true });
+    runner.start();
+    await runner.recover();
+    await sleep(30);
+    // The pass reads the queue before b1 is written, and is still running when b1's wake comes.
+    let readDone!: () => void;
+    const listQueued = kind.queue.listQueued;
+    kind.queue.listQueued = async () => {
+      const rows = await listQueued();
+      await new Promise<void>((resolve) => (readDone = resolve));
+      return rows;
+    };
+    runner.wake();
+    await until(() => readDone !== undefined, 1_000);
+    kind.queue.listQueued = listQueued;
+    kind.queue.add('b1', 'db1');
+    runner.wake();
+    readDone();
+    // Alone, the poll looks again only after 5 s.
+    await until(() => kind.active.has('b1'), 1_000);
+    kind.release('b1');
+  });
 });
