@@ -26,7 +26,7 @@ import { api, startArgs, startServerProcess, type ServerProcess } from '../test/
 import { ownPortRange } from '../test/helpers/docker.js';
 import { autocannon } from './autocannon.js';
 import { runBench } from './run-bench.js';
-import { type BenchRow, benchPortRange, cpuSeconds, recordRows, rowsTable, TINY } from './bench-support.js';
+import { type BenchRow, benchPortRange, cpuMs, recordRows, rowsTable, TINY } from './bench-support.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -73,8 +73,6 @@ function rssMb(pid: number): number {
   const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
-
-const cpuMs = (pid: number): number => cpuSeconds(pid) * 1000;
 
 /** Waits until the process uses under 5% of a core over 250 ms (at most `maxMs`). */
 async function waitIdle(pid: number, maxMs = IDLE_WAIT_MS): Promise<void> {

@@ -30,6 +30,11 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** The same in ms. */
+export function cpuMs(pid: number): number {
+  return cpuSeconds(pid) * 1000;
+}
+
 /** One line of `npm run bench`'s table: a figure, the baseline measured in the same run, their ratio and the target. */
 export interface BenchRow {
   measure: string;

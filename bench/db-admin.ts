@@ -35,7 +35,7 @@ import { provisionDocker } from '../test/helpers/docker.js';
 import { deploy } from '../test/helpers/deployments.js';
 import { LABELS } from '../src/deployments/container-engine.port.js';
 import { runBench } from './run-bench.js';
-import { type BenchRow, benchPortRange, cpuSeconds, recordRows, rssMb, table, TINY } from './bench-support.js';
+import { type BenchRow, benchPortRange, cpuMs, recordRows, rssMb, table, TINY } from './bench-support.js';
 
 const run = promisify(execFile);
 
@@ -57,7 +57,6 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 
 /** utime + stime of a process, in ms. */
-const cpuMs = (pid: number): number => cpuSeconds(pid) * 1000;
 
 interface PassResult {
   rows: number;

@@ -25,7 +25,7 @@
  *
  * It is informational: whatever the figures, it exits 0 unless it crashes.
  */
-import { benchPortRange, cpuSeconds, recordRows, TINY } from './bench-support.js';
+import { benchPortRange, cpuMs, recordRows, TINY } from './bench-support.js';
 import { runBench } from './run-bench.js';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -82,10 +82,10 @@ async function timeWaits(ip: string, port: number): Promise<number> {
 }
 
 /** CPU time (user + system) a process has used, in ms; NaN when it cannot be read. */
-function cpuMs(pid: number | undefined): number {
+function cpuMsOf(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
-    return cpuSeconds(pid) * 1000;
+    return cpuMs(pid);
   } catch {
     return Number.NaN;
   }
@@ -323,9 +323,9 @@ async function main(): Promise<void> {
         const [ip, port] = (which === 'caddy' && slot.trim()) || (which === 'floor' && viaSlot) ? [slot.trim(), 80] : [containerIp, 3000];
         const before = await timeWaits(ip, port);
         const pid = which === 'caddy' ? caddy.pid() : which === 'floor' ? floor.pid : undefined;
-        const cpuBefore = cpuMs(pid);
+        const cpuBefore = cpuMsOf(pid);
         const result = which === 'caddy' ? await load(viaCaddy, hostname) : await load(which === 'floor' ? floorUrl : direct);
-        const cpu = cpuMs(pid) - cpuBefore;
+        const cpu = cpuMsOf(pid) - cpuBefore;
         ({ caddy: caddyRuns, direct: directRuns, floor: floorRuns })[which].push(result);
         if (which !== 'direct') cpuPerRequest[which].push((cpu * 1000) / Math.max(result.total, 1));
         waits[which].push((await timeWaits(ip, port)) - before);

@@ -325,12 +325,12 @@ export function answerOwner(actor: Actor): string {
 }
 
 /**
- * The caller a kept answer would be for (adapters/http/answer-cache.ts): the actor of a valid credential, or
- * null, and then the procedure runs instead, to refuse, count and record the refusal itself.
+ * The actor of the request's credential when it is valid, else null, nothing counted: what optionalAuthProcedure
+ * runs with, and whom a kept answer would be for (adapters/http/answer-cache.ts; on null the procedure runs
+ * instead, to refuse, count and record the refusal itself).
  */
-export async function keptAnswerCaller(ctx: Context): Promise<Actor | null> {
-  if (!ctx.token) return null;
-  return ctx.services.accounts.authenticate(ctx.token).catch(() => null);
+export async function validCaller(ctx: Context): Promise<Actor | null> {
+  return ctx.token ? ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
 }
 
 /** Whether `actor` may have a kept answer of a procedure with this scope; throws rate_limited over its budget (counting this request). */
@@ -350,7 +350,7 @@ export function admitKeptAnswer(ctx: Context, actor: Actor, scope: ProcedureScop
  */
 export const optionalAuthProcedure = t.procedure.use(
   edge(async (ctx): Promise<{ actor: Actor | null }> => {
-    const actor = ctx.token ? await ctx.services.accounts.authenticate(ctx.token).catch(() => null) : null;
+    const actor = await validCaller(ctx);
     if (ctx.auditCall) ctx.auditCall.actor = actor;
     if (actor) ctx.limiter.assertRequestAllowed(actor.keyId);
     return { actor };

@@ -80,7 +80,7 @@ export class AnswerCache {
   }
 }
 
-/** A REST read's 200, as the procedure's own answer is sent (rest.ts). */
+/** A REST answer (rest.ts): a procedure's, or a kept one, sent the same way. */
 export function sendJsonBody(res: ServerResponse, status: number, body: string | Buffer): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json');

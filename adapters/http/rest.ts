@@ -6,9 +6,9 @@ import type { AppRouter } from '../../routers/app.router.js';
 import {
   admitKeptAnswer,
   answerOwner,
-  keptAnswerCaller,
   proceduresOf,
   unreadableBody,
+  validCaller,
   type Context,
   type SlipwayMeta,
 } from '../../routers/trpc.js';
@@ -87,10 +87,7 @@ export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: num
       sendJsonBody(res, status, answers.keep(req.url ?? '/', trace, route.meta.scope, json));
       return true;
     }
-    const data = await call();
-    res.statusCode = status;
-    res.setHeader('Content-Type', 'application/json');
-    res.end(JSON.stringify(data));
+    sendJsonBody(res, status, JSON.stringify(await call()));
     return true;
   };
   return Object.assign(handler, {
@@ -98,7 +95,7 @@ export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: num
       const target = req.url ?? '/';
       // A GET with a body takes the full path, which reads (and limits) it.
       if (req.method !== 'GET' || !answers.has(target) || hasBody(req)) return false;
-      const actor = await keptAnswerCaller(ctx);
+      const actor = await validCaller(ctx);
       if (!actor) return false;
       const answer = answers.get(target, answerOwner(actor));
       if (!answer || !admitKeptAnswer(ctx, actor, answer.scope)) return false;

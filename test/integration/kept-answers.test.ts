@@ -136,7 +136,7 @@ describe('kept answers of REST reads', () => {
     expect(revoked.json.error).toBe('unauthorized');
   });
 
-  it('keeps no answer that read the database, and none of a procedure that did not opt in', async () => {
+  it('keeps no answer of a procedure that did not opt in, though its reads are cache hits alone', async () => {
     const { admin, web } = await fixture();
     const get = vi.spyOn(h.services.serviceReader, 'get');
     // The general API's app: made of the overview's cache alone, but its procedure does not opt in.
