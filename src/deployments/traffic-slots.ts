@@ -51,6 +51,13 @@ export class TrafficSlots {
   private syncing: Promise<void> = Promise.resolve();
   /** Bumped by every cutover's change: a reconcile pass that read the containers before one gives way. */
   private generation = 0;
+  /**
+   * Whether the packet filter may hold open slots this process does not know of: the rules of this install that an
+   * earlier process left. False once a write made the filter say what `open` says, or when prepare found no such rules
+   * (a fresh install): a forced write then closes nothing the proxy could be dialling, and need not wait for it.
+   */
+  private unknownOpen = true;
+  private preparing: Promise<void> | null = null;
 
   constructor(
     private readonly engine: ContainerEngine,
@@ -84,10 +91,21 @@ export class TrafficSlots {
     return this.portHolder();
   }
 
-  /** Creates the network and the responder once; throws when the engine or the packet filter cannot be used. */
-  async prepare(signal: AbortSignal = AbortSignal.timeout(120_000)): Promise<void> {
-    if (this.subnet) return;
-    const taken = await this.sweep(signal);
+  /**
+   * Creates the network and the responder once; throws when the engine or the packet filter cannot be used. A call
+   * while one is under way joins it: recovery prepares beside the proxy's first load, and two responders of one name
+   * cannot both be made.
+   */
+  prepare(signal: AbortSignal = AbortSignal.timeout(120_000)): Promise<void> {
+    if (this.subnet) return Promise.resolve();
+    this.preparing ??= this.prepareNow(signal).finally(() => {
+      this.preparing = null;
+    });
+    return this.preparing;
+  }
+
+  private async prepareNow(signal: AbortSignal): Promise<void> {
+    const { taken, inherited } = await this.sweep(signal);
     // The network before the responder: another install's sweep, reading gates before networks, then
     // never takes this one's responder for a leftover.
     const subnet = await this.engine.ensureSlotNetwork(
@@ -98,6 +116,7 @@ export class TrafficSlots {
     await this.ensureResponder(signal);
     // No sync here: a platform that restarts knows no open slot yet, and writing none would close every
     // one of them; the first reconcile writes what the containers say.
+    this.unknownOpen = inherited;
     this.subnet = subnet;
   }
 
@@ -105,10 +124,10 @@ export class TrafficSlots {
    * An install's gate rules and responder outlive it (a reinstall with a new DATA_DIR is a new
    * install): those whose slot network is gone are removed, since their REJECT closes the slots of any
    * later network on their subnet. Resolves with the subnets the rules of live installs name, which a
-   * new slot network must not take. Rules and gates are read before the networks: an install makes
+   * new slot network must not take, and whether this install's own rules are there and stay (`inherited`). Rules and gates are read before the networks: an install makes
    * its network first, so one starting beside this one is never taken for a leftover.
    */
-  private async sweep(signal: AbortSignal): Promise<Array<{ subnet: string; by: string }>> {
+  private async sweep(signal: AbortSignal): Promise<{ taken: Array<{ subnet: string; by: string }>; inherited: boolean }> {
     const installs = await this.gate.installs(signal);
     const gates = (await this.engine.listContainers({ key: LABELS.managed, value: 'true' })).filter(
       (c) => c.labels[LABELS.role]?.startsWith('gate:') && c.name.includes('-gate-'),
@@ -116,9 +135,11 @@ export class TrafficSlots {
     const live = await this.liveInstalls();
     const own = this.gate.idOf(this.config.instanceId);
     const taken: Array<{ subnet: string; by: string }> = [];
+    let inherited = false;
     for (const install of installs) {
       const network = live.get(install.id);
       if (network) {
+        if (install.id === own) inherited = true;
         if (install.id !== own) taken.push(...install.subnets.map((subnet) => ({ subnet, by: `the install of the network ${network}` })));
         continue;
       }
@@ -139,7 +160,7 @@ export class TrafficSlots {
       await this.engine.stopAndRemove(gate.id, 0);
       this.log('removed the traffic gate of an install whose slot network is gone', { container: gate.name });
     }
-    return taken;
+    return { taken, inherited };
   }
 
   /** Gate id -> slot network name, of every install whose slot network exists. */
@@ -293,8 +314,8 @@ export class TrafficSlots {
         const closes = [...open.keys()].some((ip) => !next.has(ip));
         open.clear();
         next.forEach((port, ip) => open.set(ip, port));
-        // A forced write (a restart) may close what only the kernel knew was open.
-        return closes || options.force ? 'wait' : 'no-wait';
+        // A forced write (a restart) may close what only the kernel knew was open; on a fresh install nothing was.
+        return closes || (options.force && this.unknownOpen) ? 'wait' : 'no-wait';
       },
       { wait: false, signal: options.signal, force: options.force ?? false },
     );
@@ -316,6 +337,7 @@ export class TrafficSlots {
       if (!options.force && next.size === this.open.size && [...next].every(([ip, port]) => this.open.get(ip) === port)) return;
       const slots = [...next].map(([ip, port]) => ({ ip, port })).sort((a, b) => toInt(a.ip) - toInt(b.ip));
       await this.gate.sync(this.subnet, slots, options.signal);
+      this.unknownOpen = false;
       this.open.clear();
       next.forEach((port, ip) => this.open.set(ip, port));
       if (verdict === 'wait' || (verdict === undefined && options.wait)) await new Promise((resolve) => setTimeout(resolve, this.settleMs));
