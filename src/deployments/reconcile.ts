@@ -66,10 +66,14 @@ export class Reconciler {
    */
   async recoverRuntime(): Promise<void> {
     await this.runtime.engine.ping();
-    await this.prepareSlots();
+    // The slot network and the gate responder (a container to start: a few hundred ms on a fresh install) are made
+    // beside the proxy's first load when no container has a slot yet, since no route can name one before then;
+    // otherwise the routes below are computed once the slots are ready, as they name the containers' slots.
+    const slotsPrepared = this.prepareSlots();
     const services = new Map((await this.deps.store.projects.listAllServices()).map((s) => [s.id, s]));
-    const snapshot = this.slots?.snapshot() ?? 0;
     const all = await this.containers.ofInstance();
+    if (all.some((c) => c.labels[LABELS.slot])) await slotsPrepared;
+    const snapshot = this.slots?.snapshot() ?? 0;
     const replicas = await this.containers.pickReplicas(all);
     const picked = new Map([...replicas].map(([id, list]) => [id, list[0]!]));
     const currents = [...picked.values()];
@@ -80,6 +84,7 @@ export class Reconciler {
     // Services on the cluster are routed to their tasks, never to nothing.
     this.routeCurrents([...services.values()], replicas, await this.keepSwarmServices());
     await this.routing.reload();
+    await slotsPrepared;
     if (this.slots?.ready) {
       await this.slots.reconcile(
         currents.flatMap((c) => {
