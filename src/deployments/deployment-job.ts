@@ -60,7 +60,8 @@ export class DeploymentJobs implements JobKind<DeploymentRecord, JobLogWriter> {
     const project = service ? await this.deps.store.projects.get(service.projectId) : null;
     try {
       if (!service || !project) throw new DeploymentFailure('The service was deleted');
-      await this.deps.store.projects.updateService(service.id, { status: service.status === 'active' ? 'active' : 'deploying' });
+      // An active service stays active while it deploys: nothing to write then (a write also makes the routes' table be read again).
+      if (service.status !== 'active') await this.deps.store.projects.updateService(service.id, { status: 'deploying' });
       log.write(`Deployment ${deployment.id} started`);
       const result = await this.rollout.run(attempt, { deployment, service, project, log, signal });
       const now = this.deps.clock.now();

@@ -61,11 +61,15 @@ export class DeploymentPipeline {
     ctx: PipelineContext,
   ): Promise<{ built: BuiltImage; env: Record<string, string>; names: ReturnType<typeof resourceNames> }> {
     const { service } = ctx;
+    // Asked beside the variables' resolution (database reads); a problem with the variables is still the one reported first.
+    const unreachable = this.runtime.engine.ping(ctx.signal).then(
+      () => null,
+      (error: Error) => error,
+    );
     const { resolved, env } = await this.envOf(ctx);
     const names = resourceNames(this.deps.config.resourcePrefix, service.id, ctx.deployment.id, service.environmentId);
-    await this.runtime.engine.ping(ctx.signal).catch((error: Error) => {
-      throw new DeploymentFailure(`The Docker engine is unreachable: ${error.message}`);
-    });
+    const pingError = await unreachable;
+    if (pingError) throw new DeploymentFailure(`The Docker engine is unreachable: ${pingError.message}`);
 
     let built: BuiltImage;
     const { source } = service;
