@@ -283,6 +283,10 @@ export class Rollout {
   ): Promise<void> {
     const { slot } = attempt;
     const container = replicas[0]!;
+    // The service's containers are listed beside the switch of the host port rather than between it and the routes':
+    // the list is the same either way (the new ones exist, nothing else starts or stops meanwhile).
+    const listed = this.containers.ofService(service.id);
+    listed.catch(() => {}); // awaited below, unless the switch of the host port failed
     for (const replica of replicas) await this.runtime.engine.keepRunning(replica.id);
     const upstream = serves(service) && container.ip ? { host: container.ip, port: service.internalPort } : null;
     // A worker (maybe a web service until now) publishes nothing.
@@ -298,7 +302,7 @@ export class Rollout {
     if (upstream)
       log.write(`Host port ${exposure === 'public' ? '0.0.0.0' : '127.0.0.1'}:${service.hostPort} now forwards to ${container.name}`);
     const fresh = new Set(replicas.map((c) => c.id));
-    const old = (await this.containers.ofService(service.id)).filter((c) => !fresh.has(c.id));
+    const old = (await listed).filter((c) => !fresh.has(c.id));
     // The new slot is open before any route names it (run began it); nothing closes yet.
     await attempt.opening;
     attempt.routed = true;

@@ -73,7 +73,9 @@ export class SourceBuild {
       if (!(await isDirectory(root)) || !root.startsWith(workdir))
         throw new DeploymentFailure(`rootDir ${service.rootDir} is not a folder of the repository`);
       const { method, dockerfile, framework } = await this.chooseBuilder(ctx, root, env);
-      await this.deps.store.projects.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
+      // Written when it changed only: an unchanged row needs no write (which also makes the routes' table be read again).
+      if (service.detectedBuildMethod !== method || (framework && service.framework !== framework))
+        await this.deps.store.projects.updateService(service.id, { detectedBuildMethod: method, ...(framework ? { framework } : {}) });
       throwIfAborted(ctx.signal);
 
       log.write(`Building image ${tag}`);
