@@ -52,9 +52,10 @@ export class TrafficSlots {
   /** Bumped by every cutover's change: a reconcile pass that read the containers before one gives way. */
   private generation = 0;
   /**
-   * Whether the packet filter may hold open slots this process does not know of: the rules of this install that an
-   * earlier process left. False once a write made the filter say what `open` says, or when prepare found no such rules
-   * (a fresh install): a forced write then closes nothing the proxy could be dialling, and need not wait for it.
+   * Whether the slots may be open in ways this process does not know of: this install's slot network existed before
+   * it started (an earlier process's rules, or none after a reboot, with its containers on the slots). False once a
+   * write made the packet filter say what `open` says, or when prepare made the network (a fresh install): no
+   * container was ever on a slot, a forced write then closes nothing the proxy could be dialling, and need not wait.
    */
   private unknownOpen = true;
   private preparing: Promise<void> | null = null;
@@ -124,8 +125,9 @@ export class TrafficSlots {
    * An install's gate rules and responder outlive it (a reinstall with a new DATA_DIR is a new
    * install): those whose slot network is gone are removed, since their REJECT closes the slots of any
    * later network on their subnet. Resolves with the subnets the rules of live installs name, which a
-   * new slot network must not take, and whether this install's own rules are there and stay (`inherited`). Rules and gates are read before the networks: an install makes
-   * its network first, so one starting beside this one is never taken for a leftover.
+   * new slot network must not take, and whether this install's slot network exists already (`inherited`). Rules
+   * and gates are read before the networks: an install makes its network first, so one starting beside this one is
+   * never taken for a leftover.
    */
   private async sweep(signal: AbortSignal): Promise<{ taken: Array<{ subnet: string; by: string }>; inherited: boolean }> {
     const installs = await this.gate.installs(signal);
@@ -135,11 +137,9 @@ export class TrafficSlots {
     const live = await this.liveInstalls();
     const own = this.gate.idOf(this.config.instanceId);
     const taken: Array<{ subnet: string; by: string }> = [];
-    let inherited = false;
     for (const install of installs) {
       const network = live.get(install.id);
       if (network) {
-        if (install.id === own) inherited = true;
         if (install.id !== own) taken.push(...install.subnets.map((subnet) => ({ subnet, by: `the install of the network ${network}` })));
         continue;
       }
@@ -160,7 +160,7 @@ export class TrafficSlots {
       await this.engine.stopAndRemove(gate.id, 0);
       this.log('removed the traffic gate of an install whose slot network is gone', { container: gate.name });
     }
-    return { taken, inherited };
+    return { taken, inherited: live.has(own) };
   }
 
   /** Gate id -> slot network name, of every install whose slot network exists. */
