@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildCaddyConfig, planFiles } from '../../adapters/proxy/caddy-config.js';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput, type PlatformConfig } from '../../src/index.js';
@@ -75,6 +75,44 @@ describe('TrafficSlots', () => {
       { ip: '172.16.40.3', port: 8080 },
     ]);
     expect(gate.syncs.every((x) => x.subnet === '172.16.40.0/22')).toBe(true);
+  });
+
+  it("a restart's forced write waits for the proxy before going on; on a fresh install (the network made by this start) it does not", async () => {
+    const { s, gate, engine } = await slots();
+    const restarted = new TrafficSlots(engine, gate, config);
+    await restarted.prepare();
+    vi.useFakeTimers();
+    try {
+      const ended = (slots: TrafficSlots) => {
+        const state = { done: false };
+        void slots.reconcile([{ ip: '172.16.40.2', port: 3000 }], new Set(), slots.snapshot(), { force: true }).then(() => {
+          state.done = true;
+        });
+        return state;
+      };
+      const fresh = ended(s);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(fresh.done).toBe(true);
+      // The slot network was there before this start: the filter may have had slots open that this process never knew.
+      const again = ended(restarted);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(again.done).toBe(false);
+      await vi.advanceTimersByTimeAsync(restarted.settleMs);
+      expect(again.done).toBe(true);
+      expect(gate.syncs.map((x) => x.open)).toEqual([['172.16.40.2'], ['172.16.40.2']]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('prepares once however many ask at the same time', async () => {
+    const journal = new Journal();
+    const engine = new FakeContainerEngine(journal);
+    engine.addImage('busybox:1');
+    const s = new TrafficSlots(engine, new FakeTrafficGate(journal), config);
+    await Promise.all([s.prepare(), s.prepare(), s.prepare()]);
+    expect(engine.daemons).toHaveLength(1);
+    expect(s.ready).toBe(true);
   });
 
   it('a reconcile pass that read the containers before a cutover changed the gate gives way', async () => {
