@@ -21,6 +21,7 @@ export const volumeRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/services/{serviceId}/volumes', tags, summary: "A service's named volumes" },
     })
     .input(z.strictObject({ serviceId: idParam }))
