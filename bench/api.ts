@@ -440,8 +440,10 @@ async function main(): Promise<void> {
       bLoads[name] = combine(runs.koa);
     };
     for (const [name, p] of Object.entries(paths)) await measure(name, p, DURATION_S);
-    log(`every other list and overview endpoint: ${Object.keys(otherPaths).length} paths, ${LIST_DURATION_S} s per path and server`);
-    for (const [name, p] of Object.entries(otherPaths)) {
+    // The tiny size loads two (every path's body was read above, each a 200): the smoke run's time goes to the rest of the bench.
+    const otherLoaded = Object.entries(otherPaths).slice(0, TINY ? 2 : undefined);
+    log(`every other list and overview endpoint: ${otherLoaded.length} paths, ${LIST_DURATION_S} s per path and server`);
+    for (const [name, p] of otherLoaded) {
       // Warmed as the three above, shorter; the tiny size warms nothing (see above).
       if (!TINY) {
         await load(slipway.url + p, token, WARMUP_S / 2, pid, WARMUP_CONNECTIONS);
@@ -529,7 +531,7 @@ async function main(): Promise<void> {
       target: `<= ${TARGET.startSeededMs} ms`,
       met: second.startMs <= TARGET.startSeededMs,
     });
-    const allPaths: Record<string, string> = { ...paths, ...otherPaths };
+    const allPaths: Record<string, string> = { ...paths, ...Object.fromEntries(otherLoaded) };
     for (const name of Object.keys(allPaths)) {
       const s = sLoads[name]!;
       const b = bLoads[name]!;
