@@ -53,6 +53,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  vi.restoreAllMocks();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await h.close();
 });
@@ -105,6 +106,23 @@ describe('kept answers of REST reads', () => {
     ]);
     await admin('POST', '/api/projects', { name: 'Third' });
     expect((await admin('GET', '/api/projects')).json.projects).toHaveLength(3);
+  });
+
+  it('keeps a list read from the database, shows a write at once, and reads it again after 2 s', async () => {
+    const { admin, project } = await fixture();
+    const list = vi.spyOn(h.services.environments, 'list');
+    const environments = async () => (await admin('GET', `/api/projects/${project.id}/environments`)).json.environments as unknown[];
+    for (let i = 0; i < 3; i++) expect(await environments()).toHaveLength(1);
+    expect(list).toHaveBeenCalledTimes(1);
+    expect((await admin('POST', `/api/projects/${project.id}/environments`, { name: 'staging' })).status).toBe(201);
+    expect(await environments()).toHaveLength(2);
+    expect(await environments()).toHaveLength(2);
+    expect(list).toHaveBeenCalledTimes(2);
+    // Another process may write the same tables (the CLI, a second control plane): a read of them is trusted 2 s at most.
+    const now = Date.now();
+    vi.spyOn(Date, 'now').mockReturnValue(now + 2_500);
+    expect(await environments()).toHaveLength(2);
+    expect(list).toHaveBeenCalledTimes(3);
   });
 
   it("never sends one key's answer to another key, nor to one that cannot see the project", async () => {
