@@ -31,6 +31,7 @@ export const volumeRouter = router({
   backups: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: base, tags, summary: 'Backups of a named volume, newest first, each with its last drill' },
     })
     .input(z.strictObject(volumeParams))
@@ -107,6 +108,7 @@ export const volumeRouter = router({
   logs: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/{backupId}/logs`,
