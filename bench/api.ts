@@ -41,6 +41,8 @@ const DURATION_S = TINY ? 0.3 : Number(process.env.BENCH_DURATION_S ?? 12);
 const LOAD_ROUNDS = TINY ? 1 : 4;
 /** Warm-up: enough requests to get the JIT going, few connections so no long backlog is left. */
 const WARMUP_S = TINY ? 0.1 : 1;
+/** Each of the other list and overview endpoints, per server, in LOAD_ROUNDS alternating rounds (shorter: there are many). */
+const LIST_DURATION_S = TINY ? 0.3 : Number(process.env.BENCH_LIST_DURATION_S ?? 2);
 /** At the tiny size each load is this many requests, whatever its duration. */
 const SMOKE_REQUESTS = 40;
 const WARMUP_CONNECTIONS = 8;
@@ -243,6 +245,52 @@ async function seed(url: string, token: string): Promise<Seeded> {
   return { serviceIds, overviewServiceId, seconds: (performance.now() - started) / 1000 };
 }
 
+/**
+ * Every other list and overview endpoint (issue 32: each at least 0.6x koa serving the same JSON), on the
+ * measured service's project: its environments, domains, variables, deployments, database, and the
+ * install's keys, notifications, audit log, storage, databases and servers. Path and label, as the table shows it.
+ */
+async function otherListPaths(url: string, token: string, serviceId: string): Promise<Record<string, string>> {
+  const call = api(url, token);
+  const got = async (p: string) => {
+    const res = await call('GET', p);
+    if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status}: ${res.text.slice(0, 300)}`);
+    return res.json as Record<string, any>;
+  };
+  const { service } = await got(`/api/services/${serviceId}/overview`);
+  const projectId = service.projectId as string;
+  const { project } = await got(`/api/projects/${projectId}`);
+  const database = (project.services as Array<{ id: string; repoUrl: string | null }>).find((s) => s.repoUrl === 'database');
+  if (!database) throw new Error('the measured project has no database service');
+  const [deployment] = (await got(`/api/services/${serviceId}/deployments`)).deployments as Array<{ id: string }>;
+  if (!deployment) throw new Error('the measured service has no deployment');
+  return {
+    'GET /api/projects/:slug': `/api/projects/${project.slug}`,
+    'GET /api/projects/:id/environments': `/api/projects/${projectId}/environments`,
+    'GET /api/environments/:id': `/api/environments/${service.environmentId}`,
+    'GET /api/environments/:id/apps': `/api/environments/${service.environmentId}/apps`,
+    'GET /api/projects/:id/domains': `/api/projects/${projectId}/domains`,
+    'GET /api/projects/:id/env': `/api/projects/${projectId}/env`,
+    'GET /api/services/:id/variables': `/api/services/${serviceId}/variables`,
+    'GET /api/services/:id/volumes': `/api/services/${serviceId}/volumes`,
+    'GET /api/services/:id/suggestion-keys': `/api/services/${serviceId}/suggestion-keys`,
+    'GET /api/projects/:id/database-variable-suggestions': `/api/projects/${projectId}/database-variable-suggestions`,
+    'GET /api/deployments/:id': `/api/deployments/${deployment.id}`,
+    'GET /api/deployments/:id/logs': `/api/deployments/${deployment.id}/logs`,
+    'GET /api/services/:id/database/imports': `/api/services/${database.id}/database/imports`,
+    'GET /api/databases': '/api/databases',
+    'GET /api/databases/:id': `/api/databases/${database.id}`,
+    'GET /api/storage': '/api/storage',
+    'GET /api/api-keys': '/api/api-keys',
+    'GET /api/notifications/channels': '/api/notifications/channels',
+    'GET /api/notifications/rules': '/api/notifications/rules',
+    'GET /api/notifications/deliveries': '/api/notifications/deliveries',
+    'GET /api/audit': '/api/audit',
+    'GET /api/projects/:id/audit': `/api/projects/${projectId}/audit`,
+    'GET /api/servers': '/api/servers',
+  };
+}
+
 /** `perService` deployments on every service, each aborted at once: history, not a queue (the runner is paused). */
 async function seedDeployments(url: string, token: string, serviceIds: string[], perService: number): Promise<number> {
   const call = api(url, token);
@@ -351,9 +399,10 @@ async function main(): Promise<void> {
     };
     // A few deployments on the measured service before its bodies are read (the rest come later).
     await seedDeployments(slipway.url, token, [seeded.overviewServiceId], 3);
+    const otherPaths = await otherListPaths(slipway.url, token, seeded.overviewServiceId);
     const bodies: Record<string, unknown> = {};
     const sizes: Record<string, number> = {};
-    for (const p of Object.values(paths)) {
+    for (const p of [...Object.values(paths), ...Object.values(otherPaths)]) {
       const res = await api(slipway.url, token)('GET', p);
       if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status}: ${res.text.slice(0, 300)}`);
       bodies[p] = res.json;
@@ -374,20 +423,33 @@ async function main(): Promise<void> {
     }
     const sLoads: Record<string, Load> = {};
     const bLoads: Record<string, Load> = {};
-    for (const [name, p] of Object.entries(paths)) {
+    const [server, koa] = [slipway, bare];
+    const measure = async (name: string, p: string, durationS: number) => {
       const runs: { slipway: Load[]; koa: Load[] } = { slipway: [], koa: [] };
       for (let round = 0; round < LOAD_ROUNDS; round++) {
         const order = round % 2 === 0 ? (['slipway', 'koa'] as const) : (['koa', 'slipway'] as const);
         for (const who of order) {
           runs[who].push(
             who === 'slipway'
-              ? await load(slipway.url + p, token, DURATION_S / LOAD_ROUNDS, pid)
-              : await load(bare.url + p, token, DURATION_S / LOAD_ROUNDS, bare.pid),
+              ? await load(server.url + p, token, durationS / LOAD_ROUNDS, pid)
+              : await load(koa.url + p, token, durationS / LOAD_ROUNDS, koa.pid),
           );
         }
       }
       sLoads[name] = combine(runs.slipway);
       bLoads[name] = combine(runs.koa);
+    };
+    for (const [name, p] of Object.entries(paths)) await measure(name, p, DURATION_S);
+    // The tiny size loads two (every path's body was read above, each a 200): the smoke run's time goes to the rest of the bench.
+    const otherLoaded = Object.entries(otherPaths).slice(0, TINY ? 2 : undefined);
+    log(`every other list and overview endpoint: ${otherLoaded.length} paths, ${LIST_DURATION_S} s per path and server`);
+    for (const [name, p] of otherLoaded) {
+      // Warmed as the three above, shorter; the tiny size warms nothing (see above).
+      if (!TINY) {
+        await load(slipway.url + p, token, WARMUP_S / 2, pid, WARMUP_CONNECTIONS);
+        await load(bare.url + p, undefined, WARMUP_S / 2, bare.pid, WARMUP_CONNECTIONS);
+      }
+      await measure(name, p, LIST_DURATION_S);
     }
 
     // 4. History: deployments on every service, then memory after warming every path again.
@@ -469,17 +531,19 @@ async function main(): Promise<void> {
       target: `<= ${TARGET.startSeededMs} ms`,
       met: second.startMs <= TARGET.startSeededMs,
     });
-    for (const name of Object.keys(paths)) {
+    const allPaths: Record<string, string> = { ...paths, ...Object.fromEntries(otherLoaded) };
+    for (const name of Object.keys(allPaths)) {
       const s = sLoads[name]!;
       const b = bLoads[name]!;
       rows.push({
-        measure: `${name} req/s (${fmt(sizes[paths[name as keyof typeof paths]]! / 1024)} KB)`,
+        measure: `${name} req/s (${fmt(sizes[allPaths[name]!]! / 1024)} KB)`,
         value: fmt(s.rps, 0),
         baseline: fmt(b.rps, 0),
         ratio: s.rps / b.rps,
         target: `>= ${TARGET.listRatio}x`,
         met: s.rps / b.rps >= TARGET.listRatio,
       });
+      if (!(name in paths)) continue;
       const isOverview = name.includes('overview');
       rows.push({
         measure: `${name} p99 at ${CONNECTIONS} connections`,

@@ -23,7 +23,11 @@ export const apiKeyRouter = router({
     .mutation(async ({ ctx, input }) => ctx.services.apiKeys.create(ctx.actor, input)),
 
   list: writeProcedure
-    .meta({ scope: 'admin', openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' } })
+    .meta({
+      scope: 'admin',
+      answerCache: true,
+      openapi: { method: 'GET', path: '/api/api-keys', tags, summary: 'API keys (never their tokens)' },
+    })
     .input(z.strictObject({}).optional())
     .output(z.object({ apiKeys: z.array(apiKeyView) }))
     .query(async ({ ctx }) => ({ apiKeys: await ctx.services.apiKeys.list(ctx.actor) })),

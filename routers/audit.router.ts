@@ -11,6 +11,7 @@ export const auditRouter = router({
   list: writeProcedure
     .meta({
       scope: 'admin',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/audit',
@@ -26,6 +27,7 @@ export const auditRouter = router({
   project: writeProcedure
     .meta({
       scope: 'project:write',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/projects/{projectId}/audit',

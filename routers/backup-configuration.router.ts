@@ -17,6 +17,7 @@ export const backupConfigurationRouter = router({
   list: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: base,
@@ -46,7 +47,11 @@ export const backupConfigurationRouter = router({
     .mutation(async ({ ctx, input }) => ({ configuration: await ctx.services.backupSchedules.create(ctx.actor, input) })),
 
   get: readProcedure
-    .meta({ scope: 'db:manage', openapi: { method: 'GET', path: `${base}/{configurationId}`, tags, summary: 'A backup configuration' } })
+    .meta({
+      scope: 'db:manage',
+      answerCache: true,
+      openapi: { method: 'GET', path: `${base}/{configurationId}`, tags, summary: 'A backup configuration' },
+    })
     .input(z.strictObject(configurationParam))
     .output(configurationAnswer)
     .query(async ({ ctx, input }) => ({ configuration: await ctx.services.backupSchedules.get(ctx.actor, input.configurationId) })),
@@ -87,6 +92,7 @@ export const backupConfigurationRouter = router({
   records: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/{configurationId}/records`,

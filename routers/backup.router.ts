@@ -96,6 +96,7 @@ export const backupRouter = router({
   logs: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/{backupId}/logs`,

@@ -12,6 +12,7 @@ export const databaseImportRouter = router({
   list: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/imports',
@@ -26,6 +27,7 @@ export const databaseImportRouter = router({
   logs: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/database/imports/{importId}/logs',

@@ -163,7 +163,7 @@ const databaseAnswer = z.object({ database: serviceView });
  */
 export const databaseCatalogOperations = {
   list: readProcedure
-    .meta({ scope: 'project:read' })
+    .meta({ scope: 'project:read', answerCache: true })
     .input(z.strictObject({}).optional())
     .output(z.object({ databases: z.array(serviceView) }))
     .query(async ({ ctx }) => ({ databases: await ctx.services.databaseCatalog.list(ctx.actor) })),
@@ -178,7 +178,7 @@ export const databaseCatalogOperations = {
     }),
 
   get: readProcedure
-    .meta({ scope: 'project:read' })
+    .meta({ scope: 'project:read', answerCache: true })
     .input(z.strictObject({ databaseId: idParam }))
     .output(databaseAnswer)
     .query(async ({ ctx, input }) => ({ database: await ctx.services.databaseCatalog.get(ctx.actor, input.databaseId) })),

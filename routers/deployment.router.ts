@@ -31,7 +31,11 @@ export const deploymentRouter = router({
     .query(async ({ ctx, input }) => ({ deployments: await ctx.services.deployments.list(ctx.actor, input.serviceId) })),
 
   get: readProcedure
-    .meta({ scope: 'project:read', openapi: { method: 'GET', path: '/api/deployments/{deploymentId}', tags, summary: 'One deployment' } })
+    .meta({
+      scope: 'project:read',
+      answerCache: true,
+      openapi: { method: 'GET', path: '/api/deployments/{deploymentId}', tags, summary: 'One deployment' },
+    })
     .input(z.strictObject({ deploymentId: idParam }))
     .output(z.object({ deployment: deploymentView }))
     .query(async ({ ctx, input }) => ({ deployment: await ctx.services.deployments.get(ctx.actor, input.deploymentId) })),
@@ -71,6 +75,7 @@ export const deploymentRouter = router({
   logs: readProcedure
     .meta({
       scope: 'logs:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/deployments/{deploymentId}/logs',

@@ -81,7 +81,7 @@ export const domainRouter = router({
 /** Operations on domains with no detailed path of their own: a project's, and one by its id. The general API opens them (general-api.ts). */
 export const domainOperations = {
   listForProject: readProcedure
-    .meta({ scope: 'project:read' })
+    .meta({ scope: 'project:read', answerCache: true })
     .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ domains: z.array(domainView) }))
     .query(async ({ ctx, input }) => ({ domains: await ctx.services.domains.listForProject(ctx.actor, input.projectId) })),

@@ -74,7 +74,7 @@ const sharedEntry = z.union([
  */
 export const envOperations = {
   shared: readProcedure
-    .meta({ scope: 'env:read' })
+    .meta({ scope: 'env:read', answerCache: true })
     .input(z.strictObject({ projectId: idParam }))
     .output(z.object({ env: sharedEnvView }))
     .query(async ({ ctx, input }) => ({ env: await ctx.services.env.listShared(ctx.actor, input.projectId) })),
@@ -91,7 +91,7 @@ export const envOperations = {
     }),
 
   list: readProcedure
-    .meta({ scope: 'env:read' })
+    .meta({ scope: 'env:read', answerCache: true })
     .input(z.strictObject({ serviceId: idParam }))
     .output(z.object({ variables: z.array(envVarView) }))
     .query(async ({ ctx, input }) => ({ variables: await ctx.services.env.list(ctx.actor, input.serviceId) })),

@@ -17,6 +17,7 @@ export const environmentRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/projects/{projectId}/environments', tags, summary: "A project's environments, oldest first" },
     })
     .input(z.strictObject({ projectId: idParam }))
@@ -42,7 +43,11 @@ export const environmentRouter = router({
     }),
 
   get: readProcedure
-    .meta({ scope: 'project:read', openapi: { method: 'GET', path: '/api/environments/{environmentId}', tags, summary: 'An environment' } })
+    .meta({
+      scope: 'project:read',
+      answerCache: true,
+      openapi: { method: 'GET', path: '/api/environments/{environmentId}', tags, summary: 'An environment' },
+    })
     .input(z.strictObject({ environmentId: idParam }))
     .output(z.object({ environment: environmentView }))
     .query(async ({ ctx, input }) => ({ environment: await ctx.services.environments.get(ctx.actor, input.environmentId) })),
@@ -104,7 +109,7 @@ export const environmentRouter = router({
 /** Operations on environments with no detailed path of their own: the general API opens them (general-api.ts). */
 export const environmentOperations = {
   services: readProcedure
-    .meta({ scope: 'project:read' })
+    .meta({ scope: 'project:read', answerCache: true })
     .input(z.strictObject({ environmentId: idParam }))
     .output(z.object({ services: z.array(serviceView) }))
     .query(async ({ ctx, input }) => ({ services: await ctx.services.environments.listApps(ctx.actor, input.environmentId) })),

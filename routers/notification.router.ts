@@ -42,6 +42,7 @@ export const notificationRouter = router({
     list: writeProcedure
       .meta({
         scope: 'admin',
+        answerCache: true,
         openapi: { method: 'GET', path: '/api/notifications/channels', tags, summary: 'Notification channels (secrets masked)' },
       })
       .input(noInput)
@@ -51,6 +52,7 @@ export const notificationRouter = router({
     get: writeProcedure
       .meta({
         scope: 'admin',
+        answerCache: true,
         openapi: { method: 'GET', path: '/api/notifications/channels/{id}', tags, summary: 'A notification channel' },
       })
       .input(z.strictObject({ id: idParam }))
@@ -120,13 +122,21 @@ export const notificationRouter = router({
       .mutation(async ({ ctx, input }) => ({ rule: await ctx.services.notifications.createRule(ctx.actor, input) })),
 
     list: writeProcedure
-      .meta({ scope: 'admin', openapi: { method: 'GET', path: '/api/notifications/rules', tags, summary: 'Notification rules' } })
+      .meta({
+        scope: 'admin',
+        answerCache: true,
+        openapi: { method: 'GET', path: '/api/notifications/rules', tags, summary: 'Notification rules' },
+      })
       .input(noInput)
       .output(z.object({ rules: z.array(ruleView) }))
       .query(async ({ ctx }) => ({ rules: await ctx.services.notifications.listRules(ctx.actor) })),
 
     get: writeProcedure
-      .meta({ scope: 'admin', openapi: { method: 'GET', path: '/api/notifications/rules/{id}', tags, summary: 'A notification rule' } })
+      .meta({
+        scope: 'admin',
+        answerCache: true,
+        openapi: { method: 'GET', path: '/api/notifications/rules/{id}', tags, summary: 'A notification rule' },
+      })
       .input(z.strictObject({ id: idParam }))
       .output(z.object({ rule: ruleView }))
       .query(async ({ ctx, input }) => ({ rule: await ctx.services.notifications.getRule(ctx.actor, input.id) })),
@@ -144,6 +154,7 @@ export const notificationRouter = router({
   deliveries: writeProcedure
     .meta({
       scope: 'admin',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/notifications/deliveries',

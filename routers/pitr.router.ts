@@ -66,6 +66,7 @@ export const pitrRouter = router({
   logs: readProcedure
     .meta({
       scope: 'db:manage',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${path}/restores/{restoreId}/logs`,

@@ -42,6 +42,7 @@ export const projectRouter = router({
   bySlug: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/projects/{projectSlug}', tags, summary: 'A project by its slug or its id' },
     })
     .input(
@@ -79,6 +80,7 @@ export const projectRouter = router({
   databaseVariableSuggestions: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/projects/{projectId}/database-variable-suggestions',

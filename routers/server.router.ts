@@ -22,6 +22,7 @@ export const serverRouter = router({
   list: readProcedure
     .meta({
       scope: 'admin',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/servers',
@@ -38,6 +39,7 @@ export const serverRouter = router({
   get: readProcedure
     .meta({
       scope: 'admin',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/servers/{id}', tags, summary: 'One server, with the services and tasks on it' },
     })
     .input(z.strictObject({ id: idParam }))

@@ -152,6 +152,7 @@ export const serviceRouter = router({
   suggestionKeys: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/services/{serviceId}/suggestion-keys',

@@ -12,6 +12,7 @@ export const storageRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/storage', tags, summary: 'Storage instances of every project visible to the key' },
     })
     .input(z.strictObject({}).optional())
@@ -37,7 +38,11 @@ export const storageRouter = router({
     }),
 
   get: readProcedure
-    .meta({ scope: 'project:read', openapi: { method: 'GET', path: '/api/storage/{storageId}', tags, summary: 'A storage instance' } })
+    .meta({
+      scope: 'project:read',
+      answerCache: true,
+      openapi: { method: 'GET', path: '/api/storage/{storageId}', tags, summary: 'A storage instance' },
+    })
     .input(byId)
     .output(storageAnswer)
     .query(async ({ ctx, input }) => ({ storage: await ctx.services.storage.get(ctx.actor, input.storageId) })),

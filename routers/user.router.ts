@@ -34,6 +34,7 @@ export const userRouter = router({
   listTokens: readProcedure
     .meta({
       scope: 'session',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: '/api/user/tokens',
@@ -63,6 +64,7 @@ export const usersRouter = router({
   list: writeProcedure
     .meta({
       scope: 'admin',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/users', tags: ['Users'], summary: 'Every account of the installation (owner and admins)' },
     })
     .input(noInput)

@@ -21,6 +21,7 @@ export const volumeRouter = router({
   list: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: '/api/services/{serviceId}/volumes', tags, summary: "A service's named volumes" },
     })
     .input(z.strictObject({ serviceId: idParam }))
@@ -30,6 +31,7 @@ export const volumeRouter = router({
   backups: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: { method: 'GET', path: base, tags, summary: 'Backups of a named volume, newest first, each with its last drill' },
     })
     .input(z.strictObject(volumeParams))
@@ -106,6 +108,7 @@ export const volumeRouter = router({
   logs: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/{backupId}/logs`,

@@ -33,6 +33,7 @@ export const webhookRouter = router({
   get: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/webhook`,
@@ -47,6 +48,7 @@ export const webhookRouter = router({
   deliveries: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/webhook/deliveries`,
@@ -62,6 +64,7 @@ export const webhookRouter = router({
   previews: readProcedure
     .meta({
       scope: 'project:read',
+      answerCache: true,
       openapi: {
         method: 'GET',
         path: `${base}/previews`,

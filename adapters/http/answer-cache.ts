@@ -24,8 +24,8 @@ const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
  * The serialised answers of the REST reads that opt in (`answerCache` in their meta), by request target
  * and owner: sent again while every cached read they were made of is current, so that a read served many
  * times runs its procedure and JSON encoding once per change, not per request (issue 32). What an answer
- * was made of comes from its read trace (src/platform/read-trace.ts): an answer that reached the database
- * is not kept; one made only of versioned-cache hits is, with a check per hit. The credential, its scope and
+ * was made of comes from its read trace (src/platform/read-trace.ts): an answer made only of checked reads
+ * (versioned-cache hits, statements whose tables are named) is kept, with a check per read; any other is not. The credential, its scope and
  * its request budget are checked on every request (routers/trpc.ts, admitKeptAnswer).
  */
 export class AnswerCache {

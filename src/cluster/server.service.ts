@@ -2,7 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Actor } from '../domain/access.js';
 import { ConflictError, NotFoundError, NotSupportedError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import type { Table } from '../persistence/store.js';
 import type { ServiceDeps } from '../platform/deps.js';
+import { noteCheckedRead, tracingReads } from '../platform/read-trace.js';
 import { fingerprintOf, type CertificateAuthority } from '../tls/certificate-authority.js';
 import type { ClusterFormation } from './cluster-formation.js';
 import type { ClusterRuntime, EngineInfo, RuntimeTask, SwarmNode } from './cluster-runtime.port.js';
@@ -33,6 +35,10 @@ export interface ServerServiceOptions {
 
 /** What requests already sent to a drained server's tasks get to finish in, once the routes left them (as a redeploy's earlier tasks get). */
 const DRAIN_GRACE_MS = 2_000;
+/** How long one reading of the engine's nodes and tasks answers the servers' reads (see ServerService.snapshot). */
+const SNAPSHOT_REUSE_MS = 1_000;
+/** What the snapshot shows besides the engine's own state: written through the platform, it is read again. */
+const SNAPSHOT_TABLES: readonly Table[] = ['Server', 'ServicePlacement', 'Deployment'];
 
 /** What the manager said, read once per request; null parts could not be read. */
 interface RuntimeSnapshot {
@@ -321,7 +327,36 @@ export class ServerService {
     return (await this.runtime.nodes().catch(() => [])).find((n) => n.address === server.address);
   }
 
-  private async snapshot(): Promise<RuntimeSnapshot> {
+  /**
+   * The engine's view, shared by the reads of one moment: a list read by many callers at once is one round of
+   * engine calls, not one per request (issue 32). Taken again after SNAPSHOT_REUSE_MS, or at once after a write
+   * to what it shows (a server's row, a placement, a deployment); an answer made from it is checked the same way.
+   */
+  private snapshot(): Promise<RuntimeSnapshot> {
+    const version = this.deps.store.versionOf(SNAPSHOT_TABLES);
+    let memo = this.snapshotMemo;
+    if (!memo || memo.version !== version || Date.now() - memo.at > SNAPSHOT_REUSE_MS) {
+      const fresh = { at: Date.now(), version, value: this.readSnapshot() };
+      // A failed read is not shared beyond the callers already waiting for it.
+      fresh.value.catch(() => {
+        if (this.snapshotMemo === fresh) this.snapshotMemo = null;
+      });
+      this.snapshotMemo = memo = fresh;
+    }
+    const taken = memo;
+    if (tracingReads())
+      noteCheckedRead(
+        () =>
+          this.snapshotMemo === taken &&
+          taken.version === this.deps.store.versionOf(SNAPSHOT_TABLES) &&
+          Date.now() - taken.at <= SNAPSHOT_REUSE_MS,
+      );
+    return taken.value;
+  }
+
+  private snapshotMemo: { at: number; version: number; value: Promise<RuntimeSnapshot> } | null = null;
+
+  private async readSnapshot(): Promise<RuntimeSnapshot> {
     if (!this.runtime) return { info: null, nodes: null, tasks: null };
     const signal = AbortSignal.timeout(RUNTIME_TIMEOUT_MS);
     const formed = await this.formation?.formed();

@@ -1,6 +1,6 @@
 import type { Configuration, Platform, Transaction } from '@mikro-orm/core';
 import { CompiledQuery } from 'kysely';
-import { noteUntrackedRead } from '../platform/read-trace.js';
+import { beforeStatement } from './statement-tables.js';
 
 /*
  * MikroORM (6 and 7 alike) runs each statement through `Platform.formatQuery`, which writes every value
@@ -106,22 +106,26 @@ export function boundExecute(placeholder: (n: number) => string, bindNumber?: (n
     ctx?: Transaction,
     loggerContext?: Record<string, unknown>,
   ): Promise<unknown> {
-    // A statement's result is not checked later: an answer read through one is not sent again (read-trace.ts).
-    noteUntrackedRead();
     await this.ensureConnection();
     const q = this.prepareQuery(query, params);
     const sql = this.getSql(q.query, q.formatted, loggerContext);
     const { abort, rest } = splitAbort(loggerContext);
-    return this.executeQuery(
-      sql,
-      async () => {
-        const bound = bindStrings(this.platform, q.query, q.params, placeholder, bindNumber);
-        const client = (ctx as unknown as ReturnType<ConnectionInternals['getClient']> | undefined) ?? this.getClient();
-        const res = await client.executeQuery(CompiledQuery.raw(bound.sql, bound.parameters), abort);
-        return this.transformRawResult(res, method);
-      },
-      { ...q, ...rest },
-    );
+    // What it reads is checked later, what it writes is counted once it ran (statement-tables.ts).
+    const ran = beforeStatement(this, q.query, ctx);
+    try {
+      return await this.executeQuery(
+        sql,
+        async () => {
+          const bound = bindStrings(this.platform, q.query, q.params, placeholder, bindNumber);
+          const client = (ctx as unknown as ReturnType<ConnectionInternals['getClient']> | undefined) ?? this.getClient();
+          const res = await client.executeQuery(CompiledQuery.raw(bound.sql, bound.parameters), abort);
+          return this.transformRawResult(res, method);
+        },
+        { ...q, ...rest },
+      );
+    } finally {
+      ran?.();
+    }
   };
 }
 

@@ -27,6 +27,7 @@ import type * as DataSafetyEntities from './data-safety-entities.js';
 import type * as Entities from './entities.js';
 import type * as EventEntities from './event-entities.js';
 import { type Session, WriteCounter } from './repository.js';
+import { watchStatements, watchTransaction } from './statement-tables.js';
 
 /** A table, by its entity's name: what a cache says it reads from (see Store.versionOf). */
 export type Table =
@@ -71,6 +72,9 @@ export class Store {
   constructor(em: EntityManager, inTransaction = false, writes: WriteCounter = new WriteCounter()) {
     this.session = { em, inTransaction, writes };
     this.committed = inTransaction ? [] : null;
+    // Every statement's tables count (statement-tables.ts), a transaction's in its own counter too.
+    if (inTransaction) watchTransaction(em, writes);
+    else watchStatements(em, writes);
     this.projects = new ProjectRepository(this.session);
     this.environments = new EnvironmentRepository(this.session);
     this.env = new EnvRepository(this.session);

@@ -3,8 +3,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * What an answer was read from, so that the HTTP edge may send the same bytes again while nothing it
  * was made of changed (adapters/http/answer-cache.ts). Every read is one of two kinds:
- * - a hit of a versioned cache, which leaves a check saying whether that entry is still the current one;
- * - anything else that reaches the database, which makes the answer untracked: it is never sent again.
+ * - a checked read, which leaves a check saying whether a read made now would still find the same: a hit
+ *   of a versioned cache (is the entry still the current one), a statement that read named tables (have
+ *   they been written since, src/persistence/bound-drivers.ts);
+ * - any other statement that reaches the database, which makes the answer untracked: it is never sent again.
  * A read that is neither (a container engine, a clock, a memo of its own) is not seen here, so only the
  * procedures that read nothing of the kind opt in (their meta's `answerCache`).
  */
@@ -39,8 +41,8 @@ export function tracingReads(): boolean {
   return trace !== undefined && !trace.closed;
 }
 
-/** A cache entry was read; `current` says whether it still is what a read would find now. */
-export function noteCacheHit(current: () => boolean): void {
+/** A checked read was made; `current` says whether it still is what the same read would find now. */
+export function noteCheckedRead(current: () => boolean): void {
   const trace = traces.getStore();
   if (trace && !trace.closed) trace.checks.push(current);
 }

@@ -1,5 +1,5 @@
 import type { Table } from '../persistence/store.js';
-import { noteCacheHit, tracingReads } from './read-trace.js';
+import { noteCheckedRead, tracingReads } from './read-trace.js';
 
 /**
  * What the caches read from, by table (see Store.versionOf): a cache is dropped by writes to these and
@@ -36,7 +36,7 @@ export class VersionedCache<K, V> {
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
     if (!entry || !this.isCurrent(key, entry)) return undefined;
-    if (tracingReads()) noteCacheHit(() => this.isCurrent(key, entry));
+    if (tracingReads()) noteCheckedRead(() => this.isCurrent(key, entry));
     return entry.value;
   }
 

@@ -164,6 +164,27 @@ describe('servers on a single server', () => {
   });
 });
 
+describe('the engine snapshot the servers are shown with', () => {
+  it('is one round of engine calls for the reads of a moment, taken again after a write to the servers', async () => {
+    const [local] = await cluster().servers.list(admin);
+    let calls = 0;
+    const info = swarm.info.bind(swarm);
+    swarm.info = async () => {
+      calls++;
+      return info();
+    };
+    await h.database.store.servers.update(local!.id, { labels: { disk: 'ssd' } });
+    const lists = await Promise.all([1, 2, 3].map(() => cluster().servers.list(admin)));
+    expect(lists.map((servers) => servers[0]!.labels)).toEqual([{ disk: 'ssd' }, { disk: 'ssd' }, { disk: 'ssd' }]);
+    expect(calls).toBe(1);
+    await cluster().servers.get(admin, local!.id);
+    expect(calls).toBe(1);
+    await h.database.store.servers.update(local!.id, { labels: {} });
+    expect((await cluster().servers.list(admin))[0]!.labels).toEqual({});
+    expect(calls).toBe(2);
+  });
+});
+
 describe('adding a server', () => {
   it('answers a one-line command: the script checked by its digest, the token, the CA fingerprint and the manager', async () => {
     const { server, join } = await cluster().servers.add(admin, { name: 'worker-1', labels: { zone: 'a' } });
