@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -157,15 +158,18 @@ describe('logs', () => {
       ].join('\n'),
     };
     const repo = await git.addRepo('acme/logs', files);
+    // A value of this run's own: a build of the same Dockerfile with the same value elsewhere on this engine (another
+    // run beside this one) would leave its RUN step in the build cache, and this build would print nothing for it.
+    const secret = `hunter2-very-secret-${randomBytes(4).toString('hex')}`;
     const web = await service({
       name: 'logs',
       repoFullName: null,
       repoUrl: repo.cloneUrl,
-      env: [{ key: 'API_SECRET', value: 'hunter2-very-secret', secret: true }],
+      env: [{ key: 'API_SECRET', value: secret, secret: true }],
     });
     const first = await deploy(call, web.id);
     expect(first.deployment.status, first.logs.join('\n')).toBe('succeeded');
-    expect(first.logs.join('\n')).not.toContain('hunter2-very-secret');
+    expect(first.logs.join('\n')).not.toContain(secret);
     expect(first.logs).toContain('build sees ********');
 
     let redeployed = false;
