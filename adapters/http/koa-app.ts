@@ -79,16 +79,19 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
 
   // Every error of REST and SSE is answered here with the spec's body and the status of its code.
   // Anything but a known error is our fault: a 500 without detail, and the cause in our log.
+  const answerError = (res: ServerResponse, error: unknown, path: string) => {
+    const { status, body } = errorBodyOf(error);
+    if (status === 500) onInternalError(error instanceof TRPCError ? (error.cause ?? error) : error, path);
+    if (res.headersSent) res.destroy();
+    // A 413 is sent before the body was read to its end: the connection cannot be reused.
+    else if (status === 413) sendErrorAndClose(res, status, body);
+    else sendError(res, status, body);
+  };
   app.use(async (ctx, next) => {
     try {
       await next();
     } catch (error) {
-      const { status, body } = errorBodyOf(error);
-      if (status === 500) onInternalError(error instanceof TRPCError ? (error.cause ?? error) : error, ctx.path);
-      if (ctx.res.headersSent) ctx.res.destroy();
-      // A 413 is sent before the body was read to its end: the connection cannot be reused.
-      else if (status === 413) sendErrorAndClose(ctx.res, status, body);
-      else sendError(ctx.res, status, body);
+      answerError(ctx.res, error, ctx.path);
     }
   });
   app.silent = true;
@@ -143,7 +146,7 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     if (pathname.startsWith('/api/') || pathname === '/api') {
       // The procedures' context, once per request, whichever of the doors below serves it.
       const context = opts.createContext(req, res);
-      if (await rest.kept(req, res, context)) return;
+      if (!keptTried.has(req) && (await rest.kept(req, res, context))) return;
       if (opts.webhooks && WebhookEndpoint.matches(pathname)) {
         await opts.webhooks.handle(req, res, pathname, context);
         return;
@@ -160,5 +163,25 @@ export function createKoaApp(opts: KoaAppOptions): Koa {
     if (dashboard?.serve(req, res, pathname)) return;
     sendError(res, 404, { error: 'not_found', message: `No route for ${ctx.method} ${pathname}`, details: {} });
   });
+
+  // A kept answer (answer-cache.ts) goes out before koa builds its request objects: a small list's whole cost is
+  // then little more than the HTTP exchange (issue 32). The same Host and path checks come first (a problem is
+  // koa's to answer), the same context, and the same error answers; a miss goes on through koa, not tried twice.
+  const keptTried = new WeakSet<IncomingMessage>();
+  const koaCallback = app.callback.bind(app);
+  app.callback = () => {
+    const handle = koaCallback();
+    return (req, res) => {
+      const request = req as IncomingMessage;
+      const response = res as ServerResponse;
+      const target = request.url ?? '/';
+      if (!target.startsWith('/api/') || !rest.mayKeep(request) || hostProblem(request) || pathProblem(target)) return handle(req, res);
+      keptTried.add(request);
+      return rest.kept(request, response, opts.createContext(request, response)).then(
+        (sent) => (sent ? undefined : handle(req, res)),
+        (error: unknown) => answerError(response, error, target.split('?')[0]!),
+      );
+    };
+  };
   return app;
 }

@@ -41,6 +41,8 @@ export interface RestHandler {
   (req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean>;
   /** Sends a kept answer (answer-cache.ts) when there is a current one for this GET and caller; false otherwise. */
   kept(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean>;
+  /** Whether `kept` may send something for this request (a GET without a body, an answer kept for its target): a lookup, no credential read. */
+  mayKeep(req: IncomingMessage): boolean;
 }
 
 /**
@@ -90,11 +92,13 @@ export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: num
     sendJsonBody(res, status, JSON.stringify(await call()));
     return true;
   };
+  // A GET with a body takes the full path, which reads (and limits) it.
+  const mayKeep = (req: IncomingMessage) => req.method === 'GET' && answers.has(req.url ?? '/') && !hasBody(req);
   return Object.assign(handler, {
+    mayKeep,
     async kept(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> {
       const target = req.url ?? '/';
-      // A GET with a body takes the full path, which reads (and limits) it.
-      if (req.method !== 'GET' || !answers.has(target) || hasBody(req)) return false;
+      if (!mayKeep(req)) return false;
       const actor = await validCaller(ctx);
       if (!actor) return false;
       const answer = answers.get(target, answerOwner(actor));

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createKoaApp } from '../../adapters/http/koa-app.js';
@@ -123,6 +123,21 @@ describe('kept answers of REST reads', () => {
     vi.spyOn(Date, 'now').mockReturnValue(now + 2_500);
     expect(await environments()).toHaveLength(2);
     expect(list).toHaveBeenCalledTimes(3);
+  });
+
+  it('checks the Host header before a kept answer, as before any other', async () => {
+    const { admin, web } = await fixture();
+    const target = `/api/services/${web.id}/overview`;
+    for (let i = 0; i < 2; i++) expect((await admin('GET', target)).status).toBe(200);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(url + target, { headers: { host: 'not a host', authorization: `Bearer ${h.adminToken}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
   });
 
   it("never sends one key's answer to another key, nor to one that cannot see the project", async () => {
