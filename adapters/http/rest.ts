@@ -64,6 +64,24 @@ export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: num
     ]);
   }
 
+  // A GET with a body takes the full path, which reads (and limits) it.
+  const mayKeep = (req: IncomingMessage) => req.method === 'GET' && answers.has(req.url ?? '/') && !hasBody(req);
+  const kept = async (req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> => {
+    const target = req.url ?? '/';
+    if (!mayKeep(req)) return false;
+    const actor = await validCaller(ctx);
+    if (!actor) return false;
+    const answer = answers.get(target, answerOwner(actor));
+    if (!answer || !admitKeptAnswer(ctx, actor, answer.scope)) return false;
+    sendJsonBody(res, 200, answer.body);
+    return true;
+  };
+  /**
+   * The kept reads under way, by target. After a write, every request of a busy read misses at once: one runs the
+   * procedure, the others wait for it and are then sent what it kept (each authenticated and counted as usual).
+   */
+  const reading = new Map<string, Promise<void>>();
+
   const handler = async (req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> => {
     // Read first, whatever the path: a body too large is a 413 even where no procedure is.
     const body = await bodyOf(req, opts.bodyLimitBytes);
@@ -84,29 +102,31 @@ export function createRestHandler(opts: { router: AppRouter; bodyLimitBytes: num
       });
     const status = route.created ? 201 : 200;
     if (route.meta.answerCache && method === 'GET') {
+      const target = req.url ?? '/';
+      const under = reading.get(target);
+      if (under) {
+        await under;
+        if (await kept(req, res, ctx)) return true;
+      }
       const { trace, result } = traceReads(call);
+      if (!under) {
+        const settled = result.then(
+          () => {},
+          () => {},
+        );
+        reading.set(target, settled);
+        void settled.then(() => {
+          if (reading.get(target) === settled) reading.delete(target);
+        });
+      }
       const json = JSON.stringify(await result);
-      sendJsonBody(res, status, answers.keep(req.url ?? '/', trace, route.meta.scope, json));
+      sendJsonBody(res, status, answers.keep(target, trace, route.meta.scope, json));
       return true;
     }
     sendJsonBody(res, status, JSON.stringify(await call()));
     return true;
   };
-  // A GET with a body takes the full path, which reads (and limits) it.
-  const mayKeep = (req: IncomingMessage) => req.method === 'GET' && answers.has(req.url ?? '/') && !hasBody(req);
-  return Object.assign(handler, {
-    mayKeep,
-    async kept(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<boolean> {
-      const target = req.url ?? '/';
-      if (!mayKeep(req)) return false;
-      const actor = await validCaller(ctx);
-      if (!actor) return false;
-      const answer = answers.get(target, answerOwner(actor));
-      if (!answer || !admitKeptAnswer(ctx, actor, answer.scope)) return false;
-      sendJsonBody(res, 200, answer.body);
-      return true;
-    },
-  });
+  return Object.assign(handler, { mayKeep, kept });
 }
 
 function matchRoute(routes: RestRoute[], pathname: string): { route: RestRoute; pathParams: Record<string, string> } | null {

@@ -125,6 +125,23 @@ describe('kept answers of REST reads', () => {
     expect(list).toHaveBeenCalledTimes(3);
   });
 
+  it('runs a read once for the requests that miss together, and sends them what it kept', async () => {
+    const { admin, project } = await fixture();
+    const { apiKey, token } = (await admin('POST', '/api/api-keys', { name: 'dashboard', access: 'read' })).json;
+    const environments = h.services.environments;
+    const original = environments.list.bind(environments);
+    const list = vi.spyOn(environments, 'list').mockImplementation(async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return original(...args);
+    });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => call(token, 'GET', `/api/projects/${project.id}/environments`)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+    expect(list).toHaveBeenCalledTimes(1);
+    // Each was still its own request, counted once against the key's budget.
+    expect(counted.get(apiKey.id)).toBe(5);
+  });
+
   it('checks the Host header before a kept answer, as before any other', async () => {
     const { admin, web } = await fixture();
     const target = `/api/services/${web.id}/overview`;
