@@ -448,6 +448,7 @@ export class DockerodeContainerEngine implements ContainerEngine {
       id: c.Id,
       name: (c.Names[0] ?? '').replace(/^\//, ''),
       running: c.State === 'running',
+      restarting: c.State === 'restarting',
       exitCode: null,
       ip: c.State === 'running' ? projectIp(Object.values(c.NetworkSettings?.Networks ?? {}), c.Labels ?? {}) : null,
       labels: c.Labels ?? {},

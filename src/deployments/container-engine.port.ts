@@ -60,6 +60,8 @@ export interface ContainerState {
   id: string;
   name: string;
   running: boolean;
+  /** Exited, and the engine is starting it again (its restart policy): not gone, not to be replaced. */
+  restarting?: boolean;
   exitCode: number | null;
   /** Address on the project network (never the slot address); null when not running. */
   ip: string | null;

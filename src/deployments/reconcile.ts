@@ -362,7 +362,8 @@ export class Reconciler {
         (s.status === 'active' || (s.status === 'stopped' && s.replicas === 0)),
     );
     if (services.length === 0) return;
-    const replicas = await this.containers.pickReplicas(await this.containers.ofInstance());
+    const all = await this.containers.ofInstance();
+    const replicas = await this.containers.pickReplicas(all);
     for (const service of services) {
       if (this.underWay.stopping() || this.underWay.services().has(service.id)) continue;
       const running = replicas.get(service.id) ?? [];
@@ -379,7 +380,10 @@ export class Reconciler {
         if (staying.length === 0 && serves(service))
           await this.runtime.forwarder.set(service.hostPort, null, exposureOf(service)).catch(() => {});
       }
-      const present = new Set(running.map(replicaIndex));
+      // A replica the engine is starting again after an exit (its restart policy; a pass runs at each exit) is not
+      // missing: starting another in its place would replace the one the engine brings back.
+      const restarting = all.filter((c) => c.restarting && c.labels[LABELS.service] === service.id);
+      const present = new Set([...running, ...restarting].map(replicaIndex));
       const missing = Array.from({ length: target }, (_, i) => i).filter((i) => !present.has(i));
       if (missing.length === 0) continue;
       const deploymentId = running[0]?.labels[LABELS.deployment];
