@@ -92,6 +92,8 @@ export interface FakeContainer extends Omit<RunRequest, 'signal'> {
   logs: string[];
   /** keepRunning was called: Docker would restart it. */
   restartPolicy: boolean;
+  /** Exited, and being started again by its restart policy (Docker's `restarting` state). */
+  restarting?: boolean;
   /** Running, but nothing answers on its port (the health probe says so). */
   silent: boolean;
   /** Connections open to it, as countConnections reports them; null: cannot tell. */
@@ -426,6 +428,7 @@ export class FakeContainerEngine implements ContainerEngine {
       id: c.id,
       name: c.name,
       running: c.running,
+      ...(c.restarting ? { restarting: true } : {}),
       exitCode: c.running ? null : c.exitCode,
       ip: c.running ? c.ip : null,
       labels: { ...c.labels },

@@ -155,6 +155,18 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     expect(running(serviceId)).toEqual([d.containerName, `${d.containerName}-r1`]);
   });
 
+  it('reconcile leaves a replica the engine is restarting to the engine, rather than starting another in its place', async () => {
+    const serviceId = await setup(2);
+    const d = await deploy(serviceId);
+    const r1 = h.engine.byName(`${d.containerName}-r1`)!;
+    // Exited, and Docker's restart policy is starting it again: what the pass run at its `die` event sees.
+    r1.running = false;
+    r1.ip = null;
+    r1.restarting = true;
+    await h.runner.reconcile();
+    expect(h.engine.byName(`${d.containerName}-r1`)!.id).toBe(r1.id);
+  });
+
   it('a rollback runs the earlier image on every replica', async () => {
     const serviceId = await setup(2);
     const first = await deploy(serviceId);
