@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DeploymentRecord } from '../../src/domain/types.js';
 import { DEFAULT_PLATFORM_CONFIG, type Actor, type CreateServiceInput } from '../../src/index.js';
-import { createRuntimeHarness, runnerSteps, until, type RuntimeHarness } from '../helpers/runtime-fakes.js';
+import { createRuntimeHarness, runnerSteps, until, type FakeContainer, type RuntimeHarness } from '../helpers/runtime-fakes.js';
 
 const admin: Actor = { keyId: 'admin', access: 'write', projectIds: null };
 const HOST = 'web-shop.apps.test';
@@ -35,6 +35,12 @@ describe('several replicas of a service on one server (use cases over fakes)', (
   }
 
   const route = () => h.proxy.last?.find((r) => r.hostname === HOST);
+  /** A replica that exited: killed for good, or (`restarting`) being started again by its restart policy. */
+  const exited = (container: FakeContainer, restarting = false) => {
+    container.running = false;
+    container.ip = null;
+    if (restarting) container.restarting = true;
+  };
   const running = (serviceId: string) =>
     h.engine
       .containersOf(serviceId)
@@ -105,8 +111,7 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     const d = await deploy(serviceId);
     const r1 = h.engine.byName(`${d.containerName}-r1`)!;
     // Dead without Docker's restart (killed by hand): the next pass starts it again, checked, and routes it.
-    r1.running = false;
-    r1.ip = null;
+    exited(r1);
     await h.runner.reconcile();
     const again = h.engine.byName(`${d.containerName}-r1`)!;
     expect(again.running).toBe(true);
@@ -160,9 +165,7 @@ describe('several replicas of a service on one server (use cases over fakes)', (
     const d = await deploy(serviceId);
     const r1 = h.engine.byName(`${d.containerName}-r1`)!;
     // Exited, and Docker's restart policy is starting it again: what the pass run at its `die` event sees.
-    r1.running = false;
-    r1.ip = null;
-    r1.restarting = true;
+    exited(r1, true);
     await h.runner.reconcile();
     expect(h.engine.byName(`${d.containerName}-r1`)!.id).toBe(r1.id);
   });
